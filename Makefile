@@ -1,0 +1,98 @@
+# wb — build, test, install. `make help` lists the targets.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+
+CC      ?= gcc
+PKGS    := lua5.4 libcjson yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4 -I/usr/include/cjson)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lcjson -lyaml)
+WARN    := -std=c11 -Wall -Wextra -Werror
+OPT     ?= -O2 -g
+CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
+             -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
+LIBS    := $(PKG_LIBS) -lreadline -lm
+
+CORE_SRC := $(filter-out core/main.c,$(sort $(wildcard core/*.c)))
+CORE_OBJ := $(patsubst core/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(BUILD)/obj/embed_lua.o
+LUA_SRC  := $(sort $(wildcard lua/wb/*.lua))
+C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
+
+.PHONY: all deps demo test test-c test-lua test-cli asan bench bench-smoke install clean help
+all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(EXAMPLES)
+
+help:
+	@echo "make [all]     build build/wb, build/libwb.so, build/libwb.a and the examples"
+	@echo "make deps      install missing Debian packages (root), else print the apt-get line"
+	@echo "make demo      deps + build + run the default recipe on the bundled example"
+	@echo "make test      deps + build + every test (ends with 'N passed, N failed')"
+	@echo "make asan      the whole test suite built with AddressSanitizer + UBSan"
+	@echo "make bench     the benchmark suite (bench/*.lua), writes bench/RESULTS.md"
+	@echo "make install   PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
+
+deps:
+	@bash tools/deps.sh
+
+$(BUILD)/obj/%.o: core/%.c core/lwb.h core/wb.h | $(BUILD)/obj
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/embed: tools/embed.c | $(BUILD)/obj
+	$(CC) -std=c11 -Wall -Wextra -Werror -O1 $< -o $@
+
+$(BUILD)/embed_lua.c: $(BUILD)/embed $(LUA_SRC)
+	$(BUILD)/embed $@ $(LUA_SRC)
+
+$(BUILD)/obj/embed_lua.o: $(BUILD)/embed_lua.c
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/libwb.a: $(CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libwb.so: $(CORE_OBJ)
+	$(CC) -shared -Wl,-soname,libwb.so $(LDFLAGS) $(EXTRA_LDFLAGS) $^ $(LIBS) -o $@
+
+$(BUILD)/wb: $(BUILD)/obj/main.o $(BUILD)/libwb.a
+	$(CC) $(LDFLAGS) $(EXTRA_LDFLAGS) -rdynamic $< $(BUILD)/libwb.a $(LIBS) -o $@
+
+$(BUILD)/tests/%: tests/c/%.c $(BUILD)/libwb.a core/wb.h | $(BUILD)/tests
+	$(CC) $(CFLAGS_ALL) $< $(BUILD)/libwb.a $(LIBS) -o $@
+
+$(BUILD)/examples/%: examples/%.c | $(BUILD)/examples
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer $< -o $@ -lm
+
+$(BUILD)/obj $(BUILD)/tests $(BUILD)/examples:
+	mkdir -p $@
+
+demo: deps all
+	@$(BUILD)/wb run recipes/demo.lua
+
+test: deps all $(C_TESTS)
+	@WB_BUILD=$(BUILD) bash tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g" \
+	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+
+bench: all
+	@$(BUILD)/wb run bench/run.lua
+
+bench-smoke: all
+	@$(BUILD)/wb run bench/run.lua size=smoke
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/wb \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/wb/recipes \
+	  $(DESTDIR)$(PREFIX)/share/wb/profiles $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BUILD)/wb $(DESTDIR)$(PREFIX)/bin/wb
+	install -m 644 $(BUILD)/libwb.so $(BUILD)/libwb.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 core/wb.h core/wb_c.h $(DESTDIR)$(PREFIX)/include/wb/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*WB_VERSION "\(.*\)"/\1/p' core/lwb.h)|' \
+	  tools/wb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wb.pc
+	cp -R recipes/. $(DESTDIR)$(PREFIX)/share/wb/recipes/
+	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/
+	install -m 644 docs/wb.1 $(DESTDIR)$(PREFIX)/share/man/man1/wb.1
+
+clean:
+	rm -rf build build-asan

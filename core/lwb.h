@@ -1,0 +1,61 @@
+/* Internal contracts shared by the C core's Lua bindings. Not installed. */
+#pragma once
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <signal.h>
+#include <stddef.h>
+
+#define WB_VERSION "0.1.0"
+
+/* Marks a definition of a core/wb.h function as exported from libwb.so. */
+#define WB_API __attribute__((visibility("default")))
+
+/* Module openers; core/init.c registers them in package.preload as "wb.<name>". */
+int luaopen_wb_clock(lua_State *L);
+int luaopen_wb_fs(lua_State *L);
+int luaopen_wb_json(lua_State *L);
+int luaopen_wb_proc(lua_State *L);
+int luaopen_wb_term(lua_State *L);
+int luaopen_wb_yaml(lua_State *L);
+
+/* Opens the standard libraries, preloads the native modules, installs the searcher for the
+ * embedded lua/wb/ sources and the `wb.null` sentinel. */
+void wb_open(lua_State *L);
+
+/* Environment failure convention: pushes nil, "<what>: <strerror(err)>", err and returns 3. */
+int wb_push_error(lua_State *L, int err, const char *what);
+
+/* The JSON/YAML null: a light userdata (NULL) shared by wb.json.null, wb.yaml.null, wb.null. */
+#define wb_push_null(L) lua_pushlightuserdata((L), NULL)
+#define wb_is_null(L, i) (lua_islightuserdata((L), (i)) && lua_touserdata((L), (i)) == NULL)
+
+/* Ordered tables: a table whose metatable is the shared "wb.ordered" metatable, with key
+ * insertion order kept in the table's private order list (see core/init.c). Decoders (JSON,
+ * YAML) build objects with it so that re-encoding keeps the source order.
+ * wb_ordered_new pushes a new empty ordered table. */
+void wb_ordered_new(lua_State *L);
+/* Sets t[key] = value for the ordered table at index t, key and value on the stack top
+ * (key below value); pops both. Records key order for new keys. */
+void wb_ordered_set(lua_State *L, int t);
+/* Pushes the order list (a sequence of keys) of the table at index t, or nil if the table is
+ * not ordered. */
+void wb_ordered_keys(lua_State *L, int t);
+
+/* Array marker: a table whose metatable is "wb.array" encodes as a JSON array even when empty. */
+void wb_array_new(lua_State *L, int narr);
+
+/* Signals (SIGINT, SIGTERM). The handler records the signal, writes a byte to a self-pipe and
+ * arms a Lua hook so running Lua code raises the interrupt error at its next instruction.
+ * wb_signal_pending returns the pending signal number or 0. wb_signal_fd is the read end of the
+ * self-pipe, for poll(). wb_raise_interrupt raises the interrupt error object (a table with
+ * field `interrupted = <signo>`, metatable "wb.interrupt"). */
+void wb_signals_install(lua_State *L);
+int wb_signal_pending(void);
+int wb_signal_fd(void);
+void wb_signal_clear(void);
+int wb_raise_interrupt(lua_State *L);
+int wb_is_interrupt(lua_State *L, int idx);
+
+/* The REPL (core/repl.c): runs until EOF; returns the process exit status. */
+int wb_repl(lua_State *L);

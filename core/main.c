@@ -1,0 +1,92 @@
+/* The wb binary: sets up Lua, hands the command line to lua/wb/cli.lua under one protected call,
+ * and maps the outcome to an exit status (0 ok, 1 failed, 2 bad usage/input, 130 interrupted). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwb.h"
+#include "wb_c.h"
+
+static int verbose;
+
+/* Message handler: keeps wb error objects (tables) as they are, adds a traceback to other errors
+ * when -v was given. */
+static int message_handler(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TTABLE) {
+    if (verbose && !wb_is_interrupt(L, 1)) {
+      lua_getfield(L, 1, "msg");
+      luaL_traceback(L, L, lua_tostring(L, -1), 1);
+      lua_setfield(L, 1, "msg");
+      lua_pop(L, 1);
+    }
+    return 1;
+  }
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) {
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  if (verbose)
+    luaL_traceback(L, L, msg, 1);
+  else
+    lua_pushstring(L, msg);
+  return 1;
+}
+
+/* Reports the error object on top of the stack; returns the exit status it stands for. */
+static int report_error(lua_State *L) {
+  if (wb_is_interrupt(L, -1)) {
+    lua_getfield(L, -1, "interrupted");
+    int signo = (int)lua_tointeger(L, -1);
+    fprintf(stderr, "wb: interrupted\n");
+    return 128 + (signo ? signo : 2);
+  }
+  int status = 1;
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_getfield(L, -1, "exit");
+    if (lua_isinteger(L, -1)) status = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "msg");
+  }
+  const char *msg = lua_tostring(L, -1);
+  if (msg && *msg) fprintf(stderr, "wb: %s\n", msg);
+  return status;
+}
+
+static int run_cli(lua_State *L, int argc, char **argv) {
+  lua_pushcfunction(L, message_handler);
+  int handler = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "wb.cli");
+  if (lua_pcall(L, 1, 1, handler) != LUA_OK) return report_error(L);
+  lua_getfield(L, -1, "main");
+  lua_createtable(L, argc, 1);
+  for (int i = 0; i < argc; i++) {
+    lua_pushstring(L, argv[i]);
+    lua_rawseti(L, -2, i);
+  }
+  lua_pushboolean(L, verbose);
+  if (lua_pcall(L, 2, 1, handler) != LUA_OK) return report_error(L);
+  return lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
+  if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {
+    printf("wb %s (%s)\n", wb_version(), LUA_RELEASE);
+    return 0;
+  }
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fprintf(stderr, "wb: cannot create the Lua state: out of memory\n");
+    return 1;
+  }
+  wb_open(L);
+  wb_signals_install(L);
+  int status = run_cli(L, argc, argv);
+  fflush(stdout);
+  lua_close(L);
+  return status;
+}

@@ -1,0 +1,229 @@
+-- The command line: `wb run|list|repl|compare|test|help|version` and `wb NAME` shorthand.
+-- main(argv, verbose) returns the exit status; errors are wb error objects (lua/wb/errors.lua).
+local core = require "wb.core"
+local errors = require "wb.errors"
+
+local M = {}
+
+local USAGE = [[
+usage: wb <command> [args]
+
+  wb run RECIPE [key=value ...] [options] [-- ARGS...]   run a recipe (a path or a name)
+  wb NAME [key=value ...] [ARGS...]                     shorthand for `wb run recipes/NAME.lua`
+  wb list                                               recipes with their descriptions
+  wb repl                                               interactive Lua with `wb` loaded
+  wb compare BASE.json NEW.json [--json] [--fail-on-regression]
+  wb test FILE_test.lua...                              run Lua test files
+  wb version | wb help
+
+run options:
+  --dry-run            write the plan (plan.json, plan.md) and stop
+  --cfg job|all        print the composed config as YAML and stop
+  --info defaults      print which file each config group came from
+  -o DIR               the run directory (default runs/<recipe>_<UTC time>)
+  --resume DIR         re-run what did not complete in DIR
+  --baseline PATH      compare against this manifest instead of the previous compatible run
+  --multirun           run once per combination of comma-separated override values
+  -v, --verbose        tracebacks and more detail
+]]
+
+local COMMANDS = { "run", "list", "repl", "compare", "test", "help", "version", "job" }
+
+local function usage(msg) errors.raise(2, msg, 0) end
+
+-- Edit distance, for "did you mean" suggestions.
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+function M.suggest(word, candidates)
+  local scored = {}
+  for _, c in ipairs(candidates) do
+    local d = distance(word, c)
+    local prefix = #word >= 2 and c:sub(1, #word) == word
+    if prefix or d <= math.max(2, #word // 3) then scored[#scored + 1] = { c, prefix and -1 or d } end
+  end
+  table.sort(scored, function(x, y) return x[2] < y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+  local out = {}
+  for i = 1, math.min(3, #scored) do out[i] = scored[i][1] end
+  return out
+end
+
+-- The directories recipes are looked up in: ./recipes, then the installed set.
+function M.recipe_dirs()
+  local dirs = { "recipes" }
+  for _, share in ipairs(core.share_dirs()) do dirs[#dirs + 1] = share .. "/recipes" end
+  return dirs
+end
+
+local function file_exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- Returns the path of recipe NAME (a path ending in .lua, or a name), or nil.
+function M.find_recipe(name)
+  if name:find("/") or name:match("%.lua$") then
+    return file_exists(name) and name or nil
+  end
+  for _, dir in ipairs(M.recipe_dirs()) do
+    local path = dir .. "/" .. name .. ".lua"
+    if file_exists(path) then return path end
+  end
+end
+
+-- All recipes: list of {name, path, description}, local ones shadowing installed ones.
+function M.list_recipes()
+  local recipe = require "wb.recipe"
+  local seen, out = {}, {}
+  for _, dir in ipairs(M.recipe_dirs()) do
+    local p = io.popen("ls -1 '" .. dir:gsub("'", "'\\''") .. "' 2>/dev/null")
+    local names = {}
+    for line in p:lines() do
+      local n = line:match("^(.-)%.lua$")
+      if n and not n:match("^_") then names[#names + 1] = n end
+    end
+    p:close()
+    table.sort(names)
+    for _, n in ipairs(names) do
+      if not seen[n] then
+        seen[n] = true
+        local path = dir .. "/" .. n .. ".lua"
+        out[#out + 1] = { name = n, path = path, description = recipe.description(path) }
+      end
+    end
+  end
+  table.sort(out, function(a, b) return a.name < b.name end)
+  return out
+end
+
+local function cmd_list()
+  local recipes = M.list_recipes()
+  io.write("Available recipes:\n")
+  local width = 0
+  for _, r in ipairs(recipes) do width = math.max(width, #r.name) end
+  for _, r in ipairs(recipes) do
+    local desc = r.description ~= "" and ("# " .. r.description) or ""
+    io.write(string.format("    %-" .. width .. "s %s\n", r.name, desc))
+  end
+  return 0
+end
+
+local function unknown(word)
+  local candidates = {}
+  for _, c in ipairs(COMMANDS) do candidates[#candidates + 1] = c end
+  for _, r in ipairs(M.list_recipes()) do candidates[#candidates + 1] = r.name end
+  local s = M.suggest(word, candidates)
+  local hint = #s > 0 and (" (did you mean: " .. table.concat(s, ", ") .. "?)") or
+      " (see `wb list` and `wb help`)"
+  usage("unknown command or recipe '" .. word .. "'" .. hint)
+end
+
+-- Parses `wb run` arguments into {recipe, overrides, positional, options}.
+function M.parse_run_args(args, first)
+  local opts = { overrides = {}, positional = {} }
+  local i = first
+  local function value(flag)
+    i = i + 1
+    if args[i] == nil then usage(flag .. " needs a value") end
+    return args[i]
+  end
+  while i <= #args do
+    local a = args[i]
+    if a == "--" then
+      for j = i + 1, #args do opts.positional[#opts.positional + 1] = args[j] end
+      break
+    elseif a == "-v" or a == "--verbose" then
+      opts.verbose = true
+    elseif a == "--dry-run" then
+      opts.dry_run = true
+    elseif a == "--multirun" or a == "-m" then
+      opts.multirun = true
+    elseif a == "--cfg" then
+      opts.cfg = value(a)
+      if opts.cfg ~= "job" and opts.cfg ~= "all" then usage("--cfg takes job or all, not '" .. opts.cfg .. "'") end
+    elseif a == "--info" then
+      opts.info = value(a)
+      if opts.info ~= "defaults" then usage("--info takes defaults, not '" .. opts.info .. "'") end
+    elseif a == "-o" or a == "--output" then
+      opts.output = value(a)
+    elseif a == "--resume" then
+      opts.resume = value(a)
+    elseif a == "--baseline" then
+      opts.baseline = value(a)
+    elseif a:match("^%-%-?%a") and not a:match("=") then
+      usage("unknown option '" .. a .. "' (see `wb help`)")
+    elseif a:match("^[%+~]?[%a_][%w_%.%-]*=") or a:match("^~[%a_][%w_%.%-]*$") then
+      opts.overrides[#opts.overrides + 1] = a
+    elseif opts.recipe == nil then
+      opts.recipe = a
+    else
+      opts.positional[#opts.positional + 1] = a
+    end
+    i = i + 1
+  end
+  return opts
+end
+
+local function cmd_run(args, first, name_given)
+  local opts = M.parse_run_args(args, first)
+  if name_given then
+    table.insert(opts.positional, 1, opts.recipe)
+    opts.recipe = name_given
+  end
+  if not opts.recipe then usage("run: which recipe? (see `wb list`)") end
+  local path = M.find_recipe(opts.recipe)
+  if not path then
+    if opts.recipe:find("/") or opts.recipe:match("%.lua$") then
+      usage("run: " .. opts.recipe .. ": no such recipe file")
+    end
+    unknown(opts.recipe)
+  end
+  return require("wb.recipe").run_file(path, opts)
+end
+
+function M.main(argv, verbose)
+  local args = {}
+  for i = 1, #argv do
+    if argv[i] ~= "-v" and argv[i] ~= "--verbose" then args[#args + 1] = argv[i] end
+  end
+  M.verbose = verbose
+  local cmd = args[1]
+  if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
+    io.write(USAGE)
+    return cmd == nil and 2 or 0
+  elseif cmd == "version" then
+    io.write("wb ", core.version, " (", _VERSION, ")\n")
+    return 0
+  elseif cmd == "run" then
+    return cmd_run(args, 2)
+  elseif cmd == "list" then
+    return cmd_list()
+  elseif cmd == "repl" then
+    return core.repl()
+  elseif cmd == "test" then
+    return require("wb.test").main({ table.unpack(args, 2) })
+  elseif cmd == "compare" then
+    return require("wb.compare").main({ table.unpack(args, 2) })
+  elseif cmd == "job" then
+    return require("wb.slurm").job_main({ table.unpack(args, 2) })
+  elseif cmd:match("^%-") then
+    usage("unknown option '" .. cmd .. "' (see `wb help`)")
+  end
+  local path = M.find_recipe(cmd)
+  if not path or cmd:find("/") then unknown(cmd) end
+  return cmd_run(args, 2, cmd)
+end
+
+return M

@@ -1,0 +1,56 @@
+-- The `wb` module: the entry point recipes require. Submodules load on first use
+-- (`wb.proc`, `wb.fs`, ...), so start-up pays only for what a recipe touches.
+local core = require "wb.core"
+
+local wb = {
+  version = core.version,
+  null = core.null,
+  ordered = core.ordered,
+  ordered_keys = core.ordered_keys,
+  array = core.array,
+  interrupted = core.interrupted,
+  check_interrupt = core.check_interrupt,
+}
+
+local submodules = {
+  bench = true, campaign = true, capture = true, cli = true, clock = true, compare = true,
+  config = true, fs = true, json = true, perf = true, proc = true, recipe = true, report = true,
+  scan = true, slurm = true, stats = true, sweep = true, term = true, test = true, util = true,
+  yaml = true, errors = true, bpf = true, sym = true,
+}
+
+setmetatable(wb, {
+  __index = function(t, name)
+    if not submodules[name] then return nil end
+    local mod = require("wb." .. name)
+    rawset(t, name, mod)
+    return mod
+  end,
+})
+
+-- Errors that carry an exit status. `level` works as in error(): 1 = the caller of usage().
+-- wb.usage(msg [, level]) : bad usage or input, exit 2
+function wb.usage(msg, level)
+  return require("wb.errors").raise(2, msg, level and level + 1 or 2)
+end
+
+-- wb.fail(msg [, level]) : the work ran but failed, exit 1
+function wb.fail(msg, level)
+  return require("wb.errors").raise(1, msg, level and level + 1 or 2)
+end
+
+-- value = wb.check(value, err, ...) : turns an environment failure (nil, err) into an error
+-- pointing at the caller's line; returns all values on success.
+function wb.check(value, err, ...)
+  if value == nil or value == false then
+    require("wb.errors").raise(1, tostring(err or "failed"), 2)
+  end
+  return value, err, ...
+end
+
+-- wb.recipe{...} : declares a recipe (see lua/wb/recipe.lua)
+function wb.recipe(spec)
+  return require("wb.recipe").declare(spec)
+end
+
+return wb

@@ -1,0 +1,116 @@
+-- Recipes: loading a recipe file in a strict environment, and running it with a context.
+--
+-- A recipe file returns wb.recipe{ run = function(ctx) ... end, config = "name" | nil,
+-- defaults = { ... } | nil, description = "..." | nil }. The run function gets a context:
+--   ctx.cfg      the composed, resolved config (profiles + overrides)
+--   ctx.args     positional arguments (words that are not key=value, and all after --)
+--   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
+--   ctx.name     the recipe name; ctx.path its file
+-- and returns an exit status (default 0).
+local errors = require "wb.errors"
+
+local M = {}
+
+local Recipe = { __name = "wb.recipe" }
+Recipe.__index = Recipe
+
+function M.declare(spec)
+  if type(spec) ~= "table" then errors.raise(2, "wb.recipe{...} takes a table", 3) end
+  if type(spec.run) ~= "function" then errors.raise(2, "wb.recipe{...} needs a run function", 3) end
+  return setmetatable(spec, Recipe)
+end
+
+function M.is_recipe(v) return getmetatable(v) == Recipe end
+
+-- The environment recipes run in: globals are read-only views of _G; reading an undefined
+-- name is an error naming it (exit 2).
+function M.strict_env()
+  local env = {}
+  return setmetatable(env, {
+    __index = function(_, key)
+      local v = _G[key]
+      if v == nil then errors.raise(2, "undefined global '" .. tostring(key) .. "'", 2) end
+      return v
+    end,
+  })
+end
+
+-- The one-line description: the first line of the comment block at the top of the file.
+function M.description(path)
+  local f = io.open(path, "r")
+  if not f then return "" end
+  local desc = ""
+  for line in f:lines() do
+    if not line:match("^#!") then
+      local text = line:match("^%-%-+%s?(.*)$")
+      if text and text:match("%S") then
+        desc = text:gsub("%s+$", "")
+        break
+      elseif not text and line:match("%S") then
+        break
+      end
+    end
+  end
+  f:close()
+  return desc
+end
+
+-- Loads and evaluates a recipe file; returns the recipe. Syntax errors are exit 2.
+function M.load(path)
+  local chunk, err = loadfile(path, "t", M.strict_env())
+  if not chunk then
+    if err:match("^cannot open") then errors.raise(2, err:gsub("^cannot open ", ""), 0) end
+    errors.raise(2, err, 0)
+  end
+  local recipe = chunk()
+  if not M.is_recipe(recipe) then
+    errors.raise(2, path .. ": a recipe must return wb.recipe{...}", 0)
+  end
+  recipe.path = path
+  recipe.name = recipe.name or path:match("([^/]+)%.lua$")
+  return recipe
+end
+
+-- Composes the recipe's config from its profile and the command-line overrides.
+local function compose(recipe, opts)
+  local config = require "wb.config"
+  return config.compose {
+    name = recipe.config,
+    inline = recipe.defaults,
+    overrides = opts.overrides,
+    recipe_path = recipe.path,
+  }
+end
+
+-- Runs a recipe file with parsed command-line options; returns the exit status.
+function M.run_file(path, opts)
+  local recipe = M.load(path)
+  return M.run(recipe, opts)
+end
+
+function M.run(recipe, opts)
+  local cfg, info = compose(recipe, opts)
+  local config = require "wb.config"
+  if opts.info then
+    io.write(config.format_info(info))
+    return 0
+  end
+  if opts.cfg then
+    io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
+    return 0
+  end
+  if opts.multirun and recipe.multirun ~= false then
+    local multi = config.multirun_overrides(opts.overrides)
+    if multi then return require("wb.campaign").multirun(recipe, opts, multi) end
+  end
+  local ctx = {
+    cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
+    config_info = info,
+  }
+  local status = recipe.run(ctx)
+  if status == nil or status == true then return 0 end
+  if status == false then return 1 end
+  return math.tointeger(status) or 1
+end
+
+return M

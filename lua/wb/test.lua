@@ -1,0 +1,127 @@
+-- A small test harness run by wb itself: `wb test tests/lua/x_test.lua ...`.
+-- A test file calls T.case(name, fn) for each case; fn fails by raising (T.eq, T.ok, ...) and
+-- may call T.skip(reason). Prints `ok`/`not ok`/`skip` lines and ends with
+-- `N passed, N failed, N skipped`; exit status 1 when any case failed.
+local M = {}
+
+local cases = {}
+local SKIP = {}
+
+function M.case(name, fn) cases[#cases + 1] = { name = name, fn = fn, file = M.current_file } end
+
+function M.skip(reason) error(setmetatable({ reason = reason }, SKIP), 0) end
+
+local function show(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  if type(v) ~= "table" then return tostring(v) end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. "=" .. show(v[k]) end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+M.show = show
+
+local function deep_equal(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  for k, v in pairs(a) do if not deep_equal(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+M.deep_equal = deep_equal
+
+function M.eq(actual, expected, msg)
+  if not deep_equal(actual, expected) then
+    error((msg and msg .. ": " or "") .. "expected " .. show(expected) .. ", got " .. show(actual), 2)
+  end
+end
+
+function M.ok(cond, msg)
+  if not cond then error(msg or "assertion failed", 2) end
+  return cond
+end
+
+function M.near(actual, expected, tol, msg)
+  if type(actual) ~= "number" or math.abs(actual - expected) > tol then
+    error(string.format("%sexpected %s ± %s, got %s", msg and msg .. ": " or "", tostring(expected),
+      tostring(tol), tostring(actual)), 2)
+  end
+end
+
+function M.match(s, pattern, msg)
+  if type(s) ~= "string" or not s:find(pattern) then
+    error((msg and msg .. ": " or "") .. "expected a match for " .. show(pattern) .. " in " .. show(s), 2)
+  end
+end
+
+-- Calls fn and checks that it raises an error whose message matches pattern (plain find).
+function M.raises(fn, pattern, ...)
+  local ok, err = pcall(fn, ...)
+  if ok then error("expected an error matching " .. show(pattern) .. ", none raised", 2) end
+  local msg = type(err) == "table" and (err.msg or tostring(err)) or tostring(err)
+  if pattern and not msg:find(pattern, 1, true) then
+    error("expected an error matching " .. show(pattern) .. ", got " .. show(msg), 2)
+  end
+  return err
+end
+
+-- A fresh temporary directory, removed when the run ends.
+local tmpdirs = {}
+function M.tmpdir()
+  local p = io.popen("mktemp -d /tmp/wbtest.XXXXXX")
+  local dir = p:read("l")
+  p:close()
+  tmpdirs[#tmpdirs + 1] = dir
+  return dir
+end
+
+-- The wb binary under test.
+function M.wb_binary() return os.getenv("WB_BIN") or require("wb.core").exe_path() end
+
+function M.main(files)
+  if #files == 0 then require("wb.errors").raise(2, "test: no test files given", 0) end
+  local passed, failed, skipped = 0, 0, 0
+  for _, file in ipairs(files) do
+    M.current_file = file
+    local chunk, err = loadfile(file)
+    if not chunk then
+      io.write("not ok - ", file, ": ", err, "\n")
+      failed = failed + 1
+    else
+      local ok, lerr = xpcall(chunk, debug.traceback)
+      if not ok then
+        io.write("not ok - ", file, ": ", tostring(lerr), "\n")
+        failed = failed + 1
+      end
+    end
+  end
+  local filter = os.getenv("WB_TEST_FILTER")
+  for _, c in ipairs(cases) do
+    if not filter or c.name:find(filter, 1, true) then
+      local ok, err = xpcall(c.fn, function(e)
+        if getmetatable(e) == SKIP then return e end
+        if type(e) == "table" then e = e.msg or tostring(e) end
+        return debug.traceback(tostring(e), 2)
+      end)
+      local label = c.file:match("([^/]+)$") .. ": " .. c.name
+      if ok then
+        passed = passed + 1
+        io.write("ok - ", label, "\n")
+      elseif getmetatable(err) == SKIP then
+        skipped = skipped + 1
+        io.write("skip - ", label, ": skipped: ", err.reason, "\n")
+      else
+        failed = failed + 1
+        io.write("not ok - ", label, "\n    ", (tostring(err):gsub("\n", "\n    ")), "\n")
+      end
+      io.flush()
+    end
+  end
+  for _, d in ipairs(tmpdirs) do os.execute("rm -rf '" .. d .. "'") end
+  io.write(string.format("%d passed, %d failed, %d skipped\n", passed, failed, skipped))
+  return failed > 0 and 1 or 0
+end
+
+return M

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every test suite: C unit tests (build/tests/*), Lua tests (tests/lua/*_test.lua, run by wb),
+# CLI transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
+# Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
+# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|cli|integration limits it.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${WB_BUILD:-build}
+export WB_BIN="$PWD/$BUILD/wb" WB_BUILD="$BUILD" WB_ROOT="$PWD"
+export PATH="$PWD/$BUILD:$PATH"
+only=${WB_TEST_ONLY:-}
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+tally() { # reads a suite's output from $log, adds its counts
+  local line
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [ -z "$line" ]; then
+    echo "not ok - $1: no result line (crashed?)"
+    failed=$((failed + 1))
+    return
+  fi
+  local p f s
+  p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line")
+  f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
+  s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+}
+
+run_suite() { # name command...
+  local name=$1
+  shift
+  echo "== $name"
+  "$@" >"$log" 2>&1
+  local rc=$?
+  grep -vE '^[0-9]+ passed, [0-9]+ failed' "$log" | grep -E '^(not ok|skip)|^    ' || true
+  tally "$name"
+  if [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$log"; then
+    echo "not ok - $name exited $rc"; tail -n 20 "$log"; failed=$((failed + 1))
+  fi
+  grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed 's/^/   /'
+}
+
+if [ -z "$only" ] || [ "$only" = c ]; then
+  for t in "$BUILD"/tests/*_test; do
+    [ -x "$t" ] && run_suite "c/$(basename "$t")" "$t"
+  done
+fi
+if [ -z "$only" ] || [ "$only" = lua ]; then
+  for t in tests/lua/*_test.lua; do
+    [ -f "$t" ] && run_suite "lua/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
+  done
+fi
+if [ -z "$only" ] || [ "$only" = cli ]; then
+  run_suite cli bash tests/cli/run.sh tests/cli/*.t
+fi
+if [ -z "$only" ] || [ "$only" = integration ]; then
+  for t in tests/integration/*.sh; do
+    [ -f "$t" ] && run_suite "integration/$(basename "$t")" timeout 900 bash "$t"
+  done
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

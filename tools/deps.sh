@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages wb needs to build and test (when run as root); otherwise prints the
+# apt-get line and exits 1. Quick when everything is present.
+set -euo pipefail
+packages=(
+  gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libcjson-dev libreadline-dev
+  libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev linux-perf luajit hyperfine
+  slurmctld slurmd slurm-client munge procps util-linux xz-utils
+)
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "wb: missing Debian packages; run as root:" >&2
+  echo "  $line" >&2
+  exit 1
+fi
+echo "wb: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
