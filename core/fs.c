@@ -1,3 +1,347 @@
-/* placeholder until the module lands */
+/* wb.fs: files and directories. Writes are atomic by default: a temporary file in the same
+ * directory, fsync, rename, fsync of the directory — a crash leaves the old or the new file,
+ * never a torn one. Environment failures return nil, "path: strerror", errno. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "lwb.h"
-int luaopen_wb_fs(lua_State *L) { lua_newtable(L); return 1; }
+
+static int push_ok(lua_State *L) {
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* -- data, err = wb.fs.read(path) : the whole file */
+static int l_read(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return wb_push_error(L, errno, path);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (;;) {
+    char *p = luaL_prepbuffsize(&b, 1 << 16);
+    ssize_t n = read(fd, p, 1 << 16);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      return wb_push_error(L, e, path);
+    }
+    if (n == 0) break;
+    luaL_addsize(&b, (size_t)n);
+  }
+  close(fd);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    data += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static void fsync_parent(const char *path) {
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    strcpy(dir, ".");
+  } else {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir) return;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+/* -- ok, err = wb.fs.write(path, data [, {append = false, atomic = true, mode = 0644, sync = true}])
+ * Replaces the file atomically (unless append, which appends in place). */
+static int l_write(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len;
+  const char *data = luaL_checklstring(L, 2, &len);
+  int append = 0, atomic = 1, sync = 1;
+  mode_t mode = 0644;
+  if (!lua_isnoneornil(L, 3)) {
+    luaL_checktype(L, 3, LUA_TTABLE);
+    if (lua_getfield(L, 3, "append") != LUA_TNIL) append = lua_toboolean(L, -1);
+    if (lua_getfield(L, 3, "atomic") != LUA_TNIL) atomic = lua_toboolean(L, -1);
+    if (lua_getfield(L, 3, "sync") != LUA_TNIL) sync = lua_toboolean(L, -1);
+    if (lua_getfield(L, 3, "mode") != LUA_TNIL) mode = (mode_t)luaL_checkinteger(L, -1);
+    lua_pop(L, 4);
+  }
+  if (append || !atomic) {
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+    int fd = open(path, flags, mode);
+    if (fd < 0) return wb_push_error(L, errno, path);
+    if (write_all(fd, data, len) != 0 || (sync && fsync(fd) != 0)) {
+      int e = errno;
+      close(fd);
+      return wb_push_error(L, e, path);
+    }
+    if (close(fd) != 0) return wb_push_error(L, errno, path);
+    return push_ok(L);
+  }
+  size_t plen = strlen(path);
+  if (plen + 16 > PATH_MAX) return wb_push_error(L, ENAMETOOLONG, path);
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) return wb_push_error(L, errno, path);
+  int e = 0;
+  if (write_all(fd, data, len) != 0 || (sync && fsync(fd) != 0) || fchmod(fd, mode) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
+    unlink(tmp);
+    return wb_push_error(L, e, path);
+  }
+  if (sync) fsync_parent(path);
+  return push_ok(L);
+}
+
+static int mkdir_p(char *path, mode_t mode) {
+  size_t len = strlen(path);
+  for (size_t i = 1; i <= len; i++) {
+    if (path[i] != '/' && path[i] != 0) continue;
+    char saved = path[i];
+    path[i] = 0;
+    if (mkdir(path, mode) != 0 && errno != EEXIST) return -1;
+    path[i] = saved;
+  }
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
+  return 0;
+}
+
+/* -- ok, err = wb.fs.mkdir_p(path [, mode = 0755]) : creates path and missing parents */
+static int l_mkdir_p(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  mode_t mode = (mode_t)luaL_optinteger(L, 2, 0755);
+  char buf[PATH_MAX];
+  if (strlen(path) >= sizeof buf) return wb_push_error(L, ENAMETOOLONG, path);
+  strcpy(buf, path);
+  if (mkdir_p(buf, mode) != 0) return wb_push_error(L, errno, path);
+  return push_ok(L);
+}
+
+static const char *type_name(mode_t m) {
+  if (S_ISREG(m)) return "file";
+  if (S_ISDIR(m)) return "dir";
+  if (S_ISLNK(m)) return "link";
+  return "other";
+}
+
+static int push_stat(lua_State *L, const char *path, int follow) {
+  struct stat st;
+  if ((follow ? stat(path, &st) : lstat(path, &st)) != 0) return wb_push_error(L, errno, path);
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, type_name(st.st_mode));
+  lua_setfield(L, -2, "type");
+  lua_pushinteger(L, (lua_Integer)st.st_size);
+  lua_setfield(L, -2, "size");
+  lua_pushnumber(L, (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9);
+  lua_setfield(L, -2, "mtime");
+  lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
+  lua_setfield(L, -2, "mode");
+  lua_pushinteger(L, (lua_Integer)st.st_ino);
+  lua_setfield(L, -2, "ino");
+  return 1;
+}
+
+/* -- st, err = wb.fs.stat(path) : {type = "file"|"dir"|"link"|"other", size, mtime, mode, ino} */
+static int l_stat(lua_State *L) { return push_stat(L, luaL_checkstring(L, 1), 1); }
+
+/* -- st, err = wb.fs.lstat(path) : like stat, not following a final symlink */
+static int l_lstat(lua_State *L) { return push_stat(L, luaL_checkstring(L, 1), 0); }
+
+/* -- yes = wb.fs.exists(path) */
+static int l_exists(lua_State *L) {
+  struct stat st;
+  lua_pushboolean(L, lstat(luaL_checkstring(L, 1), &st) == 0);
+  return 1;
+}
+
+/* -- paths = wb.fs.glob(pattern) : matching paths, sorted; {} when none */
+static int l_glob(lua_State *L) {
+  const char *pattern = luaL_checkstring(L, 1);
+  glob_t g;
+  int rc = glob(pattern, 0, NULL, &g);
+  lua_newtable(L);
+  if (rc == 0)
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+      lua_pushstring(L, g.gl_pathv[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  if (rc == 0 || rc == GLOB_NOMATCH) globfree(&g);
+  if (rc == GLOB_NOSPACE) return luaL_error(L, "glob: out of memory");
+  return 1;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* -- names, err = wb.fs.list(dir) : entry names (not . and ..), sorted */
+static int l_list(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  DIR *d = opendir(path);
+  if (!d) return wb_push_error(L, errno, path);
+  size_t n = 0, cap = 32;
+  char **names = malloc(cap * sizeof *names);
+  struct dirent *e;
+  while (names && (e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (n == cap) {
+      char **grown = realloc(names, (cap *= 2) * sizeof *names);
+      if (!grown) break;
+      names = grown;
+    }
+    names[n] = strdup(e->d_name);
+    if (!names[n]) break;
+    n++;
+  }
+  closedir(d);
+  if (!names) return luaL_error(L, "out of memory");
+  qsort(names, n, sizeof *names, name_cmp);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, names[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+    free(names[i]);
+  }
+  free(names);
+  return 1;
+}
+
+/* -- path, err = wb.fs.tmpdir([prefix = "wb"]) : a new private directory under $TMPDIR or /tmp */
+static int l_tmpdir(lua_State *L) {
+  const char *prefix = luaL_optstring(L, 1, "wb");
+  const char *base = getenv("TMPDIR");
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s/%s.XXXXXX", base && *base ? base : "/tmp", prefix);
+  if (!mkdtemp(buf)) return wb_push_error(L, errno, buf);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* -- ok, err = wb.fs.remove(path) : a file, a symlink or an empty directory */
+static int l_remove(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (remove(path) != 0) return wb_push_error(L, errno, path);
+  return push_ok(L);
+}
+
+static int remove_tree(int dirfd, const char *name) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(st.st_mode)) return unlinkat(dirfd, name, 0);
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && remove_tree(fd, e->d_name) != 0)
+      rc = -1;
+  closedir(d);
+  return rc == 0 ? unlinkat(dirfd, name, AT_REMOVEDIR) : -1;
+}
+
+/* -- ok, err = wb.fs.remove_tree(path) : removes path recursively without following symlinks;
+ * a missing path is not an error */
+static int l_remove_tree(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (strcmp(path, "/") == 0 || *path == 0) return luaL_argerror(L, 1, "refusing to remove '/'");
+  if (remove_tree(AT_FDCWD, path) != 0) return wb_push_error(L, errno, path);
+  return push_ok(L);
+}
+
+/* -- ok, err = wb.fs.rename(from, to) */
+static int l_rename(lua_State *L) {
+  const char *from = luaL_checkstring(L, 1), *to = luaL_checkstring(L, 2);
+  if (rename(from, to) != 0) return wb_push_error(L, errno, from);
+  return push_ok(L);
+}
+
+/* -- ok, err = wb.fs.symlink(target, link) : creates or atomically replaces the symlink `link` */
+static int l_symlink(lua_State *L) {
+  const char *target = luaL_checkstring(L, 1), *link = luaL_checkstring(L, 2);
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", link, (long)getpid()) >= (int)sizeof tmp)
+    return wb_push_error(L, ENAMETOOLONG, link);
+  unlink(tmp);
+  if (symlink(target, tmp) != 0) return wb_push_error(L, errno, link);
+  if (rename(tmp, link) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return wb_push_error(L, e, link);
+  }
+  return push_ok(L);
+}
+
+/* -- target, err = wb.fs.readlink(path) */
+static int l_readlink(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path, buf, sizeof buf);
+  if (n < 0) return wb_push_error(L, errno, path);
+  lua_pushlstring(L, buf, (size_t)n);
+  return 1;
+}
+
+/* -- abs, err = wb.fs.realpath(path) */
+static int l_realpath(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char buf[PATH_MAX];
+  if (!realpath(path, buf)) return wb_push_error(L, errno, path);
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* -- dir = wb.fs.cwd() */
+static int l_cwd(lua_State *L) {
+  char buf[PATH_MAX];
+  if (!getcwd(buf, sizeof buf)) return wb_push_error(L, errno, "getcwd");
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+static const luaL_Reg functions[] = {
+    {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
+    {"lstat", l_lstat},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
+    {"realpath", l_realpath}, {"remove", l_remove}, {"remove_tree", l_remove_tree},
+    {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},
+    {"write", l_write},     {NULL, NULL}};
+
+int luaopen_wb_fs(lua_State *L) {
+  luaL_newlib(L, functions);
+  return 1;
+}

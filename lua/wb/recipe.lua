@@ -73,6 +73,10 @@ end
 
 -- Composes the recipe's config from its profile and the command-line overrides.
 local function compose(recipe, opts)
+  if not recipe.config and not recipe.defaults and #opts.overrides == 0 and not opts.cfg
+      and not opts.info then
+    return require("wb.core").ordered(), {}
+  end
   local config = require "wb.config"
   return config.compose {
     name = recipe.config,
@@ -90,17 +94,16 @@ end
 
 function M.run(recipe, opts)
   local cfg, info = compose(recipe, opts)
-  local config = require "wb.config"
-  if opts.info then
-    io.write(config.format_info(info))
-    return 0
-  end
-  if opts.cfg then
-    io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
-    return 0
-  end
-  if opts.multirun and recipe.multirun ~= false then
-    local multi = config.multirun_overrides(opts.overrides)
+  if opts.info or opts.cfg or opts.multirun then
+    local config = require "wb.config"
+    if opts.info then
+      io.write(config.format_info(info))
+      return 0
+    elseif opts.cfg then
+      io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
+      return 0
+    end
+    local multi = recipe.multirun ~= false and config.multirun_overrides(opts.overrides)
     if multi then return require("wb.campaign").multirun(recipe, opts, multi) end
   end
   local ctx = {
