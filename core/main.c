@@ -14,7 +14,9 @@ static int verbose;
  * when -v was given. */
 static int message_handler(lua_State *L) {
   if (lua_type(L, 1) == LUA_TTABLE) {
-    if (verbose && !wb_is_interrupt(L, 1)) {
+    int traced = lua_getfield(L, 1, "traced") != LUA_TNIL;
+    lua_pop(L, 1);
+    if (verbose && !traced && !wb_is_interrupt(L, 1)) {
       lua_getfield(L, 1, "msg");
       luaL_traceback(L, L, lua_tostring(L, -1), 1);
       lua_setfield(L, 1, "msg");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: C unit tests (build/tests/*), Lua tests (tests/lua/*_test.lua, run by wb),
-# CLI transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
+# the LuaJIT FFI test of core/wb.h, CLI transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
-# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|cli|integration limits it.
+# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|cli|integration limits it.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${WB_BUILD:-build}
@@ -51,6 +51,9 @@ if [ -z "$only" ] || [ "$only" = lua ]; then
   for t in tests/lua/*_test.lua; do
     [ -f "$t" ] && run_suite "lua/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
   done
+fi
+if [ -z "$only" ] || [ "$only" = ffi ]; then
+  run_suite ffi/luajit luajit tests/ffi/wb_ffi_test.lua "$BUILD"
 fi
 if [ -z "$only" ] || [ "$only" = cli ]; then
   run_suite cli bash tests/cli/run.sh tests/cli/*.t

@@ -194,9 +194,11 @@ local function cmd_run(args, first, name_given)
 end
 
 function M.main(argv, verbose)
-  local args = {}
+  local args, after_dashes = {}, false
   for i = 1, #argv do
-    if argv[i] ~= "-v" and argv[i] ~= "--verbose" then args[#args + 1] = argv[i] end
+    local a = argv[i]
+    after_dashes = after_dashes or a == "--"
+    if after_dashes or (a ~= "-v" and a ~= "--verbose") then args[#args + 1] = a end
   end
   M.verbose = verbose
   local cmd = args[1]

@@ -16,7 +16,7 @@ local submodules = {
   bench = true, campaign = true, capture = true, cli = true, clock = true, compare = true,
   config = true, fs = true, json = true, perf = true, proc = true, recipe = true, report = true,
   scan = true, slurm = true, stats = true, sweep = true, term = true, test = true, util = true,
-  yaml = true, errors = true, bpf = true, sym = true,
+  yaml = true, errors = true, bpf = true, sym = true, verdict = true,
 }
 
 setmetatable(wb, {

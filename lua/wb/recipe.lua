@@ -110,7 +110,20 @@ function M.run(recipe, opts)
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
     config_info = info,
   }
-  local status = recipe.run(ctx)
+  local ok, status = xpcall(recipe.run, function(e)
+    local campaign = package.loaded["wb.campaign"]
+    if campaign then campaign.abort(e) end
+    if opts.verbose or require("wb.cli").verbose then
+      if type(e) == "string" then
+        e = errors.wrap(debug.traceback(e, 2))
+        e.traced = true
+      elseif errors.is(e) and not e.traced then
+        e.msg, e.traced = debug.traceback(e.msg, 2), true
+      end
+    end
+    return e
+  end, ctx)
+  if not ok then error(status, 0) end
   if status == nil or status == true then return 0 end
   if status == false then return 1 end
   return math.tointeger(status) or 1

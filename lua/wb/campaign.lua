@@ -1,0 +1,437 @@
+-- Campaigns: the run directory of one recipe run, its manifest, events, logs, resume and the
+-- previous-run baseline (DESIGN §5).
+--
+--   local c = wb.campaign.open(ctx, { inputs = {paths}, tools = {names}, profilers = {...} })
+--   c:declare{ "case1", "case2" }           -- runs in plan order (pending until they run)
+--   if c:plan(plan) then return 0 end       -- plan.json/plan.md + budget; true on --dry-run
+--   c:run("case1", function(rec) ... end)   -- skipped when complete in a resumed directory
+--   local res = c:spawn("case1", {argv = ...})  -- wb.proc.run with logs/<run>.std{out,err}.log
+--   c:finish()                              -- final status, baseline comparisons, manifest
+--
+-- The manifest is rewritten atomically after every change, so a run killed at any moment leaves
+-- a valid one; `--resume DIR` re-runs only the runs that did not end (status pending/running).
+local clock = require "wb.clock"
+local core = require "wb.core"
+local errors = require "wb.errors"
+local fs = require "wb.fs"
+local json = require "wb.json"
+local util = require "wb.util"
+
+local M = {}
+M.SCHEMA_NAME = "wb.manifest"
+M.SCHEMA_VERSION = 1
+
+local Campaign = {}
+Campaign.__index = Campaign
+
+local current -- the open campaign, for M.abort
+
+local ENDED = { success = true, failed = true, skipped = true, dry_run = true }
+
+local function check(ok, err)
+  if not ok then errors.raise(1, tostring(err), 0) end
+  return ok
+end
+
+-- manifest, err = campaign.read_manifest(path) : refuses other schemas and unknown major versions
+function M.read_manifest(path)
+  local m, err = json.read(path)
+  if not m then return nil, err end
+  if type(m) ~= "table" or m.schema_name ~= M.SCHEMA_NAME then
+    return nil, path .. ": not a wb manifest (schema_name is not " .. M.SCHEMA_NAME .. ")"
+  end
+  if math.type(m.schema_version) ~= "integer" or m.schema_version > M.SCHEMA_VERSION then
+    return nil, string.format("%s: unsupported %s schema_version %s (this wb reads up to %d)",
+      path, M.SCHEMA_NAME, tostring(m.schema_version), M.SCHEMA_VERSION)
+  end
+  return m
+end
+
+local function first_line(argv)
+  local ok, res = pcall(require("wb.proc").run, { argv = argv, stdout = "capture", stderr = "capture", timeout = 10 })
+  if not ok or not res or not res.ok then return nil end
+  local text = res.stdout ~= "" and res.stdout or res.stderr
+  return text:match("^%s*([^\n]-)%s*\n") or text:match("^%s*(.-)%s*$")
+end
+
+local function read_proc(path, pattern)
+  local f = io.open(path)
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text:match(pattern)
+end
+
+-- The machine, the code and the tools this run used.
+local function preflight(spec)
+  local p = json.object()
+  p.schema_name, p.schema_version = "wb.preflight", 1
+  p.created_at_utc = clock.utc()
+  p.wb_version = core.version
+  p.host = first_line({ "uname", "-n" })
+  p.kernel = first_line({ "uname", "-r" })
+  p.cpu_model = read_proc("/proc/cpuinfo", "model name%s*:%s*([^\n]+)")
+  local cpus = 0
+  for _ in (read_proc("/proc/cpuinfo", "^(.*)$") or ""):gmatch("processor%s*:") do cpus = cpus + 1 end
+  p.cpu_count = cpus
+  local mem_kb = tonumber(read_proc("/proc/meminfo", "MemTotal:%s*(%d+)"))
+  p.memory_bytes = mem_kb and mem_kb * 1024
+  local commit = first_line({ "git", "rev-parse", "HEAD" })
+  local git = json.object()
+  git.commit = commit
+  if commit then
+    local ok, res = pcall(require("wb.proc").run,
+      { argv = { "git", "status", "--porcelain", "--untracked-files=no" }, stdout = "capture", stderr = "null" })
+    git.dirty = ok and res and res.ok and res.stdout ~= "" or false
+  end
+  p.git = git
+  local tools = json.object()
+  for _, t in ipairs(spec.tools or {}) do
+    local argv = type(t) == "table" and t or { t, "--version" }
+    tools[argv[1]] = first_line(argv) or json.null
+  end
+  p.tools = tools
+  local inputs = json.array()
+  for _, path in ipairs(spec.inputs or {}) do
+    local st = fs.stat(path)
+    inputs[#inputs + 1] = { path = path, size = st and st.size or json.null, mtime = st and st.mtime or json.null }
+  end
+  p.inputs = inputs
+  return p
+end
+
+local function scope_hash(cfg, pre)
+  local tools = {}
+  for k, v in pairs(pre.tools) do tools[k] = v end
+  local inputs = {}
+  for i, inp in ipairs(pre.inputs) do inputs[i] = { inp.path, inp.size } end
+  return util.hash(json.encode({ configuration = cfg, tools = tools, inputs = inputs }))
+end
+
+local function new_run_dir(ctx)
+  if ctx.opts.output then return ctx.opts.output end
+  local base = "runs/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
+  local dir, n = base, 1
+  while fs.exists(dir) do
+    n = n + 1
+    dir = base .. "-" .. n
+  end
+  return dir
+end
+
+-- c = campaign.open(ctx [, spec]) : creates (or, with --resume, reopens) the run directory
+function M.open(ctx, spec)
+  spec = spec or {}
+  local self = setmetatable({ ctx = ctx, spec = spec, index = {} }, Campaign)
+  self.secrets = util.secret_values()
+  if ctx.opts.resume then
+    self.dir = ctx.opts.resume:gsub("/+$", "")
+    local m, err = M.read_manifest(self.dir .. "/manifest.json")
+    if not m then errors.raise(2, "--resume: " .. err, 0) end
+    if m.recipe ~= ctx.name then
+      errors.raise(2, string.format("--resume: %s is a run of '%s', not '%s'", self.dir, tostring(m.recipe), ctx.name), 0)
+    end
+    self.manifest = m
+    for i, r in ipairs(m.runs) do self.index[r.name] = i end
+    m.status = "running"
+    m.resumed_at_utc = clock.utc()
+  else
+    self.dir = new_run_dir(ctx)
+    check(fs.mkdir_p(self.dir .. "/logs"))
+    local pre = preflight(spec)
+    self:write_json("preflight.json", pre)
+    self:write("config.yaml", require("wb.yaml").dump(ctx.cfg))
+    self:write("overrides.txt", table.concat(ctx.opts.overrides or {}, "\n") .. "\n")
+    local m = json.object()
+    m.schema_name, m.schema_version = M.SCHEMA_NAME, M.SCHEMA_VERSION
+    m.tool, m.wb_version, m.recipe = "wb", core.version, ctx.name
+    m.created_at_utc = clock.utc()
+    m.status = "running"
+    m.dry_run = ctx.opts.dry_run and true or false
+    m.run_directory = self.dir
+    m.configuration = ctx.cfg
+    m.overrides = json.array(util.deep_copy(ctx.opts.overrides or {}))
+    m.compatibility_scope = scope_hash(ctx.cfg, pre)
+    m.previous_manifest_path = json.null
+    m.runs, m.comparisons = json.array(), json.array()
+    m.profilers = json.array(spec.profilers or {})
+    self.manifest = m
+    local parent = util.dirname(self.dir)
+    fs.symlink(util.basename(self.dir), parent .. "/latest")
+  end
+  current = self
+  self:save()
+  self:event(ctx.opts.resume and "campaign_resumed" or "campaign_started", { dir = self.dir })
+  return self
+end
+
+-- Writes a file in the run directory atomically, with secrets redacted.
+function Campaign:write(relpath, text)
+  local path = self.dir .. "/" .. relpath
+  local dir = util.dirname(path)
+  if not fs.exists(dir) then check(fs.mkdir_p(dir)) end
+  check(fs.write(path, util.redact(text, self.secrets)))
+  return path
+end
+
+function Campaign:write_json(relpath, value)
+  return self:write(relpath, json.encode(value, { pretty = true }) .. "\n")
+end
+
+function Campaign:save()
+  self.manifest.updated_at_utc = clock.utc()
+  self:write_json("manifest.json", self.manifest)
+end
+
+-- c:event(name [, fields [, level = "INFO"]]) : one JSON line in events.jsonl
+function Campaign:event(name, fields, level)
+  local e = json.object()
+  e.ts = clock.utc(nil, "%Y-%m-%dT%H:%M:%S") .. string.format(".%03dZ", math.floor(clock.wall() % 1 * 1000))
+  e.level = level or "INFO"
+  e.event = name
+  e.run = fields and fields.run or json.null
+  e.fields = fields or json.object()
+  local line = util.redact(json.encode(e), self.secrets) .. "\n"
+  check(fs.write(self.dir .. "/events.jsonl", line, { append = true, sync = false }))
+end
+
+local function new_record(name)
+  local r = json.object()
+  r.name, r.status = name, "pending"
+  return r
+end
+
+-- c:declare(names) : the runs of this campaign in plan order (kept on resume)
+function Campaign:declare(names)
+  for _, name in ipairs(names) do
+    if not self.index[name] then
+      self.manifest.runs[#self.manifest.runs + 1] = new_record(name)
+      self.index[name] = #self.manifest.runs
+    end
+  end
+  self:save()
+end
+
+-- rec = c:record(name) : the manifest record of a run (declared on first use)
+function Campaign:record(name)
+  if not self.index[name] then self:declare({ name }) end
+  return self.manifest.runs[self.index[name]]
+end
+
+function Campaign:is_complete(name)
+  local i = self.index[name]
+  return i ~= nil and ENDED[self.manifest.runs[i].status] == true
+end
+
+-- Progress on a TTY: done/total, the current run and an ETA from the mean run time so far.
+function Campaign:progress(name)
+  local done, total, spent = 0, #self.manifest.runs, 0
+  for _, r in ipairs(self.manifest.runs) do
+    if ENDED[r.status] then
+      done = done + 1
+      spent = spent + (r.wall_time_seconds or 0)
+    end
+  end
+  local eta = done > 0 and (spent / done) * (total - done) or nil
+  require("wb.term").progress(string.format("[%d/%d] %s%s", done, total, name,
+    eta and ("  ETA " .. util.format_seconds(eta)) or ""))
+end
+
+-- rec = c:run(name, fn) : runs fn(rec) unless the run already ended (resume). fn fills rec
+-- (metrics, samples, fields) and returns false (or sets rec.status = "failed") on failure.
+function Campaign:run(name, fn)
+  local rec = self:record(name)
+  if ENDED[rec.status] then
+    self:event("run_skipped", { run = name, reason = "complete in resumed directory" })
+    return rec
+  end
+  self:progress(name)
+  rec.status = "running"
+  rec.started_at_utc = clock.utc()
+  self:save()
+  self:event("run_started", { run = name })
+  local t = clock.timer()
+  local result = fn(rec)
+  rec.wall_time_seconds = rec.wall_time_seconds or t:elapsed()
+  if rec.status == "running" then rec.status = (result == false) and "failed" or "success" end
+  rec.finished_at_utc = clock.utc()
+  self:save()
+  self:event("run_finished", { run = name, status = rec.status }, rec.status == "failed" and "ERROR" or "INFO")
+  require("wb.term").progress_done()
+  return rec
+end
+
+-- res = c:spawn(name, spec) : wb.proc.run with stdout/stderr written to logs/<name>.std*.log
+-- (unless the spec routes them elsewhere); fills the run's record with the command, exit status,
+-- wall/user/sys and peak RSS. Secrets in the logs are redacted once the process ends.
+function Campaign:spawn(name, spec)
+  local proc = require "wb.proc"
+  local safe = util.safe_name(name)
+  local out_log = self.dir .. "/logs/" .. safe .. ".stdout.log"
+  local err_log = self.dir .. "/logs/" .. safe .. ".stderr.log"
+  local s = {}
+  for k, v in pairs(spec) do s[k] = v end
+  s.stdout = s.stdout or { file = out_log }
+  s.stderr = s.stderr or { file = err_log }
+  local secrets = self.secrets
+  if spec.env then
+    secrets = util.secret_values(spec.env)
+    for _, v in ipairs(self.secrets) do secrets[#secrets + 1] = v end
+  end
+  local rec = self:record(name)
+  rec.command_arguments = json.array(util.deep_copy(spec.argv or { "/bin/sh", "-c", spec.cmd }))
+  local res, err = proc.run(s)
+  if not res then
+    rec.status, rec.error, rec.return_code = "failed", err, json.null
+    return nil, err
+  end
+  for _, path in ipairs({ out_log, err_log }) do
+    if #secrets > 0 and fs.exists(path) then
+      local text = fs.read(path)
+      local clean = text and util.redact(text, secrets)
+      if clean and clean ~= text then check(fs.write(path, clean)) end
+    end
+  end
+  rec.return_code = res.code or json.null
+  rec.signal = res.signal
+  rec.timed_out = res.timed_out or nil
+  rec.wall_time_seconds = res.wall
+  rec.user_seconds, rec.sys_seconds, rec.maxrss_kb = res.user, res.sys, res.maxrss_kb
+  rec.stdout_log, rec.stderr_log = "logs/" .. safe .. ".stdout.log", "logs/" .. safe .. ".stderr.log"
+  if not res.ok then rec.status = "failed" end
+  return res
+end
+
+-- Writes plan.json and plan.md and checks the budget. plan = {sections = {{name, cases = {{name,
+-- argv}}, subprocess_runs, profiler_runs}}}; the budget comes from cfg.tool (max_subprocess_runs,
+-- max_major_profiler_runs, allow_over_budget). Returns true when the run should stop (--dry-run);
+-- raises (exit 1) when over budget.
+function Campaign:plan(plan)
+  return require("wb.plan").write(self, plan)
+end
+
+local function find_baseline(self)
+  local explicit = self.ctx.opts.baseline
+  if explicit then
+    local path = explicit:match("%.json$") and explicit or (explicit .. "/manifest.json")
+    local m, err = M.read_manifest(path)
+    if not m then errors.raise(2, "--baseline: " .. err, 0) end
+    return m, path
+  end
+  local best, best_path
+  local parent = util.dirname(self.dir)
+  for _, name in ipairs(fs.list(parent) or {}) do
+    local path = parent .. "/" .. name .. "/manifest.json"
+    local dir = parent .. "/" .. name
+    if name ~= "latest" and dir ~= self.dir and fs.exists(path) then
+      local m = M.read_manifest(path)
+      if m and m.recipe == self.manifest.recipe and m.status == "complete" and not m.dry_run and
+          m.compatibility_scope == self.manifest.compatibility_scope and
+          (not best or m.created_at_utc > best.created_at_utc) then
+        best, best_path = m, path
+      end
+    end
+  end
+  return best, best_path
+end
+
+local function compare_with(self, base)
+  local verdict = require "wb.verdict"
+  local rows = json.array()
+  local by_name = {}
+  for _, r in ipairs(base.runs or {}) do by_name[r.name] = r end
+  local threshold = self.spec.threshold
+  for _, r in ipairs(self.manifest.runs) do
+    local b = by_name[r.name]
+    if b and r.status == "success" and b.status == "success" then
+      local metrics = r.metrics or {}
+      for _, metric in ipairs(util.sorted_keys(metrics)) do
+        local cur = metrics[metric]
+        local prev = b.metrics and b.metrics[metric]
+        if type(cur) == "number" and type(prev) == "number" then
+          local v = verdict.compare(metric, prev, cur, {
+            threshold = threshold,
+            base_samples = b.samples and b.samples[metric],
+            new_samples = r.samples and r.samples[metric],
+          })
+          local row = json.object()
+          row.run_name, row.metric = r.name, metric
+          row.current_value, row.previous_value = cur, prev
+          row.delta, row.ratio = v.delta, v.ratio or json.null
+          row.verdict = v.verdict
+          row.p_value = v.p
+          row.note = v.note
+          rows[#rows + 1] = row
+        end
+      end
+    end
+  end
+  return rows
+end
+
+-- summary = c:finish([status]) : final status ("complete", or "failed" when a run failed),
+-- comparisons against the baseline, manifest written. summary = {status, regressions, dir}.
+function Campaign:finish(status)
+  local m = self.manifest
+  local failed = false
+  for _, r in ipairs(m.runs) do
+    if r.status == "failed" then failed = true end
+  end
+  m.status = status or (failed and "failed" or "complete")
+  local regressions = 0
+  if not m.dry_run then
+    local base, path = find_baseline(self)
+    if base then
+      m.previous_manifest_path = path
+      m.comparisons = compare_with(self, base)
+      for _, c in ipairs(m.comparisons) do
+        if c.verdict == "regression" then regressions = regressions + 1 end
+      end
+    end
+  end
+  m.finished_at_utc = clock.utc()
+  self:save()
+  self:event("campaign_finished", { status = m.status, regressions = regressions })
+  current = nil
+  return { status = m.status, regressions = regressions, dir = self.dir }
+end
+
+-- Called by the recipe runner when a recipe raised: marks the open campaign interrupted (SIGINT,
+-- SIGTERM) or failed and saves its manifest, so the directory stays resumable.
+function M.abort(err)
+  local self = current
+  if not self then return end
+  current = nil
+  local interrupted = type(err) == "table" and err.interrupted
+  self.manifest.status = interrupted and "interrupted" or "failed"
+  if not interrupted then self.manifest.error = type(err) == "table" and err.msg or tostring(err) end
+  pcall(self.save, self)
+  pcall(self.event, self, interrupted and "campaign_interrupted" or "campaign_failed",
+    { error = tostring(type(err) == "table" and (err.msg or err) or err) }, "ERROR")
+  require("wb.term").progress_done()
+end
+
+function M.current() return current end
+
+-- status = campaign.multirun(recipe, opts, combos) : runs the recipe once per override list, each
+-- in its own sub-directory of one parent; returns the worst exit status.
+function M.multirun(recipe, opts, combos)
+  local runner = require "wb.recipe"
+  local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
+    clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
+  check(fs.mkdir_p(parent))
+  local worst, listing = 0, json.array()
+  for i, overrides in ipairs(combos) do
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.overrides, o.multirun = overrides, false
+    o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(overrides, ",")))
+    local status = runner.run(recipe, o)
+    listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
+    worst = math.max(worst, status)
+  end
+  check(fs.write(parent .. "/multirun.json", json.encode({ schema_name = "wb.multirun", schema_version = 1, runs = listing }, { pretty = true }) .. "\n"))
+  return worst
+end
+
+return M

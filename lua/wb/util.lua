@@ -1,0 +1,181 @@
+-- Small helpers shared by the Lua library: quoting, word splitting, hashing, secrets, paths.
+local M = {}
+
+-- s = util.shell_quote(word) : a word the POSIX shell reads back unchanged
+function M.shell_quote(s)
+  s = tostring(s)
+  if s ~= "" and not s:find("[^%w%-%+%./_=:,@%%]") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- s = util.shell_join(argv) : argv shell-quoted and joined by spaces (for display)
+function M.shell_join(argv)
+  local out = {}
+  for i, a in ipairs(argv) do out[i] = M.shell_quote(a) end
+  return table.concat(out, " ")
+end
+
+-- argv, err = util.split_words(s) : splits a command string into words as a POSIX shell does
+-- (single quotes, double quotes with \ escapes, backslash outside quotes); no expansion.
+function M.split_words(s)
+  local words, cur, i, n, have = {}, {}, 1, #s, false
+  while i <= n do
+    local c = s:sub(i, i)
+    if c:match("%s") then
+      if have then words[#words + 1], cur, have = table.concat(cur), {}, false end
+    elseif c == "'" then
+      local j = s:find("'", i + 1, true)
+      if not j then return nil, "unterminated single quote" end
+      cur[#cur + 1], have, i = s:sub(i + 1, j - 1), true, j
+    elseif c == '"' then
+      have = true
+      i = i + 1
+      while true do
+        if i > n then return nil, "unterminated double quote" end
+        local d = s:sub(i, i)
+        if d == '"' then break end
+        if d == "\\" and i < n and s:sub(i + 1, i + 1):match('["\\$`\n]') then
+          i = i + 1
+          d = s:sub(i, i)
+        end
+        cur[#cur + 1] = d
+        i = i + 1
+      end
+    elseif c == "\\" then
+      if i == n then return nil, "trailing backslash" end
+      i = i + 1
+      cur[#cur + 1], have = s:sub(i, i), true
+    else
+      cur[#cur + 1], have = c, true
+    end
+    i = i + 1
+  end
+  if have then words[#words + 1] = table.concat(cur) end
+  return words
+end
+
+-- hex = util.hash(s) : FNV-1a 64-bit of s as 16 hex digits (identity, not security)
+function M.hash(s)
+  local h = -3750763034362895579 -- 0xcbf29ce484222325
+  for i = 1, #s do
+    h = h ~ s:byte(i)
+    h = h * 1099511628211
+  end
+  return string.format("%016x", h)
+end
+
+local SECRET_WORDS = { "TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL" }
+
+-- yes = util.is_secret_name(name) : environment variable names whose values must not reach disk
+function M.is_secret_name(name)
+  local up = name:upper()
+  for _, w in ipairs(SECRET_WORDS) do
+    if up:find(w, 1, true) then return true end
+  end
+  return false
+end
+
+-- values = util.secret_values([env]) : the values of secret-named variables in env (a table) or
+-- in wb's environment; values shorter than 4 bytes are ignored (they would redact noise)
+function M.secret_values(env)
+  local out, seen = {}, {}
+  local function add(name, value)
+    if M.is_secret_name(name) and #value >= 4 and not seen[value] then
+      seen[value] = true
+      out[#out + 1] = value
+    end
+  end
+  if env then
+    for k, v in pairs(env) do add(tostring(k), tostring(v)) end
+  else
+    local p = io.open("/proc/self/environ", "rb")
+    if p then
+      for entry in p:read("a"):gmatch("([^%z]+)") do
+        local k, v = entry:match("^([^=]+)=(.*)$")
+        if k then add(k, v) end
+      end
+      p:close()
+    end
+  end
+  table.sort(out, function(a, b) return #a > #b end)
+  return out
+end
+
+-- text = util.redact(text, values) : every occurrence of each value replaced by "[REDACTED]"
+function M.redact(text, values)
+  for _, v in ipairs(values) do
+    local start = 1
+    local parts = {}
+    while true do
+      local i, j = text:find(v, start, true)
+      if not i then break end
+      parts[#parts + 1] = text:sub(start, i - 1)
+      parts[#parts + 1] = "[REDACTED]"
+      start = j + 1
+    end
+    if #parts > 0 then
+      parts[#parts + 1] = text:sub(start)
+      text = table.concat(parts)
+    end
+  end
+  return text
+end
+
+-- copy = util.deep_copy(v) : tables copied recursively (metatables kept: ordered/array marks)
+function M.deep_copy(v, seen)
+  if type(v) ~= "table" then return v end
+  seen = seen or {}
+  if seen[v] then return seen[v] end
+  local out = setmetatable({}, getmetatable(v)) -- pairs/__newindex keep an ordered table's order
+  seen[v] = out
+  for k, x in pairs(v) do out[k] = M.deep_copy(x, seen) end
+  return out
+end
+
+-- keys = util.sorted_keys(t)
+function M.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  return keys
+end
+
+-- name = util.basename(path); dir = util.dirname(path); path = util.join(a, b, ...)
+function M.basename(path) return (path:gsub("/+$", ""):match("([^/]*)$")) end
+
+function M.dirname(path)
+  local d = path:gsub("/+$", ""):match("^(.*)/[^/]*$")
+  if d == nil then return "." end
+  return d == "" and "/" or d
+end
+
+function M.join(...)
+  local parts = { ... }
+  local out = parts[1]
+  for i = 2, #parts do
+    local p = parts[i]
+    if p:sub(1, 1) == "/" then out = p else out = out:gsub("/+$", "") .. "/" .. p end
+  end
+  return out
+end
+
+-- s = util.safe_name(s) : a string usable as one path component
+function M.safe_name(s)
+  s = tostring(s):gsub("[^%w%-%._=,+]", "_")
+  if s == "" or s == "." or s == ".." then s = "_" end
+  return s
+end
+
+-- s = util.format_seconds(x) : "12.3 ms", "1.234 s", "2m 03s"
+function M.format_seconds(x)
+  if x == nil then return "-" end
+  if x < 1e-3 then return string.format("%.1f µs", x * 1e6) end
+  if x < 1 then return string.format("%.1f ms", x * 1e3) end
+  if x < 120 then return string.format("%.3f s", x) end
+  return string.format("%dm %02ds", math.floor(x / 60), math.floor(x % 60))
+end
+
+return M

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `make install` into a staging directory: the binary finds its installed recipes from anywhere,
+# wb.pc works with pkg-config, and a C program builds and runs against the installed header + lib.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${WB_BUILD:-build}
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+passed=0 failed=0
+check() { # name command...
+  local name=$1; shift
+  if out=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok - $name"
+  else failed=$((failed + 1)); echo "not ok - $name"; echo "$out" | sed 's/^/    /' | tail -n 20; fi
+}
+
+check "make install" make -s install BUILD="$BUILD" PREFIX=/opt/wb DESTDIR="$stage"
+root="$stage/opt/wb"
+check "installed files" test -x "$root/bin/wb" -a -f "$root/lib/libwb.so" -a -f "$root/lib/libwb.a" \
+  -a -f "$root/include/wb/wb.h" -a -f "$root/include/wb/wb_c.h" -a -f "$root/lib/pkgconfig/wb.pc" \
+  -a -f "$root/share/wb/recipes/demo.lua" -a -f "$root/share/man/man1/wb.1"
+check "installed wb lists installed recipes from another directory" \
+  bash -c "cd / && '$root/bin/wb' list | grep -q '^    demo '"
+check "pkg-config reads wb.pc" bash -c \
+  "PKG_CONFIG_PATH='$root/lib/pkgconfig' pkg-config --cflags --libs wb | grep -q -- '-I/opt/wb/include/wb'"
+cat >"$stage/use.c" <<'C'
+#include <wb_c.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  const char *argv[] = {"true", NULL};
+  char err[256];
+  wb_child *c = wb_child_spawn(argv, NULL, NULL, NULL, 5, 1, err, sizeof err);
+  if (!c) { fprintf(stderr, "%s\n", err); return 1; }
+  wb_child_result r;
+  if (wb_child_wait(c, &r) != 0 || !r.exited || r.exit_code != 0) return 1;
+  wb_child_free(c);
+  printf("%s %lld\n", wb_version(), (long long)(wb_clock_ns() > 0));
+  return strcmp(wb_version(), "") == 0;
+}
+C
+check "a C program builds and runs against the installed library" bash -c \
+  "cc -std=c11 -Wall -Werror -I'$root/include/wb' '$stage/use.c' -L'$root/lib' -lwb -o '$stage/use' && LD_LIBRARY_PATH='$root/lib' '$stage/use'"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
