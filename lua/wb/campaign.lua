@@ -65,7 +65,8 @@ end
 -- The machine, the code and the tools this run used.
 local function preflight(spec)
   local p = json.object()
-  p.schema_name, p.schema_version = "wb.preflight", 1
+  p.schema_name = "wb.preflight"
+  p.schema_version = 1
   p.created_at_utc = clock.utc()
   p.wb_version = core.version
   p.host = first_line({ "uname", "-n" })
@@ -143,8 +144,11 @@ function M.open(ctx, spec)
     self:write("config.yaml", require("wb.yaml").dump(ctx.cfg))
     self:write("overrides.txt", table.concat(ctx.opts.overrides or {}, "\n") .. "\n")
     local m = json.object()
-    m.schema_name, m.schema_version = M.SCHEMA_NAME, M.SCHEMA_VERSION
-    m.tool, m.wb_version, m.recipe = "wb", core.version, ctx.name
+    m.schema_name = M.SCHEMA_NAME
+    m.schema_version = M.SCHEMA_VERSION
+    m.tool = "wb"
+    m.wb_version = core.version
+    m.recipe = ctx.name
     m.created_at_utc = clock.utc()
     m.status = "running"
     m.dry_run = ctx.opts.dry_run and true or false
@@ -153,7 +157,8 @@ function M.open(ctx, spec)
     m.overrides = json.array(util.deep_copy(ctx.opts.overrides or {}))
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null
-    m.runs, m.comparisons = json.array(), json.array()
+    m.runs = json.array()
+    m.comparisons = json.array()
     m.profilers = json.array(spec.profilers or {})
     self.manifest = m
     local parent = util.dirname(self.dir)
@@ -197,7 +202,8 @@ end
 
 local function new_record(name)
   local r = json.object()
-  r.name, r.status = name, "pending"
+  r.name = name
+  r.status = "pending"
   return r
 end
 
@@ -282,7 +288,9 @@ function Campaign:spawn(name, spec)
   rec.command_arguments = json.array(util.deep_copy(spec.argv or { "/bin/sh", "-c", spec.cmd }))
   local res, err = proc.run(s)
   if not res then
-    rec.status, rec.error, rec.return_code = "failed", err, json.null
+    rec.status = "failed"
+    rec.error = err
+    rec.return_code = json.null
     return nil, err
   end
   for _, path in ipairs({ out_log, err_log }) do
@@ -296,8 +304,11 @@ function Campaign:spawn(name, spec)
   rec.signal = res.signal
   rec.timed_out = res.timed_out or nil
   rec.wall_time_seconds = res.wall
-  rec.user_seconds, rec.sys_seconds, rec.maxrss_kb = res.user, res.sys, res.maxrss_kb
-  rec.stdout_log, rec.stderr_log = "logs/" .. safe .. ".stdout.log", "logs/" .. safe .. ".stderr.log"
+  rec.user_seconds = res.user
+  rec.sys_seconds = res.sys
+  rec.maxrss_kb = res.maxrss_kb
+  rec.stdout_log = "logs/" .. safe .. ".stdout.log"
+  rec.stderr_log = "logs/" .. safe .. ".stderr.log"
   if not res.ok then rec.status = "failed" end
   return res
 end
@@ -355,9 +366,12 @@ local function compare_with(self, base)
             new_samples = r.samples and r.samples[metric],
           })
           local row = json.object()
-          row.run_name, row.metric = r.name, metric
-          row.current_value, row.previous_value = cur, prev
-          row.delta, row.ratio = v.delta, v.ratio or json.null
+          row.run_name = r.name
+          row.metric = metric
+          row.current_value = cur
+          row.previous_value = prev
+          row.delta = v.delta
+          row.ratio = v.ratio or json.null
           row.verdict = v.verdict
           row.p_value = v.p
           row.note = v.note

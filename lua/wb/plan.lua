@@ -78,7 +78,8 @@ function M.write(c, plan)
   local budget = budget_of(c.ctx.cfg)
   local over = M.check_budget(totals, budget)
   local doc = json.object()
-  doc.schema_name, doc.schema_version = "wb.plan", 1
+  doc.schema_name = "wb.plan"
+  doc.schema_version = 1
   doc.recipe = c.ctx.name
   local sections = json.array()
   for _, s in ipairs(plan.sections or {}) do

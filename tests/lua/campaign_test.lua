@@ -1,0 +1,183 @@
+local T = require "wb.test"
+local wb = require "wb"
+local fs, json, proc = wb.fs, wb.json, wb.proc
+
+local RECIPE = "tests/fixtures/recipes/campaign.lua"
+
+local function run_wb(args, env)
+  local argv = { T.wb_binary(), "run", RECIPE }
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  return assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 60 })
+end
+
+local function lines(path)
+  local out = {}
+  for l in (fs.read(path) or ""):gmatch("[^\n]+") do out[#out + 1] = l end
+  return out
+end
+
+local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
+
+local function statuses(m)
+  local out = {}
+  for _, r in ipairs(m.runs) do out[#out + 1] = r.name .. "=" .. r.status end
+  return out
+end
+
+T.case("a campaign writes the run directory of DESIGN §5", function()
+  local d = T.tmpdir()
+  local dir = d .. "/run1"
+  local res = run_wb({ "-o", dir, "marker=" .. d .. "/marker", "cases=3" })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(res.stdout, "complete " .. dir .. "\n")
+  for _, f in ipairs({ "config.yaml", "overrides.txt", "preflight.json", "plan.json", "plan.md",
+    "manifest.json", "events.jsonl", "logs/case1.stdout.log", "logs/case3.stderr.log" }) do
+    T.ok(fs.exists(dir .. "/" .. f), f)
+  end
+  local m = manifest(dir)
+  T.eq(m.schema_name, "wb.manifest")
+  T.eq(m.schema_version, 1)
+  T.eq(m.status, "complete")
+  T.eq(m.recipe, "campaign")
+  T.eq(statuses(m), { "case1=success", "case2=success", "case3=success" })
+  T.eq(m.runs[1].return_code, 0)
+  T.ok(m.runs[1].wall_time_seconds >= 0.1)
+  T.eq(m.runs[1].command_arguments[1], "sh")
+  T.ok(type(m.compatibility_scope) == "string" and #m.compatibility_scope == 16)
+  T.eq(fs.read(dir .. "/logs/case2.stdout.log"), "done case2\n")
+  T.eq(fs.read(dir .. "/overrides.txt"), "marker=" .. d .. "/marker\ncases=3\n")
+  local pre = json.read(dir .. "/preflight.json")
+  T.eq(pre.schema_name, "wb.preflight")
+  T.ok(pre.cpu_count >= 1 and pre.memory_bytes > 0 and pre.kernel ~= nil)
+  T.eq(fs.readlink(d .. "/latest"), "run1")
+  local events = lines(dir .. "/events.jsonl")
+  T.eq(json.decode(events[1]).event, "campaign_started")
+  T.eq(json.decode(events[#events]).event, "campaign_finished")
+  for _, l in ipairs(events) do
+    local e = json.decode(l)
+    T.ok(e.ts:match("^%d+%-%d+%-%d+T%d+:%d+:%d+%.%d+Z$") and e.level and e.event, l)
+  end
+  T.eq(lines(d .. "/marker"), { "case1", "case2", "case3" })
+end)
+
+T.case("the second run compares against the first compatible one", function()
+  local d = T.tmpdir()
+  T.eq(run_wb({ "-o", d .. "/a", "cases=2" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/b", "cases=2" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/c", "cases=2", "sleep=0.2" }).code, 0)
+  local b = manifest(d .. "/b")
+  T.eq(b.previous_manifest_path, d .. "/a/manifest.json")
+  local metrics = {}
+  for _, c in ipairs(b.comparisons) do metrics[c.run_name .. ":" .. c.metric] = c end
+  T.ok(metrics["case1:wall_seconds"], "time metric compared")
+  T.eq(metrics["case1:output_row_count"].verdict, "unchanged")
+  local c = manifest(d .. "/c")
+  T.eq(c.previous_manifest_path, wb.null, "a different config is a different compatibility scope")
+  T.eq(run_wb({ "-o", d .. "/e", "cases=2", "sleep=0.2", "--baseline", d .. "/a" }).code, 0)
+  local e = manifest(d .. "/e")
+  T.eq(e.previous_manifest_path, d .. "/a/manifest.json")
+  local slower = 0
+  for _, row in ipairs(e.comparisons) do
+    if row.metric == "wall_seconds" and row.verdict == "regression" then slower = slower + 1 end
+  end
+  T.eq(slower, 2, "sleep 0.1 -> 0.2 is a time regression")
+end)
+
+T.case("--dry-run writes the plan and runs nothing", function()
+  local d = T.tmpdir()
+  local res = run_wb({ "-o", d .. "/dry", "--dry-run", "marker=" .. d .. "/marker" })
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not fs.exists(d .. "/marker"))
+  local plan = json.read(d .. "/dry/plan.json")
+  T.eq(plan.totals.subprocess_runs, 4)
+  T.eq(plan.sections[1].cases[1].command:sub(1, 6), "sh -c ")
+  T.match(fs.read(d .. "/dry/plan.md"), "Within budget")
+  local m = manifest(d .. "/dry")
+  T.eq(m.dry_run, true)
+  T.eq(statuses(m), { "case1=dry_run", "case2=dry_run", "case3=dry_run", "case4=dry_run" })
+end)
+
+T.case("a real run over budget is refused unless allowed", function()
+  local d = T.tmpdir()
+  local res = run_wb({ "-o", d .. "/over", "tool.max_subprocess_runs=2", "marker=" .. d .. "/marker" })
+  T.eq(res.code, 1)
+  T.eq(res.stderr, "wb: over budget: 4 subprocess runs > max_subprocess_runs 2 " ..
+    "(set tool.allow_over_budget=true to run anyway)\n")
+  T.ok(not fs.exists(d .. "/marker"))
+  T.match(fs.read(d .. "/over/plan.md"), "Over budget")
+  res = run_wb({ "-o", d .. "/allowed", "tool.max_subprocess_runs=2", "tool.allow_over_budget=true" })
+  T.eq(res.code, 0, res.stderr)
+end)
+
+T.case("SIGKILL mid-campaign leaves a valid manifest; --resume runs only the rest", function()
+  local d = T.tmpdir()
+  local dir = d .. "/killed"
+  local marker = d .. "/marker"
+  local p = assert(proc.spawn { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=6", "sleep=0.3",
+    "marker=" .. marker }, stdout = "null", stderr = "null" })
+  local deadline = wb.clock.now() + 20e9
+  while #lines(marker) < 3 and wb.clock.now() < deadline do wb.clock.sleep(0.02) end
+  p:kill(9)
+  p:wait()
+  local m = manifest(dir)
+  T.eq(m.status, "running")
+  local done = {}
+  for _, r in ipairs(m.runs) do if r.status == "success" then done[#done + 1] = r.name end end
+  T.ok(#done >= 2 and #done < 6, "killed part-way: " .. #done .. " done")
+  wb.clock.sleep(0.4) -- the orphaned case finishes writing
+  local before = lines(marker)
+  local res = run_wb({ "--resume", dir, "cases=6", "sleep=0.3", "marker=" .. marker })
+  T.eq(res.code, 0, res.stderr)
+  local after = lines(marker)
+  local rerun = {}
+  for i = #before + 1, #after do rerun[#rerun + 1] = after[i] end
+  for _, name in ipairs(done) do
+    for _, r in ipairs(rerun) do T.ok(r ~= name, name .. " completed before the kill and ran again") end
+  end
+  T.eq(#done + #rerun, 6, "every case ran to completion exactly once after the kill")
+  m = manifest(dir)
+  T.eq(m.status, "complete")
+  T.eq(statuses(m), { "case1=success", "case2=success", "case3=success", "case4=success",
+    "case5=success", "case6=success" })
+end)
+
+T.case("SIGINT: children whose TERM is ignored end after the grace; manifest interrupted; exit 130", function()
+  local d = T.tmpdir()
+  local dir = d .. "/int"
+  local marker = d .. "/marker"
+  local p = assert(proc.spawn { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=3", "sleep=30",
+    "ignore_term=true", "marker=" .. marker }, stdout = "null", stderr = "capture" })
+  local deadline = wb.clock.now() + 20e9
+  while #lines(marker) < 1 and wb.clock.now() < deadline do wb.clock.sleep(0.02) end
+  wb.clock.sleep(0.1)
+  local t = wb.clock.timer()
+  p:kill(2)
+  local res = p:wait()
+  T.eq(res.code, 130, res.stderr)
+  T.ok(t:elapsed() < 2 + 1, "ended within the grace period plus 1 s: " .. t:elapsed())
+  T.eq(manifest(dir).status, "interrupted")
+  local survivors = proc.run { argv = { "pgrep", "-f", "sleep 30; echo done" }, stdout = "capture" }
+  T.eq(survivors.stdout, "", "no process survives")
+end)
+
+T.case("secrets in the environment reach no file of the run directory", function()
+  local d = T.tmpdir()
+  local dir = d .. "/sec"
+  local secret = "hunter2-" .. tostring(wb.clock.now())
+  local res = run_wb({ "-o", dir, "cases=2", "echo_env=API_TOKEN", "+note=${env:API_TOKEN}" },
+    { API_TOKEN = secret })
+  T.eq(res.code, 0, res.stderr)
+  local grep = proc.run { argv = { "grep", "-rl", secret, dir }, stdout = "capture" }
+  T.eq(grep.stdout, "", "files containing the secret")
+  T.match(fs.read(dir .. "/logs/case1.stdout.log"), "secret is %[REDACTED%]")
+end)
+
+T.case("--resume refuses a manifest of an unknown major version", function()
+  local d = T.tmpdir()
+  fs.mkdir_p(d .. "/future")
+  fs.write(d .. "/future/manifest.json", json.encode({ schema_name = "wb.manifest", schema_version = 99 }))
+  local res = run_wb({ "--resume", d .. "/future" })
+  T.eq(res.code, 2)
+  T.eq(res.stderr, "wb: --resume: " .. d .. "/future/manifest.json: unsupported wb.manifest " ..
+    "schema_version 99 (this wb reads up to 1)\n")
+end)

@@ -1,0 +1,77 @@
+local T = require "wb.test"
+local util = require "wb.util"
+
+T.case("shell_quote and split_words round-trip hostile strings", function()
+  local hostile = { "plain", "two words", "it's", 'say "hi"', "$HOME", "back\\slash", "new\nline",
+    "", "a;b|c&d", "*?[x]", "tab\there", "ünïcode" }
+  for _, s in ipairs(hostile) do
+    T.eq(util.split_words(util.shell_quote(s)), { s }, s)
+  end
+  T.eq(util.split_words(util.shell_join(hostile)), hostile)
+  -- and the real shell agrees
+  local p = io.popen("sh -c 'for a in \"$@\"; do printf \"%s\\0\" \"$a\"; done' sh " .. util.shell_join(hostile))
+  local out = p:read("a")
+  p:close()
+  local got = {}
+  for w in out:gmatch("([^%z]*)%z") do got[#got + 1] = w end
+  T.eq(got, hostile)
+end)
+
+T.case("split_words follows shell word rules", function()
+  T.eq(util.split_words("sleep 0.1"), { "sleep", "0.1" })
+  T.eq(util.split_words([[  a   'b c'  "d \"e\" \$f" g\ h '' ]]), { "a", "b c", 'd "e" $f', "g h", "" })
+  T.eq(util.split_words([["a"'b'c]]), { "abc" })
+  local v, err = util.split_words("echo 'open")
+  T.eq(v, nil)
+  T.eq(err, "unterminated single quote")
+  T.eq(select(2, util.split_words('echo "open')), "unterminated double quote")
+end)
+
+T.case("hash is FNV-1a 64", function()
+  T.eq(util.hash(""), "cbf29ce484222325")
+  T.eq(util.hash("a"), "af63dc4c8601ec8c")
+  T.eq(util.hash("foobar"), "85944171f73967e8")
+end)
+
+T.case("secrets are found by name and redacted", function()
+  T.ok(util.is_secret_name("GITHUB_TOKEN"))
+  T.ok(util.is_secret_name("aws_secret_access_key"))
+  T.ok(util.is_secret_name("DB_PASSWORD"))
+  T.ok(util.is_secret_name("MY_CREDENTIALS"))
+  T.ok(not util.is_secret_name("HOME"))
+  local vals = util.secret_values({ API_TOKEN = "s3cr3t-value", PATH = "/bin", SHORT_KEY = "ab" })
+  T.eq(vals, { "s3cr3t-value" })
+  T.eq(util.redact("x=s3cr3t-value and s3cr3t-value.", vals), "x=[REDACTED] and [REDACTED].")
+end)
+
+T.case("paths", function()
+  T.eq(util.basename("/a/b/c.lua"), "c.lua")
+  T.eq(util.basename("c"), "c")
+  T.eq(util.dirname("/a/b/c.lua"), "/a/b")
+  T.eq(util.dirname("c"), ".")
+  T.eq(util.dirname("/c"), "/")
+  T.eq(util.join("a/", "b", "c"), "a/b/c")
+  T.eq(util.join("a", "/abs"), "/abs")
+  T.eq(util.safe_name("threads=4,chunk=8192"), "threads=4,chunk=8192")
+  T.eq(util.safe_name("a b/c"), "a_b_c")
+  T.eq(util.safe_name(".."), "_")
+end)
+
+T.case("deep_copy keeps ordered tables ordered", function()
+  local wb = require "wb"
+  local t = wb.ordered()
+  t.z = 1
+  t.a = { 2 }
+  t.m = 3
+  local c = util.deep_copy(t)
+  T.eq(wb.ordered_keys(c), { "z", "a", "m" })
+  T.ok(c.a ~= t.a)
+  T.eq(c.a, { 2 })
+end)
+
+T.case("format_seconds", function()
+  T.eq(util.format_seconds(0.0000123), "12.3 µs")
+  T.eq(util.format_seconds(0.0123), "12.3 ms")
+  T.eq(util.format_seconds(1.5), "1.500 s")
+  T.eq(util.format_seconds(185), "3m 05s")
+end)
