@@ -16,6 +16,7 @@ int luaopen_wb_clock(lua_State *L);
 int luaopen_wb_fs(lua_State *L);
 int luaopen_wb_json(lua_State *L);
 int luaopen_wb_proc(lua_State *L);
+int luaopen_wb_stats(lua_State *L);
 int luaopen_wb_term(lua_State *L);
 int luaopen_wb_yaml(lua_State *L);
 

@@ -1,0 +1,352 @@
+/* wb.stats inference: percentile bootstrap confidence intervals, the Mann–Whitney rank test
+ * and step detection over a series (L1 optimal partitioning). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+/* ---- seeded PRNG: xoshiro256** seeded by splitmix64 (bit-identical on every machine) ---- */
+
+typedef struct {
+  uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *r, uint64_t seed) {
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(rng *r) {
+  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return out;
+}
+
+/* Uniform in [0, n), unbiased (rejection). */
+static size_t rng_below(rng *r, size_t n) {
+  uint64_t limit = UINT64_MAX - UINT64_MAX % n, v;
+  do v = rng_next(r);
+  while (v >= limit);
+  return (size_t)(v % n);
+}
+
+/* ---- bootstrap ------------------------------------------------------------------------ */
+
+/* Draws n values of x with replacement into out and returns their mean or median. */
+static double resample_stat(rng *r, const double *x, size_t n, double *out, int median) {
+  for (size_t i = 0; i < n; i++) out[i] = x[rng_below(r, n)];
+  return median ? wb_stats_median_inplace(out, n) : wb_stats_mean(out, n);
+}
+
+static double stat_of(const double *x, size_t n, double *work, int median) {
+  memcpy(work, x, n * sizeof *work);
+  return median ? wb_stats_median_inplace(work, n) : wb_stats_mean(work, n);
+}
+
+static double *check_sample(lua_State *L, int arg, size_t *n) {
+  double *x = wb_stats_check_xs(L, arg, n);
+  if (*n == 0) luaL_argerror(L, arg, "no values");
+  return x;
+}
+
+/* Index of the options table: opts if given (must be a table), else a new empty table. */
+static int check_opts(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) {
+    lua_newtable(L);
+    return lua_gettop(L);
+  }
+  luaL_checktype(L, arg, LUA_TTABLE);
+  return arg;
+}
+
+/* -- lo, hi, est = wb.stats.bootstrap_ci(xs [, ys] [, opts]) : percentile bootstrap confidence
+ * interval. opts: stat = "mean" | "median" (one sample; the default without ys) or
+ * "ratio_mean" | "ratio_median" (stat(ys) / stat(xs), i.e. new/base, xs and ys resampled
+ * independently; the default with ys), level = 0.95, resamples = 10000, seed = 1.
+ * est is the statistic on the original data. The PRNG (xoshiro256** seeded by splitmix64)
+ * and the arithmetic are fixed, so a seed gives bit-identical bounds on every machine.
+ * The second argument is ys when it is samples or a non-empty sequence or when opts follows
+ * it; bootstrap_ci(xs, nil, opts) is the one-sample form. */
+int wb_stats_bootstrap_ci(lua_State *L) {
+  lua_settop(L, 3);
+  int has_ys = luaL_testudata(L, 2, "wb.stats.samples") ||
+               (lua_istable(L, 2) && (lua_rawlen(L, 2) > 0 || !lua_isnil(L, 3)));
+  int opts = check_opts(L, has_ys || lua_isnil(L, 2) ? 3 : 2);
+  const char *stat = wb_stats_opt_string(L, opts, "stat", has_ys ? "ratio_mean" : "mean");
+  double level = wb_stats_opt_number(L, opts, "level", 0.95);
+  lua_Integer resamples = wb_stats_opt_integer(L, opts, "resamples", 10000);
+  uint64_t seed = (uint64_t)wb_stats_opt_integer(L, opts, "seed", 1);
+  int ratio = strncmp(stat, "ratio_", 6) == 0;
+  const char *base = ratio ? stat + 6 : stat;
+  if (strcmp(base, "mean") != 0 && strcmp(base, "median") != 0)
+    return luaL_error(L, "option 'stat': unknown statistic '%s'", stat);
+  if (ratio && !has_ys) return luaL_error(L, "stat '%s' needs ys", stat);
+  if (!ratio && has_ys)
+    return luaL_error(L, "stat '%s' takes one sample; use 'ratio_%s'", stat, stat);
+  if (!(level > 0 && level < 1)) return luaL_error(L, "option 'level' must be in (0, 1)");
+  if (resamples < 1 || resamples > 100000000)
+    return luaL_error(L, "option 'resamples' must be in [1, 1e8]");
+  int median = strcmp(base, "median") == 0;
+
+  size_t nx, ny = 0, nb = (size_t)resamples;
+  double *x = check_sample(L, 1, &nx), *y = has_ys ? check_sample(L, 2, &ny) : NULL;
+  double *bx = wb_stats_scratch(L, nx), *by = wb_stats_scratch(L, ny);
+  double *boot = wb_stats_scratch(L, nb);
+  double est = stat_of(x, nx, bx, median);
+  if (ratio) est = stat_of(y, ny, by, median) / est;
+
+  rng r;
+  rng_seed(&r, seed);
+  for (size_t b = 0; b < nb; b++) {
+    if (wb_signal_pending()) return wb_raise_interrupt(L);
+    double sx = resample_stat(&r, x, nx, bx, median);
+    boot[b] = ratio ? resample_stat(&r, y, ny, by, median) / sx : sx;
+  }
+  wb_stats_sort(boot, nb);
+  double alpha = (1 - level) / 2;
+  lua_pushnumber(L, wb_stats_quantile_sorted(boot, nb, alpha));
+  lua_pushnumber(L, wb_stats_quantile_sorted(boot, nb, 1 - alpha));
+  lua_pushnumber(L, est);
+  return 3;
+}
+
+/* ---- Mann–Whitney U ------------------------------------------------------------------- */
+
+typedef struct {
+  double v;
+  int group;
+} obs;
+
+static int cmp_obs(const void *a, const void *b) {
+  double x = ((const obs *)a)->v, y = ((const obs *)b)->v;
+  return (x > y) - (x < y);
+}
+
+/* Exact two-sided p of U = u for sample sizes m, n without ties. The number of arrangements
+ * with U = v equals the number of partitions of v into at most min(m,n) parts each at most
+ * max(m,n); counted by dynamic programming with additions only (no cancellation). */
+static double exact_p(lua_State *L, size_t m, size_t n, double u) {
+  if (m > n) {
+    size_t t = m;
+    m = n;
+    n = t;
+  }
+  size_t width = m * n + 1;
+  double *c = wb_stats_scratch(L, (m + 1) * width);
+  memset(c, 0, (m + 1) * width * sizeof *c);
+  c[0] = 1;
+  for (size_t s = 1; s <= n; s++)
+    for (size_t j = 1; j <= m; j++)
+      for (size_t v = s; v <= j * s; v++) c[j * width + v] += c[(j - 1) * width + v - s];
+  double total = 0, le = 0, ge = 0;
+  for (size_t v = 0; v < width; v++) {
+    double count = 0;
+    for (size_t j = 0; j <= m; j++) count += c[j * width + v];
+    total += count;
+    if ((double)v <= u) le += count;
+    if ((double)v >= u) ge += count;
+  }
+  lua_pop(L, 1);
+  double p = 2 * (le < ge ? le : ge) / total;
+  return p < 1 ? p : 1;
+}
+
+/* -- r = wb.stats.mann_whitney(xs, ys) : two-sided Mann–Whitney U test, an ordered table
+ * {u, p, z, exact}. u is the U of xs: the number of pairs (x, y) with x > y plus half the tied
+ * pairs. When both samples have at most 50 values and no value is tied, p is exact (the
+ * distribution of U by dynamic programming) and exact = true; otherwise p comes from the
+ * normal approximation with tie and continuity corrections. z is the normal-approximation
+ * statistic in either case (positive when xs tend to be larger). */
+int wb_stats_mann_whitney(lua_State *L) {
+  lua_settop(L, 2);
+  size_t n1, n2;
+  double *x = check_sample(L, 1, &n1), *y = check_sample(L, 2, &n2);
+  size_t total = n1 + n2;
+  obs *a = lua_newuserdatauv(L, total * sizeof *a, 0);
+  for (size_t i = 0; i < n1; i++) a[i] = (obs){x[i], 0};
+  for (size_t i = 0; i < n2; i++) a[n1 + i] = (obs){y[i], 1};
+  qsort(a, total, sizeof *a, cmp_obs);
+  double rank_sum = 0, ties = 0;
+  for (size_t i = 0, j; i < total; i = j + 1) {
+    for (j = i; j + 1 < total && a[j + 1].v == a[i].v; j++) {
+    }
+    double rank = (double)(i + j) / 2 + 1, t = (double)(j - i + 1);
+    for (size_t k = i; k <= j; k++)
+      if (a[k].group == 0) rank_sum += rank;
+    ties += t * t * t - t;
+  }
+  double dn1 = (double)n1, dn2 = (double)n2, dn = (double)total;
+  double u = rank_sum - dn1 * (dn1 + 1) / 2, d = u - dn1 * dn2 / 2;
+  double var = dn1 * dn2 / 12 * ((dn + 1) - ties / (dn * (dn - 1)));
+  double z = var > 0 ? copysign(fmax(fabs(d) - 0.5, 0), d) / sqrt(var) : 0;
+  int exact = ties == 0 && n1 <= 50 && n2 <= 50;
+  double p = exact ? exact_p(L, n1, n2, u) : (var > 0 ? erfc(fabs(z) / sqrt(2)) : 1);
+  wb_ordered_new(L);
+  wb_stats_setnum(L, "u", u);
+  wb_stats_setnum(L, "p", p);
+  wb_stats_setnum(L, "z", z);
+  lua_pushboolean(L, exact);
+  lua_setfield(L, -2, "exact");
+  return 1;
+}
+
+/* ---- step detection ------------------------------------------------------------------- */
+
+/* A binary heap of values stored multiplied by sign (+1: max-heap, -1: min-heap). */
+typedef struct {
+  double *a, sum, sign;
+  size_t n;
+} heap;
+
+static void heap_push(heap *h, double v) {
+  size_t i = h->n++;
+  double key = h->sign * v;
+  h->sum += v;
+  while (i > 0 && h->a[(i - 1) / 2] < key) {
+    h->a[i] = h->a[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h->a[i] = key;
+}
+
+static double heap_top(const heap *h) { return h->sign * h->a[0]; }
+
+static double heap_pop(heap *h) {
+  double top = heap_top(h), last = h->a[--h->n];
+  h->sum -= top;
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= h->n) break;
+    if (c + 1 < h->n && h->a[c + 1] > h->a[c]) c++;
+    if (h->a[c] <= last) break;
+    h->a[i] = h->a[c];
+    i = c;
+  }
+  if (h->n) h->a[i] = last;
+  return top;
+}
+
+/* Adds v to the running median split (lo: lower half, max-heap; hi: upper half) and returns
+ * the L1 cost sum |x - median| of the values added so far. */
+static double median_split_add(heap *lo, heap *hi, double v) {
+  if (lo->n == 0 || v <= heap_top(lo))
+    heap_push(lo, v);
+  else
+    heap_push(hi, v);
+  if (lo->n > hi->n + 1)
+    heap_push(hi, heap_pop(lo));
+  else if (hi->n > lo->n)
+    heap_push(lo, heap_pop(hi));
+  double m = lo->n > hi->n ? heap_top(lo) : (heap_top(lo) + heap_top(hi)) / 2;
+  return m * ((double)lo->n - (double)hi->n) - lo->sum + hi->sum;
+}
+
+/* Noise scale (a normal sigma) of a series from its m successive differences d: the larger of
+ * 1.4826 * MAD and 1.253314 * mean absolute deviation (both around the median of d), over
+ * sqrt(2). The mean form keeps heavy-tailed or quantized noise from looking quiet.
+ * Uses d[0..2m); overwrites it. */
+static double diff_sigma(double *d, size_t m) {
+  if (m == 0) return 0;
+  double *w = d + m;
+  memcpy(w, d, m * sizeof *w);
+  double med = wb_stats_median_inplace(w, m), meanad = 0;
+  for (size_t i = 0; i < m; i++) {
+    d[i] = fabs(d[i] - med);
+    meanad += d[i];
+  }
+  double mad = wb_stats_median_inplace(d, m);
+  return fmax(1.4826 * mad, 1.253314 * meanad / (double)m) / sqrt(2);
+}
+
+static double segment_median(const double *y, size_t from, size_t to, double *work) {
+  memcpy(work, y + from, (to - from) * sizeof *work);
+  return wb_stats_median_inplace(work, to - from);
+}
+
+/* -- steps = wb.stats.steps(series [, {min_size = 2, penalty = nil}]) : step detection in the
+ * manner of asv. Fits a piecewise-constant function minimising the sum of absolute deviations
+ * from each segment's median plus `penalty` per segment (optimal partitioning by dynamic
+ * programming, O(n^2 log n) time, O(n) memory; segments have at least min_size points).
+ * The default penalty is 3 * sigma * ln(n), sigma the noise scale estimated robustly from the
+ * successive differences (see diff_sigma). Returns a list of {index (1-based first index of
+ * the new segment), before, after (segment medians), ratio = after / before}. */
+int wb_stats_steps(lua_State *L) {
+  lua_settop(L, 2);
+  int opts = check_opts(L, 2);
+  lua_Integer min_size = wb_stats_opt_integer(L, opts, "min_size", 2);
+  if (min_size < 1) return luaL_error(L, "option 'min_size' must be >= 1");
+  int auto_penalty = lua_getfield(L, opts, "penalty") == LUA_TNIL;
+  lua_pop(L, 1);
+  double penalty = wb_stats_opt_number(L, opts, "penalty", 0);
+  if (!(penalty >= 0)) return luaL_error(L, "option 'penalty' must be >= 0");
+  size_t n, k = (size_t)min_size;
+  double *y = wb_stats_check_xs(L, 1, &n);
+  if (n / 2 < k) {
+    wb_array_new(L, 0);
+    return 1;
+  }
+
+  double *work = wb_stats_scratch(L, 2 * n), *f = wb_stats_scratch(L, n + 1);
+  size_t *prev = lua_newuserdatauv(L, (n + 1) * sizeof *prev, 0);
+  double *ys = wb_stats_scratch(L, n);
+  double shift = segment_median(y, 0, n, work);
+  for (size_t i = 0; i < n; i++) ys[i] = y[i] - shift;
+  if (auto_penalty) {
+    for (size_t i = 0; i + 1 < n; i++) work[i] = ys[i + 1] - ys[i];
+    penalty = 3 * diff_sigma(work, n - 1) * log((double)n);
+  }
+
+  heap lo = {work, 0, 1, 0}, hi = {work + n, 0, -1, 0};
+  f[0] = 0;
+  for (size_t j = 1; j <= n; j++) f[j] = HUGE_VAL;
+  for (size_t i = 0; i + k <= n; i++) {
+    if (wb_signal_pending()) return wb_raise_interrupt(L);
+    if (f[i] == HUGE_VAL) continue;
+    lo.n = hi.n = 0;
+    lo.sum = hi.sum = 0;
+    for (size_t j = i; j < n; j++) {
+      double cost = median_split_add(&lo, &hi, ys[j]);
+      if (j + 1 - i < k) continue;
+      double c = f[i] + cost + penalty;
+      if (c < f[j + 1]) {
+        f[j + 1] = c;
+        prev[j + 1] = i;
+      }
+    }
+  }
+
+  size_t nseg = 0, *ends = lua_newuserdatauv(L, n * sizeof *ends, 0);
+  for (size_t b = n; b > 0; b = prev[b]) ends[nseg++] = b; /* last segment first */
+  wb_array_new(L, (int)(nseg - 1));
+  double before = 0;
+  for (size_t s = nseg; s-- > 0;) {
+    size_t start = s + 1 < nseg ? ends[s + 1] : 0, end = ends[s];
+    double level = segment_median(y, start, end, work);
+    if (s + 1 < nseg) {
+      wb_ordered_new(L);
+      lua_pushinteger(L, (lua_Integer)start + 1);
+      lua_setfield(L, -2, "index");
+      wb_stats_setnum(L, "before", before);
+      wb_stats_setnum(L, "after", level);
+      wb_stats_setnum(L, "ratio", level / before);
+      lua_rawseti(L, -2, (lua_Integer)(nseg - 1 - s));
+    }
+    before = level;
+  }
+  return 1;
+}

@@ -1,0 +1,316 @@
+-- wb.bench: hyperfine-grade timing of commands (see docs/internal/bench-summary-schema.md).
+--
+--   local summary = wb.bench.run {
+--     commands = { "sleep 0.05", { name = "b", argv = { "sleep", "0.1" } } },
+--     runs = nil,            -- fixed count; nil = automatic: at least min_runs and min_time seconds
+--     min_runs = 10, min_time = 3, max_runs = nil, warmup = 0,
+--     setup = nil, prepare = nil, conclude = nil, cleanup = nil,   -- shell commands
+--     ignore_failure = false, shell = false, order = "interleaved" | "random", seed = 1,
+--     scan = { threads = { 1, 2, 4 } },   -- substituted into {threads} in the commands
+--     reference = nil,       -- name or index of the command the others are compared with
+--     timeout = nil,         -- seconds per run
+--   }
+--
+-- Commands run without a shell (split into words as a shell would) unless shell = true; then
+-- /bin/sh -c runs them and the shell's own spawn cost, measured first, is subtracted. Several
+-- commands run interleaved (A B A B ...) or in seeded random blocks, so a drifting machine hits
+-- all alike. Samples are kept in compact wb.stats.samples arrays.
+local clock = require "wb.clock"
+local core = require "wb.core"
+local errors = require "wb.errors"
+local json = require "wb.json"
+local proc = require "wb.proc"
+local stats = require "wb.stats"
+local util = require "wb.util"
+
+local M = {}
+M.SCHEMA_NAME = "wb.bench"
+M.SCHEMA_VERSION = 1
+M.METRICS = { "wall", "user", "sys", "maxrss_kb" }
+
+local function usage(msg) errors.raise(2, "bench: " .. msg, 0) end
+
+-- values = bench.parse_scan(v) : a list from a list, "1,2,4", "1..8" (doubling when it starts
+-- at 1: 1,2,4,8) or "1:8:2" (start:stop:step)
+function M.parse_scan(v)
+  if type(v) == "table" then return v end
+  if type(v) == "number" then return { v } end
+  v = tostring(v)
+  local a, b = v:match("^(%-?%d+)%.%.(%-?%d+)$")
+  if a then
+    local out, x = {}, tonumber(a)
+    while x <= tonumber(b) do
+      out[#out + 1] = x
+      x = (tonumber(a) >= 1) and x * 2 or x + 1
+    end
+    return out
+  end
+  local s, e, step = v:match("^(%-?[%d.]+):(%-?[%d.]+):([%d.]+)$")
+  if s then
+    local out = {}
+    for x = tonumber(s), tonumber(e) + 1e-9, tonumber(step) do out[#out + 1] = math.tointeger(x) or x end
+    return out
+  end
+  local out = {}
+  for item in v:gmatch("[^,]+") do out[#out + 1] = tonumber(item) or item end
+  return out
+end
+
+local function expand_scan(commands, scan)
+  if not scan or next(scan) == nil then return commands, nil end
+  local axes = {}
+  for _, name in ipairs(util.sorted_keys(scan)) do axes[#axes + 1] = { name, M.parse_scan(scan[name]) } end
+  if #axes > 1 then usage("scan takes one parameter at a time (got " .. #axes .. ")") end
+  local param, values = axes[1][1], axes[1][2]
+  local out = {}
+  for _, c in ipairs(commands) do
+    for _, v in ipairs(values) do
+      local text = c.command:gsub("{" .. param .. "}", tostring(v))
+      local argv = nil
+      if c.argv then
+        argv = {}
+        for i, a in ipairs(c.argv) do argv[i] = a:gsub("{" .. param .. "}", tostring(v)) end
+      end
+      out[#out + 1] = { name = c.name:gsub("{" .. param .. "}", tostring(v)), command = text, argv = argv,
+        parameters = { [param] = v }, group = c.name }
+    end
+  end
+  return out, { parameter = param, values = values }
+end
+
+local function normalise(spec)
+  local list = {}
+  for i, c in ipairs(spec.commands or {}) do
+    if type(c) == "string" then
+      list[i] = { name = c, command = c }
+    elseif type(c) == "table" and (c.argv or c.command) then
+      list[i] = { name = c.name or c.command or util.shell_join(c.argv), command = c.command or util.shell_join(c.argv), argv = c.argv }
+    else
+      usage("command " .. i .. " must be a string or {name, argv}")
+    end
+  end
+  if #list == 0 then usage("no command to benchmark") end
+  local cmds, scan = expand_scan(list, spec.scan)
+  for _, c in ipairs(cmds) do
+    if spec.shell then
+      c.argv = { "/bin/sh", "-c", c.command }
+    elseif not c.argv then
+      local argv, err = util.split_words(c.command)
+      if not argv then usage("'" .. c.command .. "': " .. err) end
+      if #argv == 0 then usage("empty command") end
+      c.argv = argv
+    end
+    c.samples = {}
+    for _, m in ipairs(M.METRICS) do c.samples[m] = stats.samples() end
+    c.exit_codes = {}
+    c.failures = 0
+  end
+  return cmds, scan
+end
+
+local function run_shell(cmd, what, timeout)
+  if not cmd or cmd == "" then return end
+  local res, err = proc.run { argv = { "/bin/sh", "-c", cmd }, stdout = "null", stderr = "capture", timeout = timeout }
+  if not res then errors.raise(1, "bench: " .. what .. ": " .. err, 0) end
+  if not res.ok then
+    errors.raise(1, string.format("bench: %s command failed (exit %s): %s%s", what,
+      tostring(res.code or ("signal " .. tostring(res.signal))), cmd,
+      res.stderr ~= "" and (": " .. res.stderr:gsub("%s+$", "")) or ""), 0)
+  end
+end
+
+-- The median wall time of `/bin/sh -c ''`, subtracted from shell-run commands.
+local function shell_spawn_cost(n)
+  local s = stats.samples()
+  for _ = 1, n do
+    local res = proc.run { argv = { "/bin/sh", "-c", "" }, stdout = "null", stderr = "null" }
+    s:add(res.wall)
+  end
+  return stats.median(s)
+end
+
+local function measure(c, spec, record)
+  local res, err = proc.run { argv = c.argv, stdout = spec.output or "null", stderr = "null",
+    stdin = "null", timeout = spec.timeout }
+  if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
+  if not res.ok and not spec.ignore_failure then
+    local why = res.timed_out and "timed out" or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal))
+    errors.raise(1, string.format("bench: command '%s' failed (%s); use ignore_failure=true to measure it anyway", c.name, why), 0)
+  end
+  if record then
+    local shell = spec.shell_cost or 0
+    c.samples.wall:add(math.max(res.wall - shell, 0))
+    c.samples.user:add(res.user)
+    c.samples.sys:add(res.sys)
+    c.samples.maxrss_kb:add(res.maxrss_kb)
+    c.exit_codes[#c.exit_codes + 1] = res.code or (128 + (res.signal or 0))
+    if not res.ok then c.failures = c.failures + 1 end
+  end
+  return res
+end
+
+local function planned_runs(spec, estimate)
+  if spec.runs then return spec.runs end
+  local n = math.max(spec.min_runs or 10, math.ceil((spec.min_time or 3) / math.max(estimate, 1e-6)))
+  if spec.max_runs then n = math.min(n, spec.max_runs) end
+  return n
+end
+
+local function summarise(c)
+  local st = json.object()
+  for _, m in ipairs(M.METRICS) do
+    local s = stats.summary(c.samples[m])
+    local o = json.object()
+    for _, k in ipairs({ "n", "min", "max", "mean", "stddev", "median", "mad", "p5", "p95", "q1", "q3" }) do o[k] = s[k] end
+    st[m] = o
+  end
+  return st
+end
+
+local function warnings_for(c, st, outliers)
+  local w = json.array()
+  if #outliers > 0 then
+    w[#w + 1] = string.format("%d statistical outlier%s (modified z-score > 3.5) in %d runs: other load on the machine, caches, or a first-run effect",
+      #outliers, #outliers == 1 and "" or "s", st.wall.n)
+  end
+  if st.wall.mean < 0.005 then
+    w[#w + 1] = string.format("mean wall time %.3f ms is under 5 ms: process start-up dominates; results may not reflect the work", st.wall.mean * 1000)
+  end
+  if c.failures > 0 then
+    w[#w + 1] = string.format("%d of %d runs exited with a non-zero status", c.failures, st.wall.n)
+  end
+  return w
+end
+
+local function compare(c, ref, seed)
+  local cmp = json.object()
+  cmp.name, cmp.reference = c.name, ref.name
+  local a, b = c.samples.wall, ref.samples.wall
+  cmp.ratio_mean = stats.mean(a) / stats.mean(b)
+  cmp.ratio_median = stats.median(a) / stats.median(b)
+  local lo, hi = stats.bootstrap_ci(b, a, { stat = "ratio_mean", level = 0.95, resamples = 5000, seed = seed })
+  cmp.ci_lo, cmp.ci_hi, cmp.ci_level = lo, hi, 0.95
+  local mw = stats.mann_whitney(b, a)
+  cmp.p_value = mw.p
+  local significant = mw.p < 0.05 and (lo > 1 or hi < 1)
+  if not significant then
+    cmp.verdict = "no significant difference"
+    cmp.text = string.format("%s and %s show no significant difference (ratio %.2f, 95%% CI %.2f–%.2f, p = %.2g)",
+      c.name, ref.name, cmp.ratio_mean, lo, hi, mw.p)
+  else
+    local slower = cmp.ratio_mean > 1
+    cmp.verdict = slower and "slower" or "faster"
+    cmp.text = string.format("%s is %.2f× %s than %s (95%% CI %.2f–%.2f, p = %.2g)", c.name,
+      slower and cmp.ratio_mean or 1 / cmp.ratio_mean, cmp.verdict, ref.name,
+      slower and lo or 1 / hi, slower and hi or 1 / lo, mw.p)
+  end
+  return cmp
+end
+
+local function progress(text) require("wb.term").progress(text) end
+
+-- summary = bench.run(spec) : measures and returns the wb.bench summary table
+function M.run(spec)
+  local cmds, scan = normalise(spec)
+  local seed = spec.seed or 1
+  local warmup = spec.warmup or 0
+  local order = spec.order or "interleaved"
+  if order ~= "interleaved" and order ~= "random" then usage("order must be interleaved or random") end
+  if spec.shell then spec.shell_cost = shell_spawn_cost(spec.runs and math.min(spec.runs, 50) or 30) end
+  local ref_index = 1
+  if spec.reference then
+    ref_index = nil
+    for i, c in ipairs(cmds) do
+      if c.name == spec.reference or tostring(i) == tostring(spec.reference) then ref_index = i end
+    end
+    if not ref_index then usage("reference '" .. tostring(spec.reference) .. "' is not one of the commands") end
+  end
+  for _, c in ipairs(cmds) do
+    run_shell(spec.setup, "setup", spec.timeout)
+    for _ = 1, warmup do measure(c, spec, false) end
+    -- the first timed run also estimates how many runs the time budget allows
+    run_shell(spec.prepare, "prepare", spec.timeout)
+    local first = measure(c, spec, true)
+    run_shell(spec.conclude, "conclude", spec.timeout)
+    c.planned = planned_runs(spec, first.wall)
+  end
+  local rng_state = seed
+  local function next_random(n) -- deterministic LCG, independent of math.random's global state
+    rng_state = (rng_state * 6364136223846793005 + 1442695040888963407)
+    return ((rng_state >> 33) % n) + 1
+  end
+  local total, done = 0, 0
+  for _, c in ipairs(cmds) do total = total + c.planned end
+  done = #cmds
+  local t = clock.timer()
+  while true do
+    local round = {}
+    for _, c in ipairs(cmds) do
+      if c.samples.wall:len() < c.planned then round[#round + 1] = c end
+    end
+    if #round == 0 then break end
+    if order == "random" then
+      for i = #round, 2, -1 do
+        local j = next_random(i)
+        round[i], round[j] = round[j], round[i]
+      end
+    end
+    for _, c in ipairs(round) do
+      run_shell(spec.prepare, "prepare", spec.timeout)
+      measure(c, spec, true)
+      run_shell(spec.conclude, "conclude", spec.timeout)
+      done = done + 1
+      if spec.on_run then spec.on_run(c.name, done, total) end
+      local elapsed = t:elapsed()
+      progress(string.format("bench: %d/%d runs  ETA %s  (%s)", done, total,
+        util.format_seconds(elapsed / math.max(done - #cmds, 1) * (total - done)), c.name))
+    end
+  end
+  require("wb.term").progress_done()
+  for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec.timeout) end
+
+  local summary = json.object()
+  summary.schema_name = M.SCHEMA_NAME
+  summary.schema_version = M.SCHEMA_VERSION
+  summary.created_at_utc = clock.utc()
+  summary.wb_version = core.version
+  local settings = json.object()
+  settings.runs = spec.runs or json.null
+  settings.min_runs = spec.min_runs or 10
+  settings.min_time = spec.min_time or 3
+  settings.warmup = warmup
+  settings.shell = spec.shell and true or false
+  settings.order = order
+  settings.seed = seed
+  settings.reference = cmds[ref_index].name
+  settings.shell_spawn_seconds = spec.shell_cost or json.null
+  summary.settings = settings
+  local commands = json.array()
+  for _, c in ipairs(cmds) do
+    local o = json.object()
+    o.name = c.name
+    o.command = c.command
+    o.argv = json.array(c.argv)
+    local params = json.object()
+    for k, v in pairs(c.parameters or {}) do params[k] = v end
+    o.parameters = params
+    local samples = json.object()
+    for _, m in ipairs(M.METRICS) do samples[m] = json.array(c.samples[m]:totable()) end
+    samples.exit_code = json.array(c.exit_codes)
+    o.samples = samples
+    o.stats = summarise(c)
+    o.outliers = json.array(stats.outliers(c.samples.wall, 3.5))
+    o.warnings = warnings_for(c, o.stats, o.outliers)
+    commands[#commands + 1] = o
+  end
+  summary.commands = commands
+  local comparisons = json.array()
+  for i, c in ipairs(cmds) do
+    if i ~= ref_index then comparisons[#comparisons + 1] = compare(c, cmds[ref_index], seed) end
+  end
+  summary.comparisons = comparisons
+  summary.scan = scan and { parameter = scan.parameter, values = json.array(scan.values) } or json.null
+  return summary
+end
+
+return M
