@@ -12,7 +12,7 @@ usage: wb <command> [args]
   wb NAME [key=value ...] [ARGS...]                     shorthand for `wb run recipes/NAME.lua`
   wb list                                               recipes with their descriptions
   wb repl                                               interactive Lua with `wb` loaded
-  wb compare BASE.json NEW.json [--json] [--fail-on-regression]
+  wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
   wb test FILE_test.lua...                              run Lua test files
   wb version | wb help
 

@@ -40,7 +40,8 @@ local function significance(base_samples, new_samples, opts)
 end
 
 -- row = verdict.compare(metric, base, new [, {threshold, base_samples, new_samples, kind}])
--- row: {metric, kind, base, new, delta, ratio, p, ci_lo, ci_hi, verdict, note}
+-- row: {metric, kind, base, new, delta, ratio, p, ci_lo, ci_hi, verdict, note, significant}
+-- (significant = false when the change is beyond the threshold but not statistically significant)
 -- verdict: "regression" | "improvement" | "unchanged" | "changed" | "inconclusive"
 function M.compare(metric, base, new, opts)
   opts = opts or {}
@@ -74,6 +75,7 @@ function M.compare(metric, base, new, opts)
     row.verdict = "unchanged"
   elseif sig and not (sig.p < M.ALPHA and (sig.ci_lo > 1 or sig.ci_hi < 1)) then
     row.verdict, row.note = "unchanged", "beyond threshold but not significant"
+    row.significant = false
   else
     row.verdict = worse and "regression" or "improvement"
   end
@@ -88,6 +90,7 @@ function M.describe(row)
     return string.format("%+g", row.delta)
   end
   if not row.ratio then return row.verdict end
+  if row.ratio == 0 then return "→ 0" end
   if row.kind == "time" then
     if row.ratio >= 1 then return string.format("%.2f× slower", row.ratio) end
     return string.format("%.2f× faster", 1 / row.ratio)
@@ -96,7 +99,7 @@ function M.describe(row)
     if row.ratio >= 1 then return string.format("%.2f× larger", row.ratio) end
     return string.format("%.2f× smaller", 1 / row.ratio)
   end
-  return string.format("%.3g× ", row.ratio)
+  return string.format("%.3g×", row.ratio)
 end
 
 return M

@@ -1,0 +1,459 @@
+-- `wb compare BASE NEW`: the metrics two result files have in common, judged by wb.verdict
+-- (DESIGN §6) and printed as a Markdown table (or, with --json, as a wb.compare document).
+--
+-- Inputs are recognised by content:
+--   wb.bench summary   "<command> wall mean|wall median|user mean|sys mean|maxrss_kb mean",
+--                      each with its samples
+--   wb.manifest        "<run> <metric>" for the numeric fields of each successful run's
+--                      metrics{} (nested ones by dotted path) and wall_time_seconds; samples
+--                      from the run's samples{}
+--   hyperfine JSON     "<command> mean|median|min|max|user|system", `times` as the samples
+--                      of the wall-clock ones
+--   any other JSON     metrics{} (with samples{} beside it), else runs[] by name, else
+--                      results[] by name, else every numeric leaf by dotted path; array
+--                      elements by 1-based index ("a.b[2].c"); records with a metrics{} are
+--                      read as manifest runs
+-- A wb schema (wb.bench, wb.manifest) with an unknown schema_version is refused.
+local errors = require "wb.errors"
+local json = require "wb.json"
+local report = require "wb.report"
+local util = require "wb.util"
+local verdict = require "wb.verdict"
+
+local M = {}
+M.SCHEMA_NAME = "wb.compare"
+M.SCHEMA_VERSION = 1
+M.USAGE = "usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]"
+
+local WB_SCHEMAS = { ["wb.bench"] = 1, ["wb.manifest"] = 1 }
+local ARRAY_MT = getmetatable(json.array())
+local NOT_SIGNIFICANT = "beyond threshold but not significant"
+
+local function fail(msg) errors.raise(2, "compare: " .. msg, 0) end
+
+local function is_array(v) return type(v) == "table" and getmetatable(v) == ARRAY_MT end
+local function is_object(v) return type(v) == "table" and getmetatable(v) ~= ARRAY_MT end
+
+-- The values of v when it is a non-empty array of numbers, else nil.
+local function sample_list(v)
+  if not is_array(v) or #v == 0 then return nil end
+  for _, x in ipairs(v) do
+    if type(x) ~= "number" then return nil end
+  end
+  return v
+end
+
+---- units -----------------------------------------------------------------------------------
+
+local TIME_UNITS = {
+  ns = "ns", nanosecond = "ns", nanoseconds = "ns",
+  us = "us", usec = "us", micros = "us", microsecond = "us", microseconds = "us",
+  ms = "ms", msec = "ms", millis = "ms", millisecond = "ms", milliseconds = "ms",
+  s = "s", sec = "s", secs = "s", second = "s", seconds = "s",
+}
+local MEMORY_UNITS = {
+  b = "B", byte = "B", bytes = "B", kb = "KiB", kib = "KiB", mb = "MiB", mib = "MiB",
+  gb = "GiB", gib = "GiB",
+}
+local TO_SECONDS = { ns = 1e-9, us = 1e-6, ms = 1e-3, s = 1 }
+local TO_BYTES = { B = 1, KiB = 1024, MiB = 1024 ^ 2, GiB = 1024 ^ 3 }
+
+-- The unit a metric's name states (the word nearest its end that names one), for its kind.
+local function unit_of(path, kind)
+  local units = kind == "time" and TIME_UNITS or kind == "memory" and MEMORY_UNITS
+  if not units then return nil end
+  local unit
+  for word in path:lower():gmatch("[%a]+") do unit = units[word] or unit end
+  return unit
+end
+
+local function format_plain(v)
+  if math.type(v) == "integer" then return string.format("%d", v) end
+  if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format("%d", math.tointeger(v)) end
+  return string.format("%.6g", v)
+end
+
+local function format_bytes(b)
+  local a = math.abs(b)
+  if a < 1024 then return format_plain(b) .. " B" end
+  if a < 1024 ^ 2 then return string.format("%.1f KiB", b / 1024) end
+  if a < 1024 ^ 3 then return string.format("%.1f MiB", b / 1024 ^ 2) end
+  return string.format("%.2f GiB", b / 1024 ^ 3)
+end
+
+-- s = compare.format_value(v, unit) : times auto-scaled (µs, ms, s), memory in B/KiB/MiB/GiB,
+-- anything without a unit as a plain number
+function M.format_value(v, unit)
+  if TO_SECONDS[unit] then
+    local s = v * TO_SECONDS[unit]
+    if s < 0 then return "-" .. util.format_seconds(-s) end
+    return util.format_seconds(s)
+  end
+  if TO_BYTES[unit] then return format_bytes(v * TO_BYTES[unit]) end
+  return format_plain(v)
+end
+
+---- loaders ---------------------------------------------------------------------------------
+
+-- A metric set: {path, format, metrics = {name = {value, samples, kind, unit}}}.
+local function new_set(path, format) return { path = path, format = format, metrics = {} } end
+
+local function add(set, name, value, samples, kind, unit)
+  if type(value) ~= "number" or set.metrics[name] then return end
+  set.metrics[name] = { value = value, samples = sample_list(samples), kind = kind, unit = unit }
+end
+
+-- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
+local function add_named(set, name, path, value, samples)
+  local leaf = path:match("([^%.%[%]]+)[%]]*$") or path
+  local kind = verdict.classify(leaf)
+  if kind == "other" then kind = verdict.classify(path) end
+  add(set, name, value, samples, kind, unit_of(path, kind))
+end
+
+-- Calls fn(path, number) for every numeric leaf of v, in document order.
+local function each_number(v, path, fn)
+  if math.type(v) then
+    fn(path, v)
+  elseif is_array(v) then
+    for i, x in ipairs(v) do each_number(x, path .. "[" .. i .. "]", fn) end
+  elseif type(v) == "table" then
+    for k, x in pairs(v) do
+      if type(k) == "string" then each_number(x, path == "" and k or (path .. "." .. k), fn) end
+    end
+  end
+end
+
+-- Adds the numeric leaves of v as "<prefix><path>", with samples looked up by path; skip: a
+-- set of top-level keys left out.
+local function add_leaves(set, v, prefix, samples, skip)
+  each_number(v, "", function(path, x)
+    if path == "" then path = "value" end
+    if skip and skip[path:match("^[^%.%[]+")] then return end
+    add_named(set, prefix .. path, path, x, samples and samples[path])
+  end)
+end
+
+local function check_version(doc, path)
+  local max = WB_SCHEMAS[doc.schema_name]
+  local v = doc.schema_version
+  local major = math.type(v) and math.floor(v) or tonumber(tostring(v):match("^(%d+)"))
+  if not major or major < 1 or major > max then
+    fail(string.format("%s: unsupported %s schema_version %s (this wb reads up to %d)", path,
+      doc.schema_name, tostring(v == json.null and "null" or v), max))
+  end
+end
+
+-- name, key = record_name(rec, i, seen) : a record's name (its name, command or id field, else
+-- "#i"; "<name> #i" when taken) and the field it came from
+local function record_name(rec, i, seen)
+  local name, key
+  for _, k in ipairs({ "name", "command", "id" }) do
+    local v = rec[k]
+    if type(v) == "string" or math.type(v) then
+      name, key = tostring(v), k
+      break
+    end
+  end
+  name = name or ("#" .. i)
+  if seen[name] then name = name .. " #" .. i end
+  seen[name] = true
+  return name, key
+end
+
+-- A run record with a metrics{}: its numeric metrics and wall_time_seconds, samples{} beside.
+local function add_run(set, name, rec)
+  local samples = is_object(rec.samples) and rec.samples or nil
+  add_leaves(set, rec.metrics, name .. " ", samples)
+  add(set, name .. " wall_time_seconds", rec.wall_time_seconds, samples and samples.wall_time_seconds,
+    "time", "s")
+end
+
+-- The metrics of one wb.bench command: its stats{} (or statistics of its samples) and samples.
+local function add_command(set, name, cmd)
+  local stats = require "wb.stats"
+  local samples = is_object(cmd.samples) and cmd.samples or {}
+  local st = is_object(cmd.stats) and cmd.stats or {}
+  local function stat(field, which)
+    local s = is_object(st[field]) and st[field][which]
+    if type(s) == "number" then return s end
+    local xs = sample_list(samples[field])
+    return xs and stats[which](xs)
+  end
+  add(set, name .. " wall mean", stat("wall", "mean"), samples.wall, "time", "s")
+  add(set, name .. " wall median", stat("wall", "median"), samples.wall, "time", "s")
+  add(set, name .. " user mean", stat("user", "mean"), samples.user, "time", "s")
+  add(set, name .. " sys mean", stat("sys", "mean"), samples.sys, "time", "s")
+  add(set, name .. " maxrss_kb mean", stat("maxrss_kb", "mean"), samples.maxrss_kb, "memory", "KiB")
+end
+
+local function load_bench(set, doc)
+  local seen = {}
+  for i, cmd in ipairs(is_array(doc.commands) and doc.commands or {}) do
+    if is_object(cmd) then add_command(set, record_name(cmd, i, seen), cmd) end
+  end
+end
+
+local function load_manifest(set, doc)
+  local seen = {}
+  for i, rec in ipairs(is_array(doc.runs) and doc.runs or {}) do
+    if is_object(rec) and rec.status == "success" then
+      add_run(set, record_name(rec, i, seen), rec)
+    end
+  end
+end
+
+local HYPERFINE_WALL = { "mean", "median", "min", "max" }
+local HYPERFINE_CPU = { "user", "system" }
+
+local function is_hyperfine(doc)
+  local first = is_array(doc.results) and doc.results[1]
+  return is_object(first) and type(first.command) == "string" and type(first.mean) == "number"
+end
+
+local function load_hyperfine(set, doc)
+  local seen = {}
+  for i, res in ipairs(doc.results) do
+    if is_object(res) then
+      local name = record_name(res, i, seen)
+      for _, f in ipairs(HYPERFINE_WALL) do add(set, name .. " " .. f, res[f], res.times, "time", "s") end
+      for _, f in ipairs(HYPERFINE_CPU) do add(set, name .. " " .. f, res[f], nil, "time", "s") end
+    end
+  end
+end
+
+local function load_records(set, list)
+  local seen = {}
+  for i, rec in ipairs(list) do
+    if not is_object(rec) then
+      add_leaves(set, rec, "#" .. i .. " ")
+    elseif is_object(rec.metrics) then
+      add_run(set, record_name(rec, i, seen), rec)
+    else
+      local name, key = record_name(rec, i, seen)
+      local samples = is_object(rec.samples) and rec.samples or nil
+      local skip = { samples = samples ~= nil }
+      if key then skip[key] = true end
+      add_leaves(set, rec, name .. " ", samples, skip)
+    end
+  end
+end
+
+local function load_generic(set, doc)
+  if is_object(doc) and is_object(doc.metrics) then
+    add_leaves(set, doc.metrics, "", is_object(doc.samples) and doc.samples or nil)
+  elseif is_object(doc) and is_array(doc.runs) then
+    load_records(set, doc.runs)
+  elseif is_object(doc) and is_array(doc.results) then
+    load_records(set, doc.results)
+  else
+    add_leaves(set, doc, "")
+  end
+end
+
+-- set = compare.from_document(doc, path) : the metrics of a decoded document; raises (exit 2)
+-- on a wb schema this wb cannot read
+function M.from_document(doc, path)
+  local schema = is_object(doc) and doc.schema_name
+  local set
+  if WB_SCHEMAS[schema] then
+    check_version(doc, path)
+    set = new_set(path, schema)
+    if schema == "wb.bench" then load_bench(set, doc) else load_manifest(set, doc) end
+  elseif is_object(doc) and is_hyperfine(doc) then
+    set = new_set(path, "hyperfine")
+    load_hyperfine(set, doc)
+  else
+    set = new_set(path, "json")
+    load_generic(set, doc)
+  end
+  return set
+end
+
+-- set = compare.load(path) : reads a result file (or DIR/manifest.json for a run directory);
+-- raises (exit 2) when it is missing, malformed or of an unsupported version
+function M.load(path)
+  local st = require("wb.fs").stat(path)
+  local file = (st and st.type == "dir") and util.join(path, "manifest.json") or path
+  local doc, err = json.read(file)
+  if doc == nil then fail(err) end
+  return M.from_document(doc, file)
+end
+
+---- comparison ------------------------------------------------------------------------------
+
+local function or_null(v) return v == nil and json.null or v end
+
+-- The change column: verdict.describe plus, with samples on both sides, the 95% CI of the
+-- ratio (inverted along with it for "faster"/"smaller") and the Mann–Whitney p-value.
+local function change_text(row)
+  local s = verdict.describe(row):gsub("%s+$", "")
+  if row.p then
+    local lo, hi = row.ci_lo, row.ci_hi
+    if row.ratio < 1 then lo, hi = 1 / hi, 1 / lo end
+    s = s .. string.format(" (95%% CI %.2f–%.2f×, p = %.2g)", lo, hi, row.p)
+  end
+  return s
+end
+
+local function verdict_text(row)
+  if row.verdict == "unchanged" and row.note == NOT_SIGNIFICANT then
+    return "unchanged (not significant)"
+  end
+  return row.verdict
+end
+
+local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
+
+-- result = compare.compare(base_set, new_set [, {threshold}]) : {base, new, threshold, rows,
+-- summary}; rows sorted by metric name, each a verdict.compare row (metric, kind, base, new,
+-- delta, ratio, p, ci_lo, ci_hi, verdict, note) with unit, change and verdict_text added;
+-- raises (exit 2) when no metric is in both sets
+function M.compare(base, new, opts)
+  opts = opts or {}
+  local threshold = opts.threshold or verdict.DEFAULT_THRESHOLD
+  local names, only_base, only_new = {}, 0, 0
+  for name in pairs(base.metrics) do
+    if new.metrics[name] then names[#names + 1] = name else only_base = only_base + 1 end
+  end
+  for name in pairs(new.metrics) do
+    if not base.metrics[name] then only_new = only_new + 1 end
+  end
+  if #names == 0 then
+    fail(string.format("no metric in common between %s and %s", base.path, new.path))
+  end
+  table.sort(names)
+  local counts = { regression = 0, improvement = 0, unchanged = 0, changed = 0, inconclusive = 0 }
+  local rows = {}
+  for _, name in ipairs(names) do
+    local b, n = base.metrics[name], new.metrics[name]
+    local r = verdict.compare(name, b.value, n.value, {
+      threshold = threshold, kind = b.kind, base_samples = b.samples, new_samples = n.samples })
+    r.unit = b.unit
+    r.change = change_text(r)
+    r.verdict_text = verdict_text(r)
+    counts[r.verdict] = counts[r.verdict] + 1
+    rows[#rows + 1] = r
+  end
+  local parts = { plural(counts.regression, "regression"), plural(counts.improvement, "improvement"),
+    counts.unchanged .. " unchanged" }
+  if counts.changed > 0 then parts[#parts + 1] = counts.changed .. " changed" end
+  if counts.inconclusive > 0 then parts[#parts + 1] = counts.inconclusive .. " inconclusive" end
+  local text = table.concat(parts, ", ")
+  if only_base + only_new > 0 then
+    text = text .. string.format(" (%s not in both files)", plural(only_base + only_new, "metric"))
+  end
+  return {
+    base = base, new = new, threshold = threshold, rows = rows,
+    summary = { compared = #rows, regressions = counts.regression, improvements = counts.improvement,
+      unchanged = counts.unchanged, changed = counts.changed, inconclusive = counts.inconclusive,
+      only_base = only_base, only_new = only_new, text = text },
+  }
+end
+
+---- output ----------------------------------------------------------------------------------
+
+-- text = compare.markdown(result) : the table and the summary line
+function M.markdown(result)
+  local cells = { { "metric", "base", "new", "change", "verdict" } }
+  for _, r in ipairs(result.rows) do
+    cells[#cells + 1] = { r.metric, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit),
+      r.change, r.verdict_text }
+  end
+  return report.table(cells, { align = { "l", "r", "r", "l", "l" } }) .. "\n" .. result.summary.text .. "\n"
+end
+
+-- doc = compare.document(result) : the wb.compare document printed by --json
+function M.document(result)
+  local doc = json.object()
+  doc.schema_name = M.SCHEMA_NAME
+  doc.schema_version = M.SCHEMA_VERSION
+  for _, side in ipairs({ "base", "new" }) do
+    local s = json.object()
+    s.path = result[side].path
+    s.format = result[side].format
+    doc[side] = s
+  end
+  doc.threshold = result.threshold
+  doc.rows = json.array()
+  for _, r in ipairs(result.rows) do
+    local o = json.object()
+    o.metric = r.metric
+    o.kind = r.kind
+    o.unit = or_null(r.unit)
+    o.base = r.base
+    o.new = r.new
+    o.delta = or_null(r.delta)
+    o.ratio = or_null(r.ratio)
+    o.p_value = or_null(r.p)
+    o.ci_lo = or_null(r.ci_lo)
+    o.ci_hi = or_null(r.ci_hi)
+    o.verdict = r.verdict
+    o.note = or_null(r.note)
+    o.change = r.change
+    doc.rows[#doc.rows + 1] = o
+  end
+  local s = json.object()
+  for _, k in ipairs({ "compared", "regressions", "improvements", "unchanged", "changed",
+    "inconclusive", "only_base", "only_new", "text" }) do
+    s[k] = result.summary[k]
+  end
+  doc.summary = s
+  return doc
+end
+
+---- command line ----------------------------------------------------------------------------
+
+local function usage_error(msg) fail(msg .. "\n" .. M.USAGE) end
+
+local function parse_threshold(s)
+  if s == nil then usage_error("--threshold needs a value") end
+  local pct = s:match("^(.-)%%$")
+  local v = tonumber(pct or s)
+  if v and pct then v = v / 100 end
+  if not v or v < 0 or v >= 1 then
+    usage_error("--threshold takes a fraction in [0, 1) such as 0.02 or 2%, not '" .. s .. "'")
+  end
+  return v
+end
+
+-- status = compare.main(args) : 0; 1 with --fail-on-regression when a metric regressed;
+-- raises exit 2 on bad usage or input
+function M.main(args)
+  local opts, files = {}, {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      io.write(M.USAGE, "\n")
+      return 0
+    elseif a == "--json" then
+      opts.json = true
+    elseif a == "--fail-on-regression" then
+      opts.fail_on_regression = true
+    elseif a == "--threshold" then
+      i = i + 1
+      opts.threshold = parse_threshold(args[i])
+    elseif a:match("^%-%-threshold=") then
+      opts.threshold = parse_threshold(a:match("=(.*)$"))
+    elseif a:match("^%-.") then
+      usage_error("unknown option '" .. a .. "'")
+    else
+      files[#files + 1] = a
+    end
+    i = i + 1
+  end
+  if #files ~= 2 then
+    usage_error(string.format("expected two files (BASE and NEW), got %d", #files))
+  end
+  local result = M.compare(M.load(files[1]), M.load(files[2]), opts)
+  if opts.json then
+    io.write(json.encode(M.document(result), { pretty = true }), "\n")
+  else
+    io.write(M.markdown(result))
+  end
+  if opts.fail_on_regression and result.summary.regressions > 0 then return 1 end
+  return 0
+end
+
+return M

@@ -1,0 +1,52 @@
+-- Time commands like hyperfine: interleaved runs, statistics, ratios with confidence intervals.
+--
+--   wb bench 'sleep 0.05' 'sleep 0.1' runs=20 warmup=2
+--   wb bench 'xz -T{threads} -k -f data' scan.threads=1,2,4 shell=true
+-- Writes summary.json (+ .md, .csv, hyperfine.json, report.html) into the run directory and
+-- prints the Markdown summary. Exit 1 if a command fails (unless ignore_failure=true).
+local wb = require "wb"
+
+return wb.recipe {
+  defaults = {
+    runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0,
+    setup = wb.null, prepare = wb.null, conclude = wb.null, cleanup = wb.null,
+    ignore_failure = false, shell = false, order = "interleaved", seed = 1,
+    reference = wb.null, timeout = wb.null, scan = {}, commands = {},
+  },
+  run = function(ctx)
+    local cfg = ctx.cfg
+    local function opt(v) if v == wb.null then return nil end return v end
+    local commands = {}
+    for _, c in ipairs(cfg.commands) do commands[#commands + 1] = c end
+    for _, c in ipairs(ctx.args) do commands[#commands + 1] = c end
+    if #commands == 0 then wb.usage("bench: which commands? e.g. wb bench 'sleep 0.1' 'sleep 0.2'", 0) end
+    local c = wb.campaign.open(ctx)
+    local summary = wb.bench.run {
+      commands = commands, runs = opt(cfg.runs), min_runs = cfg.min_runs, min_time = cfg.min_time,
+      max_runs = opt(cfg.max_runs), warmup = cfg.warmup, setup = opt(cfg.setup), prepare = opt(cfg.prepare),
+      conclude = opt(cfg.conclude), cleanup = opt(cfg.cleanup), ignore_failure = cfg.ignore_failure,
+      shell = cfg.shell, order = cfg.order, seed = cfg.seed, reference = opt(cfg.reference),
+      timeout = opt(cfg.timeout), scan = cfg.scan,
+    }
+    for _, cmd in ipairs(summary.commands) do
+      local rec = c:record(cmd.name)
+      rec.status = "success"
+      rec.command_arguments = cmd.argv
+      rec.metrics = {
+        wall_mean_seconds = cmd.stats.wall.mean, wall_median_seconds = cmd.stats.wall.median,
+        user_mean_seconds = cmd.stats.user.mean, sys_mean_seconds = cmd.stats.sys.mean,
+        maxrss_kb_mean = cmd.stats.maxrss_kb.mean,
+      }
+      rec.samples = { wall_mean_seconds = cmd.samples.wall }
+    end
+    wb.report.write_all(c.dir, summary)
+    local result = c:finish()
+    io.write(wb.report.markdown(summary))
+    io.write("\nreport: ", c.dir, "/report.html\n")
+    if result.regressions > 0 then
+      io.write(string.format("%d regression(s) against the previous run (%s)\n", result.regressions,
+        tostring(c.manifest.previous_manifest_path)))
+    end
+    return 0
+  end,
+}

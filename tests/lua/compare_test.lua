@@ -1,0 +1,269 @@
+local T = require "wb.test"
+local compare = require "wb.compare"
+local json = require "wb.json"
+local proc = require "wb.proc"
+local fs = require "wb.fs"
+
+local DIR = "tests/fixtures/compare/"
+
+local function pair(kind, opts)
+  return compare.compare(compare.load(DIR .. kind .. "_base.json"), compare.load(DIR .. kind .. "_new.json"), opts)
+end
+
+-- {metric = verdict_text} for the rows of a result
+local function verdicts(result)
+  local out = {}
+  for _, r in ipairs(result.rows) do out[r.metric] = r.verdict_text end
+  return out
+end
+
+local function row(result, metric)
+  for _, r in ipairs(result.rows) do
+    if r.metric == metric then return r end
+  end
+  error("no row " .. metric)
+end
+
+local function names(set)
+  local out = {}
+  for name in pairs(set.metrics) do out[#out + 1] = name end
+  table.sort(out)
+  return out
+end
+
+-- A decoded generic document {metrics = {name = value}, samples = {name = samples}}.
+local function generic(metrics, samples)
+  return json.decode(json.encode({ metrics = metrics, samples = samples or {} }))
+end
+
+local function run_wb(...)
+  return assert(proc.run { argv = { T.wb_binary(), "compare", ... }, stdout = "capture", stderr = "capture", timeout = 30 })
+end
+
+T.case("wb bench summaries: metrics per command, samples attached, exact Markdown", function()
+  local base = compare.load(DIR .. "bench_base.json")
+  T.eq(base.format, "wb.bench")
+  T.eq(names(base), {
+    "gzip -k data maxrss_kb mean", "gzip -k data sys mean", "gzip -k data user mean",
+    "gzip -k data wall mean", "gzip -k data wall median",
+    "xz -k data maxrss_kb mean", "xz -k data sys mean", "xz -k data user mean",
+    "xz -k data wall mean", "xz -k data wall median" })
+  local wall = base.metrics["xz -k data wall mean"]
+  T.eq({ wall.value, wall.kind, wall.unit, #wall.samples }, { 0.2, "time", "s", 10 })
+  T.eq(base.metrics["xz -k data maxrss_kb mean"].unit, "KiB")
+  T.eq(base.metrics["xz -k data wall median"].samples, wall.samples)
+  local bare = compare.from_document(json.decode([[{"schema_name": "wb.bench", "schema_version": 1,
+    "commands": [{"name": "a", "samples": {"wall": [0.3, 0.1, 0.2]}}, 5]}]]), "b.json")
+  T.eq(names(bare), { "a wall mean", "a wall median" }, "statistics from the samples when stats{} is absent")
+  T.near(bare.metrics["a wall mean"].value, 0.2, 1e-12)
+
+  local result = pair("bench")
+  T.eq(verdicts(result), {
+    ["gzip -k data maxrss_kb mean"] = "unchanged", ["gzip -k data sys mean"] = "unchanged",
+    ["gzip -k data user mean"] = "unchanged", ["gzip -k data wall mean"] = "unchanged",
+    ["gzip -k data wall median"] = "unchanged",
+    ["xz -k data maxrss_kb mean"] = "unchanged", ["xz -k data sys mean"] = "unchanged",
+    ["xz -k data user mean"] = "regression", ["xz -k data wall mean"] = "regression",
+    ["xz -k data wall median"] = "regression" })
+  local slow = row(result, "xz -k data wall mean")
+  T.near(slow.ratio, 1.1, 1e-9)
+  T.ok(slow.p < 0.001 and slow.ci_lo > 1.09 and slow.ci_hi < 1.11, "significant with a tight CI")
+  T.eq(compare.markdown(result), [[
+| metric                      |     base |      new | change                                        | verdict    |
+| :-------------------------- | -------: | -------: | :-------------------------------------------- | :--------- |
+| gzip -k data maxrss_kb mean |  1.8 MiB |  1.8 MiB | 1.00× larger (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| gzip -k data sys mean       |   3.0 ms |   3.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| gzip -k data user mean      |  46.0 ms |  46.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| gzip -k data wall mean      |  50.0 ms |  50.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| gzip -k data wall median    |  50.0 ms |  50.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | 1.00× larger (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| xz -k data sys mean         |   8.0 ms |   8.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
+| xz -k data user mean        | 190.0 ms | 209.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
+| xz -k data wall median      | 200.0 ms | 220.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
+
+3 regressions, 0 improvements, 7 unchanged
+]])
+end)
+
+T.case("wb manifests: successful runs' metrics{} and wall time; a changed row count regresses", function()
+  local base, new = compare.load(DIR .. "manifest_base.json"), compare.load(DIR .. "manifest_new.json")
+  T.eq(base.format, "wb.manifest")
+  T.eq(names(new), {
+    "binary_cpu output_row_count", "binary_cpu output_total_bytes", "binary_cpu stage_seconds.fit",
+    "binary_cpu stage_seconds.load", "binary_cpu wall_time_seconds",
+    "linear_cpu output_row_count", "linear_cpu output_total_bytes", "linear_cpu stage_seconds.fit",
+    "linear_cpu stage_seconds.load", "linear_cpu wall_time_seconds" }, "the failed run is left out")
+  T.eq({ base.metrics["binary_cpu stage_seconds.fit"].kind, base.metrics["binary_cpu stage_seconds.fit"].unit },
+    { "time", "s" })
+  T.eq(base.metrics["binary_cpu output_total_bytes"].unit, "B")
+  local result = compare.compare(base, new)
+  local rows = row(result, "linear_cpu output_row_count")
+  T.eq({ rows.kind, rows.verdict, rows.change, rows.note }, { "count", "regression", "-2", "exact metric changed" })
+  T.eq(row(result, "linear_cpu stage_seconds.fit").change, "4.00× faster")
+  local wall = row(result, "binary_cpu wall_time_seconds")
+  T.ok(wall.p ~= nil, "samples on both sides give a p-value")
+  T.eq(wall.verdict, "unchanged")
+  T.eq(result.summary.text, "1 regression, 2 improvements, 7 unchanged (2 metrics not in both files)")
+  T.eq({ result.summary.only_base, result.summary.only_new }, { 2, 0 })
+end)
+
+T.case("a run directory stands for its manifest.json", function()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/manifest.json", assert(fs.read(DIR .. "manifest_base.json"))))
+  local set = compare.load(d)
+  T.eq(set.path, d .. "/manifest.json")
+  T.eq(set.metrics["linear_cpu output_row_count"].value, 50000)
+end)
+
+T.case("hyperfine: per command mean/median/min/max/user/system, times as samples", function()
+  local base = compare.load(DIR .. "hyperfine_base.json")
+  T.eq(base.format, "hyperfine")
+  T.eq(#names(base), 12)
+  T.eq(#base.metrics["sort -n data.txt min"].samples, 8)
+  T.eq(base.metrics["sort -n data.txt user"].samples, nil)
+  local result = pair("hyperfine")
+  T.eq(row(result, "sort -n data.txt mean").change:match("^[^(]+"), "2.00× faster ")
+  T.eq(row(result, "sort -n data.txt mean").verdict, "improvement")
+  T.eq(row(result, "sort -n data.txt user").change, "2.00× faster")
+  T.eq(row(result, "sort -n --parallel=2 data.txt mean").verdict, "unchanged")
+  T.eq(result.summary.text, "0 regressions, 5 improvements, 7 unchanged")
+end)
+
+T.case("generic JSON: numeric leaves by dotted path, booleans and strings skipped", function()
+  local base = compare.load(DIR .. "generic_base.json")
+  T.eq(base.format, "json")
+  T.eq(names(base), { "base_only", "build.compile_seconds", "build.warnings_count", "scores[1]",
+    "scores[2]", "sizes.binary_bytes", "sizes.sections[1].size_kb", "sizes.sections[2].size_kb" })
+  local result = pair("generic")
+  T.eq(verdicts(result), {
+    ["build.compile_seconds"] = "improvement", ["build.warnings_count"] = "regression",
+    ["scores[1]"] = "unchanged", ["scores[2]"] = "changed", ["sizes.binary_bytes"] = "regression",
+    ["sizes.sections[1].size_kb"] = "unchanged", ["sizes.sections[2].size_kb"] = "unchanged" })
+  T.eq(row(result, "build.warnings_count").change, "+1")
+  T.eq(row(result, "sizes.binary_bytes").change, "1.10× larger")
+  T.eq(row(result, "build.compile_seconds").change, "1.14× faster")
+  T.eq(result.summary.text, "2 regressions, 1 improvement, 3 unchanged, 1 changed (2 metrics not in both files)")
+end)
+
+T.case("generic JSON: metrics{} with samples{}, else runs[] by name, else results[]", function()
+  local set = compare.from_document(generic({ wall_seconds = 1.5, nested = { peak_rss_kb = 10 } },
+    { wall_seconds = { 1.4, 1.5, 1.6 } }), "m.json")
+  T.eq(names(set), { "nested.peak_rss_kb", "wall_seconds" })
+  T.eq(#set.metrics.wall_seconds.samples, 3)
+  T.eq(set.metrics["nested.peak_rss_kb"].kind, "memory")
+
+  local runs = json.decode([[{"runs": [
+    {"name": "a", "wall_time_seconds": 2, "output_row_count": 5, "stage_seconds": {"x": 1},
+     "samples": {"wall_time_seconds": [1, 2, 3]}},
+    {"name": "b", "metrics": {"rows": 7}, "wall_time_seconds": 3},
+    {"wall_time_seconds": 9}]}]])
+  set = compare.from_document(runs, "r.json")
+  T.eq(names(set), { "#3 wall_time_seconds", "a output_row_count", "a stage_seconds.x",
+    "a wall_time_seconds", "b rows", "b wall_time_seconds" })
+  T.eq(#set.metrics["a wall_time_seconds"].samples, 3)
+
+  local results = json.decode([[{"results": [{"id": 7, "latency_ms": 12.5, "ok": true}, 3]}]])
+  set = compare.from_document(results, "q.json")
+  T.eq(names(set), { "#2 value", "7 latency_ms" })
+  T.eq(set.metrics["7 latency_ms"].unit, "ms")
+  set = compare.from_document(json.decode("[1, {\"a\": 2.5}]"), "top.json")
+  T.eq(names(set), { "[1]", "[2].a" })
+  T.eq(compare.format_value(12.5, "ms"), "12.5 ms")
+end)
+
+T.case("significance: a 3% shift is a regression with low noise, not with huge noise", function()
+  local noise = { -0.3, 0.25, -0.15, 0.4, -0.35, 0.1, 0.2, -0.05, 0.3, -0.4 }
+  local function samples(scale, factor)
+    local xs = {}
+    for i, n in ipairs(noise) do xs[i] = 0.1 * factor * (1 + n * scale) end
+    return xs
+  end
+  local function judge(scale)
+    local b, n = samples(scale, 1), samples(scale, 1.03)
+    local base = compare.from_document(generic({ wall_seconds = 0.1 }, { wall_seconds = b }), "b")
+    local new = compare.from_document(generic({ wall_seconds = 0.103 }, { wall_seconds = n }), "n")
+    return compare.compare(base, new).rows[1]
+  end
+  local quiet = judge(0.01)
+  T.eq(quiet.verdict_text, "regression")
+  T.ok(quiet.p < 0.05)
+  local noisy = judge(1)
+  T.eq(noisy.verdict_text, "unchanged (not significant)")
+  T.ok(noisy.p > 0.05)
+  T.match(noisy.change, "^1%.03× slower %(95%% CI ")
+  local r = compare.compare(compare.from_document(generic({ wall_seconds = 0.1 }), "b"),
+    compare.from_document(generic({ wall_seconds = 0.103 }), "n")).rows[1]
+  T.eq({ r.verdict_text, r.change, r.p }, { "regression", "1.03× slower", nil }, "no samples: threshold only")
+  T.eq(compare.compare(compare.from_document(generic({ wall_seconds = 0.1 }), "b"),
+    compare.from_document(generic({ wall_seconds = 0.103 }), "n"), { threshold = 0.05 }).rows[1].verdict,
+    "unchanged")
+end)
+
+T.case("values carry units: times auto-scaled, memory in KiB/MiB, counts plain", function()
+  T.eq(compare.format_value(0.0000123, "s"), "12.3 µs")
+  T.eq(compare.format_value(0.25, "s"), "250.0 ms")
+  T.eq(compare.format_value(1500, "ms"), "1.500 s")
+  T.eq(compare.format_value(512, "B"), "512 B")
+  T.eq(compare.format_value(2048, "KiB"), "2.0 MiB")
+  T.eq(compare.format_value(3 * 1024 ^ 3, "B"), "3.00 GiB")
+  T.eq(compare.format_value(49998, nil), "49998")
+  T.eq(compare.format_value(0.125, nil), "0.125")
+end)
+
+T.case("--json: a wb.compare document", function()
+  local doc = compare.document(pair("manifest"))
+  local back = json.decode(json.encode(doc))
+  T.eq(back.schema_name, "wb.compare")
+  T.eq(back.schema_version, 1)
+  T.eq(back.base, { path = DIR .. "manifest_base.json", format = "wb.manifest" })
+  T.eq(back.threshold, 0.02)
+  T.eq(#back.rows, 10)
+  local r = back.rows[6]
+  T.eq(r.metric, "linear_cpu output_row_count")
+  T.eq({ r.kind, r.base, r.new, r.delta, r.verdict, r.change }, { "count", 50000, 49998, -2, "regression", "-2" })
+  T.eq({ r.unit, r.p_value, r.ci_lo }, { json.null, json.null, json.null })
+  T.eq(back.summary, { compared = 10, regressions = 1, improvements = 2, unchanged = 7, changed = 0,
+    inconclusive = 0, only_base = 2, only_new = 0,
+    text = "1 regression, 2 improvements, 7 unchanged (2 metrics not in both files)" })
+
+  local res = run_wb(DIR .. "bench_base.json", DIR .. "bench_new.json", "--json", "--fail-on-regression")
+  T.eq(res.code, 1, res.stderr)
+  local out = assert(json.decode(res.stdout))
+  T.eq(out.summary.regressions, 3)
+  T.eq(out.rows[10].metric, "xz -k data wall median")
+  T.ok(out.rows[10].p_value < 0.001)
+end)
+
+T.case("bad input is exit 2 with one line", function()
+  local function err(fn, ...)
+    local e = T.raises(fn, nil, ...)
+    T.eq(e.exit, 2)
+    return e.msg
+  end
+  T.eq(err(compare.load, DIR .. "bench_v2.json"),
+    "compare: " .. DIR .. "bench_v2.json: unsupported wb.bench schema_version 2 (this wb reads up to 1)")
+  T.eq(err(compare.load, DIR .. "malformed.json"),
+    "compare: " .. DIR .. "malformed.json: json: line 3 col 39: unexpected character '}'")
+  T.eq(err(compare.load, DIR .. "nope.json"), "compare: " .. DIR .. "nope.json: No such file or directory")
+  T.eq(err(function()
+    compare.compare(compare.load(DIR .. "hyperfine_base.json"), compare.load(DIR .. "generic_new.json"))
+  end),
+    "compare: no metric in common between " .. DIR .. "hyperfine_base.json and " .. DIR .. "generic_new.json")
+  local manifest = json.decode([[{"schema_name": "wb.manifest", "schema_version": 3, "runs": []}]])
+  T.match(err(compare.from_document, manifest, "m.json"), "m%.json: unsupported wb%.manifest schema_version 3")
+  T.match(err(compare.main, { "a.json" }), "expected two files %(BASE and NEW%), got 1\nusage: wb compare")
+  T.match(err(compare.main, { "a.json", "b.json", "--frob" }), "unknown option '%-%-frob'")
+  T.match(err(compare.main, { "a.json", "b.json", "--threshold" }), "%-%-threshold needs a value")
+  T.match(err(compare.main, { "a.json", "b.json", "--threshold=x" }), "not 'x'")
+end)
+
+T.case("exit status: 0, 1 with --fail-on-regression on a regression, --threshold", function()
+  local res = run_wb(DIR .. "generic_base.json", DIR .. "generic_new.json")
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "\n2 regressions, 1 improvement, 3 unchanged, 1 changed")
+  T.eq(run_wb(DIR .. "generic_base.json", DIR .. "generic_new.json", "--fail-on-regression").code, 1)
+  T.eq(run_wb(DIR .. "hyperfine_base.json", DIR .. "hyperfine_new.json", "--fail-on-regression").code, 0)
+  res = run_wb("--threshold", "20%", DIR .. "generic_base.json", DIR .. "generic_new.json")
+  T.match(res.stdout, "\n1 regression, 0 improvements, 5 unchanged, 1 changed")
+end)
