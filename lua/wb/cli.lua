@@ -164,7 +164,7 @@ function M.parse_run_args(args, first)
       opts.baseline = value(a)
     elseif a:match("^%-%-?%a") and not a:match("=") then
       usage("unknown option '" .. a .. "' (see `wb help`)")
-    elseif a:match("^[%+~]?[%a_][%w_%.%-]*=") or a:match("^~[%a_][%w_%.%-]*$") then
+    elseif a:match("^[%+~]?%+?[%a_][%w_%.%-/]*=") or a:match("^~[%a_][%w_%.%-/]*$") then
       opts.overrides[#opts.overrides + 1] = a
     elseif opts.recipe == nil then
       opts.recipe = a

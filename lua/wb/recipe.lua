@@ -93,18 +93,25 @@ function M.run_file(path, opts)
 end
 
 function M.run(recipe, opts)
+  if opts.multirun and recipe.multirun ~= false then
+    local multi = require("wb.config").multirun_overrides(opts.overrides)
+    if multi then
+      for _, overrides in ipairs(multi) do -- every combination must compose before any runs
+        compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
+      end
+      if not (opts.info or opts.cfg) then return require("wb.campaign").multirun(recipe, opts, multi) end
+      opts = setmetatable({ overrides = multi[1] }, { __index = opts })
+    end
+  end
   local cfg, info = compose(recipe, opts)
-  if opts.info or opts.cfg or opts.multirun then
+  if opts.info or opts.cfg then
     local config = require "wb.config"
     if opts.info then
       io.write(config.format_info(info))
       return 0
-    elseif opts.cfg then
-      io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
-      return 0
     end
-    local multi = recipe.multirun ~= false and config.multirun_overrides(opts.overrides)
-    if multi then return require("wb.campaign").multirun(recipe, opts, multi) end
+    io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
+    return 0
   end
   local ctx = {
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,

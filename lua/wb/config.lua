@@ -1,0 +1,323 @@
+-- Config composition (DESIGN §4), Hydra-style. A profile `profiles/NAME.yaml` has a `defaults:`
+-- list of config group choices (`- machine: local`); `profiles/GROUP/OPTION.yaml` merges under
+-- the key GROUP unless its header says `# @package _global_` (or another package); defaults
+-- lists are expanded by lua/wb/defaults.lua. Command-line overrides (grammar: lua/wb/override.lua)
+-- re-select groups before merging, then change keys with type checks; then `${...}`
+-- interpolation runs (lua/wb/interpolate.lua).
+local core = require "wb.core"
+local defaults = require "wb.defaults"
+local errors = require "wb.errors"
+local interpolate = require "wb.interpolate"
+local override = require "wb.override"
+
+local M = {}
+
+local null = core.null
+local is_list = override.is_list
+local kind = override.kind
+
+local function raise(msg) errors.raise(2, msg, 0) end
+
+-- ---- values and where they were defined ------------------------------------------------
+
+-- origin[tbl][key] = "FILE:LINE" (or "override '...'", or the recipe file) for a composed table.
+local origin = setmetatable({}, { __mode = "k" })
+-- composed[cfg] = {search_path = {...}} for configs returned by compose.
+local composed = setmetatable({}, { __mode = "k" })
+
+local function note(t, k, where)
+  if not where then return end
+  local o = origin[t]
+  if not o then
+    o = {}
+    origin[t] = o
+  end
+  o[k] = where
+end
+
+-- where = config.where(tbl, key) : "FILE:LINE" where tbl[key] of a composed config was defined
+-- (or "override '...'"), or nil.
+function M.where(t, k) return origin[t] and origin[t][k] end
+
+local keys_of = override.keys
+
+local function is_sequence(t)
+  if is_list(t) then return true end
+  if getmetatable(t) ~= nil or t[1] == nil then return false end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
+end
+
+-- Deep-copies v into ordered tables and wb.array lists, recording where(src, key) for each
+-- entry; `skip` is a top-level key left out; `path` names v in messages.
+local function normalize(v, where, path, skip)
+  local t = type(v)
+  if t == "table" then
+    local out
+    if is_sequence(v) then
+      out = core.array()
+      for i = 1, #v do
+        out[i] = normalize(v[i], where, path .. "[" .. (i - 1) .. "]")
+        note(out, i, where(v, i))
+      end
+    else
+      out = core.ordered()
+      for _, k in ipairs(keys_of(v)) do
+        if k ~= skip then
+          out[k] = normalize(v[k], where, path == "" and tostring(k) or path .. "." .. tostring(k))
+          note(out, k, where(v, k))
+        end
+      end
+    end
+    return out
+  elseif t == "function" or t == "thread" or (t == "userdata" and v ~= null) then
+    raise((where(nil) or "config") .. ": " .. path .. ": a config value cannot be a " .. t)
+  end
+  return v
+end
+
+local function copy_composed(v)
+  return normalize(v, function(t, k) return t and M.where(t, k) end, "")
+end
+
+local function merge(dst, src)
+  for _, k in ipairs(keys_of(src)) do
+    local s, d = src[k], dst[k]
+    if kind(s) == "mapping" and kind(d) == "mapping" then
+      merge(d, s)
+    else
+      dst[k] = s
+      note(dst, k, M.where(src, k))
+    end
+  end
+end
+
+-- Merges content under the dotted package ("" = the root).
+local function place(cfg, package, content, where)
+  local t = cfg
+  for seg in package:gmatch("[^.]+") do
+    if kind(t[seg]) ~= "mapping" then
+      t[seg] = core.ordered()
+      note(t, seg, where)
+    end
+    t = t[seg]
+  end
+  merge(t, content)
+end
+
+-- ---- command-line overrides --------------------------------------------------------------
+
+local ARTICLE = { integer = "an integer", float = "a float", string = "a string", boolean = "a boolean",
+  list = "a list", mapping = "a mapping", null = "null" }
+
+local function fail(o, msg) raise("override '" .. o.text .. "': " .. msg) end
+
+local function located(t, k)
+  local w = M.where(t, k)
+  return w and " (" .. w .. ")" or ""
+end
+
+local function show(v)
+  if type(v) == "string" then return "'" .. v .. "'" end
+  return override.format(v)
+end
+
+local function all_paths(t, prefix, out)
+  for _, k in ipairs(keys_of(t)) do
+    local p = prefix .. tostring(k)
+    out[#out + 1] = p
+    if kind(t[k]) == "mapping" then all_paths(t[k], p .. ".", out) end
+  end
+  return out
+end
+
+local function unknown_key(cfg, o)
+  local msg = "unknown key '" .. o.key .. "'"
+  if o.op == "set" then msg = msg .. " (use +" .. o.key .. "=" .. o.value_text .. " to add it)" end
+  local near = require("wb.cli").suggest(o.key, all_paths(cfg, "", {}))
+  if near[1] then msg = msg .. "; did you mean '" .. near[1] .. "'?" end
+  fail(o, msg)
+end
+
+-- The parent table of o's key (creating missing mappings when `create`), or nil.
+local function walk(cfg, o, create)
+  local t = cfg
+  for i = 1, #o.path - 1 do
+    local seg = o.path[i]
+    local v = t[seg]
+    if v == nil then
+      if not create then return nil end
+      v = core.ordered()
+      t[seg] = v
+      note(t, seg, "override '" .. o.text .. "'")
+    elseif kind(v) ~= "mapping" then
+      fail(o, table.concat(o.path, ".", 1, i) .. " is " .. ARTICLE[kind(v)] .. located(t, seg) .. ", not a mapping")
+    end
+    t = v
+  end
+  return t
+end
+
+-- The value o sets in place of cur, converted, or a type mismatch error.
+local function checked(o, cur, t, k)
+  local v, ck, vk = o.value, kind(cur), kind(o.value)
+  if ck == "null" or vk == "null" or ck == vk then return v end
+  if vk == "string" and v:find("${", 1, true) then return v end
+  if ck == "integer" and vk == "float" then return v end
+  if ck == "float" and vk == "integer" then return v + 0.0 end
+  if ck == "string" and (vk == "integer" or vk == "float" or vk == "boolean") then return o.raw end
+  fail(o, "type mismatch: " .. o.key .. " is " .. ARTICLE[ck] .. located(t, k) .. ", got " .. vk .. " " .. show(v))
+end
+
+local function deep_equal(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  for k, v in pairs(a) do if not deep_equal(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+local function apply(cfg, o)
+  local here = "override '" .. o.text .. "'"
+  local last = o.path[#o.path]
+  local t = walk(cfg, o, o.op == "add" or o.op == "force")
+  local cur = t and t[last]
+  if o.op == "delete" then
+    if cur == nil then unknown_key(cfg, o) end
+    if o.has_value and not (deep_equal(cur, o.value) or cur == o.raw) then
+      fail(o, o.key .. " is " .. show(cur) .. ", not " .. show(o.value))
+    end
+    t[last] = nil
+    return
+  end
+  local v
+  if o.op == "set" then
+    if cur == nil then unknown_key(cfg, o) end
+    v = checked(o, cur, t, last)
+  elseif o.op == "add" and cur ~= nil then
+    fail(o, "key '" .. o.key .. "' already exists (use " .. o.key .. "=" .. o.value_text .. " to change it)")
+  else
+    v = o.value
+  end
+  t[last] = normalize(v, function() return here end, o.key)
+  note(t, last, here)
+end
+
+local function group_option(o)
+  local v = o.value
+  if v == null then return null end
+  if math.type(v) == "integer" then return o.raw end
+  if type(v) == "string" and v ~= "" then return v end
+  fail(o, "config group '" .. o.key .. "' takes an option name, got " .. kind(v) .. " " .. show(v))
+end
+
+-- Records group choices in the defaults context; returns the key overrides.
+local function classify(ctx, overrides)
+  local keys = {}
+  for _, text in ipairs(overrides) do
+    local o = override.parse(text)
+    if o.values and #o.values > 1 then
+      fail(o, "several values (" .. o.value_text .. ") need --multirun (quote the value to keep its commas)")
+    end
+    local is_group = defaults.is_group(ctx, o.key)
+    if o.key:find("/", 1, true) and not is_group then fail(o, "no config group '" .. o.key .. "'") end
+    if not is_group then
+      keys[#keys + 1] = o
+    elseif o.op == "delete" then
+      defaults.remove(ctx, o.key, o.has_value and group_option(o) or nil, o.text)
+    elseif o.op == "add" then
+      defaults.add(ctx, o.key, group_option(o), o.text)
+    else
+      defaults.select(ctx, o.key, group_option(o), o.text)
+    end
+  end
+  return keys
+end
+
+-- ---- the API -----------------------------------------------------------------------------
+
+-- dirs = config.search_path([env]) : where profiles are looked up: ./profiles, the entries of
+-- $WB_PROFILE_PATH (or of env, colon-separated), then the installed profiles.
+M.search_path = defaults.search_path
+
+-- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =}
+-- Composes profile `name` (profiles/NAME.yaml on the search path) over the recipe's inline
+-- defaults, applies the overrides and resolves interpolations. info lists, in composition
+-- order, {group, option, file, kind = "group"|"primary"|"include"|"recipe"|"disabled"}.
+-- Errors (bad overrides, unknown options or keys, YAML problems) raise exit-2 wb errors.
+function M.compose(args)
+  args = args or {}
+  local roots = args.search_path or defaults.search_path()
+  local ctx = defaults.new(roots)
+  local key_overrides = classify(ctx, args.overrides or {})
+  local primaries = {}
+  if args.inline ~= nil or args.name == nil then
+    local inline = args.inline or {}
+    if type(inline) ~= "table" or (next(inline) ~= nil and is_sequence(inline)) then
+      error("config.compose: inline must be a mapping", 2)
+    end
+    primaries[1] = defaults.inline(inline, args.recipe_path or "recipe defaults", args.inline ~= nil)
+  end
+  if args.name then primaries[#primaries + 1] = defaults.primary(ctx, args.name) end
+  local steps, info = defaults.expand(ctx, primaries)
+  local cfg = core.ordered()
+  for _, step in ipairs(steps) do
+    local prof = step.profile
+    local content = normalize(prof.data, prof.where, "", "defaults")
+    place(cfg, step.package, content, prof.where(prof.data) or prof.path)
+  end
+  for _, o in ipairs(key_overrides) do apply(cfg, o) end
+  interpolate.resolve(cfg, { where = M.where, copy = copy_composed })
+  composed[cfg] = { search_path = roots }
+  return cfg, info
+end
+
+-- text = config.format_info(info) : one line per entry, "machine: local  (profiles/machine/local.yaml)"
+function M.format_info(info)
+  local lines = {}
+  for _, e in ipairs(info) do
+    local label = e.group or (e.kind == "recipe" and "recipe" or "config")
+    local src = e.file or (e.kind == "disabled" and "disabled") or "inline"
+    lines[#lines + 1] = label .. ": " .. tostring(e.option) .. "  (" .. src .. ")"
+  end
+  return table.concat(lines, "\n") .. (#lines > 0 and "\n" or "")
+end
+
+-- text = config.to_yaml(cfg) : the config as block YAML, keys in composition order
+function M.to_yaml(cfg)
+  local text, err = require("wb.yaml").dump(cfg)
+  if not text then raise("config: " .. tostring(err)) end
+  return text
+end
+
+-- cfg2 = config.with_wb_settings(cfg, opts) : a copy of cfg with a `wb:` block (version, the
+-- profile search path, the run options), for `--cfg all`
+function M.with_wb_settings(cfg, opts)
+  opts = opts or {}
+  local out = core.ordered()
+  for _, k in ipairs(keys_of(cfg)) do out[k] = cfg[k] end
+  local function opt(v) if v == nil then return null end return v end
+  local run = core.ordered()
+  run.output = opt(opts.output)
+  run.dry_run = opts.dry_run == true
+  run.resume = opt(opts.resume)
+  run.baseline = opt(opts.baseline)
+  run.multirun = opts.multirun == true
+  run.verbose = opts.verbose == true
+  local wb = core.ordered()
+  wb.version = core.version
+  local function array_of(list) return core.array(table.move(list, 1, #list, 1, {})) end
+  wb.search_path = array_of((composed[cfg] or {}).search_path or defaults.search_path())
+  wb.overrides = array_of(opts.overrides or {})
+  wb.run = run
+  out.wb = wb
+  return out
+end
+
+-- list = config.multirun_overrides(overrides) : nil when no override has several values
+-- (top-level commas); else the override lists of every combination, the first sweeping
+-- override varying slowest
+function M.multirun_overrides(overrides) return override.multirun(overrides or {}) end
+
+return M
