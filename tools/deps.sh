@@ -5,7 +5,8 @@ set -euo pipefail
 packages=(
   gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libcjson-dev libreadline-dev
   libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev linux-perf luajit hyperfine
-  slurmctld slurmd slurm-client munge procps util-linux xz-utils
+  slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium
+  procps util-linux xz-utils
 )
 missing=()
 for p in "${packages[@]}"; do

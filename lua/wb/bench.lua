@@ -246,7 +246,7 @@ function M.run(spec)
   while true do
     local round = {}
     for _, c in ipairs(cmds) do
-      if c.samples.wall:len() < c.planned then round[#round + 1] = c end
+      if #c.samples.wall < c.planned then round[#round + 1] = c end
     end
     if #round == 0 then break end
     if order == "random" then

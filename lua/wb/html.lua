@@ -1,0 +1,429 @@
+-- The HTML report of a wb.bench summary: one self-contained page (inline CSS and SVG, no script,
+-- no external resource) with the settings, the summary table, the comparisons, warnings and
+-- three charts: run-time distributions, ratios to the reference, and a scan's scaling curve.
+local report = require "wb.report"
+local svg = require "wb.svg"
+local ordered_keys = require("wb.core").ordered_keys
+
+local M = {}
+
+local esc, get = svg.escape, report.get
+
+local CSS = [[
+:root{--text:#1f2328;--muted:#59636e;--border:#d0d7de;--rule:#eaeef2;--soft:#f6f8fa}
+*{box-sizing:border-box}
+body{margin:0;background:#f3f4f6;color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+main{max-width:1120px;margin:0 auto;padding:32px 24px 40px}
+h1{font-size:26px;line-height:1.25;margin:0 0 8px}
+h2{font-size:17px;margin:0 0 14px}
+.meta{color:var(--muted);margin:2px 0;font-size:14px}
+.meta span{white-space:nowrap}
+.meta .sep{margin:0 4px;color:#b6bec7}
+.meta b{color:var(--text);font-weight:600}
+.lead{font-size:16px;margin:12px 0 0}
+section{background:#fff;border:1px solid var(--border);border-radius:10px;padding:20px 24px;margin-top:20px;box-shadow:0 1px 2px rgba(31,35,40,.04)}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums}
+th,td{padding:8px 12px;border-bottom:1px solid var(--rule);vertical-align:top;white-space:nowrap}
+thead th{color:var(--muted);font-size:13px;font-weight:600;text-align:left;border-bottom:2px solid var(--border)}
+tbody th{font-weight:normal;text-align:left;white-space:normal;min-width:180px;overflow-wrap:anywhere;padding-left:30px;text-indent:-18px}
+.r{text-align:right}
+tbody tr:nth-child(even){background:var(--soft)}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:13px}
+.cmd{color:var(--muted);font-size:12px;margin-top:2px;text-indent:0;word-break:break-all}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:8px}
+.badge{display:inline-block;text-indent:0;font-size:11px;line-height:16px;padding:0 7px;border-radius:999px;background:#eef2f6;color:var(--muted);margin-left:6px}
+.warn{color:#9a6700;margin-left:6px;cursor:help}
+.faster{color:#00795a}.slower{color:#b34700}
+ul{margin:0;padding:0;list-style:none}
+li{padding:7px 0;border-bottom:1px solid var(--rule)}
+li:last-child{border-bottom:0}
+.chip{display:inline-block;min-width:104px;text-align:center;font-size:13px;font-weight:600;padding:1px 10px;border-radius:999px;margin-right:10px}
+.chip.faster{background:#e3f6ef}.chip.slower{background:#fdece3}.chip.same{background:#eef2f6;color:var(--muted)}
+section.warnings{background:#fffaeb;border-color:#eed9a2}
+section.warnings li{border-color:#f3e6c2}
+figure{margin:0;overflow-x:auto}
+figure svg{display:block;width:100%;min-width:600px;height:auto}
+figcaption{color:var(--muted);font-size:13px;margin-top:10px}
+footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+@media print{body{background:#fff}section{box-shadow:none;break-inside:avoid}}
+]]
+
+local function code(s) return "<code>" .. esc(s) .. "</code>" end
+
+local function color_of(i) return svg.palette[(i - 1) % #svg.palette + 1] end
+
+local function utc(s)
+  if type(s) ~= "string" then return nil end
+  local d, t = s:match("^(%d+%-%d+%-%d+)T(%d+:%d+)")
+  return d and (d .. " " .. t .. " UTC") or s
+end
+
+-- ---- header -----------------------------------------------------------------------------
+
+local function meta_line(items)
+  if #items == 0 then return "" end
+  return '<p class="meta"><span>' .. table.concat(items, '</span> <span class="sep">·</span> <span>')
+      .. "</span></p>\n"
+end
+
+local function settings_items(summary)
+  local s, items = get(summary, "settings") or {}, {}
+  local function b(v) return "<b>" .. esc(report.number(v)) .. "</b>" end
+  if get(s, "runs") then
+    local extra = {}
+    if get(s, "min_runs") then extra[#extra + 1] = "at least " .. esc(report.number(s.min_runs)) end
+    if get(s, "min_time") then extra[#extra + 1] = "≥ " .. esc(report.number(s.min_time)) .. " s" end
+    items[#items + 1] = b(s.runs) .. " runs" .. (#extra > 0 and " (" .. table.concat(extra, ", ") .. ")" or "")
+  end
+  if get(s, "warmup") then items[#items + 1] = b(s.warmup) .. " warmup" end
+  if get(s, "order") then
+    items[#items + 1] = "order <b>" .. esc(s.order) .. "</b>" ..
+        (get(s, "seed") and (" (seed " .. esc(report.number(s.seed)) .. ")") or "")
+  end
+  if get(s, "reference") then items[#items + 1] = "reference " .. code(s.reference) end
+  if get(s, "shell") ~= nil then
+    local spawn = get(s, "shell_spawn_seconds")
+    items[#items + 1] = s.shell and ("shell" .. (spawn and (" (spawn " ..
+        esc(string.format("%.2f ms", spawn * 1e3)) .. ")") or "")) or "no shell"
+  end
+  return items
+end
+
+local function host_items(summary)
+  local host, items = get(summary, "host"), {}
+  if type(host) == "string" then
+    items[1] = "host <b>" .. esc(host) .. "</b>"
+  elseif type(host) == "table" then
+    local keys = ordered_keys(host)
+    if not keys then
+      keys = {}
+      for k in pairs(host) do keys[#keys + 1] = k end
+      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+    end
+    for _, k in ipairs(keys) do
+      local v = get(host, k)
+      if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then
+        local text = esc(report.number(v))
+        if k == "hostname" or k == "name" then
+          table.insert(items, 1, "host <b>" .. text .. "</b>")
+        else
+          items[#items + 1] = esc(k) .. " " .. text
+        end
+      end
+    end
+  end
+  local created, version = utc(get(summary, "created_at_utc")), get(summary, "wb_version")
+  if created then items[#items + 1] = esc(created) end
+  if version then items[#items + 1] = "wb " .. esc(version) end
+  return items
+end
+
+local function lead(model)
+  local best
+  for _, r in ipairs(model.rows) do
+    if r.mean and (not best or r.mean < best.mean) then best = r end
+  end
+  if not best or #model.rows < 2 then return "" end
+  return string.format('<p class="lead">%d commands; fastest %s with a mean of <b>%s %s</b>.</p>\n',
+    #model.rows, code(best.name), esc(string.format("%." .. model.decimals .. "f",
+      best.mean * model.unit.factor)), esc(model.unit.name))
+end
+
+-- ---- sections ---------------------------------------------------------------------------
+
+local function verdicts(summary)
+  local out = {}
+  for _, c in ipairs(get(summary, "comparisons") or {}) do
+    local p = report.comparison_parts(c)
+    out[p.name] = p.kind
+  end
+  return out
+end
+
+local function summary_table(summary, model)
+  local kinds = verdicts(summary)
+  local out = { '<div class="scroll"><table>\n<thead><tr>' }
+  for _, col in ipairs(model.columns) do
+    out[#out + 1] = string.format('<th%s scope="col">%s</th>', col.align == "r" and ' class="r"' or "",
+      esc(col.title))
+  end
+  out[#out + 1] = "</tr></thead>\n<tbody>\n"
+  for _, r in ipairs(model.rows) do
+    local name = string.format('<span class="sw" style="background:%s"></span>%s', color_of(r.index),
+      code(r.name))
+    if r.reference then name = name .. '<span class="badge">reference</span>' end
+    if #r.warnings > 0 then
+      local tips = {}
+      for i, w in ipairs(r.warnings) do tips[i] = tostring(w) end
+      name = name .. string.format('<span class="warn" title="%s">⚠</span>', esc(table.concat(tips, "\n")))
+    end
+    if r.command and r.command ~= r.name then
+      name = name .. '<div class="cmd">' .. code(r.command) .. "</div>"
+    end
+    out[#out + 1] = '<tr><th scope="row">' .. name .. "</th>"
+    for j = 2, #model.columns do
+      local col = model.columns[j]
+      local cls = col.align == "r" and "r" or ""
+      if col.key == "relative" and kinds[r.name] and kinds[r.name] ~= "same" then
+        cls = cls .. " " .. kinds[r.name]
+      end
+      out[#out + 1] = string.format('<td class="%s">%s</td>', cls, esc(r.cells[col.key]))
+    end
+    out[#out + 1] = "</tr>\n"
+  end
+  out[#out + 1] = "</tbody></table></div>\n"
+  return table.concat(out)
+end
+
+local function comparisons_list(summary)
+  local cmps = get(summary, "comparisons") or {}
+  if #cmps == 0 then return nil end
+  local out = { "<ul>\n" }
+  for _, c in ipairs(cmps) do
+    local p = report.comparison_parts(c)
+    local chip = p.kind == "same" and "no difference" or ((p.factor and p.factor .. " " or "") .. p.kind)
+    out[#out + 1] = string.format('<li><span class="chip %s">%s</span>%s</li>\n', p.kind, esc(chip),
+      report.comparison_sentence(c, code, function(s) return "<b>" .. esc(s) .. "</b>" end))
+  end
+  out[#out + 1] = "</ul>\n"
+  return table.concat(out)
+end
+
+local function warnings_list(model)
+  local out = {}
+  for _, r in ipairs(model.rows) do
+    for _, w in ipairs(r.warnings) do
+      out[#out + 1] = "<li>" .. code(r.name) .. ": " .. esc(w) .. "</li>\n"
+    end
+  end
+  if #out == 0 then return nil end
+  return "<ul>\n" .. table.concat(out) .. "</ul>\n"
+end
+
+-- ---- charts -----------------------------------------------------------------------------
+
+local function distribution_chart(summary, model)
+  local f = model.unit.factor
+  local rows = {}
+  for i, c in ipairs(get(summary, "commands") or {}) do
+    local values = {}
+    for j, v in ipairs(get(c, "samples", "wall") or {}) do
+      if type(v) ~= "number" then values = {} break end
+      values[j] = v * f
+    end
+    if #values > 0 then
+      local w = get(c, "stats", "wall") or {}
+      local outliers = {}
+      for _, k in ipairs(get(c, "outliers") or {}) do outliers[k] = true end
+      local function s(k) return get(w, k) and get(w, k) * f end
+      rows[#rows + 1] = { label = model.rows[i].name, values = values, color = color_of(i),
+        q1 = s("q1"), q3 = s("q3"), median = s("median"), mean = s("mean"), outliers = outliers }
+    end
+  end
+  if #rows == 0 then return nil end
+  return svg.box_plot { rows = rows, x_label = "Wall time [" .. model.unit.name .. "]",
+    title = "Distribution of wall time per command",
+    format = function(v) return svg.sig(v) .. " " .. model.unit.name end,
+    outlier_note = "outlier (modified z-score > 3.5)" }
+end
+
+local function ratio_chart(summary)
+  local cmps = get(summary, "comparisons") or {}
+  if #cmps == 0 then return nil end
+  local refs, nref = {}, 0
+  for _, c in ipairs(cmps) do
+    local r = tostring(get(c, "reference") or "?")
+    if not refs[r] then refs[r], nref = true, nref + 1 end
+  end
+  local bars = {}
+  for _, c in ipairs(cmps) do
+    local p = report.comparison_parts(c)
+    local ratio = get(c, "ratio_mean")
+    if ratio then
+      bars[#bars + 1] = {
+        label = nref > 1 and (p.name .. " vs " .. p.reference) or p.name,
+        value = ratio, lo = get(c, "ci_lo"), hi = get(c, "ci_hi"),
+        color = svg.colors[p.kind == "same" and "neutral" or p.kind],
+        note = p.kind == "same" and "no difference" or ((p.factor or "") .. " " .. p.kind),
+        tip = report.comparison_sentence(c),
+      }
+    end
+  end
+  if #bars == 0 then return nil end
+  local ref_name = next(refs)
+  local level = string.format("%g%%", (get(cmps[1], "ci_level") or 0.95) * 100)
+  return svg.bar_chart { bars = bars, reference = 1, left_note = "faster", right_note = "slower",
+    title = "Mean time relative to the reference",
+    x_label = (nref == 1 and ("Mean time ÷ mean time of " .. svg.shorten(ref_name, 40))
+      or "Mean time ÷ mean time of the reference") .. " (error bars: " .. level .. " CI)" }
+end
+
+local function param_text(v) return report.number(v) end
+
+-- Replaces the whole-number (or whole-word) occurrences of value in s by {name}.
+local function template(s, name, value)
+  local v = param_text(value)
+  if v == "" then return s end
+  local bound = v:find("^[%d.%-]+$") and "[%d.]" or "[%w_]"
+  local out, i = {}, 1
+  while true do
+    local a, b = s:find(v, i, true)
+    if not a then break end
+    local keep = s:sub(a - 1, a - 1):find(bound) or s:sub(b + 1, b + 1):find(bound)
+    out[#out + 1] = s:sub(i, a - 1) .. (keep and v or ("{" .. name .. "}"))
+    i = b + 1
+  end
+  out[#out + 1] = s:sub(i)
+  return table.concat(out)
+end
+
+-- groups, numeric, values = html.scan_groups(summary) : the commands of a scan grouped into
+-- series: commands whose command line (with the scan value replaced by {parameter}) and other
+-- parameters agree form one series {label, points = {{value, index}}}; numeric tells whether
+-- every value is a number; values are the scan's values in order.
+function M.scan_groups(summary)
+  local param = get(summary, "scan", "parameter")
+  if not param then return {}, false, {} end
+  local groups, by_key, values, seen, numeric = {}, {}, {}, {}, true
+  for _, v in ipairs(get(summary, "scan", "values") or {}) do
+    if not seen[param_text(v)] then seen[param_text(v)], values[#values + 1] = true, v end
+  end
+  for i, c in ipairs(get(summary, "commands") or {}) do
+    local v = get(c, "parameters", param)
+    if v ~= nil then
+      if not seen[param_text(v)] then seen[param_text(v)], values[#values + 1] = true, v end
+      numeric = numeric and tonumber(v) ~= nil
+      local others = {}
+      for _, k in ipairs(report.parameter_names { c }) do
+        if k ~= param then others[#others + 1] = k .. "=" .. param_text(get(c, "parameters", k)) end
+      end
+      local name = tostring(get(c, "name") or get(c, "command") or i)
+      local cmd = tostring(get(c, "command") or name)
+      local key = template(cmd, param, v) .. "\0" .. table.concat(others, ",")
+      local g = by_key[key]
+      if not g then
+        g = { name_label = template(name, param, v), cmd_label = template(cmd, param, v),
+          others = table.concat(others, ", "), points = {} }
+        by_key[key], groups[#groups + 1] = g, g
+      elseif g.name_label ~= template(name, param, v) then
+        g.name_label = g.cmd_label
+      end
+      g.points[#g.points + 1] = { value = v, index = i }
+    end
+  end
+  local names = {}
+  for _, g in ipairs(groups) do names[g.name_label] = (names[g.name_label] or 0) + 1 end
+  for _, g in ipairs(groups) do
+    g.label = names[g.name_label] == 1 and g.name_label or g.cmd_label
+    if names[g.name_label] > 1 and g.others ~= "" then g.label = g.label .. " (" .. g.others .. ")" end
+  end
+  return groups, numeric, values
+end
+
+-- Whether the sorted positive values grow by a roughly constant factor of at least 1.5.
+local function geometric(values)
+  local xs = {}
+  for i, v in ipairs(values) do xs[i] = tonumber(v) end
+  table.sort(xs)
+  if #xs < 3 or xs[1] <= 0 then return false end
+  local lo, hi = math.huge, 0
+  for i = 2, #xs do
+    local r = xs[i] / xs[i - 1]
+    lo, hi = math.min(lo, r), math.max(hi, r)
+  end
+  return lo >= 1.5 and hi <= lo * 1.25
+end
+
+local function scan_chart(summary, model)
+  local groups, numeric, values = M.scan_groups(summary)
+  if #groups == 0 then return nil end
+  local param = tostring(get(summary, "scan", "parameter"))
+  local position = {}
+  for i, v in ipairs(values) do position[param_text(v)] = i end
+  local commands, f, u = get(summary, "commands"), model.unit.factor, model.unit.name
+  local series, xmin, xmax = {}, math.huge, -math.huge
+  for gi, g in ipairs(groups) do
+    local pts = {}
+    for _, p in ipairs(g.points) do
+      local w = get(commands[p.index], "stats", "wall") or {}
+      if get(w, "mean") then
+        local x = numeric and tonumber(p.value) or position[param_text(p.value)]
+        xmin, xmax = math.min(xmin, x), math.max(xmax, x)
+        pts[#pts + 1] = { x = x, y = w.mean * f, lo = get(w, "min") and w.min * f,
+          hi = get(w, "max") and w.max * f,
+          tip = string.format("%s = %s: mean %s %s (min %s, max %s)", param, param_text(p.value),
+            svg.sig(w.mean * f), u, svg.sig((get(w, "min") or 0) * f), svg.sig((get(w, "max") or 0) * f)) }
+      end
+    end
+    if #pts > 0 then series[#series + 1] = { label = g.label, points = pts, color = color_of(gi) } end
+  end
+  if #series == 0 then return nil end
+  local opts = { series = series, x_label = param, y_label = "Mean wall time [" .. u .. "]",
+    title = "Mean wall time by " .. param, band_label = "shaded band: min–max over runs" }
+  if numeric then
+    opts.x_log = geometric(values)
+    opts.x_format = param_text
+  else
+    opts.x_ticks = {}
+    for i = 1, #values do opts.x_ticks[i] = i end
+    opts.x_format = function(i) return param_text(values[i]) end
+  end
+  return svg.line_chart(opts), param, opts.x_log
+end
+
+-- ---- page -------------------------------------------------------------------------------
+
+local function section(title, body, class)
+  return string.format('<section%s>\n<h2>%s</h2>\n%s</section>\n',
+    class and (' class="' .. class .. '"') or "", esc(title), body)
+end
+
+local function figure(chart, caption)
+  return "<figure>\n" .. chart .. "\n<figcaption>" .. caption .. "</figcaption>\n</figure>\n"
+end
+
+-- text = html.page(summary [, {title}]) : the whole HTML document
+function M.page(summary, opts)
+  local title = (opts and opts.title) or "Benchmark report"
+  local model = report.model(summary)
+  local out = {
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+    '<meta name="generator" content="wb ', esc(get(summary, "wb_version") or ""), '">\n',
+    "<title>", esc(title), "</title>\n<style>\n", CSS, "</style>\n</head>\n<body>\n<main>\n",
+    "<header>\n<h1>", esc(title), "</h1>\n",
+    meta_line(settings_items(summary)), meta_line(host_items(summary)), lead(model), "</header>\n",
+  }
+  out[#out + 1] = section("Summary", summary_table(summary, model))
+  local cmps = comparisons_list(summary)
+  if cmps then out[#out + 1] = section("Comparisons", cmps) end
+  local warnings = warnings_list(model)
+  if warnings then out[#out + 1] = section("Warnings", warnings, "warnings") end
+  local dist = distribution_chart(summary, model)
+  if dist then
+    out[#out + 1] = section("Distribution of wall time", figure(dist,
+      "Each dot is one run (spread vertically for legibility). Box: quartiles; thick line: median; "
+      .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values."))
+  end
+  local ratios = ratio_chart(summary)
+  if ratios then
+    out[#out + 1] = section("Relative to the reference", figure(ratios,
+      "Ratio of mean wall time to the reference’s: left of the dashed line at 1.0 is faster, right is "
+      .. "slower. Error bars show the confidence interval; green and orange mark significant changes."))
+  end
+  local scan, param, log = scan_chart(summary, model)
+  if scan then
+    out[#out + 1] = section("Scaling with " .. param, figure(scan,
+      "Mean wall time for each value of " .. code(param) .. (log and " (logarithmic axis)" or "")
+      .. "; the shaded band spans the fastest to the slowest run."))
+  end
+  local version, created = get(summary, "wb_version"), utc(get(summary, "created_at_utc"))
+  out[#out + 1] = string.format("<footer>Generated by wb%s%s · schema %s v%s</footer>\n",
+    version and (" " .. esc(version)) or "", created and (" on " .. esc(created)) or "",
+    esc(get(summary, "schema_name") or "?"), esc(report.number(get(summary, "schema_version") or "?")))
+  out[#out + 1] = "</main>\n</body>\n</html>\n"
+  return table.concat(out)
+end
+
+return M

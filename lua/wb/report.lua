@@ -1,0 +1,501 @@
+-- Reports of a wb.bench summary (docs/internal/bench-summary-schema.md): JSON, CSV, Markdown,
+-- hyperfine's --export-json format and a self-contained HTML page (lua/wb/html.lua), plus the
+-- shared pieces they use (units, the summary table, comparison sentences, a Markdown table).
+local json = require "wb.json"
+local ordered_keys = require("wb.core").ordered_keys
+
+local M = {}
+
+local NULL = json.null
+
+local function val(v)
+  if v == NULL then return nil end
+  return v
+end
+
+-- v = get(t, k1, k2, ...) : t[k1][k2]... or nil when a step is missing or null
+local function get(t, ...)
+  for i = 1, select("#", ...) do
+    if type(t) ~= "table" then return nil end
+    t = val(t[select(i, ...)])
+  end
+  return t
+end
+M.get = get
+
+-- ---- numbers and units ------------------------------------------------------------------
+
+-- s = report.number(x) : x exactly (shortest text that reads back as x); "" for nil
+function M.number(x)
+  x = val(x)
+  if x == nil then return "" end
+  if type(x) ~= "number" then return tostring(x) end
+  if math.type(x) == "integer" then return string.format("%d", x) end
+  if x ~= x or x == math.huge or x == -math.huge then return "" end
+  for prec = 15, 17 do
+    local s = string.format("%." .. prec .. "g", x)
+    if tonumber(s) == x then return s end
+  end
+end
+
+local TIME_UNITS = { { "µs", 1e6, 1e-3 }, { "ms", 1e3, 1 }, { "s", 1, math.huge } }
+local MEM_UNITS = { { "KiB", 1, 1024 }, { "MiB", 1 / 1024, 1024 * 1024 }, { "GiB", 1 / 1048576, math.huge } }
+
+local function pick_unit(units, values)
+  local least
+  for _, v in ipairs(values) do
+    if v > 0 and (not least or v < least) then least = v end
+  end
+  for _, u in ipairs(units) do
+    if least and least < u[3] then return { name = u[1], factor = u[2] } end
+  end
+  return { name = units[2][1], factor = units[2][2] }
+end
+
+-- unit = report.time_unit(seconds_list) : {name = "µs"|"ms"|"s", factor} suited to the smallest
+-- positive value (the unit in which it is at least 1)
+function M.time_unit(values) return pick_unit(TIME_UNITS, values) end
+
+-- unit = report.memory_unit(kib_list) : {name = "KiB"|"MiB"|"GiB", factor}
+function M.memory_unit(values) return pick_unit(MEM_UNITS, values) end
+
+-- Decimals showing about four significant digits of the smallest value m (1 to 3 decimals).
+local function decimals_for(m)
+  if not m or m <= 0 then return 3 end
+  return math.max(1, math.min(3, 3 - math.floor(math.log(m, 10))))
+end
+
+local function fixed(x, decimals)
+  if x == nil then return "–" end
+  return string.format("%." .. decimals .. "f", x)
+end
+
+-- ---- comparisons ------------------------------------------------------------------------
+
+local function p_text(p)
+  if p == nil then return nil end
+  if p == 0 then return "p ≈ 0" end
+  return "p = " .. string.format("%.2g", p)
+end
+
+-- parts = report.comparison_parts(c) : the pieces of a comparison sentence:
+-- {name, reference, kind = "faster"|"slower"|"same", factor = "1.85×" | nil,
+--  details = "95% CI 1.84–1.86, p = 2.1e-08"}; for "faster" the factor and interval are
+-- reference/name so that both read as "N× faster".
+function M.comparison_parts(c)
+  local ratio, lo, hi = get(c, "ratio_mean"), get(c, "ci_lo"), get(c, "ci_hi")
+  local kind = get(c, "verdict")
+  if kind ~= "faster" and kind ~= "slower" then
+    if kind == nil and ratio and lo and hi and (hi < 1 or lo > 1) then
+      kind = hi < 1 and "faster" or "slower"
+    else
+      kind = "same"
+    end
+  end
+  local details = {}
+  local level = string.format("%g%% CI", (get(c, "ci_level") or 0.95) * 100)
+  local factor
+  if kind == "faster" and ratio and ratio > 0 then
+    factor = string.format("%.2f×", 1 / ratio)
+    if lo and hi and lo > 0 then details[#details + 1] = string.format("%s %.2f–%.2f", level, 1 / hi, 1 / lo) end
+  elseif ratio then
+    factor = string.format("%.2f×", ratio)
+    if kind == "same" then details[#details + 1] = "ratio " .. string.format("%.2f", ratio) end
+    if lo and hi then details[#details + 1] = string.format("%s %.2f–%.2f", level, lo, hi) end
+  end
+  details[#details + 1] = p_text(get(c, "p_value"))
+  return { name = tostring(get(c, "name") or "?"), reference = tostring(get(c, "reference") or "?"),
+    kind = kind, factor = factor, details = table.concat(details, ", ") }
+end
+
+-- s = report.comparison_sentence(c, code, strong) : the comparison as one sentence; code(s)
+-- and strong(s) format a command name and the verdict (plain text when omitted)
+function M.comparison_sentence(c, code, strong)
+  code = code or tostring
+  strong = strong or tostring
+  local p = M.comparison_parts(c)
+  local tail = p.details ~= "" and " (" .. p.details .. ")" or ""
+  if p.kind == "same" then
+    return code(p.name) .. " shows " .. strong("no significant difference") .. " from "
+        .. code(p.reference) .. tail
+  end
+  local verdict = p.factor and (p.factor .. " " .. p.kind) or p.kind
+  return code(p.name) .. " is " .. strong(verdict) .. " than " .. code(p.reference) .. tail
+end
+
+-- ---- the summary table ------------------------------------------------------------------
+
+-- model = report.model(summary) : the summary table shared by Markdown and HTML:
+-- {columns = {{key, title, align}}, rows = {{name, command, cells = {key = text},
+-- reference = bool, warnings, index, mean = seconds}}, unit, memory_unit, decimals, reference}
+function M.model(summary)
+  local commands = get(summary, "commands") or {}
+  local means, rss, have_user, have_sys = {}, {}, false, false
+  for _, c in ipairs(commands) do
+    means[#means + 1] = get(c, "stats", "wall", "mean")
+    rss[#rss + 1] = get(c, "stats", "maxrss_kb", "mean")
+    have_user = have_user or get(c, "stats", "user", "mean") ~= nil
+    have_sys = have_sys or get(c, "stats", "sys", "mean") ~= nil
+  end
+  local unit, mem = M.time_unit(means), M.memory_unit(rss)
+  local least
+  for _, m in ipairs(means) do
+    if m > 0 then least = math.min(least or math.huge, m * unit.factor) end
+  end
+  local d = decimals_for(least)
+  local ratios, reference = {}, get(summary, "settings", "reference")
+  for _, c in ipairs(get(summary, "comparisons") or {}) do
+    local name = get(c, "name")
+    if name then ratios[name] = get(c, "ratio_mean") end
+    reference = reference or get(c, "reference")
+  end
+  local has_cmp = next(ratios) ~= nil
+  local u = " [" .. unit.name .. "]"
+  local columns = { { key = "name", title = "Command", align = "l" },
+    { key = "mean", title = "Mean ± σ" .. u, align = "r" },
+    { key = "median", title = "Median" .. u, align = "r" },
+    { key = "range", title = "Min … Max" .. u, align = "r" } }
+  if have_user then columns[#columns + 1] = { key = "user", title = "User" .. u, align = "r" } end
+  if have_sys then columns[#columns + 1] = { key = "sys", title = "Sys" .. u, align = "r" } end
+  if #rss > 0 then columns[#columns + 1] = { key = "rss", title = "RSS [" .. mem.name .. "]", align = "r" } end
+  if has_cmp then columns[#columns + 1] = { key = "relative", title = "Relative", align = "r" } end
+  local rows = {}
+  for i, c in ipairs(commands) do
+    local w = get(c, "stats", "wall") or {}
+    local function t(x) return x and x * unit.factor end
+    local name = tostring(get(c, "name") or get(c, "command") or ("#" .. i))
+    local mean, sd = t(get(w, "mean")), t(get(w, "stddev"))
+    local cells = {
+      mean = mean and (fixed(mean, d) .. (sd and (" ± " .. fixed(sd, d)) or "")) or "–",
+      median = fixed(t(get(w, "median")), d),
+      range = (get(w, "min") and get(w, "max")) and (fixed(t(w.min), d) .. " … " .. fixed(t(w.max), d))
+          or "–",
+      user = fixed(t(get(c, "stats", "user", "mean")), d),
+      sys = fixed(t(get(c, "stats", "sys", "mean")), d),
+      rss = fixed(get(c, "stats", "maxrss_kb", "mean") and get(c, "stats", "maxrss_kb", "mean") * mem.factor, 1),
+    }
+    local is_ref = reference ~= nil and name == reference
+    if is_ref then
+      cells.relative = "1.00"
+    elseif ratios[name] then
+      cells.relative = string.format("%.2f", ratios[name])
+    else
+      cells.relative = ""
+    end
+    rows[i] = { name = name, command = get(c, "command"), cells = cells, reference = is_ref,
+      warnings = get(c, "warnings") or {}, index = i, mean = get(w, "mean") }
+  end
+  return { columns = columns, rows = rows, unit = unit, memory_unit = mem, decimals = d,
+    reference = reference }
+end
+
+-- ---- Markdown ---------------------------------------------------------------------------
+
+-- s = report.md_code(s) : s as a Markdown code span (fence longer than any backtick run in s)
+function M.md_code(s)
+  s = tostring(s):gsub("[\r\n]+", " ")
+  local run = 0
+  for r in s:gmatch("`+") do run = math.max(run, #r) end
+  local fence = ("`"):rep(run + 1)
+  local pad = (s:find("^`") or s:find("`$")) and " " or ""
+  return fence .. pad .. s .. pad .. fence
+end
+
+-- s = report.md_text(s) : plain text with Markdown's inline markup characters escaped
+function M.md_text(s)
+  return (tostring(s):gsub("[\r\n]+", " "):gsub("([\\`*_%[%]<>|])", "\\%1"))
+end
+
+-- text = report.table(rows [, {align = {"l"|"r"|"c", ...}}]) : a Markdown table, rows[1] the
+-- header; cells are Markdown (converted with tostring, pipes and newlines made safe) padded to
+-- aligned columns
+function M.table(rows, opts)
+  local align = (opts and opts.align) or {}
+  local ncol, cells, width = 0, {}, {}
+  for i, row in ipairs(rows) do
+    cells[i] = {}
+    ncol = math.max(ncol, #row)
+  end
+  for i, row in ipairs(rows) do
+    for j = 1, ncol do
+      local s = row[j] == nil and "" or tostring(row[j])
+      s = s:gsub("[\r\n]+", " "):gsub("|", "\\|")
+      cells[i][j] = s
+      width[j] = math.max(width[j] or 3, utf8.len(s) or #s)
+    end
+  end
+  local function pad(s, w, a)
+    local gap = w - (utf8.len(s) or #s)
+    if a == "r" then return (" "):rep(gap) .. s end
+    if a == "c" then return (" "):rep(gap // 2) .. s .. (" "):rep(gap - gap // 2) end
+    return s .. (" "):rep(gap)
+  end
+  local out = {}
+  for i, row in ipairs(cells) do
+    local line = {}
+    for j = 1, ncol do line[j] = pad(row[j], width[j], align[j]) end
+    out[#out + 1] = "| " .. table.concat(line, " | ") .. " |"
+    if i == 1 then
+      local rule = {}
+      for j = 1, ncol do
+        local a = align[j] or "l"
+        local left = (a == "l" or a == "c") and ":" or "-"
+        local right = (a == "r" or a == "c") and ":" or "-"
+        rule[j] = left .. ("-"):rep(width[j] - 2) .. right
+      end
+      out[#out + 1] = "| " .. table.concat(rule, " | ") .. " |"
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- text = report.markdown(summary) : the summary table, the comparisons as sentences, warnings
+function M.markdown(summary)
+  local model = M.model(summary)
+  local rows, align = { {} }, {}
+  for j, col in ipairs(model.columns) do
+    rows[1][j], align[j] = col.title, col.align
+  end
+  for _, r in ipairs(model.rows) do
+    local row = {}
+    for j, col in ipairs(model.columns) do
+      row[j] = col.key == "name" and (M.md_code(r.name) .. (r.reference and " (reference)" or ""))
+          or r.cells[col.key]
+    end
+    rows[#rows + 1] = row
+  end
+  local out = { (M.table(rows, { align = align }):gsub("\n$", "")) }
+  local cmps = get(summary, "comparisons") or {}
+  if #cmps > 0 then
+    out[#out + 1] = ""
+    for _, c in ipairs(cmps) do
+      out[#out + 1] = "- " .. M.comparison_sentence(c, M.md_code, function(s) return "**" .. s .. "**" end)
+    end
+  end
+  local warned = false
+  for _, r in ipairs(model.rows) do
+    for _, w in ipairs(r.warnings) do
+      if not warned then
+        out[#out + 1] = "\n**Warnings**\n"
+        warned = true
+      end
+      out[#out + 1] = "- " .. M.md_code(r.name) .. ": " .. M.md_text(w)
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- ---- CSV --------------------------------------------------------------------------------
+
+-- s = report.csv_field(v) : v as an RFC 4180 field (quoted when it holds , " CR or LF)
+function M.csv_field(v)
+  local s = type(v) == "number" and M.number(v) or (val(v) == nil and "" or tostring(v))
+  if s:find('[,"\r\n]') then s = '"' .. s:gsub('"', '""') .. '"' end
+  return s
+end
+
+local function csv_line(fields)
+  local out = {}
+  for i, f in ipairs(fields) do out[i] = M.csv_field(f) end
+  return table.concat(out, ",") .. "\n"
+end
+
+local function parameter_names(commands)
+  local names, seen = {}, {}
+  for _, c in ipairs(commands) do
+    local params = get(c, "parameters") or {}
+    local keys = ordered_keys(params)
+    if not keys then
+      keys = {}
+      for k in pairs(params) do keys[#keys + 1] = k end
+      table.sort(keys)
+    end
+    for _, k in ipairs(keys) do
+      if not seen[k] then seen[k], names[#names + 1] = true, k end
+    end
+  end
+  return names
+end
+M.parameter_names = parameter_names
+
+local STAT_COLUMNS = { "n", "mean", "stddev", "median", "min", "max", "mad", "p5", "p95" }
+
+-- text = report.csv(summary) : one row per command; columns name, command, parameter_<p>...,
+-- n, mean, stddev, median, min, max, mad, p5, p95 (wall, seconds), user_mean, sys_mean,
+-- maxrss_kb_mean
+function M.csv(summary)
+  local commands = get(summary, "commands") or {}
+  local params = parameter_names(commands)
+  local header = { "name", "command" }
+  for _, p in ipairs(params) do header[#header + 1] = "parameter_" .. p end
+  for _, k in ipairs(STAT_COLUMNS) do header[#header + 1] = k end
+  for _, k in ipairs { "user_mean", "sys_mean", "maxrss_kb_mean" } do header[#header + 1] = k end
+  local out = { csv_line(header) }
+  for _, c in ipairs(commands) do
+    local row = { get(c, "name"), get(c, "command") }
+    for _, p in ipairs(params) do row[#row + 1] = get(c, "parameters", p) or "" end
+    for _, k in ipairs(STAT_COLUMNS) do row[#row + 1] = get(c, "stats", "wall", k) or "" end
+    row[#row + 1] = get(c, "stats", "user", "mean") or ""
+    row[#row + 1] = get(c, "stats", "sys", "mean") or ""
+    row[#row + 1] = get(c, "stats", "maxrss_kb", "mean") or ""
+    out[#out + 1] = csv_line(row)
+  end
+  return table.concat(out)
+end
+
+-- text = report.csv_runs(summary) : one row per run: command (the command's name), run
+-- (1-based), wall, user, sys, maxrss_kb, exit_code
+function M.csv_runs(summary)
+  local out = { csv_line { "command", "run", "wall", "user", "sys", "maxrss_kb", "exit_code" } }
+  for _, c in ipairs(get(summary, "commands") or {}) do
+    local s = get(c, "samples") or {}
+    local name = get(c, "name") or get(c, "command")
+    for i = 1, #(get(s, "wall") or {}) do
+      local function at(k) return get(s, k, i) or "" end
+      out[#out + 1] = csv_line { name, i, at("wall"), at("user"), at("sys"), at("maxrss_kb"), at("exit_code") }
+    end
+  end
+  return table.concat(out)
+end
+
+-- ---- JSON -------------------------------------------------------------------------------
+
+local ARRAY = { array = true }
+local STAT = { keys = { "n", "min", "max", "mean", "stddev", "median", "mad", "p5", "p95", "q1", "q3" } }
+local SUMMARY_SHAPE = {
+  keys = { "schema_name", "schema_version", "created_at_utc", "wb_version", "settings", "host",
+    "commands", "comparisons", "scan" },
+  fields = {
+    settings = { keys = { "runs", "min_runs", "min_time", "warmup", "shell", "order", "seed",
+      "reference", "shell_spawn_seconds" } },
+    commands = { array = true, item = {
+      keys = { "name", "command", "argv", "parameters", "samples", "stats", "outliers", "warnings" },
+      fields = {
+        argv = ARRAY, outliers = ARRAY, warnings = ARRAY,
+        samples = { keys = { "wall", "user", "sys", "maxrss_kb", "exit_code" },
+          fields = { wall = ARRAY, user = ARRAY, sys = ARRAY, maxrss_kb = ARRAY, exit_code = ARRAY } },
+        stats = { keys = { "wall", "user", "sys", "maxrss_kb" },
+          fields = { wall = STAT, user = STAT, sys = STAT, maxrss_kb = STAT } },
+      } } },
+    comparisons = { array = true, item = { keys = { "name", "reference", "ratio_mean",
+      "ratio_median", "ci_lo", "ci_hi", "ci_level", "p_value", "verdict", "text" } } },
+    scan = { keys = { "parameter", "values" }, fields = { values = ARRAY } },
+  },
+}
+
+local ARRAY_MT = getmetatable(json.array())
+
+-- A plain (not ordered) non-empty table whose keys are exactly 1..#v.
+local function is_sequence(v)
+  if ordered_keys(v) then return false end
+  local n = 0
+  for _ in next, v do n = n + 1 end
+  return n > 0 and n == #v
+end
+
+-- A copy of v as ordered objects and marked arrays: keys named by the shape first, in its
+-- order, then the others in the table's own order (ordered tables) or sorted.
+local function canonical(v, shape)
+  if type(v) ~= "table" then return v end
+  shape = shape or {}
+  if getmetatable(v) == ARRAY_MT or (shape.array and next(v) == nil) or is_sequence(v) then
+    local out = json.array()
+    for i, x in ipairs(v) do out[i] = canonical(x, shape.item) end
+    return out
+  end
+  local out, done = json.object(), {}
+  local fields = shape.fields or {}
+  local function put(k)
+    if v[k] ~= nil and not done[k] then
+      done[k] = true
+      out[k] = canonical(v[k], fields[k])
+    end
+  end
+  for _, k in ipairs(shape.keys or {}) do put(k) end
+  local rest = ordered_keys(v)
+  if not rest then
+    rest = {}
+    for k in pairs(v) do rest[#rest + 1] = k end
+    table.sort(rest, function(a, b) return tostring(a) < tostring(b) end)
+  end
+  for _, k in ipairs(rest) do put(k) end
+  return out
+end
+
+-- text = report.json(summary) : the summary as pretty JSON, keys in schema order
+function M.json(summary)
+  return json.encode(canonical(summary, SUMMARY_SHAPE), { pretty = true }) .. "\n"
+end
+
+-- text = report.hyperfine_json(summary) : hyperfine's --export-json layout: {"results": [{command,
+-- mean, stddev, median, user, system, min, max, times, memory_usage_byte, exit_codes
+-- [, parameters]}]}; command is the command's name, parameter values are strings, stddev is
+-- null for a single run
+function M.hyperfine_json(summary)
+  local results = json.array()
+  for _, c in ipairs(get(summary, "commands") or {}) do
+    local w = get(c, "stats", "wall") or {}
+    local r = json.object()
+    r.command = get(c, "name") or get(c, "command")
+    r.mean = get(w, "mean") or NULL
+    local n = get(w, "n") or #(get(c, "samples", "wall") or {})
+    r.stddev = (n > 1 and get(w, "stddev")) or NULL
+    r.median = get(w, "median") or NULL
+    r.user = get(c, "stats", "user", "mean") or NULL
+    r.system = get(c, "stats", "sys", "mean") or NULL
+    r.min = get(w, "min") or NULL
+    r.max = get(w, "max") or NULL
+    r.times = json.array()
+    for i, t in ipairs(get(c, "samples", "wall") or {}) do r.times[i] = t end
+    local rss = get(c, "samples", "maxrss_kb")
+    if rss then
+      r.memory_usage_byte = json.array()
+      for i, kb in ipairs(rss) do
+        r.memory_usage_byte[i] = val(kb) and math.tointeger(math.floor(kb * 1024 + 0.5)) or NULL
+      end
+    end
+    r.exit_codes = json.array()
+    local codes = get(c, "samples", "exit_code") or {}
+    for i = 1, #r.times do r.exit_codes[i] = codes[i] == nil and NULL or codes[i] end
+    local names = parameter_names { c }
+    if #names > 0 then
+      r.parameters = json.object()
+      for _, k in ipairs(names) do r.parameters[k] = M.number(get(c, "parameters", k)) end
+    end
+    results[#results + 1] = r
+  end
+  local doc = json.object()
+  doc.results = results
+  return json.encode(doc, { pretty = true }) .. "\n"
+end
+
+-- ---- HTML and files ---------------------------------------------------------------------
+
+-- text = report.html(summary [, {title}]) : a self-contained HTML page (see lua/wb/html.lua)
+function M.html(summary, opts)
+  return require("wb.html").page(summary, opts)
+end
+
+-- The files write_all writes, with the function that formats each.
+M.FILES = {
+  { "summary.json", "json" }, { "summary.md", "markdown" }, { "summary.csv", "csv" },
+  { "runs.csv", "csv_runs" }, { "hyperfine.json", "hyperfine_json" }, { "report.html", "html" },
+}
+
+-- paths, err = report.write_all(dir, summary [, opts]) : writes every format into dir (created
+-- if missing) atomically; opts go to report.html; returns the paths written, or nil, err
+function M.write_all(dir, summary, opts)
+  local fs = require "wb.fs"
+  local ok, err = fs.mkdir_p(dir)
+  if not ok then return nil, err end
+  local paths = {}
+  for _, f in ipairs(M.FILES) do
+    local path = dir:gsub("/+$", "") .. "/" .. f[1]
+    ok, err = fs.write(path, M[f[2]](summary, opts))
+    if not ok then return nil, err end
+    paths[#paths + 1] = path
+  end
+  return paths
+end
+
+return M

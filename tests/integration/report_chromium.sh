@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The HTML report of tests/fixtures/report/summary.json, written by `wb run` and rendered by
+# headless Chromium: the DOM holds the summary table and the three SVG charts, the page logs no
+# console errors and loads nothing, and the screenshot is a real PNG of the requested size.
+# Installs nothing: without /usr/bin/chromium (Debian's `chromium`, from `make deps`) it skips.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${WB_BUILD:-build}
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ]; then
+  echo "skip - chromium not installed"
+  echo "0 passed, 0 failed, 1 skipped"
+  exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+check() { # name command...
+  local name=$1 log; shift
+  if log=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok - $name"
+  else failed=$((failed + 1)); echo "not ok - $name"; echo "$log" | sed 's/^/    /' | tail -n 20; fi
+}
+chrome() { # chromium with a private profile and no network features; args...
+  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$(mktemp -d -p "$work")" "$@"
+}
+count() { grep -o -- "$1" "$2" | wc -l; }
+
+out="$work/report"
+check "wb run writes the report" "$BUILD/wb" run tests/fixtures/recipes/report_html.lua \
+  tests/fixtures/report/summary.json "$out" "xz threads"
+page="file://$out/report.html"
+
+chrome --enable-logging=stderr --v=0 --dump-dom "$page" >"$work/dom.html" 2>"$work/chrome.log"
+check "the DOM has the summary table" bash -c "grep -q '<table>' '$work/dom.html' &&
+  grep -q 'Mean ± σ \[ms\]' '$work/dom.html' && [ \$(grep -o '<tr>' '$work/dom.html' | wc -l) -ge 3 ]"
+check "the DOM has three SVG charts" test "$(count '<svg ' "$work/dom.html")" -eq 3
+check "the charts have titles, axes and points" bash -c "
+  grep -q '<title>Distribution of wall time per command</title>' '$work/dom.html' &&
+  grep -q '<title>Mean time relative to the reference</title>' '$work/dom.html' &&
+  grep -q '<title>Mean wall time by threads</title>' '$work/dom.html' &&
+  [ \$(grep -o '<circle' '$work/dom.html' | wc -l) -ge 30 ]"
+check "the page has the given title" grep -q '<h1>xz threads</h1>' "$work/dom.html"
+check "no console errors" bash -c "! grep -E ':CONSOLE|Uncaught|net::ERR' '$work/chrome.log'"
+check "no external resources" bash -c "[ -s '$work/dom.html' ] &&
+  ! grep -Eq ' (src|href)=|url\\(|<link|<script' '$work/dom.html' '$out/report.html'"
+
+# The console check must be able to fail: a page with a script error is caught.
+printf '<!DOCTYPE html><title>t</title><script>undefinedFunction()</script>\n' >"$work/bad.html"
+chrome --enable-logging=stderr --v=0 --dump-dom "file://$work/bad.html" >/dev/null 2>"$work/bad.log"
+check "a script error is detected (control)" grep -q ':CONSOLE.*Uncaught ReferenceError' "$work/bad.log"
+
+chrome --hide-scrollbars --screenshot="$work/shot.png" --window-size=1200,2000 "$page" \
+  >/dev/null 2>"$work/shot.log"
+check "the screenshot is a 1200×2000 PNG" bash -c "
+  [ \"\$(head -c 8 '$work/shot.png' | od -An -tx1 | tr -d ' \n')\" = 89504e470d0a1a0a ] &&
+  [ \"\$(od -An -tu1 -j16 -N8 '$work/shot.png' | tr -s ' ' | sed 's/^ //')\" = '0 0 4 176 0 0 7 208' ]"
+check "the screenshot is not trivial (> 60 KB)" test "$(stat -c %s "$work/shot.png" 2>/dev/null || echo 0)" -gt 60000
+if [ -n "${WB_REPORT_SCREENSHOT:-}" ]; then cp "$work/shot.png" "$WB_REPORT_SCREENSHOT"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
