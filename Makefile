@@ -4,9 +4,9 @@ DESTDIR ?=
 BUILD   ?= build
 
 CC      ?= gcc
-PKGS    := lua5.4 libcjson yaml-0.1
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4 -I/usr/include/cjson)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lcjson -lyaml)
+PKGS    := lua5.4 yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lyaml)
 WARN    := -std=c11 -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
@@ -34,7 +34,7 @@ help:
 deps:
 	@bash tools/deps.sh
 
-$(BUILD)/obj/%.o: core/%.c core/lwb.h core/wb.h | $(BUILD)/obj
+$(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h) | $(BUILD)/obj
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/embed: tools/embed.c | $(BUILD)/obj

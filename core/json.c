@@ -1,3 +1,302 @@
-/* placeholder until the module lands */
-#include "lwb.h"
-int luaopen_wb_json(lua_State *L) { lua_newtable(L); return 1; }
+/* wb.json: JSON text <-> Lua values. Objects decode to ordered tables (source order), arrays to
+ * "wb.array" tables, null to wb.null. The encoder writes ordered tables in insertion order and
+ * other tables with sorted keys, so its output is deterministic. */
+#include <errno.h>
+
+#include "datafmt.h"
+
+/* ---- decoding: a sink of the parser (core/jsontext.c) that builds Lua values --------- */
+
+struct builder {
+  lua_State *L;
+  int depth;
+  lua_Integer count[WB_MAX_DEPTH + 1]; /* items so far at each depth; -1 in objects */
+};
+
+/* Stores the value on top into its container (below it, after the key for objects). */
+static void attach(struct builder *bd) {
+  if (bd->depth == 0) return;
+  if (bd->count[bd->depth] < 0)
+    wb_ordered_set(bd->L, -3);
+  else
+    lua_rawseti(bd->L, -2, ++bd->count[bd->depth]);
+}
+
+static void push_string(lua_State *L, const struct wb_json_scalar *v) {
+  if (!v->escaped) {
+    lua_pushlstring(L, v->s, v->n);
+    return;
+  }
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, v->n);
+  luaL_pushresultsize(&b, wb_json_unescape(v->s, v->n, out));
+}
+
+static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
+  struct builder *bd = ctx;
+  switch (v->kind) {
+  case WB_JSON_NULL: wb_push_null(bd->L); break;
+  case WB_JSON_BOOL: lua_pushboolean(bd->L, (int)v->i); break;
+  case WB_JSON_INT: lua_pushinteger(bd->L, (lua_Integer)v->i); break;
+  case WB_JSON_FLOAT: lua_pushnumber(bd->L, (lua_Number)v->d); break;
+  case WB_JSON_STRING: push_string(bd->L, v); break;
+  }
+  attach(bd);
+}
+
+static void build_key(void *ctx, const struct wb_json_scalar *k) {
+  push_string(((struct builder *)ctx)->L, k);
+}
+
+static void build_open(void *ctx, int object) {
+  struct builder *bd = ctx;
+  luaL_checkstack(bd->L, 12, "json: nesting too deep");
+  if (object)
+    wb_ordered_new(bd->L);
+  else
+    wb_array_new(bd->L, 0);
+  bd->count[++bd->depth] = object ? -1 : 0;
+}
+
+static void build_close(void *ctx, int object) {
+  struct builder *bd = ctx;
+  (void)object;
+  bd->depth--;
+  attach(bd);
+}
+
+static const struct wb_json_sink builder_sink = {build_scalar, build_key, build_open, build_close};
+
+/* Decodes s[0..len): pushes the value and returns 1, or pushes nil and the message and
+ * returns 2 (the message prefixed with `prefix: ` when prefix is given). */
+static int decode(lua_State *L, const char *s, size_t len, const char *prefix) {
+  int top = lua_gettop(L);
+  struct builder *bd = lua_newuserdatauv(L, sizeof *bd, 0);
+  bd->L = L;
+  bd->depth = 0;
+  char err[160];
+  int ok = wb_json_parse(s, len, &builder_sink, bd, err, sizeof err) == 0;
+  if (ok) {
+    lua_replace(L, top + 1);
+    return 1;
+  }
+  lua_settop(L, top);
+  lua_pushnil(L);
+  if (prefix)
+    lua_pushfstring(L, "%s: %s", prefix, err);
+  else
+    lua_pushstring(L, err);
+  return 2;
+}
+
+/* ---- encoding ------------------------------------------------------------------------- */
+
+struct encoder {
+  lua_State *L;
+  wb_buf *b;
+  int pretty, indent, depth;
+  const void *path[WB_MAX_DEPTH];
+};
+
+static void encode_value(struct encoder *e, int idx);
+
+static void encode_string(struct encoder *e, int idx) {
+  size_t n;
+  const char *s = lua_tolstring(e->L, idx, &n);
+  wb_json_write_string(e->b, s, n);
+}
+
+static void encode_number(struct encoder *e, int idx, int quoted) {
+  if (lua_isinteger(e->L, idx))
+    wb_json_write_int(e->b, (int64_t)lua_tointeger(e->L, idx), quoted);
+  else
+    wb_json_write_float(e->b, (double)lua_tonumber(e->L, idx), quoted);
+}
+
+static void newline(struct encoder *e, int depth) {
+  wb_json_newline(e->b, e->pretty, e->indent, depth);
+}
+
+static void encode_table(struct encoder *e, int t) {
+  lua_State *L = e->L;
+  const void *self = lua_topointer(L, t);
+  for (int i = 0; i < e->depth; i++)
+    if (e->path[i] == self) luaL_error(L, "json: cycle");
+  if (e->depth >= WB_MAX_DEPTH) luaL_error(L, "json: nesting too deep");
+  luaL_checkstack(L, 12, "json: nesting too deep");
+  e->path[e->depth++] = self;
+  lua_Integer n = wb_table_layout(L, t);
+  if (n >= 0) {
+    wb_buf_addc(e->b, '[');
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (i > 1) wb_buf_addc(e->b, ',');
+      newline(e, e->depth);
+      lua_rawgeti(L, t, i);
+      encode_value(e, lua_gettop(L));
+      lua_pop(L, 1);
+    }
+    if (n > 0) newline(e, e->depth - 1);
+    wb_buf_addc(e->b, ']');
+  } else {
+    int keys = lua_gettop(L);
+    lua_Integer m = (lua_Integer)lua_rawlen(L, keys);
+    wb_buf_addc(e->b, '{');
+    for (lua_Integer i = 1; i <= m; i++) {
+      if (i > 1) wb_buf_addc(e->b, ',');
+      newline(e, e->depth);
+      lua_rawgeti(L, keys, i);
+      int type = lua_type(L, -1);
+      if (type == LUA_TSTRING)
+        encode_string(e, -1);
+      else if (type == LUA_TNUMBER)
+        encode_number(e, -1, 1);
+      else
+        luaL_error(L, "json: cannot encode a %s key", lua_typename(L, type));
+      wb_buf_addc(e->b, ':');
+      if (e->pretty) wb_buf_addc(e->b, ' ');
+      lua_rawget(L, t);
+      encode_value(e, lua_gettop(L));
+      lua_pop(L, 1);
+    }
+    if (m > 0) newline(e, e->depth - 1);
+    wb_buf_addc(e->b, '}');
+    lua_pop(L, 1);
+  }
+  e->depth--;
+}
+
+static void encode_value(struct encoder *e, int idx) {
+  lua_State *L = e->L;
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL: wb_buf_lit(e->b, "null"); return;
+  case LUA_TBOOLEAN:
+    if (lua_toboolean(L, idx))
+      wb_buf_lit(e->b, "true");
+    else
+      wb_buf_lit(e->b, "false");
+    return;
+  case LUA_TNUMBER: encode_number(e, idx, 0); return;
+  case LUA_TSTRING: encode_string(e, idx); return;
+  case LUA_TTABLE: encode_table(e, idx); return;
+  case LUA_TLIGHTUSERDATA:
+    if (wb_is_null(L, idx)) {
+      wb_buf_lit(e->b, "null");
+      return;
+    }
+    break;
+  }
+  luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
+}
+
+/* Encodes the value at idx; pushes the result string. */
+static void encode(lua_State *L, int idx, int pretty, int indent) {
+  idx = lua_absindex(L, idx);
+  struct encoder *e = lua_newuserdatauv(L, sizeof *e, 0);
+  e->L = L;
+  e->pretty = pretty;
+  e->indent = indent;
+  e->depth = 0;
+  e->b = wb_buf_new(L);
+  encode_value(e, idx);
+  wb_buf_push_result(L, e->b);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+}
+
+/* ---- Lua API -------------------------------------------------------------------------- */
+
+/* -- t = wb.json.array([t]) : marks t (or a new table) as an array; an empty one encodes as [] */
+static int l_array(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    wb_array_new(L, 0);
+    return 1;
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  luaL_setmetatable(L, "wb.array");
+  return 1;
+}
+
+/* -- v, err = wb.json.decode(text) : err is "json: line L col C: what" (1-based, columns in
+ * bytes). Objects become ordered tables, arrays wb.array tables, null wb.null; integral numbers
+ * without fraction or exponent and |v| <= 2^53 become integers, other numbers floats. */
+static int l_decode(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  return decode(L, s, len, NULL);
+}
+
+/* -- s = wb.json.encode(v [, {pretty = bool, indent = n}]) : raises on functions, userdata other
+ * than wb.null, threads, cycles ("json: cycle") and nesting deeper than 1000. NaN and infinities
+ * encode as null. pretty: newlines and `indent` spaces (default 2) per level. */
+static int l_encode(lua_State *L) {
+  luaL_checkany(L, 1);
+  int pretty = 0;
+  lua_Integer indent = 2;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "pretty");
+    pretty = lua_toboolean(L, -1);
+    lua_getfield(L, 2, "indent");
+    if (!lua_isnil(L, -1)) {
+      indent = luaL_checkinteger(L, -1);
+      luaL_argcheck(L, indent >= 0 && indent <= 16, 2, "indent must be 0..16");
+    }
+    lua_pop(L, 2);
+  }
+  encode(L, 1, pretty, (int)indent);
+  return 1;
+}
+
+/* -- t = wb.json.object([t]) : an ordered table; t's existing keys are ordered as encode sorts
+ * them, keys added later follow in insertion order. */
+static int l_object(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    wb_ordered_new(L);
+    return 1;
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  wb_ordered_keys(L, 1);
+  if (!lua_isnil(L, -1)) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  lua_pop(L, 1);
+  wb_sorted_keys(L, 1);
+  lua_pushvalue(L, 1);
+  luaL_setmetatable(L, "wb.ordered");
+  lua_pop(L, 1);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 2);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 2, i);
+    lua_pushvalue(L, -1);
+    lua_rawget(L, 1);
+    lua_pushvalue(L, -2);
+    lua_pushnil(L);
+    lua_rawset(L, 1);
+    wb_ordered_set(L, 1);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* -- v, err = wb.json.read(path) : reads and decodes a file; errors start with the path */
+static int l_read(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (!wb_read_file(L, path)) return wb_push_error(L, errno, path);
+  size_t len;
+  const char *s = lua_tolstring(L, -1, &len);
+  return decode(L, s, len, path);
+}
+
+static const luaL_Reg json_functions[] = {{"array", l_array},   {"decode", l_decode},
+                                          {"encode", l_encode}, {"object", l_object},
+                                          {"read", l_read},     {NULL, NULL}};
+
+int luaopen_wb_json(lua_State *L) {
+  luaL_newlib(L, json_functions);
+  wb_push_null(L);
+  lua_setfield(L, -2, "null");
+  return 1;
+}

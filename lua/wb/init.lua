@@ -28,15 +28,21 @@ setmetatable(wb, {
   end,
 })
 
--- Errors that carry an exit status. `level` works as in error(): 1 = the caller of usage().
+-- Errors that carry an exit status. `level` works as in error(): 1 (default) = the caller of
+-- usage()/fail(), 0 = no position.
+local function level_of(level)
+  if level == 0 then return 0 end
+  return (level or 1) + 1
+end
+
 -- wb.usage(msg [, level]) : bad usage or input, exit 2
 function wb.usage(msg, level)
-  return require("wb.errors").raise(2, msg, level and level + 1 or 2)
+  require("wb.errors").raise(2, msg, level_of(level)) -- not a tail call: levels count this frame
 end
 
 -- wb.fail(msg [, level]) : the work ran but failed, exit 1
 function wb.fail(msg, level)
-  return require("wb.errors").raise(1, msg, level and level + 1 or 2)
+  require("wb.errors").raise(1, msg, level_of(level))
 end
 
 -- value = wb.check(value, err, ...) : turns an environment failure (nil, err) into an error

@@ -1,0 +1,208 @@
+/* Helpers shared by the data-format modules (datafmt.h): the output buffer, float formatting,
+ * whole-file reads, and the table layout rules (array or object, key order) of the encoders. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "datafmt.h"
+
+static int buf_gc(lua_State *L) {
+  wb_buf *b = lua_touserdata(L, 1);
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+  return 0;
+}
+
+wb_buf *wb_buf_new(lua_State *L) {
+  wb_buf *b = lua_newuserdatauv(L, sizeof *b, 0);
+  memset(b, 0, sizeof *b);
+  if (luaL_newmetatable(L, "wb.buf")) {
+    lua_pushcfunction(L, buf_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  wb_buf_init(b, L);
+  return b;
+}
+
+void wb_buf_init(wb_buf *b, lua_State *L) {
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->L = L;
+  b->failed = 0;
+  wb_buf_reserve(b, 256);
+}
+
+int wb_buf_reserve(wb_buf *b, size_t extra) {
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap - b->len < extra && cap <= ((size_t)-1) / 2) cap *= 2;
+  char *p = cap - b->len >= extra ? realloc(b->data, cap) : NULL;
+  if (!p) {
+    if (b->L) luaL_error(b->L, "not enough memory");
+    b->failed = 1;
+    return -1;
+  }
+  b->data = p;
+  b->cap = cap;
+  return 0;
+}
+
+void wb_buf_spaces(wb_buf *b, size_t n) {
+  if (b->failed || (b->cap - b->len < n && wb_buf_reserve(b, n))) return;
+  memset(b->data + b->len, ' ', n);
+  b->len += n;
+}
+
+void wb_buf_push_result(lua_State *L, wb_buf *b) {
+  lua_pushlstring(L, b->data, b->len);
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+int wb_format_float(char *buf, double d) {
+  if (isnan(d)) return snprintf(buf, 32, "nan");
+  if (isinf(d)) return snprintf(buf, 32, d > 0 ? "inf" : "-inf");
+  int n = 0;
+  for (int prec = 15; prec <= 17; prec++) {
+    n = snprintf(buf, 32, "%.*g", prec, d);
+    if (strtod(buf, NULL) == d) break;
+  }
+  if (strspn(buf, "-0123456789") == (size_t)n) {
+    memcpy(buf + n, ".0", 3);
+    n += 2;
+  }
+  return n;
+}
+
+int wb_read_file(lua_State *L, const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (;;) {
+    char *p = luaL_prepbuffer(&b);
+    ssize_t n = read(fd, p, LUAL_BUFFERSIZE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      luaL_pushresult(&b);
+      lua_pop(L, 1);
+      errno = err;
+      return 0;
+    }
+    if (n == 0) break;
+    luaL_addsize(&b, (size_t)n);
+  }
+  close(fd);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+struct key_entry {
+  int kind; /* 0 boolean, 1 number, 2 string, 3 other */
+  int isint;
+  lua_Integer i;
+  double d;
+  const char *s;
+  size_t len;
+  lua_Integer pos;
+};
+
+static int key_cmp(const void *pa, const void *pb) {
+  const struct key_entry *a = pa, *b = pb;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  int c = 0;
+  if (a->kind == 0 || (a->kind == 1 && a->isint && b->isint))
+    c = (a->i > b->i) - (a->i < b->i);
+  else if (a->kind == 1)
+    c = (a->d > b->d) - (a->d < b->d);
+  else if (a->kind == 2) {
+    size_t n = a->len < b->len ? a->len : b->len;
+    c = memcmp(a->s, b->s, n);
+    if (c == 0) c = (a->len > b->len) - (a->len < b->len);
+  }
+  return c ? c : (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+void wb_sorted_keys(lua_State *L, int t) {
+  t = lua_absindex(L, t);
+  lua_Integer n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    n++;
+  }
+  struct key_entry *e = lua_newuserdatauv(L, (size_t)n * sizeof *e + 1, 0);
+  lua_createtable(L, (int)n, 0);
+  int list = lua_gettop(L);
+  lua_Integer i = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    struct key_entry *k = &e[i];
+    memset(k, 0, sizeof *k);
+    k->pos = ++i;
+    switch (lua_type(L, -1)) {
+    case LUA_TBOOLEAN: k->kind = 0, k->i = lua_toboolean(L, -1); break;
+    case LUA_TNUMBER:
+      k->kind = 1;
+      k->isint = lua_isinteger(L, -1);
+      k->i = lua_tointeger(L, -1);
+      k->d = lua_tonumber(L, -1);
+      break;
+    case LUA_TSTRING: k->kind = 2, k->s = lua_tolstring(L, -1, &k->len); break;
+    default: k->kind = 3; break;
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, list, i);
+  }
+  qsort(e, (size_t)i, sizeof *e, key_cmp);
+  lua_createtable(L, (int)i, 0);
+  for (lua_Integer j = 0; j < i; j++) {
+    lua_rawgeti(L, list, e[j].pos);
+    lua_rawseti(L, -2, j + 1);
+  }
+  lua_replace(L, list - 1);
+  lua_pop(L, 1);
+}
+
+lua_Integer wb_table_layout(lua_State *L, int t) {
+  t = lua_absindex(L, t);
+  if (lua_getmetatable(L, t)) {
+    luaL_getmetatable(L, "wb.array");
+    if (lua_rawequal(L, -1, -2)) {
+      lua_pop(L, 2);
+      return (lua_Integer)lua_rawlen(L, t);
+    }
+    luaL_getmetatable(L, "wb.ordered");
+    int ordered = lua_rawequal(L, -1, -3);
+    lua_pop(L, 3);
+    if (ordered) {
+      wb_ordered_keys(L, t);
+      return -1;
+    }
+  }
+  lua_Integer count = 0, max = 0;
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    lua_Integer k;
+    if (!lua_isinteger(L, -1) || (k = lua_tointeger(L, -1)) < 1) {
+      lua_pop(L, 1);
+      count = -1;
+      break;
+    }
+    count++;
+    if (k > max) max = k;
+  }
+  if (count >= 1 && count == max) return count;
+  wb_sorted_keys(L, t);
+  return -1;
+}

@@ -1,0 +1,118 @@
+local T = require "wb.test"
+local wb = require "wb"
+local bench, fs, json = wb.bench, wb.fs, wb.json
+
+local function by_name(summary)
+  local out = {}
+  for _, c in ipairs(summary.commands) do out[c.name] = c end
+  return out
+end
+
+T.case("sleep 0.05 vs sleep 0.1: ratio near 2, CI excludes 1, verdict slower", function()
+  local s = bench.run { commands = { "sleep 0.05", "sleep 0.1" }, runs = 10 }
+  local cmp = s.comparisons[1]
+  T.eq(cmp.name, "sleep 0.1")
+  T.eq(cmp.reference, "sleep 0.05")
+  T.near(cmp.ratio_mean, 2.0, 0.15)
+  T.ok(cmp.ci_lo > 1 and cmp.ci_lo <= cmp.ratio_mean and cmp.ci_hi >= cmp.ratio_mean, "CI brackets the ratio, excludes 1")
+  T.eq(cmp.verdict, "slower")
+  T.match(cmp.text, "^sleep 0%.1 is [12]%.%d%d× slower than sleep 0%.05 %(95%% CI")
+  local c = by_name(s)["sleep 0.05"]
+  T.eq(c.stats.wall.n, 10)
+  T.eq(#c.samples.wall, 10)
+  T.near(c.stats.wall.mean, 0.05, 0.03)
+  T.eq(c.samples.exit_code, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 })
+end)
+
+T.case("two identical commands: no significant difference", function()
+  local s = bench.run { commands = { { name = "a", argv = { "sleep", "0.02" } }, { name = "b", argv = { "sleep", "0.02" } } }, runs = 15 }
+  T.eq(s.comparisons[1].verdict, "no significant difference")
+end)
+
+T.case("automatic run count: at least min_runs and min_time", function()
+  local s = bench.run { commands = { "sleep 0.02" }, min_runs = 5, min_time = 0.5 }
+  local n = s.commands[1].stats.wall.n
+  T.ok(n >= 5 and n >= 20 and n <= 30, "runs: " .. n)
+  s = bench.run { commands = { "sleep 0.02" }, min_runs = 7, min_time = 0.01 }
+  T.eq(s.commands[1].stats.wall.n, 7)
+end)
+
+T.case("setup, prepare, conclude, cleanup and warmup run in order, interleaved commands", function()
+  local d = T.tmpdir()
+  local log = d .. "/log"
+  local function note(word) return "echo " .. word .. " >> " .. log end
+  bench.run {
+    commands = { { name = "A", argv = { "sh", "-c", note("A") } }, { name = "B", argv = { "sh", "-c", note("B") } } },
+    runs = 2, warmup = 1, setup = note("setup"), prepare = note("prepare"), conclude = note("conclude"),
+    cleanup = note("cleanup"),
+  }
+  local words = {}
+  for w in fs.read(log):gmatch("%S+") do words[#words + 1] = w end
+  T.eq(table.concat(words, " "), table.concat({
+    "setup A prepare A conclude", "setup B prepare B conclude",
+    "prepare A conclude prepare B conclude", "cleanup cleanup" }, " "))
+end)
+
+T.case("random order is seeded and reproducible", function()
+  local function order(seed)
+    local seen = {}
+    bench.run { commands = { "true", "sleep 0", "echo" }, runs = 6, order = "random", seed = seed,
+      on_run = function(name) seen[#seen + 1] = name end }
+    return table.concat(seen, ",")
+  end
+  T.eq(order(7), order(7))
+  T.ok(order(7) ~= order(8) or order(7) ~= order(9), "different seeds shuffle differently")
+end)
+
+T.case("failures stop the bench unless ignore_failure; warnings name them", function()
+  T.raises(function() bench.run { commands = { "false" }, runs = 2 } end,
+    "bench: command 'false' failed (exit code 1); use ignore_failure=true")
+  local s = bench.run { commands = { "false" }, runs = 3, ignore_failure = true }
+  T.eq(s.commands[1].samples.exit_code, { 1, 1, 1 })
+  local w = table.concat(s.commands[1].warnings, "\n")
+  T.match(w, "3 of 3 runs exited with a non%-zero status")
+  T.match(w, "under 5 ms")
+  T.raises(function() bench.run { commands = { "wb-no-such-cmd" }, runs = 1 } end,
+    "bench: wb-no-such-cmd: spawn: wb-no-such-cmd: No such file or directory")
+  T.raises(function() bench.run { commands = { "echo 'open" }, runs = 1 } end, "unterminated single quote")
+end)
+
+T.case("shell=true subtracts the shell's spawn cost", function()
+  local s = bench.run { commands = { "sleep 0.03" }, shell = true, runs = 8 }
+  T.ok(s.settings.shell_spawn_seconds > 0 and s.settings.shell_spawn_seconds < 0.02)
+  T.eq(s.commands[1].argv, { "/bin/sh", "-c", "sleep 0.03" })
+  T.near(s.commands[1].stats.wall.median, 0.03, 0.01)
+end)
+
+T.case("parameter scans substitute {param} and record the axis", function()
+  local s = bench.run { commands = { "sleep 0.0{n}" }, scan = { n = "1,2" }, runs = 3 }
+  T.eq(#s.commands, 2)
+  T.eq(s.commands[1].name, "sleep 0.01")
+  T.eq(s.commands[2].argv, { "sleep", "0.02" })
+  T.eq(s.commands[2].parameters.n, 2)
+  T.eq(s.scan.parameter, "n")
+  T.eq(bench.parse_scan("1..8"), { 1, 2, 4, 8 })
+  T.eq(bench.parse_scan("0..3"), { 0, 1, 2, 3 })
+  T.eq(bench.parse_scan("2:8:3"), { 2, 5, 8 })
+end)
+
+T.case("wb bench CLI writes the run directory and reports", function()
+  local d = T.tmpdir()
+  local res = wb.proc.run { argv = { T.wb_binary(), "bench", "sleep 0.01", "sleep 0.02", "runs=5", "-o", d .. "/b" },
+    stdout = "capture", stderr = "capture" }
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "%*%*[12]%.%d%d× slower%*%* than `sleep 0%.01`")
+  for _, f in ipairs({ "summary.json", "summary.md", "summary.csv", "runs.csv", "hyperfine.json", "report.html", "manifest.json" }) do
+    T.ok(fs.exists(d .. "/b/" .. f), f)
+  end
+  local s = json.read(d .. "/b/summary.json")
+  T.eq(s.schema_name, "wb.bench")
+  local hf = json.read(d .. "/b/hyperfine.json")
+  T.eq(#hf.results[1].times, 5)
+  local m = json.read(d .. "/b/manifest.json")
+  T.eq(m.status, "complete")
+  T.eq(#m.runs, 2)
+  res = wb.proc.run { argv = { T.wb_binary(), "bench" }, stdout = "capture", stderr = "capture" }
+  T.eq(res.code, 2)
+  T.eq(res.stderr, "wb: bench: which commands? e.g. wb bench 'sleep 0.1' 'sleep 0.2'\n")
+end)
