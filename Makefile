@@ -38,7 +38,7 @@ $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h) | $(BUILD)/obj
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 $(BUILD)/embed: tools/embed.c | $(BUILD)/obj
-	$(CC) -std=c11 -Wall -Wextra -Werror -O1 $< -o $@
+	$(CC) -std=c11 -Wall -Wextra -Werror -O1 $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
 
 $(BUILD)/embed_lua.c: $(BUILD)/embed $(LUA_SRC)
 	$(BUILD)/embed $@ $(LUA_SRC)

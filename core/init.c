@@ -39,7 +39,7 @@ static int embedded_searcher(lua_State *L) {
   for (size_t i = 0; i < wb_embedded_lua_count; i++) {
     const struct wb_embedded *e = &wb_embedded_lua[i];
     if (strcmp(e->module, name) != 0) continue;
-    if (luaL_loadbufferx(L, (const char *)e->data, e->len, e->chunkname, "t") != LUA_OK)
+    if (luaL_loadbufferx(L, (const char *)e->data, e->len, e->chunkname, "b") != LUA_OK)
       return lua_error(L);
     lua_pushstring(L, e->chunkname + 1);
     return 2;
