@@ -1,3 +1,596 @@
-/* placeholder until the module lands */
+/* wb.proc: child processes for recipes. The mechanism lives in core/spawn.c; this file turns
+ * Lua specs into spawn specs, runs the shared loop and calls line callbacks between its turns. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
 #include "lwb.h"
-int luaopen_wb_proc(lua_State *L) { lua_newtable(L); return 1; }
+#include "lspawn.h"
+
+#define PROC_MT "wb.proc"
+enum { UV_STDOUT_FN = 1, UV_STDERR_FN = 2, UV_RESULT = 3 };
+
+typedef struct proc {
+  wb_child *c; /* NULL once closed */
+  pid_t pid;
+  int draining;
+} proc;
+
+static const char CALLBACKS = 'c'; /* registry key: weak-keyed set of handles with line callbacks */
+
+static int interrupt(lua_State *L) {
+  wb_spawn_terminate_all();
+  return wb_raise_interrupt(L);
+}
+
+/* ---- spec parsing ----------------------------------------------------------------------- */
+
+/* Moves the value on top into the anchor table (keeping it alive) and returns it as a string. */
+static const char *keep(lua_State *L, int anchors) {
+  const char *s = lua_tostring(L, -1);
+  lua_rawseti(L, anchors, (lua_Integer)lua_rawlen(L, anchors) + 1);
+  return s;
+}
+
+static int is_text(lua_State *L, int idx) {
+  int t = lua_type(L, idx);
+  return t == LUA_TSTRING || t == LUA_TNUMBER;
+}
+
+static const char *opt_field_string(lua_State *L, int t, const char *key, int anchors) {
+  int type = lua_getfield(L, t, key);
+  if (type == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  if (type != LUA_TSTRING) luaL_argerror(L, 1, lua_pushfstring(L, "%s must be a string", key));
+  return keep(L, anchors);
+}
+
+static const char **new_array(lua_State *L, int anchors, size_t n) {
+  const char **a = lua_newuserdatauv(L, (n + 1) * sizeof *a, 0);
+  lua_rawseti(L, anchors, (lua_Integer)lua_rawlen(L, anchors) + 1);
+  a[n] = NULL;
+  return a;
+}
+
+static void parse_argv(lua_State *L, int anchors, wb_spawn_spec *s) {
+  lua_getfield(L, 1, "shell");
+  int shell = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (shell) {
+    const char *cmd = opt_field_string(L, 1, "cmd", anchors);
+    if (!cmd && lua_getfield(L, 1, "argv") == LUA_TSTRING) cmd = keep(L, anchors);
+    if (!cmd) luaL_argerror(L, 1, "shell=true needs cmd (a string)");
+    const char **argv = new_array(L, anchors, 3);
+    argv[0] = "/bin/sh";
+    argv[1] = "-c";
+    argv[2] = cmd;
+    s->argv = argv;
+    return;
+  }
+  if (lua_getfield(L, 1, "argv") != LUA_TTABLE || lua_rawlen(L, -1) == 0)
+    luaL_argerror(L, 1, "argv must be a non-empty table of strings");
+  int t = lua_gettop(L);
+  size_t n = lua_rawlen(L, t);
+  const char **argv = new_array(L, anchors, n);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, t, (lua_Integer)i + 1);
+    size_t len;
+    if (!is_text(L, -1) || strlen(lua_tolstring(L, -1, &len)) != len)
+      luaL_argerror(L, 1, lua_pushfstring(L, "argv[%d] must be a string", (int)i + 1));
+    argv[i] = keep(L, anchors);
+  }
+  lua_pop(L, 1);
+  s->argv = argv;
+}
+
+static void parse_env(lua_State *L, int anchors, wb_spawn_spec *s) {
+  const char *mode = opt_field_string(L, 1, "env_mode", anchors);
+  if (mode && strcmp(mode, "add") != 0 && strcmp(mode, "replace") != 0)
+    luaL_argerror(L, 1, "env_mode must be \"add\" or \"replace\"");
+  s->env_replace = mode && strcmp(mode, "replace") == 0;
+  int type = lua_getfield(L, 1, "env");
+  if (type == LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (type != LUA_TTABLE) luaL_argerror(L, 1, "env must be a table of NAME = value");
+  int t = lua_gettop(L);
+  size_t n = 0;
+  for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) n++;
+  const char **env = new_array(L, anchors, n);
+  n = 0;
+  for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) {
+    if (lua_type(L, -2) != LUA_TSTRING || !is_text(L, -1) || strchr(lua_tostring(L, -2), '=') ||
+        !*lua_tostring(L, -2))
+      luaL_argerror(L, 1, "env must be a table of NAME = value");
+    lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+    env[n++] = keep(L, anchors);
+  }
+  lua_pop(L, 1);
+  s->env = env;
+}
+
+static void parse_stdin(lua_State *L, int anchors, wb_spawn_io *io) {
+  int type = lua_getfield(L, 1, "stdin");
+  const char *s = type == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  io->mode = WB_IO_NULL;
+  if (type == LUA_TTABLE && (io->path = opt_field_string(L, -1, "file", anchors))) {
+    io->mode = WB_IO_FILE;
+  } else if (type == LUA_TTABLE && lua_getfield(L, -1, "data") == LUA_TSTRING) {
+    io->mode = WB_IO_DATA;
+    io->data = lua_tolstring(L, -1, &io->len);
+    keep(L, anchors);
+  } else if (s && strcmp(s, "inherit") == 0) {
+    io->mode = WB_IO_INHERIT;
+  } else if (type != LUA_TNIL && !(s && strcmp(s, "null") == 0)) {
+    luaL_argerror(L, 1, "stdin must be \"null\", \"inherit\", {file = path} or {data = string}");
+  }
+  lua_settop(L, anchors);
+}
+
+/* Leaves the field's value on the stack (the line callback, when it is one). */
+static void parse_output(lua_State *L, int anchors, int fd, wb_spawn_io *io) {
+  const char *name = fd == 1 ? "stdout" : "stderr";
+  int type = lua_getfield(L, 1, name);
+  int t = lua_gettop(L);
+  io->mode = WB_IO_INHERIT;
+  if (type == LUA_TFUNCTION) {
+    io->mode = WB_IO_LINES;
+  } else if (type == LUA_TSTRING) {
+    const char *s = lua_tostring(L, t);
+    if (strcmp(s, "null") == 0) io->mode = WB_IO_NULL;
+    else if (strcmp(s, "capture") == 0) io->mode = WB_IO_CAPTURE;
+    else if (fd == 2 && strcmp(s, "stdout") == 0) io->mode = WB_IO_MERGE;
+    else if (strcmp(s, "inherit") != 0)
+      luaL_argerror(L, 1, lua_pushfstring(L, "unknown %s mode '%s'", name, s));
+  } else if (type == LUA_TTABLE) {
+    if ((io->path = opt_field_string(L, t, "file", anchors))) io->mode = WB_IO_FILE;
+    else if ((io->path = opt_field_string(L, t, "tee", anchors))) io->mode = WB_IO_TEE;
+    else luaL_argerror(L, 1, lua_pushfstring(L, "%s table needs file or tee", name));
+    lua_getfield(L, t, "append");
+    io->append = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  } else if (type != LUA_TNIL) {
+    luaL_argerror(L, 1, lua_pushfstring(L, "unknown %s mode (a %s)", name, luaL_typename(L, t)));
+  }
+}
+
+static int64_t opt_seconds(lua_State *L, const char *key, double dflt) {
+  int type = lua_getfield(L, 1, key);
+  double v = dflt;
+  if (type != LUA_TNIL) {
+    if (type != LUA_TNUMBER) luaL_argerror(L, 1, lua_pushfstring(L, "%s must be a number", key));
+    v = lua_tonumber(L, -1);
+    if (!(v >= 0)) luaL_argerror(L, 1, lua_pushfstring(L, "%s must not be negative", key));
+  }
+  lua_pop(L, 1);
+  if (v < 0) return -1;
+  return v > 1e9 ? (int64_t)1e18 : (int64_t)(v * 1e9);
+}
+
+/* Parses the spec at index 1 and starts the child: pushes the handle, or nil, err, errno. */
+static int spawn_spec(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_newtable(L); /* 2: anchors */
+  wb_spawn_spec s = {0};
+  parse_argv(L, 2, &s);
+  parse_env(L, 2, &s);
+  s.cwd = opt_field_string(L, 1, "cwd", 2);
+  s.timeout_ns = opt_seconds(L, "timeout", -1);
+  s.grace_ns = opt_seconds(L, "grace", 2);
+  lua_settop(L, 2);
+  parse_stdin(L, 2, &s.io[0]);
+  parse_output(L, 2, 1, &s.io[1]); /* 3 */
+  parse_output(L, 2, 2, &s.io[2]); /* 4 */
+  proc *p = lua_newuserdatauv(L, sizeof *p, 3);
+  *p = (proc){0};
+  luaL_setmetatable(L, PROC_MT);
+  char err[512];
+  int e = 0;
+  if (!(p->c = wb_spawn(&s, err, sizeof err, &e))) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    lua_pushinteger(L, e);
+    return 3;
+  }
+  p->pid = p->c->pid;
+  int lines = 0;
+  for (int i = 0; i < 2; i++) {
+    if (s.io[i + 1].mode != WB_IO_LINES) continue;
+    lua_pushvalue(L, 3 + i);
+    lua_setiuservalue(L, 5, UV_STDOUT_FN + i);
+    lines = 1;
+  }
+  if (lines) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
+    lua_pushvalue(L, 5);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+static proc *check_proc(lua_State *L, int idx) { return luaL_checkudata(L, idx, PROC_MT); }
+
+static proc *open_proc(lua_State *L, int idx) {
+  proc *p = check_proc(L, idx);
+  if (!p->c) luaL_error(L, "wb.proc (pid %d) is closed", (int)p->pid);
+  return p;
+}
+
+static int lines_pending(const wb_child *c) {
+  for (int i = 0; i < 2; i++)
+    if (c->out[i].mode == WB_IO_LINES && c->out[i].off < c->out[i].len) return 1;
+  return 0;
+}
+
+/* Finished, with every line delivered; a closed handle counts when its result is kept. */
+static int is_done(lua_State *L, int idx) {
+  proc *p = lua_touserdata(L, idx);
+  if (!p->c) {
+    int kept = lua_getiuservalue(L, idx, UV_RESULT) != LUA_TNIL;
+    lua_pop(L, 1);
+    return kept;
+  }
+  return p->c->finished && !lines_pending(p->c);
+}
+
+/* Calls the line callbacks of the handle at idx for each complete line queued (and for a final
+ * partial line once its stream is closed). A callback's error propagates. */
+static void drain(lua_State *L, int idx) {
+  proc *p = lua_touserdata(L, idx);
+  if (!p->c || p->draining) return;
+  p->draining = 1;
+  for (int i = 0; i < 2; i++) {
+    while (p->c && p->c->out[i].mode == WB_IO_LINES && p->c->out[i].off < p->c->out[i].len) {
+      wb_stream *st = &p->c->out[i];
+      const char *start = st->buf + st->off;
+      size_t avail = st->len - st->off;
+      const char *nl = memchr(start, '\n', avail);
+      if (!nl && st->fd >= 0) break;
+      size_t n = nl ? (size_t)(nl - start) : avail;
+      lua_getiuservalue(L, idx, UV_STDOUT_FN + i);
+      lua_pushlstring(L, start, n);
+      st->off += nl ? n + 1 : n;
+      wb_stream_compact(st);
+      if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+        p->draining = 0;
+        if (wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
+        lua_error(L);
+      }
+    }
+  }
+  p->draining = 0;
+}
+
+static void drain_all(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
+  int set = lua_gettop(L);
+  lua_pushnil(L);
+  if (!lua_next(L, set)) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pop(L, 2);
+  lua_newtable(L);
+  int list = set + 1, n = 0;
+  for (lua_pushnil(L); lua_next(L, set);) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, list, ++n);
+  }
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    drain(L, list + 1);
+    if (is_done(L, list + 1) || !((proc *)lua_touserdata(L, list + 1))->c) {
+      lua_pushnil(L);
+      lua_rawset(L, set);
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 2);
+}
+
+/* Turns the loop until ready(L, arg) returns non-zero (returned) or until_ns passes (0). */
+static int run_loop(lua_State *L, int (*ready)(lua_State *, int), int arg, int64_t until_ns) {
+  for (;;) {
+    if (wb_signal_pending()) interrupt(L);
+    drain_all(L);
+    int r = ready(L, arg);
+    if (r) return r;
+    if (until_ns >= 0 && wb_clock_ns() >= until_ns) return 0;
+    if (wb_spawn_step(until_ns, 1) != 0) luaL_error(L, "wb.proc: poll: %s", strerror(errno));
+  }
+}
+
+/* is_done for a handle being waited on; raises when it was closed meanwhile (by a callback) or
+ * when its own line callback waits on it. */
+static int ready_one(lua_State *L, int idx) {
+  if (is_done(L, idx)) return 1;
+  proc *p = open_proc(L, idx);
+  if (p->draining) luaL_error(L, "wb.proc (pid %d) waited on from its own line callback", (int)p->pid);
+  return 0;
+}
+
+static int ready_any(lua_State *L, int list) {
+  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    int done = ready_one(L, lua_gettop(L));
+    lua_pop(L, 1);
+    if (done) return (int)i;
+  }
+  return 0;
+}
+
+static int ready_all(lua_State *L, int list) {
+  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, list, i);
+    int done = ready_one(L, lua_gettop(L));
+    lua_pop(L, 1);
+    if (!done) return 0;
+  }
+  return 1;
+}
+
+static void set_number(lua_State *L, const char *key, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, key);
+}
+
+static void set_integer(lua_State *L, const char *key, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, key);
+}
+
+static void set_boolean(lua_State *L, const char *key, int v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, key);
+}
+
+/* Pushes the result table of the done handle at idx, built once and kept. */
+static void push_result(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_getiuservalue(L, idx, UV_RESULT) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  proc *p = lua_touserdata(L, idx);
+  wb_child_result r;
+  wb_spawn_result(p->c, &r);
+  lua_createtable(L, 0, 14);
+  set_integer(L, "pid", p->pid);
+  set_boolean(L, "exited", r.exited);
+  if (r.exited) set_integer(L, "code", r.exit_code);
+  if (r.term_signal) set_integer(L, "signal", r.term_signal);
+  set_boolean(L, "timed_out", r.timed_out);
+  set_boolean(L, "ok", r.exited && r.exit_code == 0 && !r.timed_out);
+  set_number(L, "wall", (double)r.wall_ns / 1e9);
+  set_integer(L, "wall_ns", r.wall_ns);
+  set_number(L, "user", (double)r.user_ns / 1e9);
+  set_number(L, "sys", (double)r.sys_ns / 1e9);
+  set_integer(L, "maxrss_kb", r.maxrss_kb);
+  for (int i = 0; i < 2; i++) {
+    wb_stream *st = &p->c->out[i];
+    if (st->mode != WB_IO_CAPTURE && st->mode != WB_IO_TEE) continue;
+    lua_pushlstring(L, st->buf ? st->buf : "", st->len);
+    lua_setfield(L, -2, i ? "stderr" : "stdout");
+    free(st->buf);
+    st->buf = NULL;
+    st->len = st->cap = 0;
+  }
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, idx, UV_RESULT);
+}
+
+/* Checks that the table at index 1 is a list of usable wb.proc handles; returns its length. */
+static int check_list(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int n = (int)lua_rawlen(L, 1);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    proc *p = luaL_testudata(L, -1, PROC_MT);
+    if (!p) luaL_argerror(L, 1, "a list of wb.proc handles expected");
+    if (!p->c && !is_done(L, -1)) luaL_argerror(L, 1, "a wb.proc in the list is closed");
+    lua_pop(L, 1);
+  }
+  return n;
+}
+
+/* ---- the functions ------------------------------------------------------------------------- */
+
+/* -- p, err, errno = wb.proc.spawn(spec) : starts a child in its own process group; nil,
+ * "spawn: ...", errno when the environment fails (missing program or cwd, unreadable or
+ * unwritable file). spec: argv = {prog, args...} (prog looked up in the child's PATH, no shell)
+ * | shell = true with cmd = "..." (or argv = "..."), run by /bin/sh -c; env = {NAME = value},
+ * env_mode = "add" (default) | "replace"; cwd; stdin = "null" (default) | "inherit" |
+ * {file = path} | {data = string}; stdout, stderr = "inherit" (default) | "null" | "capture" |
+ * {file = path, append = bool} | {tee = path, append = bool} | function(line); stderr may also be
+ * "stdout"; timeout (seconds; SIGTERM to the group, then SIGKILL after grace, default 2). */
+static int l_spawn(lua_State *L) { return spawn_spec(L); }
+
+/* -- res = p:wait() : waits (enforcing the timeout, calling line callbacks) and returns the
+ * result table {pid, exited, code, signal, timed_out, ok, wall, wall_ns, user, sys, maxrss_kb,
+ * stdout, stderr (capture and tee only)}; later calls return the same table. While waiting, the
+ * output of every child is pumped; a pending SIGINT/SIGTERM ends every child, then raises. */
+static int l_wait(lua_State *L) {
+  check_proc(L, 1);
+  if (lua_getiuservalue(L, 1, UV_RESULT) != LUA_TNIL) return 1;
+  open_proc(L, 1);
+  run_loop(L, ready_one, 1, -1);
+  push_result(L, 1);
+  return 1;
+}
+
+/* -- res, err, errno = wb.proc.run(spec) : spawn, wait and close */
+static int l_run(lua_State *L) {
+  int n = spawn_spec(L);
+  if (n != 1) return n;
+  int h = lua_gettop(L);
+  lua_pushcfunction(L, l_wait);
+  lua_pushvalue(L, h);
+  int rc = lua_pcall(L, 1, 1, 0);
+  if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
+  proc *p = lua_touserdata(L, h);
+  wb_child_free(p->c);
+  p->c = NULL;
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
+/* -- res = p:poll() : pumps the loop once without blocking; the result, or nil while running */
+static int l_poll(lua_State *L) {
+  check_proc(L, 1);
+  if (lua_getiuservalue(L, 1, UV_RESULT) != LUA_TNIL) return 1;
+  open_proc(L, 1);
+  if (wb_signal_pending()) interrupt(L);
+  if (wb_spawn_step(0, 1) != 0) return luaL_error(L, "wb.proc: poll: %s", strerror(errno));
+  if (!run_loop(L, ready_one, 1, 0)) return 0;
+  push_result(L, 1);
+  return 1;
+}
+
+/* -- ok = p:running() : whether the child is still running (pumps the loop without blocking) */
+static int l_running(lua_State *L) {
+  proc *p = check_proc(L, 1);
+  if (p->c && !p->c->finished) wb_spawn_step(0, 0);
+  lua_pushboolean(L, p->c && !p->c->finished);
+  return 1;
+}
+
+/* -- ok, err, errno = p:kill([signo]) : signals the process group (default SIGTERM) */
+static int l_kill(lua_State *L) {
+  proc *p = open_proc(L, 1);
+  lua_Integer signo = luaL_optinteger(L, 2, SIGTERM);
+  luaL_argcheck(L, signo >= 0 && signo < NSIG, 2, "not a signal number");
+  int e = wb_spawn_signal(p->c, (int)signo);
+  if (e) return wb_push_error(L, e, "kill");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* -- p:close() : kills the process group (SIGKILL) if the child still runs, reaps it and
+ * releases the handle; idempotent (also __close and __gc) */
+static int l_close(lua_State *L) {
+  proc *p = check_proc(L, 1);
+  wb_child_free(p->c);
+  p->c = NULL;
+  return 0;
+}
+
+/* -- s = tostring(p) : "wb.proc (pid 123, running)", "... exited 0", "... signal 9", "... closed" */
+static int l_tostring(lua_State *L) {
+  proc *p = check_proc(L, 1);
+  wb_child_result r;
+  if (!p->c) {
+    lua_pushfstring(L, "wb.proc (pid %d, closed)", (int)p->pid);
+  } else if (!p->c->finished) {
+    lua_pushfstring(L, "wb.proc (pid %d, running)", (int)p->pid);
+  } else {
+    wb_spawn_result(p->c, &r);
+    if (r.exited) lua_pushfstring(L, "wb.proc (pid %d, exited %d)", (int)p->pid, (int)r.exit_code);
+    else lua_pushfstring(L, "wb.proc (pid %d, signal %d)", (int)p->pid, (int)r.term_signal);
+  }
+  return 1;
+}
+
+/* p.pid, then the methods */
+static int l_index(lua_State *L) {
+  proc *p = check_proc(L, 1);
+  const char *key = lua_tostring(L, 2);
+  if (key && strcmp(key, "pid") == 0) {
+    lua_pushinteger(L, p->pid);
+    return 1;
+  }
+  lua_pushvalue(L, 2);
+  lua_rawget(L, lua_upvalueindex(1));
+  return 1;
+}
+
+/* -- p, res = wb.proc.wait_any(list [, timeout]) : the first handle in the list that is done, and
+ * its result; nil when the timeout (seconds) passes first or the list is empty */
+static int l_wait_any(lua_State *L) {
+  int n = check_list(L);
+  double timeout = luaL_optnumber(L, 2, -1);
+  luaL_argcheck(L, lua_isnoneornil(L, 2) || timeout >= 0, 2, "timeout must not be negative");
+  if (n == 0) return 0;
+  int64_t until = timeout < 0 ? -1 : wb_clock_ns() + (int64_t)(timeout > 1e9 ? 1e18 : timeout * 1e9);
+  int i = run_loop(L, ready_any, 1, until);
+  if (!i) return 0;
+  lua_rawgeti(L, 1, i);
+  push_result(L, -1);
+  return 2;
+}
+
+/* -- results = wb.proc.wait_all(list) : waits for every handle; results in list order */
+static int l_wait_all(lua_State *L) {
+  int n = check_list(L);
+  run_loop(L, ready_all, 1, -1);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    push_result(L, -1);
+    lua_rawseti(L, -3, i);
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
+/* -- path = wb.proc.which(name [, PATH]) : the executable spawn would run, or nil */
+static int l_which(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  const char *path = luaL_optstring(L, 2, getenv("PATH"));
+  char out[4096];
+  if (wb_which(name, path, out, sizeof out) != 0) return 0;
+  lua_pushstring(L, out);
+  return 1;
+}
+
+static const luaL_Reg proc_methods[] = {{"close", l_close}, {"kill", l_kill},     {"poll", l_poll},
+                                        {"running", l_running}, {"wait", l_wait}, {NULL, NULL}};
+
+static const luaL_Reg proc_functions[] = {{"run", l_run},           {"spawn", l_spawn},
+                                          {"wait_all", l_wait_all}, {"wait_any", l_wait_any},
+                                          {"which", l_which},       {NULL, NULL}};
+
+/* Makes wb a child subreaper (escaped descendants are reaped here, not by init) and raises the
+ * soft descriptor limit to the hard one (each running child holds up to four descriptors). */
+int luaopen_wb_proc(lua_State *L) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  lua_newtable(L);
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, "k");
+  lua_setfield(L, -2, "__mode");
+  lua_setmetatable(L, -2);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
+
+  luaL_newmetatable(L, PROC_MT);
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, l_tostring);
+  lua_setfield(L, -2, "__tostring");
+  luaL_newlib(L, proc_methods);
+  lua_pushcclosure(L, l_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+
+  luaL_newlib(L, proc_functions);
+  return 1;
+}

@@ -34,8 +34,8 @@ typedef struct wb_child_result {
   int64_t maxrss_kb;   /* peak resident set size in KiB */
 } wb_child_result;
 
-/* Starts argv (NULL-terminated). stdout_path/stderr_path: NULL inherits, "" discards, else the
- * file is truncated and written. timeout_s <= 0 means none; on timeout the whole process group
+/* Starts argv (NULL-terminated) with stdin from /dev/null. stdout_path/stderr_path: NULL
+ * inherits, "" discards, else the file is truncated and written. timeout_s <= 0 means none; on timeout the whole process group
  * gets SIGTERM, then SIGKILL after grace_s. Returns NULL and fills err on failure, e.g.
  * "spawn: nosuch: No such file or directory". */
 wb_child *wb_child_spawn(const char *const *argv, const char *cwd, const char *stdout_path,

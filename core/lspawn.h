@@ -1,0 +1,106 @@
+/* The process engine shared by wb.proc (core/proc.c) and the wb_child_* C API (core/wb.h).
+ *
+ * Children are started with posix_spawn, each in its own process group, with default signal
+ * dispositions, an empty signal mask and every descriptor above 2 closed. All live children are
+ * kept in one registry and served by one poll loop (wb_spawn_step) over their pipes and pidfds,
+ * so waiting on one child pumps the output of all. When the leader is reaped (wait4, for its
+ * rusage), what its pipes hold is read and they are closed: output that descendants write later
+ * is not collected. A timeout sends SIGTERM to the group, then SIGKILL after the grace period
+ * even when the leader has already exited; a child ended that way (or by an interrupt or a
+ * close) is finished only once its group is empty, or one second after the SIGKILL. Groups that
+ * a finished leader left behind are remembered: their zombies are reaped on later turns (they
+ * are ours when the process is a child subreaper) and they can still be signalled.
+ *
+ * Single-threaded: call from the thread that runs Lua. Writing stdin data assumes SIGPIPE is
+ * ignored (the wb binary ignores it). */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "wb_c.h"
+
+enum wb_io {
+  WB_IO_INHERIT,
+  WB_IO_NULL,
+  WB_IO_FILE,    /* the child reads or writes `path` directly */
+  WB_IO_DATA,    /* stdin only: `data` is written through a pipe */
+  WB_IO_CAPTURE, /* through a pipe into the stream buffer */
+  WB_IO_TEE,     /* through a pipe into the stream buffer and `path` */
+  WB_IO_LINES,   /* through a pipe into the stream buffer, consumed by the owner from `off` */
+  WB_IO_MERGE,   /* stderr only: the same destination as stdout */
+};
+
+typedef struct wb_spawn_io {
+  enum wb_io mode;
+  const char *path; /* WB_IO_FILE, WB_IO_TEE; opened relative to the caller's cwd */
+  int append;       /* output files: append instead of truncating */
+  const char *data; /* WB_IO_DATA; copied */
+  size_t len;
+} wb_spawn_io;
+
+typedef struct wb_spawn_spec {
+  const char *const *argv;  /* NULL-terminated; argv[0] without '/' is looked up in PATH */
+  const char *const *env;   /* "NAME=value" entries, NULL-terminated, or NULL */
+  int env_replace;          /* 1: the child gets exactly `env`; 0: `env` overrides environ */
+  const char *cwd;          /* NULL: the caller's */
+  wb_spawn_io io[3];        /* stdin, stdout, stderr */
+  int64_t timeout_ns;       /* < 0: none */
+  int64_t grace_ns;         /* SIGTERM to SIGKILL */
+} wb_spawn_spec;
+
+typedef struct wb_stream {
+  enum wb_io mode;
+  int fd;      /* the parent's read end, -1 once closed (EOF, or the leader was reaped) */
+  int file_fd; /* WB_IO_TEE target, else -1 */
+  char *buf;
+  size_t len, cap;
+  size_t off; /* WB_IO_LINES: bytes the owner has consumed */
+} wb_stream;
+
+struct wb_child {
+  pid_t pid; /* also the process group id */
+  int pidfd;
+  int64_t start_ns, end_ns;
+  int64_t deadline_ns; /* timeout, 0 when none */
+  int64_t grace_ns, kill_at_ns, settle_until_ns;
+  int term_sent, kill_sent, timed_out;
+  int reaped, status_known, finished;
+  int status;
+  struct rusage ru;
+  wb_stream out[2]; /* stdout, stderr */
+  int in_fd;
+  char *in_data;
+  size_t in_len, in_off;
+  struct wb_child *prev, *next; /* registry of live (unfinished) children */
+};
+
+/* Starts a child. On failure returns NULL, writes "spawn: ..." into err and the errno into
+ * *errnum. */
+wb_child *wb_spawn(const wb_spawn_spec *spec, char *err, size_t errlen, int *errnum);
+
+/* One turn of the loop over every live child: fires due timers, polls pipes, pidfds and (when
+ * watch_signal) wb_signal_fd() until an event, `until_ns` (monotonic; < 0: no limit) or the
+ * nearest timer, then moves data, reaps and finishes children. Returns 0, or -1 with errno when
+ * poll fails. */
+int wb_spawn_step(int64_t until_ns, int watch_signal);
+
+/* Sends SIGTERM to every live child's group, SIGKILL after each one's grace, and returns once
+ * all are reaped. */
+void wb_spawn_terminate_all(void);
+
+/* Signals the child's process group (and the leader, if it left the group). After the child
+ * finished, only a group that still has members is signalled. Returns 0 or an errno. */
+int wb_spawn_signal(wb_child *c, int signo);
+
+/* Fills *out from a finished child. */
+void wb_spawn_result(const wb_child *c, wb_child_result *out);
+
+/* Drops the consumed part of a WB_IO_LINES buffer. */
+void wb_stream_compact(wb_stream *st);
+
+/* Resolves an executable like execvp: a name with '/' is checked as it is, else each entry of
+ * `path` (NULL: "/bin:/usr/bin"; an empty entry is "."). Writes the path into out; returns 0 or
+ * an errno (ENOENT, EACCES, ENAMETOOLONG). */
+int wb_which(const char *name, const char *path, char *out, size_t outlen);

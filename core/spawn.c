@@ -1,0 +1,597 @@
+/* The process engine (see core/lspawn.h) and the wb_child_* functions of core/wb.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lwb.h"
+#include "lspawn.h"
+
+extern char **environ;
+
+#define READ_CHUNK 65536
+#define DRAIN_READS 32                /* reads per stream after the leader was reaped */
+#define SETTLE_NS 1000000000LL        /* after SIGKILL: longest wait for the group to empty */
+#define GROUP_TICK_NS 20000000LL      /* re-check interval while waiting for a group to empty */
+
+static wb_child *live;      /* registry of unfinished children */
+static pid_t *lingering;    /* groups whose finished leader left members behind */
+static size_t nlingering, lingering_cap;
+
+/* ---- descriptors ---------------------------------------------------------------------- */
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+/* Moves fd above 0..2 so that the child's dup2 onto stdio cannot clobber it. */
+static int above_stdio(int fd) {
+  if (fd < 0 || fd > 2) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return moved;
+}
+
+static int open_cloexec(const char *path, int flags) {
+  int fd;
+  do fd = open(path, flags | O_CLOEXEC, 0666);
+  while (fd < 0 && errno == EINTR);
+  return above_stdio(fd);
+}
+
+static int pipe_cloexec(int fds[2]) {
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  fds[0] = above_stdio(fds[0]);
+  fds[1] = above_stdio(fds[1]);
+  if (fds[0] >= 0 && fds[1] >= 0) return 0;
+  close_fd(&fds[0]);
+  close_fd(&fds[1]);
+  return -1;
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* ---- PATH lookup and environment -------------------------------------------------------- */
+
+static int check_exec(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return EACCES;
+  return access(path, X_OK) == 0 ? 0 : errno;
+}
+
+int wb_which(const char *name, const char *path, char *out, size_t outlen) {
+  if (!*name) return ENOENT;
+  if (strchr(name, '/')) {
+    if (strlen(name) >= outlen) return ENAMETOOLONG;
+    strcpy(out, name);
+    return check_exec(out);
+  }
+  if (!path) path = "/bin:/usr/bin";
+  int result = ENOENT;
+  for (const char *p = path;;) {
+    const char *end = strchrnul(p, ':');
+    int dlen = (int)(end - p);
+    int n = snprintf(out, outlen, "%.*s/%s", dlen ? dlen : 1, dlen ? p : ".", name);
+    if (n < 0 || (size_t)n >= outlen) {
+      result = ENAMETOOLONG;
+    } else {
+      int e = check_exec(out);
+      if (e == 0) return 0;
+      if (e == EACCES) result = EACCES;
+    }
+    if (!*end) break;
+    p = end + 1;
+  }
+  return result;
+}
+
+static int same_name(const char *a, const char *b) {
+  size_t n = strcspn(a, "=");
+  return strncmp(a, b, n) == 0 && b[n] == '=';
+}
+
+/* The child's environment (malloc'ed array of borrowed strings) and the PATH to search. */
+static char **build_env(const wb_spawn_spec *s, const char **path) {
+  size_t nenv = 0, nadd = 0;
+  while (environ[nenv]) nenv++;
+  while (s->env && s->env[nadd]) nadd++;
+  char **envp = malloc((nenv + nadd + 1) * sizeof *envp);
+  if (!envp) return NULL;
+  size_t n = 0;
+  for (size_t i = 0; !s->env_replace && i < nenv; i++) {
+    size_t j = 0;
+    while (j < nadd && !same_name(s->env[j], environ[i])) j++;
+    if (j == nadd) envp[n++] = environ[i];
+  }
+  *path = getenv("PATH");
+  for (size_t j = 0; j < nadd; j++) {
+    envp[n++] = (char *)s->env[j];
+    if (strncmp(s->env[j], "PATH=", 5) == 0) *path = s->env[j] + 5;
+  }
+  envp[n] = NULL;
+  return envp;
+}
+
+/* ---- spawning --------------------------------------------------------------------------- */
+
+struct setup {
+  posix_spawn_file_actions_t fa;
+  int child_fds[3]; /* the child's ends, closed in the parent after the spawn */
+  int dir_fd;
+};
+
+static const char *const stream_names[3] = {"stdin", "stdout", "stderr"};
+
+/* Prepares stream `fd` (0, 1, 2) of the child. Returns 0 or an errno, with err filled. */
+static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io *io, char *err,
+                        size_t errlen) {
+  int pipefd[2], e;
+  int out_flags = O_WRONLY | O_CREAT | (io->append ? O_APPEND : O_TRUNC);
+  wb_stream *st = fd ? &c->out[fd - 1] : NULL;
+  switch (io->mode) {
+  case WB_IO_INHERIT:
+    return 0;
+  case WB_IO_NULL:
+    return posix_spawn_file_actions_addopen(&su->fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+  case WB_IO_MERGE:
+    return posix_spawn_file_actions_adddup2(&su->fa, 1, 2);
+  case WB_IO_FILE:
+    if ((su->child_fds[fd] = open_cloexec(io->path, fd ? out_flags : O_RDONLY)) < 0) goto fail_path;
+    return posix_spawn_file_actions_adddup2(&su->fa, su->child_fds[fd], fd);
+  case WB_IO_DATA:
+    if (!(c->in_data = malloc(io->len + 1))) errno = ENOMEM;
+    if (!c->in_data || pipe_cloexec(pipefd) != 0) goto fail;
+    memcpy(c->in_data, io->data, io->len);
+    c->in_len = io->len;
+    su->child_fds[0] = pipefd[0];
+    c->in_fd = pipefd[1];
+    fcntl(c->in_fd, F_SETFL, O_NONBLOCK);
+    return posix_spawn_file_actions_adddup2(&su->fa, pipefd[0], 0);
+  case WB_IO_TEE:
+    if ((st->file_fd = open_cloexec(io->path, out_flags)) < 0) goto fail_path;
+    /* fallthrough */
+  case WB_IO_CAPTURE:
+  case WB_IO_LINES:
+    if (pipe_cloexec(pipefd) != 0) goto fail;
+    su->child_fds[fd] = pipefd[1];
+    st->fd = pipefd[0];
+    st->mode = io->mode;
+    fcntl(st->fd, F_SETFL, O_NONBLOCK);
+    return posix_spawn_file_actions_adddup2(&su->fa, pipefd[1], fd);
+  }
+  return EINVAL;
+fail_path:
+  e = errno;
+  snprintf(err, errlen, "spawn: %s %s: %s", stream_names[fd], io->path, strerror(e));
+  return e;
+fail:
+  e = errno;
+  snprintf(err, errlen, "spawn: %s: %s", stream_names[fd], strerror(e));
+  return e;
+}
+
+static void free_child(wb_child *c) {
+  for (int i = 0; i < 2; i++) {
+    close_fd(&c->out[i].fd);
+    close_fd(&c->out[i].file_fd);
+    free(c->out[i].buf);
+  }
+  close_fd(&c->in_fd);
+  close_fd(&c->pidfd);
+  free(c->in_data);
+  free(c);
+}
+
+wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum) {
+  wb_child *c = calloc(1, sizeof *c);
+  const char *path = NULL;
+  char **envp = c ? build_env(s, &path) : NULL;
+  if (!envp) {
+    free(c);
+    snprintf(err, errlen, "spawn: %s", strerror(ENOMEM));
+    *errnum = ENOMEM;
+    return NULL;
+  }
+  c->pidfd = c->in_fd = -1;
+  for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
+  struct setup su = {.child_fds = {-1, -1, -1}, .dir_fd = -1};
+  posix_spawn_file_actions_init(&su.fa);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  char exe[4096];
+  int e = strlen(s->argv[0]) >= sizeof exe ? ENAMETOOLONG : 0;
+  if (!e && strchr(s->argv[0], '/')) strcpy(exe, s->argv[0]);
+  else if (!e) e = wb_which(s->argv[0], path, exe, sizeof exe);
+  if (e) {
+    snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
+    goto fail;
+  }
+  if (s->cwd) {
+    su.dir_fd = open_cloexec(s->cwd, O_PATH | O_DIRECTORY);
+    if (su.dir_fd < 0) {
+      e = errno;
+      snprintf(err, errlen, "spawn: cwd %s: %s", s->cwd, strerror(e));
+      goto fail;
+    }
+  }
+  err[0] = 0;
+  for (int fd = 0; fd < 3; fd++) {
+    if ((e = setup_stream(&su, c, fd, &s->io[fd], err, errlen)) != 0) {
+      if (!err[0]) snprintf(err, errlen, "spawn: %s", strerror(e));
+      goto fail;
+    }
+  }
+  if (su.dir_fd >= 0) posix_spawn_file_actions_addfchdir_np(&su.fa, su.dir_fd);
+  posix_spawn_file_actions_addclosefrom_np(&su.fa, 3);
+
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  c->start_ns = wb_clock_ns();
+  e = posix_spawn(&c->pid, exe, &su.fa, &attr, (char *const *)s->argv, envp);
+  if (e) {
+    snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
+    goto fail;
+  }
+  c->pidfd = pidfd_open(c->pid, 0);
+  if (c->pidfd < 0) {
+    e = errno;
+    snprintf(err, errlen, "spawn: pidfd_open: %s", strerror(e));
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    goto fail;
+  }
+  if (c->in_fd >= 0 && c->in_len == 0) close_fd(&c->in_fd);
+  c->grace_ns = s->grace_ns > 0 ? s->grace_ns : 0;
+  if (s->timeout_ns >= 0) c->deadline_ns = c->start_ns + (s->timeout_ns > 0 ? s->timeout_ns : 1);
+  c->next = live;
+  if (live) live->prev = c;
+  live = c;
+  goto done;
+fail:
+  free_child(c);
+  c = NULL;
+  *errnum = e;
+done:
+  for (int i = 0; i < 3; i++) close_fd(&su.child_fds[i]);
+  close_fd(&su.dir_fd);
+  posix_spawn_file_actions_destroy(&su.fa);
+  posix_spawnattr_destroy(&attr);
+  free(envp);
+  return c;
+}
+
+/* ---- signals, reaping, process groups --------------------------------------------------- */
+
+static int group_alive(pid_t pgid) { return kill(-pgid, 0) == 0 || errno == EPERM; }
+
+static void signal_child(wb_child *c, int signo) {
+  if (!c->reaped && getpgid(c->pid) != c->pid) kill(c->pid, signo);
+  kill(-c->pid, signo);
+}
+
+static void terminate(wb_child *c, int64_t now) {
+  signal_child(c, SIGTERM);
+  c->term_sent = 1;
+  c->kill_at_ns = now + c->grace_ns;
+}
+
+static void record(wb_child *c, int status, const struct rusage *ru) {
+  c->reaped = c->status_known = 1;
+  c->status = status;
+  c->ru = *ru;
+  c->end_ns = wb_clock_ns();
+}
+
+/* Reaps zombies of group pgid that are our children, the leader c included. */
+static void reap_group(pid_t pgid, wb_child *c) {
+  for (;;) {
+    int status;
+    struct rusage ru;
+    pid_t r = wait4(-pgid, &status, WNOHANG, &ru);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;
+    if (c && r == c->pid) record(c, status, &ru);
+  }
+}
+
+static void reap_leader(wb_child *c) {
+  int status;
+  struct rusage ru;
+  pid_t r;
+  do r = wait4(c->pid, &status, WNOHANG, &ru);
+  while (r < 0 && errno == EINTR);
+  if (r == c->pid) {
+    record(c, status, &ru);
+  } else if (r < 0) { /* reaped elsewhere (e.g. SIGCHLD ignored): no status */
+    c->reaped = 1;
+    c->end_ns = wb_clock_ns();
+  }
+  reap_group(c->pid, c);
+}
+
+static void reap_lingering(void) {
+  size_t kept = 0;
+  for (size_t i = 0; i < nlingering; i++) {
+    reap_group(lingering[i], NULL);
+    if (group_alive(lingering[i])) lingering[kept++] = lingering[i];
+  }
+  nlingering = kept;
+}
+
+static void add_lingering(pid_t pgid) {
+  if (nlingering == lingering_cap) {
+    size_t cap = lingering_cap ? lingering_cap * 2 : 16;
+    pid_t *p = realloc(lingering, cap * sizeof *p);
+    if (!p) return;
+    lingering = p;
+    lingering_cap = cap;
+  }
+  lingering[nlingering++] = pgid;
+}
+
+int wb_spawn_signal(wb_child *c, int signo) {
+  if (!c->finished) {
+    signal_child(c, signo);
+    return 0;
+  }
+  for (size_t i = 0; i < nlingering; i++)
+    if (lingering[i] == c->pid) return kill(-c->pid, signo) == 0 ? 0 : errno;
+  return ESRCH;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+/* Reads what one read() returns; returns the byte count, 0 at EOF or when nothing is there. */
+static ssize_t stream_read(wb_stream *st) {
+  if (st->cap - st->len < READ_CHUNK) {
+    size_t cap = st->cap ? st->cap : READ_CHUNK;
+    while (cap - st->len < READ_CHUNK) cap *= 2;
+    char *p = realloc(st->buf, cap);
+    if (!p) {
+      close_fd(&st->fd);
+      return 0;
+    }
+    st->buf = p;
+    st->cap = cap;
+  }
+  ssize_t n = read(st->fd, st->buf + st->len, READ_CHUNK);
+  if (n > 0) {
+    if (st->file_fd >= 0) write_all(st->file_fd, st->buf + st->len, (size_t)n);
+    st->len += (size_t)n;
+    return n;
+  }
+  if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(&st->fd);
+  return 0;
+}
+
+void wb_stream_compact(wb_stream *st) {
+  if (st->off == st->len) {
+    st->off = st->len = 0;
+  } else if (st->off > st->cap / 2) {
+    memmove(st->buf, st->buf + st->off, st->len - st->off);
+    st->len -= st->off;
+    st->off = 0;
+  }
+}
+
+static void stdin_write(wb_child *c) {
+  size_t n = c->in_len - c->in_off;
+  ssize_t w = write(c->in_fd, c->in_data + c->in_off, n < READ_CHUNK ? n : READ_CHUNK);
+  if (w > 0) c->in_off += (size_t)w;
+  if ((w < 0 && errno != EAGAIN && errno != EINTR) || c->in_off == c->in_len) {
+    close_fd(&c->in_fd);
+    free(c->in_data);
+    c->in_data = NULL;
+  }
+}
+
+static void finish(wb_child *c) {
+  c->finished = 1;
+  close_fd(&c->pidfd);
+  if (c->prev) c->prev->next = c->next;
+  else live = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  if (group_alive(c->pid)) add_lingering(c->pid);
+}
+
+/* Fires due timers; after the leader was reaped, collects its output and decides whether the
+ * child is finished. Returns the next time this child needs attention (0: none). */
+static int64_t update(wb_child *c, int64_t now) {
+  if (c->deadline_ns && !c->term_sent && now >= c->deadline_ns) {
+    c->timed_out = 1;
+    terminate(c, now);
+  }
+  if (c->term_sent && !c->kill_sent && now >= c->kill_at_ns) {
+    signal_child(c, SIGKILL);
+    c->kill_sent = 1;
+    c->settle_until_ns = now + SETTLE_NS;
+  }
+  if (!c->reaped) return c->term_sent ? (c->kill_sent ? 0 : c->kill_at_ns) : c->deadline_ns;
+  for (int i = 0; i < 2; i++) {
+    for (int k = 0; k < DRAIN_READS && c->out[i].fd >= 0 && stream_read(&c->out[i]) > 0; k++) {
+    }
+    close_fd(&c->out[i].fd);
+  }
+  close_fd(&c->in_fd);
+  if (c->term_sent) { /* ended by timeout, interrupt or close: the group must not outlive it */
+    reap_group(c->pid, c);
+    if (group_alive(c->pid) && (!c->kill_sent || now < c->settle_until_ns)) {
+      int64_t tick = now + GROUP_TICK_NS;
+      return !c->kill_sent && c->kill_at_ns < tick ? c->kill_at_ns : tick;
+    }
+  }
+  finish(c);
+  return 0;
+}
+
+static struct pollfd *pfds;
+static wb_child **pchild; /* owner of each pollfd; NULL for the signal fd */
+static size_t pcap;
+
+static int reserve_pollfds(size_t n) {
+  if (n <= pcap) return 0;
+  size_t cap = pcap ? pcap : 64;
+  while (cap < n) cap *= 2;
+  struct pollfd *p = realloc(pfds, cap * sizeof *p);
+  if (!p) return -1;
+  pfds = p;
+  wb_child **q = realloc(pchild, cap * sizeof *q);
+  if (!q) return -1;
+  pchild = q;
+  pcap = cap;
+  return 0;
+}
+
+static void add_pollfd(size_t *n, int fd, short events, wb_child *c) {
+  pfds[*n] = (struct pollfd){.fd = fd, .events = events};
+  pchild[(*n)++] = c;
+}
+
+int wb_spawn_step(int64_t until_ns, int watch_signal) {
+  int64_t now = wb_clock_ns(), wake = until_ns;
+  size_t count = 1;
+  for (wb_child *c = live, *next; c; c = next) {
+    next = c->next;
+    int64_t t = update(c, now);
+    if (t && (wake < 0 || t < wake)) wake = t;
+    count += 4;
+  }
+  reap_lingering();
+  if (reserve_pollfds(count) != 0) return -1;
+  size_t n = 0;
+  if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
+  for (wb_child *c = live; c; c = c->next) {
+    if (!c->reaped) add_pollfd(&n, c->pidfd, POLLIN, c);
+    for (int i = 0; i < 2; i++)
+      if (c->out[i].fd >= 0) add_pollfd(&n, c->out[i].fd, POLLIN, c);
+    if (c->in_fd >= 0) add_pollfd(&n, c->in_fd, POLLOUT, c);
+  }
+  int timeout = -1;
+  if (wake >= 0) {
+    int64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
+    timeout = ms > 60000 ? 60000 : (int)ms;
+  }
+  if (n == 0 && timeout < 0) return 0;
+  int r = poll(pfds, n, timeout);
+  if (r < 0) return errno == EINTR ? 0 : -1;
+  for (size_t i = 0; i < n && r > 0; i++) {
+    wb_child *c = pchild[i];
+    if (!pfds[i].revents || !c) continue;
+    if (pfds[i].fd == c->pidfd) reap_leader(c);
+    else if (pfds[i].fd == c->in_fd) stdin_write(c);
+    else stream_read(&c->out[pfds[i].fd == c->out[0].fd ? 0 : 1]);
+  }
+  now = wb_clock_ns();
+  for (wb_child *c = live, *next; c; c = next) {
+    next = c->next;
+    if (c->reaped) update(c, now);
+  }
+  return 0;
+}
+
+void wb_spawn_terminate_all(void) {
+  int64_t now = wb_clock_ns();
+  for (wb_child *c = live; c; c = c->next)
+    if (!c->term_sent) terminate(c, now);
+  while (live)
+    if (wb_spawn_step(-1, 0) != 0) break;
+}
+
+void wb_spawn_result(const wb_child *c, wb_child_result *out) {
+  int st = c->status;
+  out->exited = c->status_known && WIFEXITED(st);
+  out->exit_code = out->exited ? WEXITSTATUS(st) : -1;
+  out->term_signal = c->status_known && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  out->timed_out = c->timed_out;
+  out->wall_ns = c->end_ns - c->start_ns;
+  out->user_ns = (int64_t)c->ru.ru_utime.tv_sec * 1000000000 + c->ru.ru_utime.tv_usec * 1000;
+  out->sys_ns = (int64_t)c->ru.ru_stime.tv_sec * 1000000000 + c->ru.ru_stime.tv_usec * 1000;
+  out->maxrss_kb = c->ru.ru_maxrss;
+}
+
+/* ---- the C API ---------------------------------------------------------------------------- */
+
+static void output_path(wb_spawn_io *io, const char *path) {
+  io->mode = !path ? WB_IO_INHERIT : *path ? WB_IO_FILE : WB_IO_NULL;
+  io->path = path;
+}
+
+WB_API wb_child *wb_child_spawn(const char *const *argv, const char *cwd, const char *stdout_path,
+                                const char *stderr_path, double timeout_s, double grace_s, char *err,
+                                size_t errlen) {
+  char buf[512];
+  if (!err || errlen == 0) {
+    err = buf;
+    errlen = sizeof buf;
+  }
+  if (!argv || !argv[0]) {
+    snprintf(err, errlen, "spawn: empty argv");
+    return NULL;
+  }
+  wb_spawn_spec spec = {.argv = argv, .cwd = cwd, .timeout_ns = -1};
+  spec.io[0].mode = WB_IO_NULL;
+  output_path(&spec.io[1], stdout_path);
+  output_path(&spec.io[2], stderr_path);
+  if (timeout_s > 0) spec.timeout_ns = (int64_t)(timeout_s * 1e9);
+  if (grace_s > 0) spec.grace_ns = (int64_t)(grace_s * 1e9);
+  int e;
+  return wb_spawn(&spec, err, errlen, &e);
+}
+
+WB_API int32_t wb_child_pid(const wb_child *child) { return child ? child->pid : -1; }
+
+WB_API int32_t wb_child_wait(wb_child *child, wb_child_result *out) {
+  if (!child || !out) return -1;
+  while (!child->finished)
+    if (wb_spawn_step(-1, 0) != 0) return -1;
+  wb_spawn_result(child, out);
+  return 0;
+}
+
+WB_API void wb_child_free(wb_child *child) {
+  if (!child) return;
+  if (!child->finished) {
+    if (!child->kill_sent) {
+      signal_child(child, SIGKILL);
+      child->term_sent = child->kill_sent = 1;
+      child->settle_until_ns = wb_clock_ns() + SETTLE_NS;
+    }
+    while (!child->finished && wb_spawn_step(-1, 0) == 0) {
+    }
+    if (!child->finished) { /* the loop failed: reap the leader directly */
+      while (waitpid(child->pid, NULL, 0) < 0 && errno == EINTR) {
+      }
+      finish(child);
+    }
+  }
+  free_child(child);
+}

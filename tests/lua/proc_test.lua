@@ -1,0 +1,416 @@
+local T = require "wb.test"
+local proc = require "wb.proc"
+
+local function sh(script, extra)
+  local spec = { argv = { "sh", "-c", script } }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return spec
+end
+
+local function read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write_file(path, data)
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+end
+
+local function lines_of(s)
+  local out = {}
+  for l in s:gmatch("[^\n]+") do out[#out + 1] = l end
+  return out
+end
+
+local function my_pid() return tonumber(read_file("/proc/self/stat"):match("^(%d+)")) end
+
+local function readlink(path)
+  return proc.run({ argv = { "readlink", path }, stdout = "capture" }).stdout
+end
+
+-- What descriptor n of a child started with `spec` (running sleep) refers to.
+local function child_fd(spec, n)
+  spec.argv = { "sleep", "10" }
+  local p <close> = assert(proc.spawn(spec))
+  return readlink("/proc/" .. p.pid .. "/fd/" .. n)
+end
+
+-- A sleep duration no other process uses, so its processes can be found by command line.
+local function marker() return string.format("%d.%06d", math.random(90, 99), math.random(0, 999999)) end
+
+-- The pids of live processes whose command line is `sleep MARKER`.
+local function survivors(m)
+  local r = proc.run { argv = { "pgrep", "-f", "^sleep " .. (m:gsub("%.", "\\.")) .. "$" }, stdout = "capture" }
+  return r.stdout
+end
+
+-- Waits (up to ~10 s) until `count` processes `sleep MARKER` run; returns how many do.
+local function await_survivors(m, count)
+  local n
+  for _ = 1, 200 do
+    n = select(2, survivors(m):gsub("\n", ""))
+    if n >= count then break end
+    proc.run { argv = { "sleep", "0.05" } }
+  end
+  return n
+end
+
+T.case("argv runs without a shell; arguments arrive intact", function()
+  local r = proc.run { argv = { "printf", "[%s]\n", "a b", "q\"uo'te", "$HOME", "*" }, stdout = "capture" }
+  T.eq(r.stdout, "[a b]\n[q\"uo'te]\n[$HOME]\n[*]\n")
+  T.ok(r.ok and r.exited and r.code == 0 and r.signal == nil and not r.timed_out)
+  T.eq(math.type(r.pid), "integer")
+  local n = proc.run { argv = { "sh", "-c", "echo $#:$1", "sh", 42 }, stdout = "capture" }
+  T.eq(n.stdout, "1:42\n")
+end)
+
+T.case("shell=true runs cmd (or a string argv) through /bin/sh -c", function()
+  T.eq(proc.run({ shell = true, cmd = "echo $((1+2)) | tr 3 x", stdout = "capture" }).stdout, "x\n")
+  T.eq(proc.run({ shell = true, argv = "echo a; echo b", stdout = "capture" }).stdout, "a\nb\n")
+end)
+
+T.case("env adds to the environment; env_mode=replace gives exactly env", function()
+  local r = proc.run(sh('printf "%s|%s" "$WB_T1" "${PATH:+set}"', { env = { WB_T1 = "v 1" }, stdout = "capture" }))
+  T.eq(r.stdout, "v 1|set")
+  local over = proc.run(sh('printf %s "$HOME"', { env = { HOME = "/elsewhere" }, stdout = "capture" }))
+  T.eq(over.stdout, "/elsewhere")
+  local rep = proc.run { argv = { "env" }, env = { A = "1", B = "x=y" }, env_mode = "replace", stdout = "capture" }
+  local got = lines_of(rep.stdout)
+  table.sort(got)
+  T.eq(got, { "A=1", "B=x=y" })
+end)
+
+T.case("argv[1] is looked up in the child's PATH when env sets it", function()
+  local dir = T.tmpdir()
+  write_file(dir .. "/wbtool", "#!/bin/sh\necho tool:$1\n")
+  os.execute("chmod +x " .. dir .. "/wbtool")
+  local r = proc.run { argv = { "wbtool", "z" }, env = { PATH = dir .. ":/usr/bin:/bin" }, stdout = "capture" }
+  T.eq(r.stdout, "tool:z\n")
+  local p, err = proc.spawn { argv = { "wbtool" } }
+  T.eq({ p, err }, { nil, "spawn: wbtool: No such file or directory" })
+  T.eq(proc.which("wbtool", dir), dir .. "/wbtool")
+  T.eq(proc.which("wbtool"), nil)
+  T.match(proc.which("sh"), "^/.*/sh$")
+  T.eq(proc.which("nosuchprog"), nil)
+end)
+
+T.case("cwd; a missing cwd is an error", function()
+  local dir = T.tmpdir()
+  T.eq(proc.run({ argv = { "pwd" }, cwd = dir, stdout = "capture" }).stdout, dir .. "\n")
+  local r, err, errno = proc.run { argv = { "pwd" }, cwd = dir .. "/nope" }
+  T.eq({ r, err, errno }, { nil, "spawn: cwd " .. dir .. "/nope: No such file or directory", 2 })
+end)
+
+T.case("stdin: null (default), file, data (1 MiB through cat), inherit", function()
+  T.eq(proc.run({ argv = { "cat" }, stdout = "capture" }).stdout, "")
+  local dir = T.tmpdir()
+  write_file(dir .. "/in", "from file\n")
+  T.eq(proc.run({ argv = { "cat" }, stdin = { file = dir .. "/in" }, stdout = "capture" }).stdout, "from file\n")
+  local chunk = {}
+  for i = 1, 16384 do chunk[i] = string.format("%063d\n", i) end
+  local big = table.concat(chunk)
+  T.eq(#big, 1 << 20)
+  local r = proc.run { argv = { "cat" }, stdin = { data = big }, stdout = "capture" }
+  T.ok(r.stdout == big, "1 MiB came back intact")
+  T.eq(proc.run({ argv = { "cat" }, stdin = { data = "" }, stdout = "capture" }).stdout, "")
+  local res, err, errno = proc.run { argv = { "cat" }, stdin = { file = dir .. "/missing" } }
+  T.eq({ res, err, errno }, { nil, "spawn: stdin " .. dir .. "/missing: No such file or directory", 2 })
+  T.eq(child_fd({ stdin = "inherit" }, 0), readlink("/proc/" .. my_pid() .. "/fd/0"))
+  T.eq(child_fd({}, 0), "/dev/null\n")
+end)
+
+T.case("stdout/stderr: inherit, null, file, append, capture, tee", function()
+  local pid = my_pid()
+  T.eq(child_fd({}, 1), readlink("/proc/" .. pid .. "/fd/1"))
+  T.eq(child_fd({ stdout = "inherit", stderr = "inherit" }, 2), readlink("/proc/" .. pid .. "/fd/2"))
+  T.eq(child_fd({ stdout = "null" }, 1), "/dev/null\n")
+  T.eq(child_fd({ stderr = "null" }, 2), "/dev/null\n")
+  T.eq(proc.run(sh("true", { stderr = "capture" })).stdout, nil)
+  local dir = T.tmpdir()
+  local f = dir .. "/out"
+  proc.run(sh("echo one; echo err1 >&2", { stdout = { file = f }, stderr = { file = dir .. "/err" } }))
+  proc.run(sh("echo two", { stdout = { file = f, append = true } }))
+  T.eq(read_file(f), "one\ntwo\n")
+  T.eq(read_file(dir .. "/err"), "err1\n")
+  proc.run(sh("echo three", { stdout = { file = f } }))
+  T.eq(read_file(f), "three\n")
+  local both = proc.run(sh("echo out; echo err >&2", { stdout = "capture", stderr = "capture" }))
+  T.eq({ both.stdout, both.stderr }, { "out\n", "err\n" })
+  local tee = proc.run(sh("echo t1; echo t2 >&2", { stdout = { tee = f, append = true }, stderr = { tee = dir .. "/e2" } }))
+  T.eq({ tee.stdout, tee.stderr }, { "t1\n", "t2\n" })
+  T.eq(read_file(f), "three\nt1\n")
+  T.eq(read_file(dir .. "/e2"), "t2\n")
+  local r, err, errno = proc.run { argv = { "true" }, stdout = { file = dir .. "/no/such/dir" } }
+  T.eq({ r, err, errno }, { nil, "spawn: stdout " .. dir .. "/no/such/dir: No such file or directory", 2 })
+  r, err = proc.run { argv = { "true" }, stderr = { tee = dir } }
+  T.eq({ r, err }, { nil, "spawn: stderr " .. dir .. ": Is a directory" })
+end)
+
+T.case("line callbacks get each line without newline, a final partial line too", function()
+  local out, err = {}, {}
+  local r = proc.run(sh("printf 'a\\n\\nb'; printf 'c\\n'; printf 'x\\ny' >&2; printf 'tail'", {
+    stdout = function(l) out[#out + 1] = l end,
+    stderr = function(l) err[#err + 1] = l end,
+  }))
+  T.ok(r.ok)
+  T.eq(out, { "a", "", "bc", "tail" })
+  T.eq(err, { "x", "y" })
+  T.eq({ r.stdout, r.stderr }, { nil, nil })
+end)
+
+T.case("stderr = \"stdout\" merges into stdout's destination", function()
+  local r = proc.run(sh("echo o1; echo e1 >&2; echo o2", { stdout = "capture", stderr = "stdout" }))
+  T.eq(r.stdout, "o1\ne1\no2\n")
+  T.eq(r.stderr, nil)
+  local dir = T.tmpdir()
+  proc.run(sh("echo o; echo e >&2", { stdout = { file = dir .. "/m" }, stderr = "stdout" }))
+  T.eq(read_file(dir .. "/m"), "o\ne\n")
+  local seen = {}
+  proc.run(sh("echo o; echo e >&2", { stdout = function(l) seen[#seen + 1] = l end, stderr = "stdout" }))
+  T.eq(seen, { "o", "e" })
+end)
+
+T.case("exit codes and signals", function()
+  local r = proc.run(sh("exit 3"))
+  T.eq({ r.exited, r.code, r.signal, r.ok }, { true, 3, nil, false })
+  local k = proc.run(sh("kill -9 $$"))
+  T.eq({ k.exited, k.code, k.signal, k.ok }, { false, nil, 9, false })
+end)
+
+T.case("a missing executable is an error value, not a crash", function()
+  local p, err, errno = proc.spawn { argv = { "nosuchprog", "x" } }
+  T.eq({ p, err, errno }, { nil, "spawn: nosuchprog: No such file or directory", 2 })
+  local r, rerr = proc.run { argv = { "/nonexistent/prog" } }
+  T.eq({ r, rerr }, { nil, "spawn: /nonexistent/prog: No such file or directory" })
+  local _, perr = proc.run { argv = { "/etc/passwd" } }
+  T.eq(perr, "spawn: /etc/passwd: Permission denied")
+end)
+
+T.case("misuse raises", function()
+  T.raises(function() proc.spawn("ls") end, "table expected")
+  T.raises(function() proc.spawn {} end, "argv must be a non-empty table of strings")
+  T.raises(function() proc.spawn { argv = "ls" } end, "argv must be a non-empty table of strings")
+  T.raises(function() proc.spawn { argv = { "ls", {} } } end, "argv[2] must be a string")
+  T.raises(function() proc.spawn { argv = { "ls" }, stdout = "bogus" } end, "unknown stdout mode 'bogus'")
+  T.raises(function() proc.spawn { argv = { "ls" }, stdout = "stdout" } end, "unknown stdout mode 'stdout'")
+  T.raises(function() proc.spawn { argv = { "ls" }, stderr = {} } end, "stderr table needs file or tee")
+  T.raises(function() proc.spawn { argv = { "ls" }, stdin = "capture" } end, "stdin must be")
+  T.raises(function() proc.spawn { argv = { "ls" }, timeout = -1 } end, "timeout must not be negative")
+  T.raises(function() proc.spawn { argv = { "ls" }, grace = "x" } end, "grace must be a number")
+  T.raises(function() proc.spawn { argv = { "ls" }, env = { 1 } } end, "env must be a table")
+  T.raises(function() proc.spawn { argv = { "ls" }, env_mode = "merge" } end, "env_mode must be")
+  T.raises(function() proc.spawn { shell = true } end, "shell=true needs cmd")
+  T.raises(function() proc.wait_any { 1 } end, "a list of wb.proc handles expected")
+  T.raises(function() proc.wait_any({}, -1) end, "timeout must not be negative")
+end)
+
+T.case("timeout ends a plain sleep: SIGTERM, timed_out, wall near the timeout", function()
+  local r = proc.run { argv = { "sleep", "10" }, timeout = 0.3 }
+  T.eq({ r.timed_out, r.signal, r.exited, r.ok }, { true, 15, false, false })
+  T.ok(r.wall >= 0.29 and r.wall < 5, "wall " .. r.wall)
+  T.ok(r.wall_ns >= 290000000 and math.type(r.wall_ns) == "integer")
+end)
+
+T.case("timeout: grandchildren that ignore SIGTERM do not survive", function()
+  local m = marker()
+  local r = proc.run(sh("trap '' TERM; sleep " .. m .. " & sleep " .. m .. " & wait", { timeout = 0.3, grace = 0.3 }))
+  T.eq({ r.timed_out, r.signal }, { true, 9 })
+  T.eq(survivors(m), "")
+  -- the leader dies at SIGTERM, its children ignore it: the group still gets SIGKILL after grace
+  local m2 = marker()
+  local script = "(trap '' TERM; exec sleep " .. m2 .. ") & (trap '' TERM; exec sleep " .. m2 .. ") & exec sleep 100"
+  local r2 = proc.run(sh(script, { timeout = 0.3, grace = 0.5 }))
+  T.eq({ r2.timed_out, r2.signal }, { true, 15 })
+  T.eq(survivors(m2), "")
+end)
+
+T.case("rusage: CPU time and peak memory", function()
+  local busy = proc.run(sh("i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"))
+  T.ok(busy.user > 0, "user " .. busy.user)
+  T.ok(busy.sys >= 0)
+  local mem = proc.run(sh("x=$(head -c 30000000 /dev/zero | tr '\\0' a); echo ${#x}", { stdout = "capture" }))
+  T.eq(mem.stdout, "30000000\n")
+  T.ok(mem.maxrss_kb > 25000, "maxrss " .. mem.maxrss_kb)
+end)
+
+local function my_fds() return #lines_of(proc.run({ argv = { "ls", "/proc/" .. my_pid() .. "/fd" }, stdout = "capture" }).stdout) end
+
+T.case("200 concurrent children: every line once, to the right child, none interleaved", function()
+  local fds = my_fds()
+  local script = [[
+i=0
+while [ $i -lt 10 ]; do printf '%s-%s-a ' "$1" $i; printf 'b\n'; i=$((i+1)); done
+printf '%s-err\n' "$1" >&2
+printf '%s-tail' "$1"]]
+  local procs, got = {}, {}
+  for k = 1, 200 do
+    got[k] = {}
+    local spec = { argv = { "sh", "-c", script, "sh", "c" .. k } }
+    if k % 2 == 0 then
+      spec.stdout = function(l) table.insert(got[k], l) end
+      spec.stderr = "capture"
+    else
+      spec.stdout = "capture"
+      spec.stderr = function(l) table.insert(got[k], l) end
+    end
+    procs[k] = assert(proc.spawn(spec))
+  end
+  local results = proc.wait_all(procs)
+  T.eq(#results, 200)
+  for k = 1, 200 do
+    local want = {}
+    for i = 0, 9 do want[#want + 1] = string.format("c%d-%d-a b", k, i) end
+    want[#want + 1] = "c" .. k .. "-tail"
+    local r = results[k]
+    T.eq(r.pid, procs[k].pid)
+    T.ok(r.ok)
+    if k % 2 == 0 then
+      T.eq(got[k], want, "lines of child " .. k)
+      T.eq(r.stderr, "c" .. k .. "-err\n")
+    else
+      T.eq(r.stdout, table.concat(want, "\n"), "capture of child " .. k)
+      T.eq(got[k], { "c" .. k .. "-err" })
+    end
+    procs[k]:close()
+  end
+  T.eq(my_fds(), fds, "descriptors left open in wb")
+end)
+
+T.case("waiting on one child pumps the output of the others", function()
+  local big = assert(proc.spawn { argv = { "head", "-c", "1048576", "/dev/zero" }, stdout = "capture" })
+  local stat = "/proc/" .. big.pid .. "/stat"
+  local until_exited = "while [ -e " .. stat .. " ] && ! grep -q ') Z ' " .. stat .. "; do sleep 0.01; done"
+  local watcher = proc.run(sh(until_exited, { timeout = 20, stderr = "null" }))
+  T.ok(not watcher.timed_out, "the writer finished while another child was waited on")
+  T.ok(not big:running())
+  T.eq(#big:wait().stdout, 1048576)
+  big:close()
+end)
+
+T.case("kill reaches what a finished child left in its group", function()
+  local m = marker()
+  local p <close> = assert(proc.spawn(sh("sleep " .. m .. " & exit 0")))
+  T.eq(p:wait().code, 0)
+  T.eq(await_survivors(m, 1), 1)
+  T.eq(p:kill(9), true)
+  for _ = 1, 100 do
+    if survivors(m) == "" then break end
+    proc.run { argv = { "sleep", "0.02" } }
+  end
+  T.eq(survivors(m), "")
+  T.eq({ p:kill() }, { nil, "kill: No such process", 3 })
+end)
+
+T.case("wait_any, wait_all, wait returns the same result", function()
+  local slow = assert(proc.spawn { argv = { "sleep", "10" } })
+  local fast = assert(proc.spawn { argv = { "sh", "-c", "exit 4" } })
+  local p, res = proc.wait_any { slow, fast }
+  T.ok(p == fast)
+  T.eq(res.code, 4)
+  T.ok(fast:wait() == res)
+  T.eq(proc.wait_any({ slow }, 0.05), nil)
+  T.eq(proc.wait_any {}, nil)
+  T.ok(slow:running())
+  slow:kill()
+  local all = proc.wait_all { fast, slow }
+  T.eq({ all[1].code, all[2].signal }, { 4, 15 })
+  slow:close()
+  fast:close()
+  T.ok(fast:wait() == res, "the result outlives close")
+end)
+
+T.case("<close> kills a running child and its group", function()
+  local m = marker()
+  local pid
+  do
+    local p <close> = assert(proc.spawn(sh("sleep " .. m .. " & sleep " .. m)))
+    pid = p.pid
+    T.ok(p:running())
+  end
+  T.eq(io.open("/proc/" .. pid .. "/stat"), nil)
+  T.eq(survivors(m), "")
+end)
+
+T.case("poll, kill, running, tostring, closed handles", function()
+  local p = assert(proc.spawn { argv = { "sleep", "10" } })
+  T.eq(p:poll(), nil)
+  T.ok(p:running())
+  T.eq(tostring(p), "wb.proc (pid " .. p.pid .. ", running)")
+  T.eq(p:kill(9), true)
+  local res
+  for _ = 1, 200 do
+    res = p:poll()
+    if res then break end
+    proc.wait_any({ p }, 0.05)
+  end
+  T.eq(res and res.signal, 9)
+  T.ok(not p:running())
+  T.eq(tostring(p), "wb.proc (pid " .. p.pid .. ", signal 9)")
+  local again, err = p:kill()
+  T.eq({ again, err }, { nil, "kill: No such process" })
+  p:close()
+  p:close()
+  T.eq(tostring(p), "wb.proc (pid " .. p.pid .. ", closed)")
+  local q = assert(proc.spawn { argv = { "true" } })
+  q:wait()
+  T.eq(tostring(q), "wb.proc (pid " .. q.pid .. ", exited 0)")
+  local z = assert(proc.spawn { argv = { "sleep", "10" } })
+  z:close()
+  T.raises(function() z:wait() end, "is closed")
+  T.raises(function() z:kill() end, "is closed")
+end)
+
+T.case("a raising line callback propagates out of wait", function()
+  local p <close> = assert(proc.spawn(sh("echo boom; sleep 10", { stdout = function(l) error("cb:" .. l) end })))
+  T.raises(function() p:wait() end, "cb:boom")
+  T.ok(p:running())
+  T.raises(function() proc.run(sh("echo x", { stdout = function() error("in run") end })) end, "in run")
+  local h
+  h = assert(proc.spawn(sh("echo 1; echo 2; sleep 10", { stdout = function(l) if l == "2" then h:close() end end })))
+  T.raises(function() h:wait() end, "is closed")
+  local self
+  self = assert(proc.spawn(sh("echo 1; sleep 10", { stdout = function() self:wait() end })))
+  T.raises(function() self:wait() end, "waited on from its own line callback")
+  self:close()
+end)
+
+T.case("children: own process group, default signals, no inherited descriptors", function()
+  local p = assert(proc.spawn { argv = { "cat", "/proc/self/stat" }, stdout = "capture" })
+  local stat = p:wait().stdout
+  local pid, pgrp = stat:match("^(%d+) %b() %a %d+ (%d+)")
+  T.eq({ tonumber(pid), tonumber(pgrp) }, { p.pid, p.pid })
+  p:close()
+  local status = proc.run({ argv = { "grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status" }, stdout = "capture" }).stdout
+  T.match(status, "SigBlk:%s+0+\n")
+  -- glibc's posix_spawn leaves its two internal signals (32, 33) ignored; 1..31 must be default
+  local ign = tonumber(status:match("SigIgn:%s+(%x+)"), 16)
+  T.eq(ign & 0x7fffffff, 0)
+  local f = assert(io.open("/proc/self/stat"))
+  T.eq(proc.run({ argv = { "ls", "/proc/self/fd" }, stdout = "capture" }).stdout, "0\n1\n2\n3\n")
+  f:close()
+end)
+
+T.case("SIGINT to wb while it waits: the child's group ends, wb exits 130", function()
+  local dir = T.tmpdir()
+  local m = marker()
+  write_file(dir .. "/recipe.lua", string.format([[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  wb.proc.run { argv = { "sh", "-c", "trap '' TERM; sleep %s & sleep %s" }, grace = 0.5 }
+  return 0
+end }
+]], m, m))
+  local wb = assert(proc.spawn { argv = { T.wb_binary(), "run", dir .. "/recipe.lua" }, cwd = dir,
+    stdout = "capture", stderr = "capture", timeout = 30 })
+  T.eq(await_survivors(m, 2), 2, "both sleepers started")
+  wb:kill(2)
+  local res = wb:wait()
+  wb:close()
+  T.eq(res.code, 130, res.stderr)
+  T.match(res.stderr, "interrupted")
+  T.eq(survivors(m), "")
+end)
