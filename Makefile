@@ -11,7 +11,7 @@ WARN    := -std=c11 -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
              -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
-LIBS    := $(PKG_LIBS) -lreadline -lm
+LIBS    := $(PKG_LIBS) -lreadline -lz -lm
 
 CORE_SRC := $(filter-out core/main.c,$(sort $(wildcard core/*.c)))
 CORE_OBJ := $(patsubst core/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(BUILD)/obj/embed_lua.o
@@ -91,7 +91,7 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*WB_VERSION "\(.*\)"/\1/p' core/lwb.h)|' \
 	  tools/wb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wb.pc
 	cp -R recipes/. $(DESTDIR)$(PREFIX)/share/wb/recipes/
-	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/
+	if [ -d profiles ]; then cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/; fi
 	install -m 644 docs/wb.1 $(DESTDIR)$(PREFIX)/share/man/man1/wb.1
 
 clean:
