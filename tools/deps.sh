@@ -8,6 +8,9 @@ packages=(
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium
   procps util-linux xz-utils
 )
+# WB_EXTRA_PACKAGES adds names to the check (the tests use it to prove the non-root path).
+# shellcheck disable=SC2206
+packages+=(${WB_EXTRA_PACKAGES:-})
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

@@ -434,12 +434,22 @@ function M.multirun(recipe, opts, combos)
   local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
     clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
   check(fs.mkdir_p(parent))
+  local varying = {} -- name sub-directories by the overrides that differ between combinations
+  for i, o in ipairs(combos[1]) do
+    for _, other in ipairs(combos) do
+      if other[i] ~= o then varying[i] = true end
+    end
+  end
   local worst, listing = 0, json.array()
   for i, overrides in ipairs(combos) do
+    local label = {}
+    for j, o in ipairs(overrides) do
+      if varying[j] then label[#label + 1] = o end
+    end
     local o = {}
     for k, v in pairs(opts) do o[k] = v end
     o.overrides, o.multirun = overrides, false
-    o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(overrides, ",")))
+    o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
     local status = runner.run(recipe, o)
     listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
     worst = math.max(worst, status)

@@ -1,0 +1,28 @@
+# Campaign-level command line: multirun, the TTY progress line, make deps without root.
+
+$ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,2 sleep=0 -o $T/multi | sed "s|$T|T|"
+complete T/multi/1_cases=1
+complete T/multi/2_cases=2
+
+$ ls $T/multi; grep -c '"schema_name": "wb.multirun"' $T/multi/multirun.json
+1_cases=1
+2_cases=2
+latest
+multirun.json
+1
+
+$ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,x -o $T/multi2
+wb: override 'cases=x': type mismatch: cases is an integer (tests/fixtures/recipes/campaign.lua), got string 'x'
+[2]
+
+$ script -qec "wb run tests/fixtures/recipes/campaign.lua cases=2 sleep=0 -o $T/tty" /dev/null | tr '\r' '\n' | grep -c '\[[01]/2\] case'
+2
+
+$ wb run tests/fixtures/recipes/campaign.lua cases=2 sleep=0 -o $T/pipe 2>&1 | grep -c '\[0/2\]'
+0
+[1]
+
+$ cp tools/deps.sh $T/deps.sh && chmod 755 $T && chmod 644 $T/deps.sh && WB_EXTRA_PACKAGES=wb-no-such-package runuser -u nobody -- bash $T/deps.sh
+wb: missing Debian packages; run as root:
+  apt-get install -y --no-install-recommends wb-no-such-package
+[1]
