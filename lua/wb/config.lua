@@ -4,6 +4,7 @@
 -- lists are expanded by lua/wb/defaults.lua. Command-line overrides (grammar: lua/wb/override.lua)
 -- re-select groups before merging, then change keys with type checks; then `${...}`
 -- interpolation runs (lua/wb/interpolate.lua).
+local deep_equal = require("wb.util").deep_equal
 local core = require "wb.core"
 local defaults = require "wb.defaults"
 local errors = require "wb.errors"
@@ -170,13 +171,6 @@ local function checked(o, cur, t, k)
   fail(o, "type mismatch: " .. o.key .. " is " .. ARTICLE[ck] .. located(t, k) .. ", got " .. vk .. " " .. show(v))
 end
 
-local function deep_equal(a, b)
-  if a == b then return true end
-  if type(a) ~= "table" or type(b) ~= "table" then return false end
-  for k, v in pairs(a) do if not deep_equal(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
-end
 
 local function apply(cfg, o)
   local here = "override '" .. o.text .. "'"

@@ -23,13 +23,7 @@ local function show(v)
 end
 M.show = show
 
-local function deep_equal(a, b)
-  if a == b then return true end
-  if type(a) ~= "table" or type(b) ~= "table" then return false end
-  for k, v in pairs(a) do if not deep_equal(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
-end
+local deep_equal = require("wb.util").deep_equal
 M.deep_equal = deep_equal
 
 function M.eq(actual, expected, msg)

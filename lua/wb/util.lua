@@ -132,6 +132,15 @@ function M.deep_copy(v, seen)
   return out
 end
 
+-- yes = util.deep_equal(a, b) : same values, recursively (metatables ignored)
+function M.deep_equal(a, b)
+  if a == b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  for k, v in pairs(a) do if not M.deep_equal(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
 -- keys = util.sorted_keys(t)
 function M.sorted_keys(t)
   local keys = {}
