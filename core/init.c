@@ -338,6 +338,20 @@ void wb_signals_install(lua_State *L) {
 
 /* ---- the runtime ---------------------------------------------------------------------- */
 
+/* -- yes = wb.core.has_module(name) : a native (preloaded) or embedded wb module of that name */
+static int l_has_module(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  int found = 0;
+  for (size_t i = 0; i < wb_embedded_lua_count && !found; i++)
+    found = strcmp(wb_embedded_lua[i].module, name) == 0;
+  if (!found) {
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    found = lua_getfield(L, -1, name) != LUA_TNIL;
+  }
+  lua_pushboolean(L, found);
+  return 1;
+}
+
 /* -- path = wb.core.exe_path() : the running binary (readlink /proc/self/exe) */
 static int l_exe_path(lua_State *L) {
   char buf[4096];
@@ -383,6 +397,7 @@ static int l_repl(lua_State *L) {
 static const luaL_Reg core_functions[] = {{"array", l_array},
                                          {"check_interrupt", l_check_interrupt},
                                          {"exe_path", l_exe_path},
+                                         {"has_module", l_has_module},
                                          {"interrupted", l_interrupted},
                                          {"ordered", l_ordered},
                                          {"ordered_keys", l_ordered_keys},

@@ -12,16 +12,9 @@ local wb = {
   check_interrupt = core.check_interrupt,
 }
 
-local submodules = {
-  bench = true, campaign = true, capture = true, cli = true, clock = true, compare = true,
-  config = true, fs = true, json = true, perf = true, proc = true, recipe = true, report = true,
-  scan = true, slurm = true, stats = true, sweep = true, term = true, test = true, util = true,
-  yaml = true, errors = true, bpf = true, sym = true, verdict = true,
-}
-
 setmetatable(wb, {
   __index = function(t, name)
-    if not submodules[name] then return nil end
+    if type(name) ~= "string" or not core.has_module("wb." .. name) then return nil end
     local mod = require("wb." .. name)
     rawset(t, name, mod)
     return mod
