@@ -59,7 +59,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libwb.a core/wb.h | $(BUILD)/tests
 	$(CC) $(CFLAGS_ALL) $< $(BUILD)/libwb.a $(LIBS) -o $@
 
 $(BUILD)/examples/%: examples/%.c | $(BUILD)/examples
-	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer $< -o $@ -lm
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer $< -o $@ -lm -pthread
 
 $(BUILD)/obj $(BUILD)/tests $(BUILD)/examples:
 	mkdir -p $@

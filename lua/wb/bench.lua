@@ -9,6 +9,7 @@
 --     scan = { threads = { 1, 2, 4 } },   -- substituted into {threads} in the commands
 --     reference = nil,       -- name or index of the command the others are compared with
 --     timeout = nil,         -- seconds per run
+--     cwd = nil,             -- working directory of the commands (and of setup ... cleanup)
 --   }
 --
 -- Commands run without a shell (split into words as a shell would) unless shell = true; then
@@ -108,9 +109,10 @@ local function normalise(spec)
   return cmds, scan
 end
 
-local function run_shell(cmd, what, timeout)
+local function run_shell(cmd, what, spec)
   if not cmd or cmd == "" then return end
-  local res, err = proc.run { argv = { "/bin/sh", "-c", cmd }, stdout = "null", stderr = "capture", timeout = timeout }
+  local res, err = proc.run { argv = { "/bin/sh", "-c", cmd }, stdout = "null", stderr = "capture",
+    timeout = spec.timeout, cwd = spec.cwd }
   if not res then errors.raise(1, "bench: " .. what .. ": " .. err, 0) end
   if not res.ok then
     errors.raise(1, string.format("bench: %s command failed (exit %s): %s%s", what,
@@ -131,7 +133,7 @@ end
 
 local function measure(c, spec, record)
   local res, err = proc.run { argv = c.argv, stdout = spec.output or "null", stderr = "null",
-    stdin = "null", timeout = spec.timeout }
+    stdin = "null", timeout = spec.timeout, cwd = spec.cwd }
   if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
   if not res.ok and not spec.ignore_failure then
     local why = res.timed_out and "timed out" or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal))
@@ -226,12 +228,12 @@ function M.run(spec)
     if not ref_index then usage("reference '" .. tostring(spec.reference) .. "' is not one of the commands") end
   end
   for _, c in ipairs(cmds) do
-    run_shell(spec.setup, "setup", spec.timeout)
+    run_shell(spec.setup, "setup", spec)
     for _ = 1, warmup do measure(c, spec, false) end
     -- the first timed run also estimates how many runs the time budget allows
-    run_shell(spec.prepare, "prepare", spec.timeout)
+    run_shell(spec.prepare, "prepare", spec)
     local first = measure(c, spec, true)
-    run_shell(spec.conclude, "conclude", spec.timeout)
+    run_shell(spec.conclude, "conclude", spec)
     c.planned = planned_runs(spec, first.wall)
   end
   local rng_state = seed
@@ -256,9 +258,9 @@ function M.run(spec)
       end
     end
     for _, c in ipairs(round) do
-      run_shell(spec.prepare, "prepare", spec.timeout)
+      run_shell(spec.prepare, "prepare", spec)
       measure(c, spec, true)
-      run_shell(spec.conclude, "conclude", spec.timeout)
+      run_shell(spec.conclude, "conclude", spec)
       done = done + 1
       if spec.on_run then spec.on_run(c.name, done, total) end
       local elapsed = t:elapsed()
@@ -267,7 +269,7 @@ function M.run(spec)
     end
   end
   require("wb.term").progress_done()
-  for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec.timeout) end
+  for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec) end
 
   local summary = json.object()
   summary.schema_name = M.SCHEMA_NAME
