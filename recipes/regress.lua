@@ -380,8 +380,7 @@ local function html(doc, chart_svg)
     end
   end
   summary.commands, summary.comparisons, summary.scan = commands, json.array(), null
-  local page = wb.report.html(summary, { title = "Regression hunt" })
-  return (page:gsub("</header>\n", function() return "</header>\n" .. body end, 1))
+  return wb.report.html(summary, { title = "Regression hunt", sections = { body } })
 end
 
 local function check_config(cfg)

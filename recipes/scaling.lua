@@ -250,8 +250,8 @@ local function html(cfg, doc, summary, speedup_svg, efficiency_svg)
     "\n<figcaption>Measured against ideal linear scaling; workers on a log2 axis.</figcaption>\n</figure>\n</section>\n",
     "<section>\n<h2>Parallel efficiency</h2>\n<figure>\n", efficiency_svg,
     "\n<figcaption>1 is perfect scaling.</figcaption>\n</figure>\n</section>\n" }
-  local page = wb.report.html(summary, { title = (cfg.mode == "strong" and "Strong" or "Weak") .. " scaling" })
-  return (page:gsub("</header>\n", function() return "</header>\n" .. table.concat(body) end, 1))
+  return wb.report.html(summary, { title = (cfg.mode == "strong" and "Strong" or "Weak") .. " scaling",
+    sections = { table.concat(body) } })
 end
 
 return wb.recipe {

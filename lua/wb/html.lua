@@ -383,7 +383,8 @@ local function figure(chart, caption)
   return "<figure>\n" .. chart .. "\n<figcaption>" .. caption .. "</figcaption>\n</figure>\n"
 end
 
--- text = html.page(summary [, {title}]) : the whole HTML document
+-- text = html.page(summary [, {title, sections}]) : the whole HTML document; `sections` (HTML
+-- strings, already escaped) are placed first, after the header, for recipes with their own results
 function M.page(summary, opts)
   local title = (opts and opts.title) or "Benchmark report"
   local model = report.model(summary)
@@ -395,6 +396,7 @@ function M.page(summary, opts)
     "<header>\n<h1>", esc(title), "</h1>\n",
     meta_line(settings_items(summary)), meta_line(host_items(summary)), lead(model), "</header>\n",
   }
+  for _, extra in ipairs(opts and opts.sections or {}) do out[#out + 1] = extra end
   out[#out + 1] = section("Summary", summary_table(summary, model))
   local cmps = comparisons_list(summary)
   if cmps then out[#out + 1] = section("Comparisons", cmps) end

@@ -471,7 +471,7 @@ end
 
 -- ---- HTML and files ---------------------------------------------------------------------
 
--- text = report.html(summary [, {title}]) : a self-contained HTML page (see lua/wb/html.lua)
+-- text = report.html(summary [, {title, sections}]) : a self-contained HTML page (see lua/wb/html.lua)
 function M.html(summary, opts)
   return require("wb.html").page(summary, opts)
 end
