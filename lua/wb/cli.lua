@@ -19,6 +19,7 @@ usage: wb <command> [args]
 run options:
   --dry-run            write the plan (plan.json, plan.md) and stop
   --cfg job|all        print the composed config as YAML and stop
+  --config-name NAME   compose profiles/NAME.yaml instead of the recipe's own profile
   --info defaults      print which file each config group came from
   -o DIR               the run directory (default runs/<recipe>_<UTC time>)
   --resume DIR         re-run what did not complete in DIR
@@ -153,6 +154,8 @@ function M.parse_run_args(args, first)
     elseif a == "--cfg" then
       opts.cfg = value(a)
       if opts.cfg ~= "job" and opts.cfg ~= "all" then usage("--cfg takes job or all, not '" .. opts.cfg .. "'") end
+    elseif a == "--config-name" or a == "-cn" then
+      opts.config_name = value(a)
     elseif a == "--info" then
       opts.info = value(a)
       if opts.info ~= "defaults" then usage("--info takes defaults, not '" .. opts.info .. "'") end

@@ -73,13 +73,13 @@ end
 
 -- Composes the recipe's config from its profile and the command-line overrides.
 local function compose(recipe, opts)
-  if not recipe.config and not recipe.defaults and #opts.overrides == 0 and not opts.cfg
-      and not opts.info then
+  if not recipe.config and not opts.config_name and not recipe.defaults and #opts.overrides == 0
+      and not opts.cfg and not opts.info then
     return require("wb.core").ordered(), {}
   end
   local config = require "wb.config"
   return config.compose {
-    name = recipe.config,
+    name = opts.config_name or recipe.config,
     inline = recipe.defaults,
     overrides = opts.overrides,
     recipe_path = recipe.path,
