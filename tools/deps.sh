@@ -3,7 +3,7 @@
 # apt-get line and exits 1. Quick when everything is present.
 set -euo pipefail
 packages=(
-  gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libreadline-dev
+  gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libreadline-dev plink2 valgrind
   libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev linux-perf luajit hyperfine
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium
   procps util-linux xz-utils
