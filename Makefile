@@ -11,11 +11,13 @@ WARN    := -std=c11 -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
              -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
-LIBS    := $(PKG_LIBS) -lreadline -lz -lm
+LIBS    := $(PKG_LIBS) -lreadline -lbpf -lelf -lz -lm
+BPF_CLANG ?= clang
+BPFTOOL   ?= bpftool
 
 CORE_SRC := $(filter-out core/main.c,$(sort $(wildcard core/*.c)))
 CORE_OBJ := $(patsubst core/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(BUILD)/obj/embed_lua.o
-LUA_SRC  := $(sort $(wildcard lua/wb/*.lua))
+LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua)))
 C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 
@@ -36,6 +38,21 @@ deps:
 
 $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h) | $(BUILD)/obj
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# eBPF programs (core/bpf/*.bpf.c): vmlinux.h from the running kernel's BTF, objects compiled by
+# clang for the BPF target, skeleton headers from bpftool; core/bpf.c includes the skeleton.
+$(BUILD)/vmlinux.h: | $(BUILD)/obj
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/bpf/%.bpf.o: core/bpf/%.bpf.c $(wildcard core/bpf/*.h) $(BUILD)/vmlinux.h | $(BUILD)/bpf
+	$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_x86 -I$(BUILD) -Icore/bpf -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name wb_$* > $@.tmp && mv $@.tmp $@
+
+.PRECIOUS: $(BUILD)/bpf/%.bpf.o
+$(BUILD)/obj/bpf.o: $(BUILD)/profile.skel.h $(wildcard core/bpf/*.h)
+$(BUILD)/obj/bpf.o: CFLAGS_ALL += -Icore/bpf
 
 $(BUILD)/embed: tools/embed.c | $(BUILD)/obj
 	$(CC) -std=c11 -Wall -Wextra -Werror -O1 $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@
@@ -61,7 +78,7 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libwb.a core/wb.h | $(BUILD)/tests
 $(BUILD)/examples/%: examples/%.c | $(BUILD)/examples
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer $< -o $@ -lm -pthread
 
-$(BUILD)/obj $(BUILD)/tests $(BUILD)/examples:
+$(BUILD)/obj $(BUILD)/tests $(BUILD)/examples $(BUILD)/bpf:
 	mkdir -p $@
 
 demo: deps all

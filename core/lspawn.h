@@ -11,13 +11,23 @@
  * a finished leader left behind are remembered: their zombies are reaped on later turns (they
  * are ours when the process is a child subreaper) and they can still be signalled.
  *
+ * A held child (spec.held) is created through the gate: the wb binary re-executed as
+ * `wb __gate EXE ARGV...`, which reports on WB_GATE_READY_FD that it is started (wb_spawn returns
+ * only then), blocks reading WB_GATE_FD until wb_spawn_release writes a byte, then execs EXE in
+ * the same process. The pid is known before the program's first instruction, so perf events
+ * (enable_on_exec) and BPF filters can be set up on it; its clock and timeout start at the
+ * release.
+ *
  * Single-threaded: call from the thread that runs Lua. Writing stdin data assumes SIGPIPE is
  * ignored (the wb binary ignores it). */
 #pragma once
+#include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+
+#include <lua.h>
 
 #include "wb_c.h"
 
@@ -48,6 +58,7 @@ typedef struct wb_spawn_spec {
   wb_spawn_io io[3];        /* stdin, stdout, stderr */
   int64_t timeout_ns;       /* < 0: none */
   int64_t grace_ns;         /* SIGTERM to SIGKILL */
+  int held;                 /* 1: wait at the gate until wb_spawn_release */
 } wb_spawn_spec;
 
 typedef struct wb_stream {
@@ -64,6 +75,8 @@ struct wb_child {
   int pidfd;
   int64_t start_ns, end_ns;
   int64_t deadline_ns; /* timeout, 0 when none */
+  int64_t timeout_ns;  /* < 0: none; armed at the start (a held child's release) */
+  int gate_fd;         /* held: the write end of the gate pipe, else -1 */
   int64_t grace_ns, kill_at_ns, settle_until_ns;
   int term_sent, kill_sent, timed_out;
   int reaped, status_known, finished;
@@ -94,13 +107,54 @@ void wb_spawn_terminate_all(void);
  * finished, only a group that still has members is signalled. Returns 0 or an errno. */
 int wb_spawn_signal(wb_child *c, int signo);
 
+/* Lets a held child run (exec its program). Returns 0, or EPIPE when the gate is gone (the child
+ * was killed meanwhile); a child not held is left alone. */
+int wb_spawn_release(wb_child *c);
+
 /* Fills *out from a finished child. */
 void wb_spawn_result(const wb_child *c, wb_child_result *out);
 
 /* Drops the consumed part of a WB_IO_LINES buffer. */
 void wb_stream_compact(wb_stream *st);
 
+/* The child's environment: a malloc'ed array of borrowed strings (environ with spec->env applied,
+ * or spec->env alone); *path is the PATH the child will see. NULL when out of memory. */
+char **wb_spawn_env(const wb_spawn_spec *spec, const char **path);
+
+/* The gate. main() calls wb_gate(argc, argv) first: for `wb __gate EXE ARGV...` it names
+ * itself like EXE, writes a byte to WB_GATE_READY_FD, waits on WB_GATE_FD and execs EXE with ARGV
+ * (exit 127 when the exec fails, WB_GATE_ABANDONED when the pipe closes without a release) and
+ * never returns; otherwise it records that this executable can
+ * serve as the gate and returns. wb_gate_argv builds that argv (malloc'ed, borrowing the strings);
+ * NULL with errno ENOTSUP in a process that is not wb. */
+#define WB_GATE_FD 3
+#define WB_GATE_READY_FD 4
+#define WB_GATE_ABANDONED 125
+void wb_gate(int argc, char **argv);
+const char **wb_gate_argv(const char *exe, const char *const *argv);
+
+/* The executable to run as the gate: this wb binary's path as read at start-up (under valgrind,
+ * the client's), or /proc/self/exe when that path is gone. */
+const char *wb_gate_binary(void);
+
+/* The parent's side of the gate: wb_gate_prepare makes the go and ready pipes (close-on-exec, all
+ * ends above WB_GATE_READY_FD) and adds the file actions that put the child's ends in place and
+ * close everything above them; after the spawn, wb_gate_await waits (10 s at most) for the ready
+ * byte, 0 or an errno (EPIPE: the gate died; ETIMEDOUT); wb_gate_close closes what is left open.
+ * go_wr is the handle's to keep: writing a byte to it releases the child. */
+typedef struct wb_gate_pipes {
+  int go_rd, go_wr, ready_rd, ready_wr;
+} wb_gate_pipes;
+int wb_gate_prepare(posix_spawn_file_actions_t *fa, wb_gate_pipes *g);
+int wb_gate_await(wb_gate_pipes *g);
+void wb_gate_close(wb_gate_pipes *g);
+
 /* Resolves an executable like execvp: a name with '/' is checked as it is, else each entry of
  * `path` (NULL: "/bin:/usr/bin"; an empty entry is "."). Writes the path into out; returns 0 or
  * an errno (ENOENT, EACCES, ENAMETOOLONG). */
 int wb_which(const char *name, const char *path, char *out, size_t outlen);
+
+/* wb.proc (core/procspec.c): parses the spec table at index 1 into *spec, anchoring the strings it
+ * borrows in the table at index 2; leaves the stdout and stderr fields at indices 3 and 4 (the
+ * line callbacks, when they are functions). Raises on misuse. */
+void wb_proc_parse_spec(lua_State *L, wb_spawn_spec *spec);

@@ -12,11 +12,14 @@
 #define WB_API __attribute__((visibility("default")))
 
 /* Module openers; core/init.c registers them in package.preload as "wb.<name>". */
+int luaopen_wb_bpf(lua_State *L);
 int luaopen_wb_clock(lua_State *L);
 int luaopen_wb_fs(lua_State *L);
 int luaopen_wb_json(lua_State *L);
+int luaopen_wb_perf(lua_State *L);
 int luaopen_wb_proc(lua_State *L);
 int luaopen_wb_stats(lua_State *L);
+int luaopen_wb_sym(lua_State *L);
 int luaopen_wb_term(lua_State *L);
 int luaopen_wb_yaml(lua_State *L);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lspawn.h"
 #include "lwb.h"
 #include "wb_c.h"
 
@@ -74,6 +75,7 @@ static int run_cli(lua_State *L, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  wb_gate(argc, argv);
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
   if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {

@@ -9,14 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "lwb.h"
 #include "lspawn.h"
-
-extern char **environ;
 
 #define READ_CHUNK 65536
 #define DRAIN_READS 32                /* reads per stream after the leader was reaped */
@@ -71,74 +68,13 @@ static void write_all(int fd, const char *p, size_t n) {
   }
 }
 
-/* ---- PATH lookup and environment -------------------------------------------------------- */
-
-static int check_exec(const char *path) {
-  struct stat st;
-  if (stat(path, &st) != 0) return errno;
-  if (!S_ISREG(st.st_mode)) return EACCES;
-  return access(path, X_OK) == 0 ? 0 : errno;
-}
-
-int wb_which(const char *name, const char *path, char *out, size_t outlen) {
-  if (!*name) return ENOENT;
-  if (strchr(name, '/')) {
-    if (strlen(name) >= outlen) return ENAMETOOLONG;
-    strcpy(out, name);
-    return check_exec(out);
-  }
-  if (!path) path = "/bin:/usr/bin";
-  int result = ENOENT;
-  for (const char *p = path;;) {
-    const char *end = strchrnul(p, ':');
-    int dlen = (int)(end - p);
-    int n = snprintf(out, outlen, "%.*s/%s", dlen ? dlen : 1, dlen ? p : ".", name);
-    if (n < 0 || (size_t)n >= outlen) {
-      result = ENAMETOOLONG;
-    } else {
-      int e = check_exec(out);
-      if (e == 0) return 0;
-      if (e == EACCES) result = EACCES;
-    }
-    if (!*end) break;
-    p = end + 1;
-  }
-  return result;
-}
-
-static int same_name(const char *a, const char *b) {
-  size_t n = strcspn(a, "=");
-  return strncmp(a, b, n) == 0 && b[n] == '=';
-}
-
-/* The child's environment (malloc'ed array of borrowed strings) and the PATH to search. */
-static char **build_env(const wb_spawn_spec *s, const char **path) {
-  size_t nenv = 0, nadd = 0;
-  while (environ[nenv]) nenv++;
-  while (s->env && s->env[nadd]) nadd++;
-  char **envp = malloc((nenv + nadd + 1) * sizeof *envp);
-  if (!envp) return NULL;
-  size_t n = 0;
-  for (size_t i = 0; !s->env_replace && i < nenv; i++) {
-    size_t j = 0;
-    while (j < nadd && !same_name(s->env[j], environ[i])) j++;
-    if (j == nadd) envp[n++] = environ[i];
-  }
-  *path = getenv("PATH");
-  for (size_t j = 0; j < nadd; j++) {
-    envp[n++] = (char *)s->env[j];
-    if (strncmp(s->env[j], "PATH=", 5) == 0) *path = s->env[j] + 5;
-  }
-  envp[n] = NULL;
-  return envp;
-}
-
 /* ---- spawning --------------------------------------------------------------------------- */
 
 struct setup {
   posix_spawn_file_actions_t fa;
   int child_fds[3]; /* the child's ends, closed in the parent after the spawn */
   int dir_fd;
+  wb_gate_pipes gate; /* held */
 };
 
 static const char *const stream_names[3] = {"stdin", "stdout", "stderr"};
@@ -199,23 +135,41 @@ static void free_child(wb_child *c) {
   }
   close_fd(&c->in_fd);
   close_fd(&c->pidfd);
+  close_fd(&c->gate_fd);
   free(c->in_data);
   free(c);
+}
+
+/* Held start: the child runs the wb binary as the gate (see core/spawnexec.c). */
+static int setup_gate(struct setup *su, wb_child *c, const char *exe, const char *const *argv,
+                      const char ***gate_argv) {
+  if (!(*gate_argv = wb_gate_argv(exe, argv))) return errno;
+  int e = wb_gate_prepare(&su->fa, &su->gate);
+  c->gate_fd = su->gate.go_wr;
+  su->gate.go_wr = -1;
+  return e;
+}
+
+/* Starts the child's clock and its timeout. */
+static void arm(wb_child *c) {
+  c->start_ns = wb_clock_ns();
+  if (c->timeout_ns >= 0) c->deadline_ns = c->start_ns + (c->timeout_ns > 0 ? c->timeout_ns : 1);
 }
 
 wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum) {
   wb_child *c = calloc(1, sizeof *c);
   const char *path = NULL;
-  char **envp = c ? build_env(s, &path) : NULL;
+  char **envp = c ? wb_spawn_env(s, &path) : NULL;
   if (!envp) {
     free(c);
     snprintf(err, errlen, "spawn: %s", strerror(ENOMEM));
     *errnum = ENOMEM;
     return NULL;
   }
-  c->pidfd = c->in_fd = -1;
+  c->pidfd = c->in_fd = c->gate_fd = -1;
   for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
-  struct setup su = {.child_fds = {-1, -1, -1}, .dir_fd = -1};
+  struct setup su = {.child_fds = {-1, -1, -1}, .dir_fd = -1, .gate = {-1, -1, -1, -1}};
+  const char **gate_argv = NULL;
   posix_spawn_file_actions_init(&su.fa);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -243,7 +197,12 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     }
   }
   if (su.dir_fd >= 0) posix_spawn_file_actions_addfchdir_np(&su.fa, su.dir_fd);
-  posix_spawn_file_actions_addclosefrom_np(&su.fa, 3);
+  if (s->held && (e = setup_gate(&su, c, exe, s->argv, &gate_argv)) != 0) {
+    snprintf(err, errlen, "spawn: held start: %s",
+             e == ENOTSUP ? "needs the wb binary (the gate)" : strerror(e));
+    goto fail;
+  }
+  if (!s->held) posix_spawn_file_actions_addclosefrom_np(&su.fa, 3);
 
   sigset_t none, all;
   sigemptyset(&none);
@@ -254,15 +213,18 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   posix_spawnattr_setsigdefault(&attr, &all);
 
   c->start_ns = wb_clock_ns();
-  e = posix_spawn(&c->pid, exe, &su.fa, &attr, (char *const *)s->argv, envp);
+  e = posix_spawn(&c->pid, s->held ? wb_gate_binary() : exe, &su.fa, &attr,
+                  (char *const *)(s->held ? gate_argv : s->argv), envp);
   if (e) {
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
     goto fail;
   }
   c->pidfd = pidfd_open(c->pid, 0);
-  if (c->pidfd < 0) {
-    e = errno;
-    snprintf(err, errlen, "spawn: pidfd_open: %s", strerror(e));
+  if (c->pidfd < 0) e = errno;
+  else if (s->held) e = wb_gate_await(&su.gate);
+  if (c->pidfd < 0 || e) {
+    snprintf(err, errlen, c->pidfd < 0 ? "spawn: pidfd_open: %s" : "spawn: held start: the gate did not start: %s",
+             strerror(e));
     kill(c->pid, SIGKILL);
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
     }
@@ -270,7 +232,8 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   }
   if (c->in_fd >= 0 && c->in_len == 0) close_fd(&c->in_fd);
   c->grace_ns = s->grace_ns > 0 ? s->grace_ns : 0;
-  if (s->timeout_ns >= 0) c->deadline_ns = c->start_ns + (s->timeout_ns > 0 ? s->timeout_ns : 1);
+  c->timeout_ns = s->timeout_ns;
+  if (!s->held) arm(c);
   c->next = live;
   if (live) live->prev = c;
   live = c;
@@ -282,10 +245,24 @@ fail:
 done:
   for (int i = 0; i < 3; i++) close_fd(&su.child_fds[i]);
   close_fd(&su.dir_fd);
+  wb_gate_close(&su.gate);
+  free(gate_argv);
   posix_spawn_file_actions_destroy(&su.fa);
   posix_spawnattr_destroy(&attr);
   free(envp);
   return c;
+}
+
+int wb_spawn_release(wb_child *c) {
+  if (c->gate_fd < 0) return 0;
+  char go = 1;
+  ssize_t w;
+  do w = write(c->gate_fd, &go, 1);
+  while (w < 0 && errno == EINTR);
+  int e = w == 1 ? 0 : errno;
+  close_fd(&c->gate_fd);
+  arm(c);
+  return e;
 }
 
 /* ---- signals, reaping, process groups --------------------------------------------------- */

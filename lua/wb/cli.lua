@@ -182,7 +182,7 @@ end
 local function cmd_run(args, first, name_given)
   local opts = M.parse_run_args(args, first)
   if name_given then
-    table.insert(opts.positional, 1, opts.recipe)
+    if opts.recipe ~= nil then table.insert(opts.positional, 1, opts.recipe) end
     opts.recipe = name_given
   end
   if not opts.recipe then usage("run: which recipe? (see `wb list`)") end

@@ -414,3 +414,78 @@ end }
   T.match(res.stderr, "interrupted")
   T.eq(survivors(m), "")
 end)
+
+-- ---- held start ---------------------------------------------------------------------------
+
+local function proc_state(pid)
+  local f = io.open("/proc/" .. pid .. "/stat")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s:match("^%d+ %b() (%a)")
+end
+
+T.case("held: the child waits at the gate, named like the program, until release", function()
+  local p <close> = assert(proc.spawn { argv = { "sh", "-c", 'echo "$0|$1"', "zero", "two words" },
+    held = true, stdout = "capture" })
+  T.match(read_file("/proc/" .. p.pid .. "/cmdline"), "^wb%z__gate%z/[^%z]*/sh%zsh%z%-c%z")
+  T.eq(read_file("/proc/" .. p.pid .. "/comm"), "sh\n")
+  local clock = require "wb.clock"
+  local t = clock.timer()
+  while proc_state(p.pid) ~= "S" and t:elapsed() < 5 do clock.sleep(0.01) end
+  T.eq(proc_state(p.pid), "S", "blocked at the gate")
+  T.raises(function() p:wait() end, "is held: call p:release() first")
+  T.raises(function() proc.wait_all { p } end, "is held")
+  T.eq(p:poll(), nil)
+  T.ok(p:running())
+  local hold = clock.timer()
+  clock.sleep(0.3)
+  T.eq(p:release(), true)
+  T.eq(p:release(), true, "a second release is a no-op")
+  local res = p:wait()
+  T.eq(res.stdout, "zero|two words\n")
+  T.ok(res.ok)
+  T.ok(res.wall < hold:elapsed(), "wall time starts at the release")
+end)
+
+T.case("held: env, cwd, PATH lookup and descriptors are those of a plain spawn", function()
+  local dir = T.tmpdir()
+  local p <close> = assert(proc.spawn { argv = { "sh", "-c", 'echo "$WB_HELD $PWD"; ls /proc/self/fd' }, env = { WB_HELD = "yes" },
+    cwd = dir, held = true, stdout = "capture" })
+  assert(p:release())
+  local res = p:wait()
+  T.eq(res.stdout, "yes " .. dir .. "\n0\n1\n2\n3\n")
+  local missing = { proc.spawn { argv = { "no-such-program-wb" }, held = true } }
+  T.eq(missing[1], nil)
+  T.match(missing[2], "no%-such%-program%-wb: No such file")
+end)
+
+T.case("held: the timeout starts at the release", function()
+  local p <close> = assert(proc.spawn { argv = { "sleep", "0.2" }, held = true, timeout = 0.5 })
+  require("wb.clock").sleep(0.7)
+  T.ok(p:running(), "not timed out while held")
+  assert(p:release())
+  local res = p:wait()
+  T.eq({ res.ok, res.timed_out }, { true, false })
+  local q <close> = assert(proc.spawn { argv = { "sleep", "5" }, held = true, timeout = 0.2 })
+  assert(q:release())
+  local r = q:wait()
+  T.eq({ r.timed_out, r.signal }, { true, 15 })
+end)
+
+T.case("held: killed at the gate, release reports it; close ends a held child", function()
+  local p <close> = assert(proc.spawn { argv = { "true" }, held = true })
+  assert(p:kill(9))
+  while p:running() do require("wb.clock").sleep(0.01) end
+  local ok, err = p:release()
+  T.eq(ok, nil)
+  T.match(err, "^release: ")
+  T.eq(p:wait().signal, 9)
+  local q = assert(proc.spawn { argv = { "sleep", "10" }, held = true })
+  local pid = q.pid
+  q:close()
+  T.eq(proc_state(pid), nil, "no process and no zombie left")
+  local plain <close> = assert(proc.spawn { argv = { "true" } })
+  T.eq(plain:release(), true)
+  plain:wait()
+end)

@@ -1,0 +1,342 @@
+/* wb.bpf: the loader of core/bpf/profile.bpf.c (libbpf skeleton, build/profile.skel.h): on-CPU
+ * stack sampling and off-CPU time of a process tree. open → configure (map sizes, which programs)
+ * → load → attach (a cpu-clock perf event per online CPU for on-CPU, sched_switch for off-CPU,
+ * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
+ * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
+ * with verbose. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lperf.h"
+#include "lwb.h"
+#include "profile.h"
+#include "profile.skel.h"
+
+#define SESSION_MT "wb.bpf.session"
+#define MAX_CPUS 1024
+
+typedef struct session {
+  struct wb_profile *skel;
+  int nperf;
+  int perf_fds[MAX_CPUS];
+  struct bpf_link *perf_links[MAX_CPUS];
+  int stopped;
+} session;
+
+static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
+  (void)level;
+  return vfprintf(stderr, fmt, ap);
+}
+
+static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
+  (void)level;
+  (void)fmt;
+  (void)ap;
+  return 0;
+}
+
+/* CapEff of this process has bit `cap`. */
+static int has_cap(int cap) {
+  FILE *f = fopen("/proc/self/status", "re");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long eff = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "CapEff: %llx", &eff) == 1) break;
+  fclose(f);
+  return (eff >> cap) & 1;
+}
+
+enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
+
+/* NULL when BPF profiling can be tried here, else why not. */
+static const char *unavailable_reason(void) {
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return "no kernel BTF (/sys/kernel/btf/vmlinux): the kernel lacks CONFIG_DEBUG_INFO_BTF";
+  if (geteuid() != 0 && !has_cap(CAP_SYS_ADMIN_BIT) && !(has_cap(CAP_BPF_BIT) && has_cap(CAP_PERFMON_BIT)))
+    return "needs root or CAP_BPF+CAP_PERFMON (unprivileged BPF is disabled)";
+  return NULL;
+}
+
+/* -- ok, reason = wb.bpf.available() : whether a BPF capture can be tried (kernel BTF present,
+ * root or CAP_BPF+CAP_PERFMON), else false and why. Loading can still fail; open() says why. */
+static int l_available(lua_State *L) {
+  const char *why = unavailable_reason();
+  lua_pushboolean(L, why == NULL);
+  if (!why) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+static void stop(session *s) {
+  for (int i = 0; i < s->nperf; i++) {
+    bpf_link__destroy(s->perf_links[i]);
+    if (s->perf_fds[i] >= 0) close(s->perf_fds[i]);
+  }
+  s->nperf = 0;
+  if (s->skel) wb_profile__detach(s->skel);
+  s->stopped = 1;
+}
+
+/* Unloads what was set up and pushes nil, "bpf: what: ...", errno. */
+static int fail(lua_State *L, session *s, int e, const char *what) {
+  if (e < 0) e = -e;
+  stop(s);
+  wb_profile__destroy(s->skel);
+  s->skel = NULL;
+  if (e == EPERM || e == EACCES) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "bpf: %s: %s (needs root or CAP_BPF+CAP_PERFMON)", what, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+  }
+  char buf[128];
+  snprintf(buf, sizeof buf, "bpf: %s", what);
+  return wb_push_error(L, e, buf);
+}
+
+static int attach_oncpu(session *s, lua_Integer freq) {
+  int cpus[MAX_CPUS];
+  int ncpu = wb_online_cpus(cpus, MAX_CPUS);
+  for (int i = 0; i < ncpu; i++) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_CPU_CLOCK;
+    a.freq = 1;
+    a.sample_freq = (uint64_t)freq;
+    int fd = wb_perf_open(&a, -1, cpus[i], -1);
+    if (fd < 0) return -errno;
+    s->perf_fds[s->nperf] = fd;
+    s->perf_links[s->nperf++] = NULL;
+    struct bpf_link *link = bpf_program__attach_perf_event(s->skel->progs.on_cpu, fd);
+    if (!link) return -errno;
+    s->perf_links[s->nperf - 1] = link;
+  }
+  return 0;
+}
+
+static int opt_int(lua_State *L, int t, const char *key, lua_Integer dflt, lua_Integer lo, lua_Integer hi) {
+  lua_getfield(L, t, key);
+  lua_Integer v = luaL_optinteger(L, -1, dflt);
+  lua_pop(L, 1);
+  if (v < lo || v > hi) luaL_argerror(L, t, lua_pushfstring(L, "%s must be in %d..%d", key, (int)lo, (int)hi));
+  return (int)v;
+}
+
+static int opt_bool(lua_State *L, int t, const char *key, int dflt) {
+  lua_getfield(L, t, key);
+  int v = lua_isnil(L, -1) ? dflt : lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* -- s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99
+ * (on-CPU samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack
+ * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
+ * messages on stderr). nil, "bpf: ...", errno when BTF, privilege or the kernel refuses. */
+static int l_open(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) lua_newtable(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int freq = opt_int(L, 1, "freq", 99, 1, 100000);
+  int stack_entries = opt_int(L, 1, "stack_entries", 16384, 64, 1 << 22);
+  int count_entries = opt_int(L, 1, "count_entries", 16384, 64, 1 << 22);
+  int oncpu = opt_bool(L, 1, "oncpu", 1), offcpu = opt_bool(L, 1, "offcpu", 1);
+  libbpf_set_print(opt_bool(L, 1, "verbose", 0) ? verbose_print : quiet_print);
+  session *s = lua_newuserdatauv(L, sizeof *s, 0);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, SESSION_MT);
+  const char *why = unavailable_reason();
+  if (why) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "bpf: %s", why);
+    lua_pushinteger(L, EPERM);
+    return 3;
+  }
+  s->skel = wb_profile__open();
+  if (!s->skel) return wb_push_error(L, errno, "bpf: open");
+  bpf_map__set_max_entries(s->skel->maps.stacks, (uint32_t)stack_entries);
+  bpf_map__set_max_entries(s->skel->maps.oncpu_counts, (uint32_t)count_entries);
+  bpf_map__set_max_entries(s->skel->maps.offcpu_counts, (uint32_t)count_entries);
+  bpf_program__set_autoload(s->skel->progs.on_cpu, oncpu);
+  bpf_program__set_autoload(s->skel->progs.on_switch, offcpu);
+  int e = wb_profile__load(s->skel);
+  if (e) return fail(L, s, e, "load");
+  s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
+  if (!s->skel->links.on_fork) return fail(L, s, errno, "attach sched_process_fork");
+  if (offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
+    return fail(L, s, errno, "attach sched_switch");
+  if (oncpu && (e = attach_oncpu(s, freq)) != 0) return fail(L, s, e, "attach cpu-clock sampling");
+  return 1;
+}
+
+static session *check_session(lua_State *L) {
+  session *s = luaL_checkudata(L, 1, SESSION_MT);
+  if (!s->skel) luaL_error(L, "wb.bpf session is closed");
+  return s;
+}
+
+/* -- ok, err, errno = s:track(pid) : adds a process (and, from now on, whatever it forks) */
+static int l_track(lua_State *L) {
+  session *s = check_session(L);
+  uint32_t pid = (uint32_t)luaL_checkinteger(L, 2);
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.tracked), &pid, &one, BPF_ANY) != 0)
+    return wb_push_error(L, errno, "bpf: track");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* -- s:arm() : counting starts now; call it right before releasing the held command, so the
+ * wait at the gate is not counted */
+static int l_arm(lua_State *L) {
+  session *s = check_session(L);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  s->skel->bss->armed_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  return 0;
+}
+
+/* -- s:stop() : detaches every program; the maps stay readable */
+static int l_stop(lua_State *L) {
+  session *s = check_session(L);
+  if (!s->stopped) stop(s);
+  return 0;
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* Pushes stack `id` as a list of addresses (leaf first), cached by id in the table at `cache`. */
+static void push_stack(lua_State *L, int stacks_fd, int32_t id, int cache) {
+  if (id < 0) {
+    lua_newtable(L);
+    return;
+  }
+  if (lua_rawgeti(L, cache, id) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  uint64_t ips[WB_MAX_DEPTH] = {0};
+  lua_createtable(L, 16, 0);
+  if (bpf_map_lookup_elem(stacks_fd, &id, ips) == 0)
+    for (int i = 0; i < WB_MAX_DEPTH && ips[i]; i++) {
+      lua_pushinteger(L, (lua_Integer)ips[i]);
+      lua_rawseti(L, -2, i + 1);
+    }
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, cache, id);
+}
+
+static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache) {
+  int fd = bpf_map__fd(map), stacks_fd = bpf_map__fd(s->skel->maps.stacks);
+  static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
+  struct wb_stack_key key, next;
+  int n = 0, more = bpf_map_get_next_key(fd, NULL, &next) == 0;
+  lua_newtable(L);
+  while (more) {
+    key = next;
+    more = bpf_map_get_next_key(fd, &key, &next) == 0;
+    uint64_t count;
+    if (bpf_map_lookup_elem(fd, &key, &count) != 0) continue;
+    lua_createtable(L, 0, 6);
+    set_int(L, "pid", key.tgid);
+    char comm[WB_COMM_LEN + 1] = {0};
+    memcpy(comm, key.comm, WB_COMM_LEN);
+    lua_pushstring(L, comm);
+    lua_setfield(L, -2, "comm");
+    lua_pushstring(L, key.kind < 3 ? kinds[key.kind] : "?");
+    lua_setfield(L, -2, "kind");
+    push_stack(L, stacks_fd, key.user_stack_id, cache);
+    lua_setfield(L, -2, "user");
+    push_stack(L, stacks_fd, key.kern_stack_id, cache);
+    lua_setfield(L, -2, "kernel");
+    set_int(L, "count", (lua_Integer)count);
+    lua_rawseti(L, -2, ++n);
+  }
+}
+
+/* -- t = s:read() : {oncpu = {{pid, comm, kind = "oncpu", user = {addrs, leaf first}, kernel =
+ * {addrs}, count (samples)}}, offcpu = {... kind = "blocked"|"runqueue", count (ns)}, pids =
+ * {tracked process ids}, stats = {samples, lost_samples, oncpu_stack_errors, switches,
+ * lost_switches, offcpu_stack_errors, forks}}: lost_* were not counted for a full map,
+ * *_stack_errors are stacks that did not fit the stack map (counted without them) */
+static int l_read(lua_State *L) {
+  session *s = check_session(L);
+  lua_newtable(L);
+  int cache = lua_gettop(L);
+  lua_createtable(L, 0, 4);
+  push_counts(L, s, s->skel->maps.oncpu_counts, cache);
+  lua_setfield(L, -2, "oncpu");
+  push_counts(L, s, s->skel->maps.offcpu_counts, cache);
+  lua_setfield(L, -2, "offcpu");
+  int tfd = bpf_map__fd(s->skel->maps.tracked), n = 0;
+  uint32_t pid, next;
+  lua_newtable(L);
+  for (int more = bpf_map_get_next_key(tfd, NULL, &next) == 0; more;) {
+    pid = next;
+    more = bpf_map_get_next_key(tfd, &pid, &next) == 0;
+    lua_pushinteger(L, pid);
+    lua_rawseti(L, -2, ++n);
+  }
+  lua_setfield(L, -2, "pids");
+  int ncpu = libbpf_num_possible_cpus();
+  uint64_t *vals = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *vals);
+  static const char *const names[WB_NSTATS] = {"samples",  "lost_samples",  "oncpu_stack_errors",
+                                               "switches", "lost_switches", "offcpu_stack_errors",
+                                               "forks"};
+  lua_createtable(L, 0, WB_NSTATS);
+  for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
+    uint64_t sum = 0;
+    if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals) == 0)
+      for (int c = 0; c < ncpu; c++) sum += vals[c];
+    set_int(L, names[k], (lua_Integer)sum);
+  }
+  free(vals);
+  lua_setfield(L, -2, "stats");
+  return 1;
+}
+
+/* -- s:close() : detaches and unloads; idempotent (also __gc, __close) */
+static int l_close(lua_State *L) {
+  session *s = luaL_checkudata(L, 1, SESSION_MT);
+  if (!s->stopped) stop(s);
+  wb_profile__destroy(s->skel);
+  s->skel = NULL;
+  return 0;
+}
+
+static int l_tostring(lua_State *L) {
+  session *s = luaL_checkudata(L, 1, SESSION_MT);
+  lua_pushstring(L, !s->skel ? "wb.bpf.session (closed)" : s->stopped ? "wb.bpf.session (stopped)"
+                                                                       : "wb.bpf.session (attached)");
+  return 1;
+}
+
+static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"read", l_read},
+                                           {"stop", l_stop},   {"track", l_track}, {NULL, NULL}};
+
+static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};
+
+int luaopen_wb_bpf(lua_State *L) {
+  luaL_newmetatable(L, SESSION_MT);
+  luaL_newlib(L, session_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, l_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  luaL_newlib(L, bpf_functions);
+  return 1;
+}

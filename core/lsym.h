@@ -1,0 +1,62 @@
+/* Symbol tables for wb.sym (core/sym.c): ELF files (core/symelf.c), loaded once per file for the
+ * life of the process and shared by every symbolizer, and the kernel's /proc/kallsyms. */
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct wb_symbol {
+  uint64_t addr, size;
+  uint32_t name; /* offset into the file's names */
+  uint8_t rank;  /* 0 global, 1 weak, 2 local: the preferred name at one address ranks lowest */
+} wb_symbol;
+
+typedef struct wb_load { /* a PT_LOAD segment */
+  uint64_t offset, filesz, vaddr;
+} wb_load;
+
+typedef struct wb_elf {
+  char *path;
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  int64_t mtime_ns;
+  char build_id[41]; /* hex, "" when the file has none */
+  char err[160];     /* why the file gave no symbols, "" when it did */
+  int symtab;        /* symbols come from a .symtab (not only .dynsym) */
+  char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
+  wb_load *loads;
+  int nloads;
+  wb_symbol *syms;
+  size_t nsyms;
+  char *names;
+  int fp_checked, fp_functions, fp_with; /* frame-pointer prologues among checked functions */
+  struct wb_elf *next;
+} wb_elf;
+
+/* The cached symbol table of the file at path (opened, parsed and sorted on first use); never
+ * NULL except when out of memory. A file that cannot be read has nsyms == 0 and err set. A file
+ * replaced on disk (other inode, size or mtime) is loaded again. */
+wb_elf *wb_elf_get(const char *path);
+
+/* The vDSO of this process, which is the same image as any other process's on this kernel. */
+wb_elf *wb_elf_vdso(void);
+
+/* The ELF virtual address of a file offset, via the PT_LOAD segments; 0 when none holds it. */
+uint64_t wb_elf_vaddr(const wb_elf *e, uint64_t offset);
+
+/* The function containing vaddr, or NULL; *off receives vaddr minus its start. */
+const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off);
+
+/* Counts the functions of a file with a .symtab whose first instructions set up a frame pointer
+ * (mov %rsp,%rbp within the first 64 bytes: compilers schedule other instructions into the
+ * prologue or shrink-wrap it after an early exit); fills fp_functions and fp_with. */
+void wb_elf_check_frame_pointers(wb_elf *e);
+
+/* The kernel symbol containing addr from /proc/kallsyms (read once), or NULL when unknown
+ * (including when kallsyms shows zero addresses to an unprivileged reader); *off as above. */
+const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off);
+
+/* Reads /proc/kallsyms now (once); returns the number of kernel functions known, 0 when it shows
+ * zero addresses. */
+size_t wb_kallsyms_load(void);

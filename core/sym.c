@@ -1,0 +1,405 @@
+/* wb.sym: symbolization of sampled stacks. A symbolizer keeps the executable mappings of each
+ * process (from a /proc/PID/maps snapshot taken while it runs, or from perf's mmap, exec and fork
+ * records) and resolves user addresses through the ELF .symtab/.dynsym of the mapped files
+ * (core/symelf.c: cached per file, separate debug files found by build id), kernel addresses
+ * through /proc/kallsyms. Unresolved frames read module+0xoffset (the file offset). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lsym.h"
+#include "lwb.h"
+
+#define SYM_MT "wb.sym"
+
+typedef struct mapping {
+  uint64_t start, end, pgoff;
+  char *path;
+  char build_id[41]; /* expected build id (from a perf record), "" when unknown */
+} mapping;
+
+typedef struct aspace {
+  int pid, tried_snapshot;
+  mapping *maps;
+  size_t n, cap;
+} aspace;
+
+typedef struct symbolizer {
+  aspace *as;
+  size_t n, cap;
+  uint32_t *index; /* hash of pid -> position in as + 1 (0: free), cap * 2 slots */
+  int closed;
+} symbolizer;
+
+/* ---- address spaces ----------------------------------------------------------------------- */
+
+static void clear_maps(aspace *a) {
+  for (size_t i = 0; i < a->n; i++) free(a->maps[i].path);
+  a->n = 0;
+}
+
+static size_t slot_of(const symbolizer *s, int pid) {
+  size_t mask = s->cap * 2 - 1, j = (uint32_t)pid * 2654435761u & mask;
+  while (s->index[j] && s->as[s->index[j] - 1].pid != pid) j = (j + 1) & mask;
+  return j;
+}
+
+static aspace *find_as(symbolizer *s, int pid, int create) {
+  if (s->cap) {
+    uint32_t at = s->index[slot_of(s, pid)];
+    if (at) return &s->as[at - 1];
+  }
+  if (!create) return NULL;
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    aspace *p = realloc(s->as, cap * sizeof *p);
+    uint32_t *index = calloc(cap * 2, sizeof *index);
+    if (p) s->as = p;
+    if (!p || !index) {
+      free(index);
+      return NULL;
+    }
+    free(s->index);
+    s->index = index;
+    s->cap = cap;
+    for (size_t i = 0; i < s->n; i++) s->index[slot_of(s, s->as[i].pid)] = (uint32_t)i + 1;
+  }
+  aspace *a = &s->as[s->n++];
+  memset(a, 0, sizeof *a);
+  a->pid = pid;
+  s->index[slot_of(s, pid)] = (uint32_t)s->n;
+  return a;
+}
+
+/* Adds a mapping, dropping those it overlaps (a later mmap replaces them). */
+static int add_mapping(aspace *a, uint64_t start, uint64_t end, uint64_t pgoff, const char *path,
+                       const char *build_id) {
+  size_t kept = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    if (a->maps[i].start < end && start < a->maps[i].end) free(a->maps[i].path);
+    else a->maps[kept++] = a->maps[i];
+  }
+  a->n = kept;
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 32;
+    mapping *p = realloc(a->maps, cap * sizeof *p);
+    if (!p) return -1;
+    a->maps = p;
+    a->cap = cap;
+  }
+  mapping *m = &a->maps[a->n];
+  *m = (mapping){.start = start, .end = end, .pgoff = pgoff, .path = strdup(path)};
+  if (!m->path) return -1;
+  snprintf(m->build_id, sizeof m->build_id, "%s", build_id ? build_id : "");
+  a->n++;
+  return 0;
+}
+
+/* Replaces the process's mappings with the executable ones of /proc/PID/maps; returns the count
+ * or -1 with errno. */
+static int snapshot(aspace *a) {
+  char path[64], line[4352];
+  snprintf(path, sizeof path, "/proc/%d/maps", a->pid);
+  a->tried_snapshot = 1;
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  clear_maps(a);
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo, hi, off, ino;
+    char perms[8];
+    int name_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &lo, &hi, perms, &off, &ino, &name_at) < 5)
+      continue;
+    if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
+    line[strcspn(line, "\n")] = 0;
+    if (add_mapping(a, lo, hi, off, line + name_at, NULL) == 0) n++;
+  }
+  fclose(f);
+  if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
+    errno = ESRCH;
+    return -1;
+  }
+  return n;
+}
+
+static const mapping *find_mapping(const aspace *a, uint64_t addr) {
+  for (size_t i = a->n; i-- > 0;)
+    if (addr >= a->maps[i].start && addr < a->maps[i].end) return &a->maps[i];
+  return NULL;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+struct frame {
+  const char *name; /* NULL: unresolved */
+  const char *module;
+  uint64_t offset;  /* into the symbol when resolved, else into the module's file */
+};
+
+static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
+  struct frame f = {0};
+  aspace *a = find_as(s, pid, 1);
+  if (a && a->n == 0 && !a->tried_snapshot) snapshot(a);
+  const mapping *m = a ? find_mapping(a, addr) : NULL;
+  if (!m) return f;
+  f.module = base_name(m->path);
+  f.offset = addr - m->start + m->pgoff;
+  wb_elf *e = strcmp(m->path, "[vdso]") == 0 ? wb_elf_vdso() : m->path[0] == '/' ? wb_elf_get(m->path) : NULL;
+  if (!e || (m->build_id[0] && e->build_id[0] && strcmp(m->build_id, e->build_id) != 0)) return f;
+  uint64_t vaddr = wb_elf_vaddr(e, f.offset), off;
+  const char *name = vaddr ? wb_elf_lookup(e, vaddr, &off) : NULL;
+  if (name) {
+    f.name = name;
+    f.offset = off;
+  }
+  return f;
+}
+
+/* ---- Lua bindings ----------------------------------------------------------------------------- */
+
+static symbolizer *check_sym(lua_State *L) {
+  symbolizer *s = luaL_checkudata(L, 1, SYM_MT);
+  if (s->closed) luaL_error(L, "wb.sym symbolizer is closed");
+  return s;
+}
+
+/* -- s = wb.sym.new() : an empty symbolizer (ELF files are cached across symbolizers) */
+static int l_new(lua_State *L) {
+  symbolizer *s = lua_newuserdatauv(L, sizeof *s, 0);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, SYM_MT);
+  return 1;
+}
+
+/* -- n, err, errno = s:snapshot(pid) : the executable mappings of a running process from
+ * /proc/PID/maps (replacing what was known of pid); the count, or nil when it is gone */
+static int l_snapshot(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  aspace *a = find_as(s, (int)luaL_checkinteger(L, 2), 1);
+  int n = a ? snapshot(a) : -1;
+  if (n < 0) return wb_push_error(L, a ? errno : ENOMEM, "sym: snapshot");
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* -- s:add_map(pid, addr, len, pgoff, path [, build_id]) : one mapping (a perf mmap record);
+ * overlapped mappings are dropped. With build_id (hex), a file on disk with another build id is
+ * not used to name these addresses. */
+static int l_add_map(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  int pid = (int)luaL_checkinteger(L, 2);
+  uint64_t addr = (uint64_t)luaL_checkinteger(L, 3), len = (uint64_t)luaL_checkinteger(L, 4);
+  uint64_t pgoff = (uint64_t)luaL_checkinteger(L, 5);
+  const char *path = luaL_checkstring(L, 6);
+  const char *build_id = luaL_optstring(L, 7, NULL);
+  aspace *a = find_as(s, pid, 1);
+  if (!a || add_mapping(a, addr, addr + len, pgoff, path, build_id) != 0) return luaL_error(L, "out of memory");
+  return 0;
+}
+
+/* -- s:fork(child, parent) : child starts with a copy of parent's mappings */
+static int l_fork(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  int child = (int)luaL_checkinteger(L, 2), parent = (int)luaL_checkinteger(L, 3);
+  aspace *c = find_as(s, child, 1);
+  aspace *p = find_as(s, parent, 0); /* after creating c: that may move the array */
+  if (!c) return luaL_error(L, "out of memory");
+  clear_maps(c);
+  for (size_t i = 0; p && i < p->n; i++)
+    add_mapping(c, p->maps[i].start, p->maps[i].end, p->maps[i].pgoff, p->maps[i].path, p->maps[i].build_id);
+  return 0;
+}
+
+/* -- s:exec(pid) : pid executed a new program: its mappings are forgotten */
+static int l_exec(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  aspace *a = find_as(s, (int)luaL_checkinteger(L, 2), 1);
+  if (a) {
+    clear_maps(a);
+    a->tried_snapshot = 1;
+  }
+  return 0;
+}
+
+/* -- name, module, offset = s:resolve(pid, addr) : the function holding a user address of pid
+ * (offset into it); nil, module, file offset when the module has no symbol there; nil when no
+ * mapping holds addr */
+static int l_resolve(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  struct frame f = resolve_user(s, (int)luaL_checkinteger(L, 2), (uint64_t)luaL_checkinteger(L, 3));
+  if (!f.module) return 0;
+  if (f.name) lua_pushstring(L, f.name);
+  else lua_pushnil(L);
+  lua_pushstring(L, f.module);
+  lua_pushinteger(L, (lua_Integer)f.offset);
+  return 3;
+}
+
+/* -- names, unresolved = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one sampled
+ * stack (leaf first, as sampled: every address but the first is a return address, looked up one
+ * byte back). User frames: the function, else "module+0xoff", else "[unknown]"; kernel frames get
+ * the suffix "_[k]". unresolved counts the frames not named by a symbol. */
+static int l_frames(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  int pid = (int)luaL_checkinteger(L, 2);
+  luaL_checktype(L, 3, LUA_TTABLE);
+  const char *kind = luaL_optstring(L, 4, "user");
+  int kernel = strcmp(kind, "kernel") == 0;
+  luaL_argcheck(L, kernel || strcmp(kind, "user") == 0, 4, "\"user\" or \"kernel\" expected");
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 3), unresolved = 0;
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 3, i);
+    uint64_t addr = (uint64_t)lua_tointeger(L, -1) - (i > 1);
+    lua_pop(L, 1);
+    if (kernel) {
+      uint64_t off;
+      const char *name = wb_kallsyms_lookup(addr, &off);
+      if (!name) unresolved++;
+      lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
+    } else {
+      struct frame f = resolve_user(s, pid, addr);
+      if (f.name) {
+        lua_pushstring(L, f.name);
+      } else {
+        char buf[320];
+        if (f.module) snprintf(buf, sizeof buf, "%s+0x%llx", f.module, (unsigned long long)(f.offset + (i > 1)));
+        else snprintf(buf, sizeof buf, "[unknown]");
+        lua_pushstring(L, buf);
+        unresolved++;
+      }
+    }
+    lua_rawseti(L, -2, i);
+  }
+  lua_pushinteger(L, unresolved);
+  return 2;
+}
+
+/* -- list = s:pids() : the processes the symbolizer knows mappings of */
+static int l_pids(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  lua_createtable(L, (int)s->n, 0);
+  int k = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->as[i].n == 0) continue;
+    lua_pushinteger(L, s->as[i].pid);
+    lua_rawseti(L, -2, ++k);
+  }
+  return 1;
+}
+
+/* -- s:close() : forgets every mapping; idempotent (also __gc, __close) */
+static int l_close(lua_State *L) {
+  symbolizer *s = luaL_checkudata(L, 1, SYM_MT);
+  for (size_t i = 0; i < s->n; i++) {
+    clear_maps(&s->as[i]);
+    free(s->as[i].maps);
+  }
+  free(s->as);
+  free(s->index);
+  s->as = NULL;
+  s->index = NULL;
+  s->n = s->cap = 0;
+  s->closed = 1;
+  return 0;
+}
+
+static int l_tostring(lua_State *L) {
+  symbolizer *s = luaL_checkudata(L, 1, SYM_MT);
+  if (s->closed) lua_pushliteral(L, "wb.sym (closed)");
+  else lua_pushfstring(L, "wb.sym (%d processes)", (int)s->n);
+  return 1;
+}
+
+/* -- info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
+ * .dynsym), debug_file?, error?, frame_pointers = {functions, with}} — frame_pointers counts the
+ * functions (of a file with a .symtab) whose code starts by setting up %rbp */
+static int l_file(lua_State *L) {
+  wb_elf *e = wb_elf_get(luaL_checkstring(L, 1));
+  if (!e) return luaL_error(L, "out of memory");
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, e->build_id);
+  lua_setfield(L, -2, "build_id");
+  lua_pushinteger(L, (lua_Integer)e->nsyms);
+  lua_setfield(L, -2, "symbols");
+  lua_pushboolean(L, e->symtab);
+  lua_setfield(L, -2, "symtab");
+  if (e->debug_file) {
+    lua_pushstring(L, e->debug_file);
+    lua_setfield(L, -2, "debug_file");
+  }
+  if (e->err[0]) {
+    lua_pushstring(L, e->err);
+    lua_setfield(L, -2, "error");
+  }
+  if (e->symtab && !e->debug_file) {
+    wb_elf_check_frame_pointers(e);
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, e->fp_functions);
+    lua_setfield(L, -2, "functions");
+    lua_pushinteger(L, e->fp_with);
+    lua_setfield(L, -2, "with");
+    lua_setfield(L, -2, "frame_pointers");
+  }
+  return 1;
+}
+
+/* -- name, offset = wb.sym.lookup(path, vaddr) : the function of an ELF file at a virtual
+ * address (as nm prints them), or nil */
+static int l_lookup(lua_State *L) {
+  wb_elf *e = wb_elf_get(luaL_checkstring(L, 1));
+  uint64_t off;
+  const char *name = e ? wb_elf_lookup(e, (uint64_t)luaL_checkinteger(L, 2), &off) : NULL;
+  if (!name) return 0;
+  lua_pushstring(L, name);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 2;
+}
+
+/* -- name, offset = wb.sym.kernel(addr) : the kernel function at addr from /proc/kallsyms, or nil
+ * (always nil for a reader to whom kallsyms shows zero addresses) */
+static int l_kernel(lua_State *L) {
+  uint64_t off;
+  const char *name = wb_kallsyms_lookup((uint64_t)luaL_checkinteger(L, 1), &off);
+  if (!name) return 0;
+  lua_pushstring(L, name);
+  lua_pushinteger(L, (lua_Integer)off);
+  return 2;
+}
+
+/* -- n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup
+ * (it is slow to generate: a capture reads it while its target runs); the number of kernel
+ * functions, 0 when kallsyms shows zero addresses to this user */
+static int l_load_kernel(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)wb_kallsyms_load());
+  return 1;
+}
+
+static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"close", l_close},       {"exec", l_exec},
+                                       {"fork", l_fork},       {"frames", l_frames},     {"pids", l_pids},
+                                       {"resolve", l_resolve}, {"snapshot", l_snapshot}, {NULL, NULL}};
+
+static const luaL_Reg sym_functions[] = {{"file", l_file},     {"kernel", l_kernel},
+                                         {"load_kernel", l_load_kernel}, {"lookup", l_lookup},
+                                         {"new", l_new},       {NULL, NULL}};
+
+int luaopen_wb_sym(lua_State *L) {
+  luaL_newmetatable(L, SYM_MT);
+  luaL_newlib(L, sym_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, l_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, l_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  luaL_newlib(L, sym_functions);
+  return 1;
+}

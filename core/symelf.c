@@ -1,0 +1,381 @@
+/* ELF symbol tables and /proc/kallsyms for wb.sym (see core/lsym.h). */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lsym.h"
+
+#define FP_SAMPLE 4000 /* functions checked for a frame-pointer prologue, at most */
+#define FP_WINDOW 64   /* bytes of a function searched for it (the prologue may be shrink-wrapped) */
+
+static wb_elf *files; /* every file loaded so far */
+static wb_elf *vdso;
+
+struct names {
+  char *p;
+  size_t len, cap;
+};
+
+static uint32_t add_name(struct names *n, const char *s) {
+  size_t len = strlen(s) + 1;
+  if (n->len + len > n->cap) {
+    size_t cap = n->cap ? n->cap : 4096;
+    while (cap < n->len + len) cap *= 2;
+    char *p = realloc(n->p, cap);
+    if (!p) return 0;
+    n->p = p;
+    n->cap = cap;
+  }
+  memcpy(n->p + n->len, s, len);
+  n->len += len;
+  return (uint32_t)(n->len - len);
+}
+
+static int by_addr(const void *a, const void *b) {
+  const wb_symbol *x = a, *y = b;
+  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+  if (x->rank != y->rank) return x->rank - y->rank;
+  return (y->size > x->size) - (y->size < x->size);
+}
+
+static void hex(const unsigned char *p, size_t n, char *out, size_t outlen) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k + 2 < outlen; i++, k += 2) snprintf(out + k, 3, "%02x", p[i]);
+  out[k] = 0;
+}
+
+static void read_build_id(Elf *elf, char *out, size_t outlen) {
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(elf, scn))) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    GElf_Nhdr nh;
+    size_t off = 0, name_off, desc_off;
+    while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+          memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0) {
+        hex((const unsigned char *)data->d_buf + desc_off, nh.n_descsz, out, outlen);
+        return;
+      }
+    }
+  }
+}
+
+/* The functions of the symbol table of type `type` (SHT_SYMTAB or SHT_DYNSYM); 0 when absent. */
+static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct names *names) {
+  Elf_Scn *scn = NULL;
+  GElf_Shdr sh;
+  while ((scn = elf_nextscn(elf, scn)))
+    if (gelf_getshdr(scn, &sh) && sh.sh_type == type) break;
+  if (!scn || sh.sh_entsize == 0) return 0;
+  Elf_Data *data = elf_getdata(scn, NULL);
+  size_t count = sh.sh_size / sh.sh_entsize, n = 0;
+  wb_symbol *syms = data ? malloc((count ? count : 1) * sizeof *syms) : NULL;
+  if (!syms) return 0;
+  for (size_t i = 0; i < count; i++) {
+    GElf_Sym sym;
+    if (!gelf_getsym(data, (int)i, &sym)) continue;
+    int t = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+    if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
+    if (!name || !*name) continue;
+    syms[n++] = (wb_symbol){.addr = sym.st_value, .size = sym.st_size, .name = add_name(names, name),
+                            .rank = (uint8_t)(bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2)};
+  }
+  if (n == 0) {
+    free(syms);
+    return 0;
+  }
+  *out = syms;
+  return n;
+}
+
+static void set_symbols(wb_elf *e, wb_symbol *syms, size_t n, struct names *names) {
+  qsort(syms, n, sizeof *syms, by_addr);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++)
+    if (kept == 0 || syms[kept - 1].addr != syms[i].addr) syms[kept++] = syms[i];
+  free(e->syms);
+  free(e->names);
+  e->syms = syms;
+  e->nsyms = kept;
+  e->names = names->p;
+  *names = (struct names){0};
+}
+
+/* Reads segments, build id and symbols of an open ELF. */
+static void load_elf(wb_elf *e, Elf *elf) {
+  size_t nph = 0;
+  if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) != 0) {
+    snprintf(e->err, sizeof e->err, "not an ELF file");
+    return;
+  }
+  e->loads = calloc(nph ? nph : 1, sizeof *e->loads);
+  for (size_t i = 0; e->loads && i < nph; i++) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+      e->loads[e->nloads++] = (wb_load){ph.p_offset, ph.p_filesz, ph.p_vaddr};
+  }
+  read_build_id(elf, e->build_id, sizeof e->build_id);
+  struct names names = {0};
+  wb_symbol *syms = NULL;
+  size_t n = read_symbols(elf, SHT_SYMTAB, &syms, &names);
+  e->symtab = n > 0;
+  if (!n) n = read_symbols(elf, SHT_DYNSYM, &syms, &names);
+  if (n) set_symbols(e, syms, n, &names);
+  else snprintf(e->err, sizeof e->err, "no symbol table (stripped)");
+  free(names.p);
+}
+
+/* A stripped file's symbols from its separate debug file (/usr/lib/debug/.build-id/). */
+static void load_debug_file(wb_elf *e) {
+  if (e->symtab || strlen(e->build_id) < 3) return;
+  char path[256];
+  snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", e->build_id, e->build_id + 2);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  struct names names = {0};
+  wb_symbol *syms = NULL;
+  size_t n = elf ? read_symbols(elf, SHT_SYMTAB, &syms, &names) : 0;
+  if (n) {
+    set_symbols(e, syms, n, &names);
+    e->symtab = 1;
+    e->debug_file = strdup(path);
+    e->err[0] = 0;
+  }
+  free(names.p);
+  if (elf) elf_end(elf);
+  close(fd);
+}
+
+static void free_elf(wb_elf *e) {
+  free(e->path);
+  free(e->debug_file);
+  free(e->loads);
+  free(e->syms);
+  free(e->names);
+  free(e);
+}
+
+wb_elf *wb_elf_get(const char *path) {
+  struct stat st;
+  int have_stat = stat(path, &st) == 0;
+  int64_t mtime = have_stat ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec : 0;
+  for (wb_elf **pp = &files; *pp; pp = &(*pp)->next) {
+    wb_elf *e = *pp;
+    if (strcmp(e->path, path) != 0) continue;
+    if (!have_stat || (e->dev == st.st_dev && e->ino == st.st_ino && e->size == st.st_size &&
+                       e->mtime_ns == mtime))
+      return e;
+    *pp = e->next; /* replaced on disk */
+    free_elf(e);
+    break;
+  }
+  elf_version(EV_CURRENT);
+  wb_elf *e = calloc(1, sizeof *e);
+  if (!e || !(e->path = strdup(path))) {
+    free(e);
+    return NULL;
+  }
+  if (have_stat) {
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    e->size = st.st_size;
+    e->mtime_ns = mtime;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+  if (fd < 0) snprintf(e->err, sizeof e->err, "%s", strerror(errno));
+  else if (!elf) snprintf(e->err, sizeof e->err, "%s", elf_errmsg(-1));
+  else load_elf(e, elf);
+  if (elf) elf_end(elf);
+  if (fd >= 0) close(fd);
+  load_debug_file(e);
+  e->next = files;
+  files = e;
+  return e;
+}
+
+wb_elf *wb_elf_vdso(void) {
+  if (vdso) return vdso;
+  unsigned long base = getauxval(AT_SYSINFO_EHDR);
+  size_t size = 0;
+  FILE *f = fopen("/proc/self/maps", "re");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base) size = hi - lo;
+  }
+  if (f) fclose(f);
+  elf_version(EV_CURRENT);
+  if (!(vdso = calloc(1, sizeof *vdso)) || !(vdso->path = strdup("[vdso]"))) {
+    free(vdso);
+    return vdso = NULL;
+  }
+  Elf *elf = base && size ? elf_memory((char *)base, size) : NULL;
+  if (elf) {
+    load_elf(vdso, elf);
+    elf_end(elf);
+  } else {
+    snprintf(vdso->err, sizeof vdso->err, "no vDSO image");
+  }
+  return vdso;
+}
+
+uint64_t wb_elf_vaddr(const wb_elf *e, uint64_t offset) {
+  for (int i = 0; i < e->nloads; i++)
+    if (offset >= e->loads[i].offset && offset < e->loads[i].offset + e->loads[i].filesz)
+      return offset - e->loads[i].offset + e->loads[i].vaddr;
+  return 0;
+}
+
+const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off) {
+  size_t lo = 0, hi = e->nsyms;
+  while (lo < hi) { /* first symbol above vaddr */
+    size_t mid = (lo + hi) / 2;
+    if (e->syms[mid].addr <= vaddr) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t k = 0; k < 8 && lo > k; k++) {
+    const wb_symbol *s = &e->syms[lo - 1 - k];
+    int inside = s->size ? vaddr < s->addr + s->size : k == 0;
+    if (inside) {
+      *off = vaddr - s->addr;
+      return e->names + s->name;
+    }
+  }
+  return NULL;
+}
+
+static int startup_code(const char *name) {
+  static const char *const names[] = {"_start", "_init", "_fini", "deregister_tm_clones",
+                                      "register_tm_clones", "__do_global_dtors_aux", "frame_dummy",
+                                      "__libc_csu_init", "__libc_csu_fini", "_dl_relocate_static_pie"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
+}
+
+void wb_elf_check_frame_pointers(wb_elf *e) {
+  if (e->fp_checked) return;
+  e->fp_checked = 1;
+  int fd = e->path[0] == '[' ? -1 : open(e->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  size_t step = e->nsyms > FP_SAMPLE ? e->nsyms / FP_SAMPLE : 1;
+  for (size_t i = 0; i < e->nsyms; i += step) {
+    const wb_symbol *s = &e->syms[i];
+    if (s->size < 8 || startup_code(e->names + s->name)) continue;
+    uint64_t file_off = 0;
+    for (int k = 0; k < e->nloads; k++)
+      if (s->addr >= e->loads[k].vaddr && s->addr < e->loads[k].vaddr + e->loads[k].filesz)
+        file_off = s->addr - e->loads[k].vaddr + e->loads[k].offset;
+    unsigned char code[FP_WINDOW];
+    size_t n = s->size < sizeof code ? (size_t)s->size : sizeof code;
+    if (!file_off || pread(fd, code, n, (off_t)file_off) != (ssize_t)n) continue;
+    e->fp_functions++;
+    for (size_t k = 0; k + 3 <= n; k++) { /* mov %rsp,%rbp in either encoding */
+      if (code[k] == 0x48 && ((code[k + 1] == 0x89 && code[k + 2] == 0xe5) ||
+                              (code[k + 1] == 0x8b && code[k + 2] == 0xec))) {
+        e->fp_with++;
+        break;
+      }
+    }
+  }
+  close(fd);
+}
+
+/* ---- kallsyms ----------------------------------------------------------------------------- */
+
+static struct {
+  int loaded;
+  wb_symbol *syms;
+  size_t n;
+  struct names names;
+} ksyms;
+
+/* Reads the whole file at once (kallsyms is generated as it is read: large reads are cheaper). */
+static char *slurp(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  size_t cap = 1 << 22, n = 0;
+  char *buf = malloc(cap);
+  for (ssize_t r = 1; buf && r > 0;) {
+    if (cap - n < (1 << 20)) {
+      char *p = realloc(buf, cap *= 2);
+      if (!p) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = p;
+    }
+    do r = read(fd, buf + n, cap - n - 1);
+    while (r < 0 && errno == EINTR);
+    if (r > 0) n += (size_t)r;
+  }
+  close(fd);
+  if (buf) buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+static void load_kallsyms(void) {
+  ksyms.loaded = 1;
+  size_t len;
+  char *text = slurp("/proc/kallsyms", &len);
+  if (!text) return;
+  size_t cap = len / 40 + 16;
+  ksyms.syms = malloc(cap * sizeof *ksyms.syms);
+  ksyms.names.p = malloc(len);
+  ksyms.names.cap = ksyms.syms && ksyms.names.p ? len : 0;
+  int nonzero = 0;
+  for (char *line = text; ksyms.names.cap && *line;) { /* "ADDR TYPE NAME[\t[MODULE]]\n" */
+    char *end = strchr(line, '\n');
+    if (!end) end = line + strlen(line);
+    char *p;
+    unsigned long long addr = strtoull(line, &p, 16);
+    if (p[0] == ' ' && p[1] && p[2] == ' ' && strchr("tTwW", p[1]) && ksyms.n < cap) {
+      char type = p[1], *name = p + 3;
+      size_t nlen = strcspn(name, "\t\n");
+      memcpy(ksyms.names.p + ksyms.names.len, name, nlen);
+      ksyms.names.p[ksyms.names.len + nlen] = 0;
+      ksyms.syms[ksyms.n++] = (wb_symbol){.addr = addr, .name = (uint32_t)ksyms.names.len,
+                                          .rank = (uint8_t)(type == 'T' ? 0 : type == 'W' ? 1 : 2)};
+      ksyms.names.len += nlen + 1;
+      nonzero |= addr != 0;
+    }
+    line = *end ? end + 1 : end;
+  }
+  free(text);
+  if (!nonzero) ksyms.n = 0;
+  qsort(ksyms.syms, ksyms.n, sizeof *ksyms.syms, by_addr);
+}
+
+size_t wb_kallsyms_load(void) {
+  if (!ksyms.loaded) load_kallsyms();
+  return ksyms.n;
+}
+
+const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {
+  wb_kallsyms_load();
+  size_t lo = 0, hi = ksyms.n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (ksyms.syms[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0 || lo == ksyms.n) return NULL; /* below the first or past the last symbol */
+  *off = addr - ksyms.syms[lo - 1].addr;
+  return ksyms.names.p + ksyms.syms[lo - 1].name;
+}

@@ -1,0 +1,465 @@
+-- Process capture: which profilers this machine has (the registry), and wb.capture{...}, which
+-- runs a command once and records where it and all its descendants spend their time: counters
+-- (wb.perf), on-CPU stack samples and off-CPU time by stack (wb.bpf; without it, perf_event ring
+-- buffers or the perf CLI), symbolized (wb.sym), folded and rendered (wb.flame).
+--
+--   local res = wb.capture { argv = {"./app", "-n", "4"}, dir = "out", name = "run1", freq = 99 }
+--   res.method                   "bpf" | "perf_event" | "perf_cli" | "none"
+--   res.counters["task-clock"]   {available, value, unit, scaled, running_fraction} | {available = false, reason}
+--   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
+--   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds
+--   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
+--   entries this capture consulted to choose its method)
+local bpf = require "wb.bpf"
+local clock = require "wb.clock"
+local flame = require "wb.flame"
+local fold = require "wb.capture_fold"
+local fs = require "wb.fs"
+local json = require "wb.json"
+local perf = require "wb.perf"
+local proc = require "wb.proc"
+local sym = require "wb.sym"
+
+local M = {}
+
+M.DEFAULT_FREQ = 99
+M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
+M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
+
+-- ---- the registry -----------------------------------------------------------------------------
+
+local function first_version_line(argv)
+  local ok, res = pcall(proc.run, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
+  if not ok or not res or not res.ok then return nil, res and res.stdout end
+  for line in res.stdout:gmatch("[^\n]+") do
+    if line:find("%d+%.%d+") then return (line:gsub("^%s+", ""):gsub("%s+$", "")) end
+  end
+  return (res.stdout:match("^%s*([^\n]-)%s*\n") or res.stdout)
+end
+
+local versions = {} -- path -> {version, output}, one run per program
+
+-- An external program: available when found in PATH and `--version` works.
+local function tool(name, program, notes)
+  return function()
+    local path = proc.which(program)
+    if not path then
+      return { name = name, available = false, notes = program .. " not found in PATH" }
+    end
+    if not versions[path] then versions[path] = { first_version_line({ path, "--version" }) } end
+    local version, out = versions[path][1], versions[path][2]
+    if not version then
+      return { name = name, available = false, path = path,
+        notes = string.format("%s does not run: %s", program, (out or ""):match("[^\n]*")) }
+    end
+    return { name = name, available = true, path = path, version = version, notes = notes }
+  end
+end
+
+local function probe_ebpf()
+  local ok, why = bpf.available()
+  if not ok then return { name = "ebpf", available = false, notes = why } end
+  return { name = "ebpf", available = true,
+    notes = "wb.bpf: on-CPU stack sampling and off-CPU time (sched_switch) of a process tree" }
+end
+
+local function probe_perf_event()
+  local self = tonumber((fs.read("/proc/self/stat") or ""):match("^(%d+)"))
+  local c = self and perf.counters(self, { events = { "task-clock" }, enable_on_exec = false, inherit = false })
+  local r = c and c:read()["task-clock"]
+  if c then c:close() end
+  if not r or not r.available then
+    return { name = "perf_event", available = false,
+      notes = r and r.reason or ("perf_event_open refused (perf_event_paranoid=" .. perf.paranoid() .. ")") }
+  end
+  return { name = "perf_event", available = true,
+    notes = r.user_only and string.format("user space only: perf_event_paranoid=%d keeps kernel stacks "
+      .. "and kernel-side events from unprivileged users", perf.paranoid())
+      or "wb.perf: ring-buffer stack sampling (one event and one ring per CPU)" }
+end
+
+M.PROBES = {
+  { "ebpf", probe_ebpf },
+  { "perf_event", probe_perf_event },
+  { "perf", tool("perf", "perf", "perf record -g / perf script") },
+  { "callgrind", tool("callgrind", "valgrind", "valgrind --tool=callgrind") },
+  { "massif", tool("massif", "valgrind", "valgrind --tool=massif") },
+  { "py-spy", tool("py-spy", "py-spy") },
+  { "nsys", tool("nsys", "nsys") },
+  { "ncu", tool("ncu", "ncu") },
+}
+
+local cache, order = {}, {}
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+-- entry = capture.profiler(name) : {name, available, path?, version?, notes}, probed once per
+-- process; an unknown name is an error
+function M.profiler(name)
+  if not cache[name] then
+    for _, p in ipairs(M.PROBES) do
+      if p[1] == name then cache[name] = p[2]() end
+    end
+    if not cache[name] then error("capture: unknown profiler '" .. tostring(name) .. "'", 2) end
+    order[#order + 1] = name
+  end
+  return copy(cache[name])
+end
+
+-- list = capture.profilers([names]) : the registry entries of the named profilers (default all);
+-- an unavailable one carries skipped = its reason. This is what a manifest's profilers[] holds.
+function M.profilers(names)
+  local list = {}
+  if not names then
+    names = {}
+    for i, p in ipairs(M.PROBES) do names[i] = p[1] end
+  end
+  for _, name in ipairs(names) do
+    local e = M.profiler(name)
+    if not e.available then e.skipped = e.notes end
+    list[#list + 1] = e
+  end
+  return list
+end
+
+-- result = capture.with(name, fn) : fn(entry) when the profiler is available, else the skipped
+-- record {name, available = false, skipped = reason}
+function M.with(name, fn)
+  local e = M.profiler(name)
+  if not e.available then
+    e.skipped = e.notes
+    return e
+  end
+  return fn(e)
+end
+
+-- The registry entries probed so far, in probe order (with skipped reasons).
+local function consulted() return M.profilers(order) end
+
+-- ---- choosing how to sample ---------------------------------------------------------------
+
+local METHODS = { auto = true, bpf = true, perf_event = true, perf_cli = true, none = true }
+
+-- The method to try and the reasons the better ones were passed over.
+local function choose(requested, want_stacks)
+  local passed = {}
+  if not want_stacks then return "none", passed end
+  local order = requested == "auto" and { "ebpf", "perf_event", "perf" } or
+    ({ bpf = { "ebpf" }, perf_event = { "perf_event" }, perf_cli = { "perf" }, none = {} })[requested]
+  local method_of = { ebpf = "bpf", perf_event = "perf_event", perf = "perf_cli" }
+  for _, name in ipairs(order) do
+    local e = M.profiler(name)
+    if e.available then return method_of[name], passed end
+    passed[#passed + 1] = { method = method_of[name], reason = e.notes }
+  end
+  return "none", passed
+end
+
+local function reason_text(passed)
+  local parts = {}
+  for _, p in ipairs(passed) do parts[#parts + 1] = p.method .. ": " .. p.reason end
+  return table.concat(parts, "; ")
+end
+
+-- ---- running --------------------------------------------------------------------------------
+
+local SPAWN_KEYS = { "argv", "cmd", "shell", "env", "env_mode", "cwd", "stdin", "stdout", "stderr", "timeout",
+  "grace" }
+
+local function spawn_spec(spec, argv)
+  local s = { held = true }
+  for _, k in ipairs(SPAWN_KEYS) do s[k] = spec[k] end
+  if argv then s.argv, s.cmd, s.shell = argv, nil, nil end
+  return s
+end
+
+-- The perf CLI: `perf record` wraps the command; its samples come back through `perf script`.
+local function run_perf_cli(spec, res, freq, dir, name)
+  local tmp = not dir and assert(fs.tmpdir("wbperf"))
+  local data = (dir or tmp) .. "/" .. name .. ".perf.data"
+  local argv = { M.profiler("perf").path, "record", "-F", tostring(freq), "-g", "--no-bpf-event", "-q",
+    "-o", data, "--" }
+  local cmd = spec.shell and { "/bin/sh", "-c", spec.cmd or spec.argv } or spec.argv
+  for _, a in ipairs(cmd) do argv[#argv + 1] = a end
+  local p <close>, err, errno = proc.spawn(spawn_spec(spec, argv))
+  if not p then
+    if tmp then fs.remove_tree(tmp) end
+    return nil, err, errno
+  end
+  local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
+  p:release()
+  res.result = p:wait()
+  res.counters = counters and counters:read()
+  if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
+  local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
+    stdout = "capture", stderr = "null" }
+  if tmp then fs.remove_tree(tmp) end
+  if not script or not script.ok then return nil, "perf script failed" end
+  return fold.parse_perf_script(script.stdout)
+end
+
+local function write(path, text)
+  local ok, err = fs.write(path, text, { sync = false })
+  if not ok then error(err, 0) end
+  return path
+end
+
+-- Writes the folded text and its renderings; returns the profile table.
+local function outputs(kind, text, info, opts)
+  local unit = kind == "offcpu" and "ns" or "samples"
+  local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text,
+    unresolved_fraction = info.total > 0 and info.unresolved / info.total or 0 }
+  if not opts.dir then return t end
+  local base = opts.dir .. "/" .. opts.name .. "." .. kind
+  t.folded = write(base .. ".folded", text)
+  local title = (kind == "offcpu" and "Off-CPU time: " or "On-CPU samples: ") .. opts.title
+  t.svg = write(base .. ".svg", flame.svg(text, { title = title, unit = unit,
+    colors = kind == "offcpu" and "io" or "hot" }))
+  t.speedscope = write(base .. ".speedscope.json", flame.speedscope(text,
+    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none" }))
+  return t
+end
+
+-- Chrome trace events of the process tree: one span per process from its fork (or the release)
+-- to its exit.
+local function process_trace(side, started_ns, ended_ns, names)
+  local start, stop = {}, {}
+  for _, f in ipairs(side.forks) do start[f.pid] = f.time end
+  for _, e in ipairs(side.exits) do stop[e.pid] = e.time end
+  local events = {}
+  for pid, name in pairs(names) do
+    local t0, t1 = start[pid] or started_ns, stop[pid] or ended_ns
+    events[#events + 1] = { name = name .. " (" .. pid .. ")", ts = math.max(0, (t0 - started_ns) / 1000),
+      dur = math.max(0, (t1 - t0) / 1000), pid = pid, tid = pid, cat = "process" }
+  end
+  table.sort(events, function(a, b) return a.ts < b.ts or (a.ts == b.ts and a.pid < b.pid) end)
+  return events
+end
+
+-- Warnings on how far the profile can be trusted.
+local function quality(res, side, sampled)
+  local w = res.warnings
+  local on = res.oncpu
+  if on and on.samples and on.samples > 0 and on.unresolved_fraction > M.UNRESOLVED_LIMIT then
+    w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset): "
+      .. "stripped binaries or code that is gone; install debug symbols or keep .symtab",
+      on.unresolved_fraction * 100)
+  end
+  if on and on.samples and on.samples < M.THIN_SAMPLES then
+    w[#w + 1] = string.format("thin profile: %d on-CPU samples; run longer or raise freq", on.samples)
+  end
+  for _, prof in ipairs({ res.oncpu, res.offcpu }) do
+    if prof and (prof.lost or 0) > 0 then
+      w[#w + 1] = string.format("%d %s lost (a full map or ring buffer); the profile undercounts",
+        prof.lost, prof.unit == "ns" and "off-CPU intervals" or "samples")
+    end
+    if prof and (prof.stack_errors or 0) > 0 then
+      w[#w + 1] = string.format("%d stacks did not fit the stack map (raise stack_entries)", prof.stack_errors)
+    end
+  end
+  if side and sampled then
+    local paths, seen = {}, {}
+    for pid, path in pairs(fold.executables(side)) do
+      if sampled[pid] and not seen[path] then
+        seen[path] = true
+        paths[#paths + 1] = path
+      end
+    end
+    table.sort(paths)
+    for _, path in ipairs(paths) do
+      local f = sym.file(path)
+      local fp = f.frame_pointers
+      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 then
+        w[#w + 1] = string.format("%s has no frame pointers (%d of %d functions set up %%rbp): callers are "
+          .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
+      elseif not f.symtab and f.symbols == 0 then
+        w[#w + 1] = path .. " has no symbols (stripped): its frames show as module+0xoffset"
+      end
+    end
+  end
+end
+
+local function finish_profile(kind, records, symbolizer, root, opts, extra)
+  local text, info = fold.fold(records, symbolizer, { root = root })
+  local t = outputs(kind, text, info, opts)
+  t.top = fold.top(info.stacks, opts.top, { user_only = kind == "offcpu" })
+  for k, v in pairs(extra or {}) do t[k] = v end
+  if kind == "offcpu" then
+    t.total_seconds = info.total / 1e9
+    t.blocked_seconds = (info.by_kind.blocked or 0) / 1e9
+    t.runqueue_seconds = (info.by_kind.runqueue or 0) / 1e9
+  end
+  return t
+end
+
+-- The options of a capture, checked; misuse raises at the caller of wb.capture.
+local function options(spec)
+  if type(spec) ~= "table" then error("wb.capture: a spec table expected", 3) end
+  if spec.argv == nil and spec.cmd == nil then error("wb.capture: argv (or cmd with shell = true) expected", 3) end
+  local o = { requested = spec.method or "auto", freq = spec.freq or M.DEFAULT_FREQ, name = spec.name or "capture",
+    dir = spec.dir, top = spec.top or 20, root = spec.root or "auto",
+    want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false }
+  if not METHODS[o.requested] then error("wb.capture: unknown method '" .. tostring(o.requested) .. "'", 3) end
+  if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
+    error("wb.capture: freq must be an integer in 1..100000", 3)
+  end
+  local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
+  o.title = spec.title or table.concat(words, " ")
+  return o
+end
+
+-- Runs the command held: counters, side-band (and, for perf_event, sampling) events and the BPF
+-- session are set up on its pid before it execs. Returns what they recorded, or nil, err, errno.
+local function record(spec, o, res, method, session)
+  local p <close>, err, errno = proc.spawn(spawn_spec(spec))
+  if not p then return nil, err, errno end
+  local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
+  local sampling = method == "perf_event" and o.want_on
+  local side <close>, side_err = perf.sampler(p.pid, { sample = sampling, freq = o.freq,
+    pages = sampling and 128 or 16 })
+  if not side and sampling then
+    res.method = "none"
+    res.fallback = (res.fallback and res.fallback .. "; " or "") .. "perf_event: " .. side_err
+  elseif not side then
+    res.warnings[#res.warnings + 1] = "no perf side-band records (" .. side_err
+      .. "): user frames are named from /proc/PID/maps snapshots only"
+  end
+  local symbolizer = sym.new()
+  if session then
+    assert(session:track(p.pid))
+    session:arm()
+  end
+  local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
+  assert(p:release())
+  local snapped = false
+  repeat
+    local done = proc.wait_any({ p }, 0.1)
+    if side then side:drain() end
+    if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
+  until done
+  res.result = p:wait()
+  r.ended = clock.now()
+  if session then session:stop() end
+  res.counters = counters and counters:read() or nil
+  r.side = side and side:read()
+  if r.side then fold.feed(symbolizer, r.side) end
+  r.data = session and session:read()
+  return r
+end
+
+-- The processes of the capture and a Chrome trace of their lifetimes.
+local function processes(res, r, o, on_records)
+  local sb = r.side
+  if r.data then
+    res.processes = r.data.pids
+  elseif sb then
+    res.processes = { r.pid }
+    for _, f in ipairs(sb.forks) do res.processes[#res.processes + 1] = f.pid end
+  end
+  if not (sb and o.dir) then return end
+  local names = {}
+  for _, rec in ipairs(on_records or {}) do names[rec.pid] = rec.comm end
+  for _, e in ipairs(sb.execs) do names[e.pid] = e.comm end
+  for _, f in ipairs(sb.forks) do names[f.pid] = names[f.pid] or names[f.ppid] or "?" end
+  res.trace = write(o.dir .. "/" .. o.name .. ".trace.json",
+    flame.trace(process_trace(sb, r.started, r.ended, names)))
+end
+
+-- The on-CPU and off-CPU profiles from what record() returned.
+local function profiles(res, r, o, off_skip)
+  local data, sb = r.data, r.side
+  local on_records = data and data.oncpu or (r.sampling and sb.samples) or nil
+  local off_records = data and o.want_off and data.offcpu or nil
+  local root = o.root
+  if root == "auto" then root = fold.process_count(on_records, off_records) > 1 and "pid" or "comm" end
+  local sampled
+  if o.want_on and on_records then
+    sampled = {}
+    for _, rec in ipairs(on_records) do
+      if rec.count > 0 then sampled[rec.pid] = true end
+    end
+    local stats = data and data.stats
+    res.oncpu = finish_profile("oncpu", on_records, r.sym, root, o, {
+      lost = stats and stats.lost_samples or sb.lost,
+      stack_errors = stats and stats.oncpu_stack_errors or 0,
+      user_only = not data and sb.user_only or nil,
+    })
+    if res.oncpu.user_only then
+      res.warnings[#res.warnings + 1] = string.format("user space only: kernel frames and time in the kernel "
+        .. "are not sampled (perf_event_paranoid=%d for unprivileged users)", perf.paranoid())
+    end
+  elseif o.want_on then
+    res.oncpu = { skipped = "no stack sampler: " .. (res.fallback or "none available") }
+  end
+  if off_records then
+    res.offcpu = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
+      stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches })
+  elseif o.want_off then
+    res.offcpu = { skipped = off_skip }
+  end
+  processes(res, r, o, on_records)
+  return sampled
+end
+
+-- res, err, errno = capture.run(spec) : see the top of this file and docs/capture.md. spec: argv
+-- (or cmd with shell = true), env, env_mode, cwd, stdin, stdout, stderr, timeout, grace (as
+-- wb.proc.spawn; the timeout starts when the command is released); counters = true, oncpu = true,
+-- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
+-- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
+-- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
+-- messages), stack_entries and count_entries (wb.bpf map sizes). Raises on misuse; nil, err,
+-- errno when the command cannot be started.
+function M.run(spec)
+  local o = options(spec)
+  if o.dir then assert(fs.mkdir_p(o.dir)) end
+  local res = { warnings = {}, freq = o.freq }
+  local method, passed = choose(o.requested, o.want_on or o.want_off)
+  res.profilers = consulted()
+  local session
+  if method == "bpf" then
+    local err
+    session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
+      stack_entries = spec.stack_entries, count_entries = spec.count_entries }
+    if not session then
+      passed[#passed + 1] = { method = "bpf", reason = err }
+      method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
+    end
+  end
+  local session_close <close> = session
+  res.method = method
+  if #passed > 0 then res.fallback = reason_text(passed) end
+  local off_skip = method ~= "bpf" and o.want_off and
+    ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
+  if method == "perf_cli" then
+    local records, err, errno = run_perf_cli(spec, res, o.freq, o.dir, o.name)
+    if not res.result then return nil, err, errno end
+    if not records then
+      res.oncpu = { skipped = err }
+    else
+      local root = o.root == "auto" and (fold.process_count(records) > 1 and "pid" or "comm") or o.root
+      local text, info = fold.fold_named(records, { root = root })
+      res.oncpu = outputs("oncpu", text, info, o)
+      res.oncpu.top = fold.top(info.stacks, o.top)
+    end
+    res.offcpu = o.want_off and { skipped = off_skip } or nil
+    quality(res)
+  else
+    local r, err, errno = record(spec, o, res, method, session)
+    if not r then return nil, err, errno end
+    local sym_close <close> = r.sym
+    local sampled = profiles(res, r, o, off_skip)
+    quality(res, r.side, sampled)
+  end
+  res.ok = res.result.ok
+  if res.counters and o.dir then
+    res.counters_file = write(o.dir .. "/" .. o.name .. ".counters.json",
+      json.encode(res.counters, { pretty = true }) .. "\n")
+  end
+  return res
+end
+
+return setmetatable(M, { __call = function(_, spec) return M.run(spec) end })

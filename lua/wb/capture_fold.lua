@@ -1,0 +1,213 @@
+-- Stacks to folded text for wb.capture (lua/wb/capture.lua): symbolizer set-up from perf's
+-- side-band records, folding of sampled stacks (FlameGraph's format), the top functions of a
+-- profile, and the perf CLI's `perf script` output.
+--
+-- Folded lines: frames root-first joined by ";", a space, an integer count. The root frame is the
+-- process name (its main thread's comm; threads are merged), or "comm-PID" when the profile holds
+-- several processes (root = "pid"),
+-- then user frames, then kernel frames with the suffix "_[k]". An off-CPU stack of a thread that
+-- was preempted (runnable, waiting for a CPU) ends in the frame "[run queue]"; a blocked thread's
+-- stack ends in the kernel's scheduler path.
+local M = {}
+
+M.RUN_QUEUE = "[run queue]"
+
+-- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks.
+local MACHINERY = { "^bpf_prog_", "^bpf_trace_run", "^__bpf_trace_", "^__traceiter_", "^perf_trace_" }
+
+local function machinery(name)
+  for _, p in ipairs(MACHINERY) do
+    if name:find(p) then return true end
+  end
+  return false
+end
+
+-- M.feed(sym, side) : replays a wb.perf sampler's read() (mappings, forks, execs) into a wb.sym
+-- symbolizer in time order: a fork copies the parent's mappings, an exec forgets them.
+function M.feed(sym, side)
+  local events = {}
+  for _, f in ipairs(side.forks) do events[#events + 1] = { f.time, 1, f } end
+  for _, e in ipairs(side.execs) do events[#events + 1] = { e.time, 2, e } end
+  for _, m in ipairs(side.mappings) do events[#events + 1] = { m.time, 3, m } end
+  table.sort(events, function(a, b)
+    if a[1] ~= b[1] then return a[1] < b[1] end
+    return a[2] < b[2]
+  end)
+  for _, ev in ipairs(events) do
+    local r = ev[3]
+    if ev[2] == 1 then sym:fork(r.pid, r.ppid)
+    elseif ev[2] == 2 then sym:exec(r.pid)
+    else sym:add_map(r.pid, r.addr, r.len, r.pgoff, r.path, r.build_id) end
+  end
+end
+
+-- The executable each process ran: its first mapping after its (last) exec. {pid = path}
+function M.executables(side)
+  local exec_time, exe = {}, {}
+  for _, e in ipairs(side.execs) do exec_time[e.pid] = math.max(exec_time[e.pid] or e.time, e.time) end
+  local sorted = {}
+  for _, m in ipairs(side.mappings) do sorted[#sorted + 1] = m end
+  table.sort(sorted, function(a, b) return a.time < b.time end)
+  for _, m in ipairs(sorted) do
+    local t = exec_time[m.pid]
+    if t and m.time >= t and not exe[m.pid] and m.path:sub(1, 1) == "/" then exe[m.pid] = m.path end
+  end
+  return exe
+end
+
+-- n = number of distinct processes with a non-zero count among the record lists
+function M.process_count(...)
+  local seen, n = {}, 0
+  for i = 1, select("#", ...) do
+    for _, r in ipairs(select(i, ...) or {}) do
+      if r.count > 0 and not seen[r.pid] then
+        seen[r.pid] = true
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+-- text, info = M.fold(records, sym [, {root = "comm"|"pid"}]) : records = {{pid, comm, kind =
+-- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
+-- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
+-- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
+-- {kind = total}}.
+function M.fold(records, sym, opts)
+  local by_pid = opts and opts.root == "pid"
+  local memo = {}
+  local function names(pid, addrs, kind)
+    if #addrs == 0 then return {}, 0 end
+    local m = memo[pid]
+    if not m then
+      m = { user = setmetatable({}, { __mode = "k" }), kernel = setmetatable({}, { __mode = "k" }) }
+      memo[pid] = m
+    end
+    local hit = m[kind][addrs]
+    if hit then return hit[1], hit[2] end
+    local list, unresolved = sym:frames(pid, addrs, kind)
+    if kind == "kernel" then
+      local first = 1
+      while first <= #list and machinery(list[first]) do first = first + 1 end
+      if first > 1 then list = table.move(list, first, #list, 1, {}) end
+    end
+    m[kind][addrs] = { list, unresolved }
+    return list, unresolved
+  end
+  local counts, order = {}, {}
+  local total, unresolved, by_kind = 0, 0, {}
+  for _, r in ipairs(records) do
+    if r.count > 0 then
+      local frames = { by_pid and (r.comm .. "-" .. r.pid) or r.comm }
+      local user, ubad = names(r.pid, r.user, "user")
+      local kernel, kbad = names(r.pid, r.kernel, "kernel")
+      for i = #user, 1, -1 do frames[#frames + 1] = user[i] end
+      for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end
+      if r.kind == "runqueue" then frames[#frames + 1] = M.RUN_QUEUE end
+      local key = table.concat(frames, ";")
+      if not counts[key] then
+        counts[key] = 0
+        order[#order + 1] = { key = key, frames = frames }
+      end
+      counts[key] = counts[key] + r.count
+      total = total + r.count
+      if ubad + kbad > 0 then unresolved = unresolved + r.count end
+      by_kind[r.kind or "oncpu"] = (by_kind[r.kind or "oncpu"] or 0) + r.count
+    end
+  end
+  table.sort(order, function(a, b)
+    if counts[a.key] ~= counts[b.key] then return counts[a.key] > counts[b.key] end
+    return a.key < b.key
+  end)
+  local lines, stacks = {}, {}
+  for i, o in ipairs(order) do
+    lines[i] = o.key .. " " .. counts[o.key]
+    stacks[i] = { frames = o.frames, count = counts[o.key] }
+  end
+  return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
+    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind }
+end
+
+local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end
+
+-- top = M.top(stacks, n [, {user_only = bool}]) : the n functions with the most self count:
+-- {{name, self, total, self_fraction, total_fraction}}; the root frame (the process) is not a
+-- function. With user_only, kernel frames and the run-queue mark are left out and a stack's self
+-- count goes to its deepest user frame (for off-CPU profiles, whose leaves are the scheduler).
+function M.top(stacks, n, opts)
+  local user_only = opts and opts.user_only
+  local self, total, seen, sum = {}, {}, {}, 0
+  for i, st in ipairs(stacks) do
+    sum = sum + st.count
+    local leaf
+    for j = 2, #st.frames do
+      local f = st.frames[j]
+      if not user_only or is_function(f) then
+        leaf = f
+        if seen[f] ~= i then
+          seen[f] = i
+          total[f] = (total[f] or 0) + st.count
+        end
+      end
+    end
+    if leaf then self[leaf] = (self[leaf] or 0) + st.count end
+  end
+  local rows = {}
+  for name, t in pairs(total) do
+    local s = self[name] or 0
+    rows[#rows + 1] = { name = name, self = s, total = t, self_fraction = sum > 0 and s / sum or 0,
+      total_fraction = sum > 0 and t / sum or 0 }
+  end
+  table.sort(rows, function(a, b)
+    if a.self ~= b.self then return a.self > b.self end
+    if a.total ~= b.total then return a.total > b.total end
+    return a.name < b.name
+  end)
+  if n and #rows > n then rows = table.move(rows, 1, n, 1, {}) end
+  return rows
+end
+
+-- records = M.parse_perf_script(text) : `perf script -F comm,pid,ip,sym,dso` output as records
+-- of already named frames {pid, comm, kind = "oncpu", names = {leaf first}, unresolved, count = 1}
+function M.parse_perf_script(text)
+  local records, cur = {}, nil
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    if line:match("^%S") then
+      local comm, pid = line:match("^(.-)%s+(%d+)%s*$")
+      cur = comm and { comm = comm, pid = tonumber(pid), kind = "oncpu", names = {}, unresolved = 0, count = 1 }
+      if cur then records[#records + 1] = cur end
+    elseif cur then
+      local ip, sym, dso = line:match("^%s+(%x+)%s+(.-)%s+%((.*)%)%s*$")
+      if ip then
+        local kernel = dso:find("kernel.kallsyms", 1, true) or dso:find("^%[kernel")
+        local name = sym:gsub("%+0x%x+$", "")
+        if name == "[unknown]" then
+          cur.unresolved = cur.unresolved + 1
+          if not kernel and dso ~= "[unknown]" then name = (dso:match("([^/]+)$") or dso) .. "+0x" .. ip end
+        end
+        cur.names[#cur.names + 1] = kernel and (name .. "_[k]") or name
+      end
+    end
+  end
+  return records
+end
+
+-- text, info = M.fold_named(records [, opts]) : M.fold for records whose frames are already
+-- named (the perf CLI's)
+function M.fold_named(records, opts)
+  local sym = {
+    frames = function(_, _, list) return list, 0 end,
+  }
+  local out = {}
+  for i, r in ipairs(records) do
+    out[i] = { pid = r.pid, comm = r.comm, kind = r.kind, user = r.names, kernel = {}, count = r.count }
+  end
+  local text, info = M.fold(out, sym, opts)
+  for _, r in ipairs(records) do
+    if r.unresolved > 0 then info.unresolved = info.unresolved + r.count end
+  end
+  return text, info
+end
+
+return M

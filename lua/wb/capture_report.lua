@@ -1,0 +1,174 @@
+-- Text and HTML views of a wb.capture result (lua/wb/capture.lua): the summary `wb profile`
+-- prints, and a self-contained HTML page with the counters, the top functions and the flame
+-- graphs (each SVG embedded whole in an iframe's srcdoc, so its zoom and search work and nothing
+-- is loaded from elsewhere).
+local fs = require "wb.fs"
+local svg = require "wb.svg"
+
+local M = {}
+
+local esc = svg.escape
+
+local function seconds(s)
+  if s >= 100 then return string.format("%.0f s", s) end
+  if s >= 1 then return string.format("%.2f s", s) end
+  return string.format("%.1f ms", s * 1000)
+end
+
+local function grouped(n)
+  local s = string.format("%d", math.floor(n + 0.5))
+  local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+  return (out:gsub("^,", ""))
+end
+
+-- s = capture_report.counter_text(reading) : "2.01 s", "1,234 (scaled ×1.6)" or "unavailable: why"
+function M.counter_text(r)
+  if not r.available then return "unavailable: " .. tostring(r.reason) end
+  local v = r.unit == "ns" and seconds(r.value / 1e9) or grouped(r.value)
+  if r.scaled then v = v .. string.format(" (scaled, counted %.0f%% of the time)", r.running_fraction * 100) end
+  if r.user_only then v = v .. " (user space only)" end
+  return v
+end
+
+local function pct(x) return string.format("%5.1f%%", x * 100) end
+
+-- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary
+function M.text(res, opts)
+  opts = opts or {}
+  local n = opts.top or 15
+  local out = {}
+  local function add(...) out[#out + 1] = string.format(...) end
+  local r = res.result or {}
+  add("wb profile: %s (method %s, %d Hz, %s wall, %s)", opts.command or "", res.method, res.freq or 0,
+    seconds(r.wall or 0), r.exited and ("exit " .. r.code) or ("signal " .. tostring(r.signal)))
+  if res.fallback then add("  fallback: %s", res.fallback) end
+  if res.counters then
+    add("")
+    add("counters")
+    local names = require("wb.core").ordered_keys(res.counters) or {}
+    for _, k in ipairs(names) do add("  %-18s %s", k, M.counter_text(res.counters[k])) end
+  end
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = res[kind]
+    if p then
+      add("")
+      if p.skipped then
+        add("%s: skipped: %s", kind == "oncpu" and "on-CPU" or "off-CPU", p.skipped)
+      else
+        if kind == "oncpu" then
+          add("on-CPU: %s samples; top functions (self, total share of samples)", grouped(p.samples))
+        else
+          add("off-CPU: %s (blocked %s, run queue %s); top functions (self, total share of off-CPU time)",
+            seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
+        end
+        for i, row in ipairs(p.top) do
+          if i > n then break end
+          add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
+        end
+      end
+    end
+  end
+  if #res.warnings > 0 then
+    add("")
+    for _, w in ipairs(res.warnings) do add("warning: %s", w) end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local CSS = [[
+body{margin:0;background:#f3f4f6;color:#1f2328;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+main{max-width:1240px;margin:0 auto;padding:28px 20px 40px}
+h1{font-size:24px;margin:0 0 6px}h2{font-size:17px;margin:0 0 12px}
+.meta{color:#59636e;font-size:14px;margin:2px 0}
+section{background:#fff;border:1px solid #d0d7de;border-radius:10px;padding:18px 22px;margin-top:18px}
+section.warnings{background:#fffaeb;border-color:#eed9a2}
+table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums}
+th,td{padding:6px 10px;border-bottom:1px solid #eaeef2;text-align:left;vertical-align:top}
+th{color:#59636e;font-weight:600}
+td.r{text-align:right;white-space:nowrap}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:13px;word-break:break-all}
+iframe{width:100%;border:1px solid #eaeef2;border-radius:6px;margin-top:12px;background:#fff}
+ul{margin:0;padding-left:20px}
+]]
+
+local function section(title, body, class)
+  return string.format('<section%s>\n<h2>%s</h2>\n%s</section>\n', class and (' class="' .. class .. '"') or "",
+    esc(title), body)
+end
+
+local function top_table(rows, n)
+  local out = { "<table>\n<thead><tr><th>function</th><th>self</th><th>total</th></tr></thead>\n<tbody>\n" }
+  for i, row in ipairs(rows) do
+    if i > n then break end
+    out[#out + 1] = string.format('<tr><td><code>%s</code></td><td class="r">%s</td><td class="r">%s</td></tr>\n',
+      esc(row.name), pct(row.self_fraction), pct(row.total_fraction))
+  end
+  out[#out + 1] = "</tbody>\n</table>\n"
+  return table.concat(out)
+end
+
+-- An SVG file embedded in an iframe (srcdoc), sized to the SVG's height.
+local function flame_frame(path, title)
+  local text = path and fs.read(path)
+  if not text then return "" end
+  local height = tonumber(text:match('<svg[^>]- height="([%d.]+)"')) or 600
+  local doc = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{margin:0}</style></head><body>"
+    .. text:gsub("^<%?xml[^>]*>%s*", "") .. "</body></html>"
+  return string.format('<iframe title="%s" height="%d" srcdoc="%s"></iframe>\n', esc(title),
+    math.floor(height + 8), esc(doc))
+end
+
+-- html = capture_report.html(res [, {title, command, top = 25}]) : the whole page
+function M.html(res, opts)
+  opts = opts or {}
+  local n = opts.top or 25
+  local title = opts.title or "Profile"
+  local r = res.result or {}
+  local out = {
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" ',
+    'content="width=device-width, initial-scale=1">\n<title>', esc(title), "</title>\n<style>\n", CSS,
+    "</style>\n</head>\n<body>\n<main>\n<header>\n<h1>", esc(title), "</h1>\n",
+    string.format('<p class="meta"><code>%s</code></p>\n', esc(opts.command or "")),
+    string.format('<p class="meta">method <b>%s</b> · %d Hz · %s wall · %s</p>\n', esc(res.method),
+      res.freq or 0, esc(seconds(r.wall or 0)), r.exited and ("exit " .. r.code) or ("signal " .. tostring(r.signal))),
+  }
+  if res.fallback then out[#out + 1] = '<p class="meta">fallback: ' .. esc(res.fallback) .. "</p>\n" end
+  out[#out + 1] = "</header>\n"
+  if #res.warnings > 0 then
+    local items = {}
+    for _, w in ipairs(res.warnings) do items[#items + 1] = "<li>" .. esc(w) .. "</li>" end
+    out[#out + 1] = section("Warnings", "<ul>\n" .. table.concat(items, "\n") .. "\n</ul>\n", "warnings")
+  end
+  if res.counters then
+    local rows = { "<table>\n<thead><tr><th>event</th><th>value</th></tr></thead>\n<tbody>\n" }
+    for _, k in ipairs(require("wb.core").ordered_keys(res.counters) or {}) do
+      rows[#rows + 1] = string.format("<tr><td>%s</td><td>%s</td></tr>\n", esc(k), esc(M.counter_text(res.counters[k])))
+    end
+    rows[#rows + 1] = "</tbody>\n</table>\n"
+    out[#out + 1] = section("Counters", table.concat(rows))
+  end
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = res[kind]
+    local name = kind == "oncpu" and "On-CPU" or "Off-CPU"
+    if p and p.skipped then
+      out[#out + 1] = section(name, '<p class="meta">skipped: ' .. esc(p.skipped) .. "</p>\n")
+    elseif p then
+      local lead = kind == "oncpu" and string.format("%s samples", grouped(p.samples)) or
+        string.format("%s off the CPU: blocked %s, waiting on the run queue %s", seconds(p.total_seconds),
+          seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
+      out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
+        .. flame_frame(p.svg, name .. " flame graph"))
+    end
+  end
+  local prof = { "<table>\n<thead><tr><th>profiler</th><th>available</th><th>version</th><th>notes</th></tr></thead>\n<tbody>\n" }
+  for _, e in ipairs(res.profilers or {}) do
+    prof[#prof + 1] = string.format("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(e.name),
+      e.available and "yes" or "no", esc(e.version or ""), esc(e.notes or ""))
+  end
+  prof[#prof + 1] = "</tbody>\n</table>\n"
+  out[#out + 1] = section("Profilers on this machine", table.concat(prof))
+  out[#out + 1] = "</main>\n</body>\n</html>\n"
+  return table.concat(out)
+end
+
+return M

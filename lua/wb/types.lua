@@ -1,0 +1,370 @@
+---@meta
+-- LuaLS annotations for recipe authors (not compiled into wb). Point the Lua language server at
+-- this directory (`Lua.workspace.library = { "<wb>/lua" }`) for completion and signatures.
+
+---@class wb.Context
+---@field cfg table composed, interpolated config
+---@field args string[] positional arguments
+---@field opts wb.RunOptions
+---@field name string recipe name
+---@field path string recipe file
+
+---@class wb.RunOptions
+---@field dry_run boolean?
+---@field output string? -o DIR
+---@field resume string? --resume DIR
+---@field baseline string? --baseline PATH
+---@field overrides string[]
+---@field config_name string?
+---@field multirun boolean?
+
+---@class wb.RecipeSpec
+---@field run fun(ctx: wb.Context): (integer|boolean|nil)
+---@field config string? profile name (profiles/NAME.yaml)
+---@field defaults table? inline default config
+---@field description string?
+
+---@class wb
+---@field version string
+---@field null lightuserdata JSON/YAML null
+---@field proc wb.proc
+---@field bench wb.bench
+---@field stats wb.stats
+---@field campaign wb.campaign
+---@field capture wb.capture
+---@field report wb.report
+---@field flame wb.flame
+---@field fs wb.fs
+---@field json wb.json
+---@field yaml wb.yaml
+---@field clock wb.clock
+---@field term wb.term
+---@field util wb.util
+---@field sweep wb.sweep
+---@field config wb.config
+local wb = {}
+
+---@param spec wb.RecipeSpec
+---@return table recipe
+function wb.recipe(spec) end
+
+---Bad usage or input: exit 2. level 0 = no position.
+---@param msg string
+---@param level integer?
+function wb.usage(msg, level) end
+
+---The work ran but failed: exit 1.
+---@param msg string
+---@param level integer?
+function wb.fail(msg, level) end
+
+---Turns `nil, err` into an exit-1 error at the caller's line.
+---@generic T
+---@param value T|nil
+---@param err any
+---@return T
+function wb.check(value, err, ...) end
+
+---@param t table?
+---@return table ordered table (keeps insertion order)
+function wb.ordered(t) end
+
+---@param t table?
+---@return table array (encodes as [] when empty)
+function wb.array(t) end
+
+-- wb.proc -------------------------------------------------------------------------------------
+
+---@alias wb.Sink "inherit"|"null"|"capture"|"stdout"|{file: string, append: boolean?}|{tee: string, append: boolean?}|fun(line: string)
+
+---@class wb.ProcSpec
+---@field argv string[]?
+---@field cmd string? with shell = true
+---@field shell boolean?
+---@field env table<string, string>?
+---@field env_mode "add"|"replace"|nil
+---@field cwd string?
+---@field stdin "null"|"inherit"|{file: string}|{data: string}|nil
+---@field stdout wb.Sink?
+---@field stderr wb.Sink?
+---@field timeout number? seconds
+---@field grace number? seconds between SIGTERM and SIGKILL (default 2)
+---@field held boolean? created but held before exec until p:release()
+
+---@class wb.ProcResult
+---@field pid integer
+---@field ok boolean
+---@field exited boolean
+---@field code integer?
+---@field signal integer?
+---@field timed_out boolean
+---@field wall number seconds
+---@field wall_ns integer
+---@field user number seconds
+---@field sys number seconds
+---@field maxrss_kb integer
+---@field stdout string?
+---@field stderr string?
+
+---@class wb.Proc
+---@field pid integer
+local Proc = {}
+---@return wb.ProcResult
+function Proc:wait() end
+---@return wb.ProcResult?
+function Proc:poll() end
+---@param signo integer?
+function Proc:kill(signo) end
+---@return boolean
+function Proc:running() end
+function Proc:release() end
+function Proc:close() end
+
+---@class wb.proc
+local proc = {}
+---@param spec wb.ProcSpec
+---@return wb.Proc?, string? err, integer? errno
+function proc.spawn(spec) end
+---@param spec wb.ProcSpec
+---@return wb.ProcResult?, string? err, integer? errno
+function proc.run(spec) end
+---@param list wb.Proc[]
+---@param timeout number?
+---@return wb.Proc?, wb.ProcResult?
+function proc.wait_any(list, timeout) end
+---@param list wb.Proc[]
+---@return wb.ProcResult[]
+function proc.wait_all(list) end
+---@param name string
+---@param path string?
+---@return string?
+function proc.which(name, path) end
+
+-- wb.bench / wb.stats -------------------------------------------------------------------------
+
+---@class wb.BenchSpec
+---@field commands (string|{name: string, argv: string[]})[]
+---@field runs integer?
+---@field min_runs integer?
+---@field min_time number?
+---@field max_runs integer?
+---@field warmup integer?
+---@field setup string?
+---@field prepare string?
+---@field conclude string?
+---@field cleanup string?
+---@field ignore_failure boolean?
+---@field shell boolean?
+---@field order "interleaved"|"random"|nil
+---@field seed integer?
+---@field scan table<string, any>?
+---@field reference string|integer|nil
+---@field timeout number?
+---@field cwd string?
+
+---@class wb.bench
+local bench = {}
+---@param spec wb.BenchSpec
+---@return table summary wb.bench summary (schema_name "wb.bench")
+function bench.run(spec) end
+
+---@class wb.stats
+local stats = {}
+---@param capacity integer?
+---@return userdata samples with :add(x), #s, s[i], :totable(), :summary()
+function stats.samples(capacity) end
+---@return {n: integer, min: number, max: number, mean: number, stddev: number, median: number, mad: number, q1: number, q3: number, p5: number, p95: number, sum: number}
+function stats.summary(xs) end
+---@return number
+function stats.quantile(xs, p) end
+---@return number
+function stats.mean(xs) end
+---@return number
+function stats.stddev(xs) end
+---@return number
+function stats.median(xs) end
+---@return number
+function stats.mad(xs) end
+---@return number[]
+function stats.modified_z(xs) end
+---@return integer[]
+function stats.outliers(xs, threshold) end
+---@return number lo, number hi, number estimate
+function stats.bootstrap_ci(xs, ys, opts) end
+---@return {u: number, p: number, z: number, exact: boolean}
+function stats.mann_whitney(xs, ys) end
+---@return {index: integer, before: number, after: number, ratio: number}[]
+function stats.steps(series, opts) end
+
+-- wb.campaign ---------------------------------------------------------------------------------
+
+---@class wb.Campaign
+---@field dir string
+---@field manifest table
+local Campaign = {}
+---@param names string[]
+function Campaign:declare(names) end
+---@return boolean stop true on --dry-run
+function Campaign:plan(plan) end
+---@param fn fun(rec: table): boolean?
+---@return table record
+function Campaign:run(name, fn) end
+---@param spec wb.ProcSpec
+---@return wb.ProcResult?, string? err
+function Campaign:spawn(name, spec) end
+---@return table record
+function Campaign:record(name) end
+---@return boolean
+function Campaign:is_complete(name) end
+function Campaign:event(name, fields, level) end
+---@return string path
+function Campaign:write(relpath, text) end
+---@return string path
+function Campaign:write_json(relpath, value) end
+---@return {status: string, regressions: integer, dir: string}
+function Campaign:finish(status) end
+
+---@class wb.campaign
+local campaign = {}
+---@param ctx wb.Context
+---@param spec {inputs: string[]?, tools: string[]?, profilers: table[]?, threshold: number?}?
+---@return wb.Campaign
+function campaign.open(ctx, spec) end
+---@return table? manifest, string? err
+function campaign.read_manifest(path) end
+
+-- wb.capture / outputs ------------------------------------------------------------------------
+
+---@class wb.capture
+local capture = {}
+---@param spec table argv, env, cwd, counters, oncpu, offcpu, freq, dir, name, method, timeout
+---@return table? result, string? err
+function capture.run(spec) end
+---@param names string[]?
+---@return {name: string, available: boolean, path: string?, version: string?, notes: string?, skipped: string?}[]
+function capture.profilers(names) end
+
+---@class wb.report
+local report = {}
+---@return string
+function report.markdown(summary) end
+---@return string
+function report.csv(summary) end
+---@return string
+function report.hyperfine_json(summary) end
+---@param opts {title: string?, sections: string[]?}?
+---@return string
+function report.html(summary, opts) end
+---@return string[]? paths, string? err
+function report.write_all(dir, summary, opts) end
+---@param rows string[][]
+---@return string
+function report.table(rows, opts) end
+
+---@class wb.flame
+local flame = {}
+---@return string svg
+function flame.svg(folded, opts) end
+---@return string svg
+function flame.diff_svg(base_folded, new_folded, opts) end
+---@return string json
+function flame.speedscope(folded, opts) end
+---@return string json
+function flame.trace(events, opts) end
+---@return table[]
+function flame.top(folded, n) end
+
+-- files, data, time -----------------------------------------------------------------------------
+
+---@class wb.fs
+local fs = {}
+---@return string? data, string? err, integer? errno
+function fs.read(path) end
+---@param opts {append: boolean?, atomic: boolean?, mode: integer?, sync: boolean?}?
+---@return boolean? ok, string? err, integer? errno
+function fs.write(path, data, opts) end
+---@return boolean? ok, string? err
+function fs.mkdir_p(path, mode) end
+---@return {type: string, size: integer, mtime: number, mode: integer, ino: integer}?, string? err
+function fs.stat(path) end
+---@return boolean
+function fs.exists(path) end
+---@return string[]
+function fs.glob(pattern) end
+---@return string[]?, string? err
+function fs.list(dir) end
+---@return string?, string? err
+function fs.tmpdir(prefix) end
+---@return boolean?, string? err
+function fs.remove_tree(path) end
+
+---@class wb.json
+---@field null lightuserdata
+local json = {}
+---@return any value, string? err
+function json.decode(text) end
+---@param opts {pretty: boolean?, indent: integer?}?
+---@return string
+function json.encode(value, opts) end
+---@return any value, string? err
+function json.read(path) end
+
+---@class wb.yaml
+local yaml = {}
+---@return any value, string? err
+function yaml.load(text, filename) end
+---@return any value, string? err
+function yaml.load_file(path) end
+---@return string
+function yaml.dump(value) end
+---@return string? file, integer? line
+function yaml.location(t, key) end
+
+---@class wb.clock
+local clock = {}
+---@return integer ns
+function clock.now() end
+---@return number seconds since the epoch
+function clock.wall() end
+---@return string
+function clock.utc(t, fmt) end
+function clock.sleep(seconds) end
+---@return {elapsed: fun(self): number, elapsed_ns: fun(self): integer, restart: fun(self): number}
+function clock.timer() end
+---@return any ...
+function clock.stage(name, fn, ...) end
+---@return table[]
+function clock.stages() end
+
+---@class wb.term
+local term = {}
+---@return boolean
+function term.isatty(stream) end
+---@return string
+function term.color(text, name, stream) end
+---@return boolean shown
+function term.progress(text) end
+function term.progress_done() end
+
+---@class wb.util
+local util = {}
+---@return string
+function util.shell_quote(word) end
+---@return string
+function util.shell_join(argv) end
+---@return string[]?, string? err
+function util.split_words(s) end
+---@return string
+function util.format_seconds(x) end
+
+---@class wb.sweep
+local sweep = {}
+---@return {name: string, params: table}[]
+function sweep.expand(axes, opts) end
+
+---@class wb.config
+local config = {}
+---@return table cfg, table info
+function config.compose(args) end
+
+return wb

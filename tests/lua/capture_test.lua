@@ -1,0 +1,319 @@
+-- wb.capture, the profiler registry and `wb profile`: real eBPF, perf_event and perf CLI captures
+-- of the bundled workload (examples/cpu_split: 2/3 of its CPU in spin_a, 1/3 in spin_b, then
+-- sleep_phase blocks), as root and as an unprivileged user.
+local T = require "wb.test"
+local wb = require "wb"
+local capture = require "wb.capture"
+local fs = require "wb.fs"
+local json = require "wb.json"
+local proc = require "wb.proc"
+
+local root = os.getenv("WB_ROOT") or fs.cwd()
+local build = os.getenv("WB_BUILD") or "build"
+local SPLIT = root .. "/" .. build .. "/examples/cpu_split"
+
+local function is_root()
+  return (fs.read("/proc/self/status"):match("\nUid:%s+(%d+)")) == "0"
+end
+
+local function need_bpf()
+  local ok, why = wb.bpf.available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+end
+
+-- {root frame = {function = count including callees}} and the total, from folded text.
+local function shares(folded)
+  local by_root, total = {}, 0
+  for line in folded:gmatch("[^\n]+") do
+    local stack, n = line:match("^(.*) (%d+)$")
+    T.ok(stack, "a folded line: " .. line)
+    n = tonumber(n)
+    total = total + n
+    local frames, seen = {}, {}
+    for f in stack:gmatch("[^;]+") do frames[#frames + 1] = f end
+    local r = by_root[frames[1]] or {}
+    by_root[frames[1]] = r
+    r[""] = (r[""] or 0) + n
+    for i = 2, #frames do
+      if not seen[frames[i]] then
+        seen[frames[i]] = true
+        r[frames[i]] = (r[frames[i]] or 0) + n
+      end
+    end
+  end
+  return by_root, total
+end
+
+-- The total count of stacks holding `fn` not ending in `last`.
+local function under(folded, fn, last)
+  local sum = 0
+  for line in folded:gmatch("[^\n]+") do
+    local stack, n = line:match("^(.*) (%d+)$")
+    if (";" .. stack .. ";"):find(";" .. fn .. ";", 1, true) and not stack:find(last, #stack - #last + 1, true) then
+      sum = sum + tonumber(n)
+    end
+  end
+  return sum
+end
+
+local function fraction(rows, name)
+  for _, r in ipairs(rows) do
+    if r.name == name then return r.total_fraction end
+  end
+  return 0
+end
+
+T.case("eBPF: the on-CPU split within ±5 points, 1.0 s off-CPU under sleep_phase, all outputs", function()
+  need_bpf()
+  local dir = T.tmpdir()
+  local res = assert(wb.capture { argv = { SPLIT, "--cpu", "2.4", "--sleep", "1.0" }, freq = 499, dir = dir,
+    name = "split", stdout = "capture" })
+  T.eq(res.method, "bpf")
+  T.ok(res.ok)
+  T.match(res.result.stdout, "^checksum %x+\n$")
+  local on, off = res.oncpu, res.offcpu
+  T.ok(on.samples > 600, "samples: " .. on.samples)
+  T.near(fraction(on.top, "spin_a"), 2 / 3, 0.05, "spin_a share")
+  T.near(fraction(on.top, "spin_b"), 1 / 3, 0.05, "spin_b share")
+  T.eq(on.top[1].name, "spin_a")
+  T.eq(on.lost, 0)
+  T.ok(on.unresolved_fraction < 0.05)
+  local folded = fs.read(on.folded)
+  T.eq(folded, on.folded_text)
+  local by_root = shares(folded)
+  T.eq(next(by_root), "cpu_split", "one process: the root frame is its name")
+  T.ok(folded:find("cpu_split;[^\n]*main;run;spin_a %d+\n"))
+  T.eq(off.unit, "ns")
+  local slept = under(off.folded_text, "sleep_phase", require("wb.capture_fold").RUN_QUEUE) / 1e9
+  T.near(slept, 1.0, 0.1, "off-CPU time under sleep_phase")
+  T.ok(off.blocked_seconds >= 1.0 and off.total_seconds >= off.blocked_seconds)
+  T.near(off.total_seconds, off.blocked_seconds + off.runqueue_seconds, 1e-6)
+  T.ok(off.folded_text:find("sleep_phase;clock_nanosleep[^;]*;[^\n]*schedule_%[k%]"), "kernel frames of the sleep")
+  T.eq(res.counters["task-clock"].available, true)
+  T.near(res.counters["task-clock"].value / 1e9, 2.4, 0.4)
+  T.match(fs.read(on.svg), "^<%?xml")
+  T.match(fs.read(off.svg), "<svg ")
+  T.eq(assert(json.decode(fs.read(on.speedscope)))["$schema"], "https://www.speedscope.app/file-format-schema.json")
+  T.ok(#assert(json.decode(fs.read(res.trace))).traceEvents >= 1)
+  T.eq(assert(json.read(res.counters_file))["task-clock"].unit, "ns")
+  for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers"), w) end
+end)
+
+-- Workers' pids as the example prints them.
+local function worker_pids(stdout)
+  local pids = {}
+  for pid in stdout:gmatch("worker %d+ pid (%d+)") do pids[#pids + 1] = tonumber(pid) end
+  return pids
+end
+
+local function check_workers(res)
+  local pids = worker_pids(res.result.stdout)
+  T.eq(#pids, 2)
+  local by_root = shares(res.oncpu.folded_text)
+  for _, pid in ipairs(pids) do
+    local r = by_root["cpu_split-" .. pid]
+    T.ok(r, "samples of worker " .. pid)
+    T.ok(r.worker and r.spin_a and r.spin_b, "the worker's own functions")
+    T.near(r.spin_a / r[""], 2 / 3, 0.12, "worker " .. pid .. " split")
+  end
+  local parent = by_root["cpu_split-" .. res.result.pid]
+  T.ok(not parent or not parent.spin_a, "no worker samples attributed to the parent")
+end
+
+T.case("eBPF: a forking workload, children's samples attributed to their own processes", function()
+  need_bpf()
+  local res = assert(wb.capture { argv = { SPLIT, "--fork", "2", "--cpu", "0.8", "--sleep", "0.3" }, freq = 499,
+    stdout = "capture", counters = false })
+  T.eq(res.method, "bpf")
+  check_workers(res)
+  for _, pid in ipairs(worker_pids(res.result.stdout)) do
+    T.ok((";" .. table.concat(res.processes, ";") .. ";"):find(";" .. pid .. ";"), "tracked " .. pid)
+    local slept = 0
+    for line in res.offcpu.folded_text:gmatch("[^\n]+") do
+      if line:find("^cpu_split%-" .. pid .. ";.*sleep_phase;") then slept = slept + tonumber(line:match("(%d+)$")) end
+    end
+    T.near(slept / 1e9, 0.3, 0.1, "worker " .. pid .. " sleeps")
+  end
+  T.eq(res.counters, nil)
+end)
+
+T.case("eBPF: full maps are counted and reported, not silent", function()
+  need_bpf()
+  local res = assert(wb.capture { cmd = "for i in $(seq 150); do /bin/true; done", shell = true, freq = 999,
+    stack_entries = 64, count_entries = 64, counters = false })
+  T.eq(res.method, "bpf")
+  T.ok(res.offcpu.lost > 0, "off-CPU intervals lost: " .. res.offcpu.lost)
+  T.ok(res.offcpu.stack_errors > 0, "stacks that did not fit: " .. res.offcpu.stack_errors)
+  local text = table.concat(res.warnings, "\n")
+  T.match(text, "%d+ off%-CPU intervals lost")
+  T.match(text, "%d+ stacks did not fit the stack map")
+end)
+
+T.case("perf_event fallback: the same attribution from ring buffers; off-CPU skipped", function()
+  local res = assert(wb.capture { argv = { SPLIT, "--fork", "2", "--cpu", "0.8", "--sleep", "0" }, freq = 499,
+    method = "perf_event", stdout = "capture" })
+  T.eq(res.method, "perf_event")
+  check_workers(res)
+  T.match(res.offcpu.skipped, "needs eBPF")
+  T.eq(res.oncpu.lost, 0)
+end)
+
+T.case("perf CLI method: perf record + perf script folded the same way", function()
+  if not capture.profiler("perf").available then T.skip("perf: " .. capture.profiler("perf").notes) end
+  local dir = T.tmpdir()
+  local res = assert(wb.capture { argv = { SPLIT, "--cpu", "1.0", "--sleep", "0" }, freq = 499, method = "perf_cli",
+    dir = dir, name = "cli", stdout = "null", offcpu = false })
+  T.eq(res.method, "perf_cli")
+  T.near(fraction(res.oncpu.top, "spin_a"), 2 / 3, 0.08)
+  T.near(fraction(res.oncpu.top, "spin_b"), 1 / 3, 0.08)
+  T.ok(fs.exists(dir .. "/cli.perf.data"))
+  T.eq(res.offcpu, nil)
+end)
+
+T.case("unprivileged (runuser nobody): BPF skipped with the reason, a user-space perf_event profile", function()
+  if not is_root() then T.skip("needs root to run a capture as nobody") end
+  local dir = T.tmpdir()
+  os.execute("chmod 777 " .. dir)
+  local script = dir .. "/cap.lua"
+  assert(fs.write(script, string.format([[
+local wb = require "wb"
+return wb.recipe { run = function()
+  local res = assert(wb.capture { argv = { %q, "--cpu", "1.2", "--sleep", "0.1" }, freq = 499, dir = %q, name = "u",
+    stdout = "null" })
+  res.result = nil
+  assert(wb.fs.write(%q, wb.json.encode(res)))
+end }
+]], SPLIT, dir .. "/out", dir .. "/res.json")))
+  local run = proc.run { argv = { "runuser", "-u", "nobody", "--", T.wb_binary(), "run", script }, cwd = dir,
+    stdout = "capture", stderr = "capture", timeout = 60 }
+  T.ok(run.ok, run.stderr)
+  local res = assert(json.read(dir .. "/res.json"))
+  T.eq(res.method, "perf_event")
+  T.match(res.fallback, "bpf: needs root or CAP_BPF%+CAP_PERFMON")
+  T.match(res.offcpu.skipped, "needs root or CAP_BPF")
+  T.eq(res.oncpu.user_only, true)
+  T.near(fraction(res.oncpu.top, "spin_a"), 2 / 3, 0.08)
+  T.near(fraction(res.oncpu.top, "spin_b"), 1 / 3, 0.08)
+  T.ok(not res.oncpu.folded_text:find("_%[k%]"), "no kernel frames")
+  local warned = false
+  for _, w in ipairs(res.warnings) do warned = warned or w:find("user space only") ~= nil end
+  T.ok(warned, "the user-space-only warning")
+  T.eq(res.counters["context-switches"].available, false)
+  T.match(res.counters["context-switches"].reason, "exclude_kernel")
+  local ebpf
+  for _, e in ipairs(res.profilers) do if e.name == "ebpf" then ebpf = e end end
+  T.eq({ ebpf.available, ebpf.skipped }, { false, "needs root or CAP_BPF+CAP_PERFMON (unprivileged BPF is disabled)" })
+  T.ok(fs.exists(dir .. "/out/u.oncpu.svg"))
+end)
+
+T.case("hardware counters: unavailable with the reason here, or real values", function()
+  local res = assert(wb.capture { argv = { SPLIT, "--cpu", "0.2", "--sleep", "0" }, oncpu = false, offcpu = false,
+    stdout = "null" })
+  T.eq(res.method, "none")
+  T.eq({ res.oncpu, res.offcpu }, { nil, nil })
+  for _, name in ipairs({ "cycles", "instructions", "cache-misses", "branch-misses" }) do
+    local c = res.counters[name]
+    if c.available then T.ok(c.value > 0, name)
+    else
+      T.eq(c.value, nil)
+      T.ok(#c.reason > 10, name .. ": " .. tostring(c.reason))
+    end
+  end
+end)
+
+T.case("profile quality: no frame pointers, stripped code and thin profiles are warned about", function()
+  local dir = T.tmpdir()
+  local src = dir .. "/burn.c"
+  assert(fs.write(src, [[
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void burn(void) { for (int i = 0; i < 100000; i++) sink += (unsigned long)i * 3; }
+int main(void) { clock_t end = clock() + CLOCKS_PER_SEC / 4; while (clock() < end) burn(); return 0; }
+]]))
+  local function build_it(name, flags)
+    local argv = { "gcc", "-O2", "-o", dir .. "/" .. name, src }
+    for _, f in ipairs(flags) do argv[#argv + 1] = f end
+    T.ok(proc.run({ argv = argv }).ok, "gcc " .. name)
+    return dir .. "/" .. name
+  end
+  local function warnings(path)
+    local res = assert(wb.capture { argv = { path }, offcpu = false, counters = false, freq = 99 })
+    return table.concat(res.warnings, "\n"), res
+  end
+  local nofp = warnings(build_it("nofp", { "-fomit-frame-pointer" }))
+  T.match(nofp, "has no frame pointers %(%d+ of %d+ functions set up %%rbp%)")
+  T.match(nofp, "%-fno%-omit%-frame%-pointer")
+  T.match(nofp, "thin profile: %d+ on%-CPU samples")
+  local stripped, res = warnings(build_it("stripped", { "-s" }))
+  T.match(stripped, "unresolved frames")
+  T.match(stripped, "stripped%): its frames show as module%+0xoffset")
+  T.ok(res.oncpu.unresolved_fraction > 0.2)
+  T.ok(res.oncpu.folded_text:find("stripped%+0x%x+"), "module+0xoffset frames")
+end)
+
+T.case("registry: every profiler has a record; unavailable ones are skipped with the reason", function()
+  local list = capture.profilers()
+  local names = {}
+  for i, e in ipairs(list) do
+    names[i] = e.name
+    T.eq(type(e.available), "boolean")
+    T.ok(type(e.notes) == "string" and e.notes ~= "", e.name)
+    if e.available then T.eq(e.skipped, nil) else T.eq(e.skipped, e.notes) end
+    if e.available and e.path then T.ok(fs.exists(e.path)) end
+  end
+  T.eq(names, { "ebpf", "perf_event", "perf", "callgrind", "massif", "py-spy", "nsys", "ncu" })
+  local missing = capture.with("nsys", function() return "ran" end)
+  if capture.profiler("nsys").available then T.eq(missing, "ran")
+  else T.eq({ missing.name, missing.available, missing.skipped }, { "nsys", false, "nsys not found in PATH" }) end
+  T.eq(capture.with("perf_event", function(e) return e.name end), "perf_event")
+  T.raises(function() capture.profiler("gprof") end, "unknown profiler 'gprof'")
+  T.eq(#capture.profilers({ "perf", "massif" }), 2)
+end)
+
+T.case("misuse raises; a missing program is an error value; a timeout still yields the profile", function()
+  T.raises(function() wb.capture {} end, "argv (or cmd with shell = true) expected")
+  T.raises(function() wb.capture { argv = { "true" }, method = "dtrace" } end, "unknown method 'dtrace'")
+  T.raises(function() wb.capture { argv = { "true" }, freq = 0 } end, "freq must be")
+  local res, err = wb.capture { argv = { "no-such-program-wb" } }
+  T.eq(res, nil)
+  T.match(err, "no%-such%-program%-wb")
+  local t = assert(wb.capture { argv = { SPLIT, "--cpu", "5", "--sleep", "0" }, timeout = 0.4, offcpu = false })
+  T.eq({ t.ok, t.result.timed_out }, { false, true })
+  T.ok(t.oncpu.samples >= 1)
+  local sh = assert(wb.capture { cmd = "exit 3", shell = true, oncpu = false, offcpu = false })
+  T.eq({ sh.ok, sh.result.code }, { false, 3 })
+end)
+
+T.case("wb profile: run directory, manifest with profilers and method, top functions printed", function()
+  local dir = T.tmpdir() .. "/run"
+  local res = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir, "freq=499",
+    "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" }, stdout = "capture", stderr = "capture", timeout = 60 }
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "^checksum %x+\n")
+  T.match(res.stdout, "\non%-CPU: [%d,]+ samples")
+  T.match(res.stdout, "\n +%d+%.%d%% +%d+%.%d%%  spin_a\n")
+  T.match(res.stdout, "\noff%-CPU: ")
+  T.match(res.stdout, "task%-clock +%d")
+  local m = assert(json.read(dir .. "/manifest.json"))
+  T.eq(m.status, "complete")
+  T.eq(#m.profilers, 8)
+  local run = m.runs[1]
+  T.eq({ run.name, run.status, run.method }, { "profile", "success", wb.bpf.available() and "bpf" or "perf_event" })
+  T.ok(fs.exists(dir .. "/" .. run.profiles.oncpu.svg))
+  T.ok(run.metrics.oncpu_samples > 100)
+  T.match(fs.read(dir .. "/report.html"), "<iframe title=\"On%-CPU flame graph\"")
+  T.match(fs.read(dir .. "/logs/profile.stdout.log"), "^checksum")
+  local again = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "_again",
+    "freq=499", "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" }, stdout = "capture", stderr = "capture", timeout = 60 }
+  T.eq(again.code, 0, again.stderr)
+  T.match(again.stdout, "differential flame graph: [^\n]*profile%.oncpu%.diff%.svg")
+  T.eq(assert(json.read(dir .. "_again/manifest.json")).previous_manifest_path, dir .. "/manifest.json")
+  T.match(fs.read(dir .. "_again/profiles/profile.oncpu.diff.svg"), "Differential")
+  local bad = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "2", "--", "false" },
+    stdout = "capture", stderr = "capture" }
+  T.eq(bad.code, 1)
+  local none = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "3" },
+    stdout = "capture", stderr = "capture" }
+  T.eq(none.code, 2)
+  T.match(none.stderr, "which command")
+end)

@@ -1,0 +1,190 @@
+-- wb.sym: ELF symbol tables, address spaces from /proc/PID/maps and perf records, kallsyms.
+local T = require "wb.test"
+local sym = require "wb.sym"
+local proc = require "wb.proc"
+local fs = require "wb.fs"
+
+local root = os.getenv("WB_ROOT") or fs.cwd()
+local build = os.getenv("WB_BUILD") or "build"
+local SPLIT = root .. "/" .. build .. "/examples/cpu_split"
+
+local function run(argv)
+  local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture" })
+  assert(res.ok, table.concat(argv, " ") .. ": " .. res.stderr)
+  return res.stdout
+end
+
+-- {name = vaddr} of the functions nm lists in a file
+local function nm(path)
+  local out = {}
+  for addr, name in run({ "nm", path }):gmatch("(%x+) [tTwW] ([%w_.@]+)") do out[name] = tonumber(addr, 16) end
+  return out
+end
+
+-- A C program compiled into dir with extra flags; returns its path.
+local function compile(dir, name, source, flags)
+  local src = dir .. "/" .. name .. ".c"
+  assert(fs.write(src, source))
+  local argv = { "gcc", "-std=c11", "-O2", "-o", dir .. "/" .. name, src }
+  for _, f in ipairs(flags or {}) do argv[#argv + 1] = f end
+  run(argv)
+  return dir .. "/" .. name
+end
+
+local BURN = [[
+#include <unistd.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void leaf(int n) { for (int i = 0; i < n; i++) sink += (unsigned long)i * 7; }
+__attribute__((noinline)) void middle(int n) { for (int i = 0; i < 3; i++) leaf(n); sink++; }
+__attribute__((noinline)) void outer(int n) { for (int i = 0; i < 3; i++) middle(n); sink++; }
+int main(int argc, char **argv) { (void)argv; outer(argc * 1000); if (argc > 1) pause(); return 0; }
+]]
+
+-- The load address of path in a running process: the start of its mapping at file offset 0.
+local function load_base(pid, path)
+  for line in fs.read("/proc/" .. pid .. "/maps"):gmatch("[^\n]+") do
+    local lo, off, p = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(.*)$")
+    if p == path and tonumber(off, 16) == 0 then return tonumber(lo, 16) end
+  end
+end
+
+T.case("file: build id, .symtab, frame pointers of the bundled example", function()
+  local f = sym.file(SPLIT)
+  local readelf = run({ "readelf", "-n", SPLIT }):match("Build ID: (%x+)")
+  T.eq(f.build_id, readelf)
+  T.eq(f.symtab, true)
+  T.ok(f.symbols >= 8)
+  T.eq(f.error, nil)
+  T.ok(f.frame_pointers.functions >= 6)
+  T.ok(f.frame_pointers.with >= 0.8 * f.frame_pointers.functions, "built with -fno-omit-frame-pointer")
+end)
+
+T.case("file: a build without frame pointers is detected; a missing file has an error", function()
+  local dir = T.tmpdir()
+  local nofp = compile(dir, "nofp", BURN, { "-fomit-frame-pointer" })
+  local withfp = compile(dir, "withfp", BURN, { "-fno-omit-frame-pointer" })
+  local a, b = sym.file(nofp).frame_pointers, sym.file(withfp).frame_pointers
+  T.ok(a.with / a.functions < 0.5, string.format("%d of %d", a.with, a.functions))
+  T.ok(b.with / b.functions >= 0.6, string.format("%d of %d", b.with, b.functions))
+  local stripped = compile(dir, "stripped", BURN, { "-s" })
+  local s = sym.file(stripped)
+  T.eq({ s.symtab, s.frame_pointers }, { false, nil })
+  local missing = sym.file(dir .. "/nothing-here")
+  T.eq(missing.symbols, 0)
+  T.match(missing.error, "No such file")
+end)
+
+T.case("lookup: every function nm lists, at its start and inside it", function()
+  local names = nm(SPLIT)
+  for _, fn in ipairs({ "main", "spin_a", "spin_b", "sleep_phase", "pause_for", "run", "worker" }) do
+    T.ok(names[fn], fn .. " in nm")
+    T.eq({ sym.lookup(SPLIT, names[fn]) }, { fn, 0 })
+    T.eq({ sym.lookup(SPLIT, names[fn] + 5) }, { fn, 5 })
+  end
+  T.eq(sym.lookup(SPLIT, 16), nil)
+end)
+
+T.case("a file replaced on disk is read again", function()
+  local dir = T.tmpdir()
+  local path = dir .. "/prog"
+  run({ "cp", SPLIT, path })
+  T.eq(sym.lookup(path, nm(path).spin_a), "spin_a")
+  local other = compile(dir, "other", BURN, { "-fno-omit-frame-pointer" })
+  os.remove(path)
+  run({ "cp", other, path })
+  T.eq(sym.lookup(path, nm(path).outer), "outer")
+  T.eq(sym.file(path).build_id, sym.file(other).build_id)
+end)
+
+T.case("snapshot of a running process: user frames by name, module+0xoff, [unknown]", function()
+  local dir = T.tmpdir()
+  local stripped = compile(dir, "stripped", BURN, { "-s" })
+  local p <close> = assert(proc.spawn { argv = { SPLIT, "--cpu", "0", "--sleep", "30" } })
+  local q <close> = assert(proc.spawn { argv = { stripped, "wait" } })
+  local s <close> = sym.new()
+  local function snapshot(pid)
+    for _ = 1, 200 do
+      local n = s:snapshot(pid)
+      if n and n >= 3 and load_base(pid, pid == p.pid and SPLIT or stripped) then return n end
+      require("wb.clock").sleep(0.01)
+    end
+  end
+  T.ok(snapshot(p.pid), "maps of the example")
+  T.ok(snapshot(q.pid), "maps of the stripped program")
+  local base = load_base(p.pid, SPLIT)
+  local names = nm(SPLIT)
+  local name, module, off = s:resolve(p.pid, base + names.spin_b + 3)
+  T.eq({ name, module, off }, { "spin_b", "cpu_split", 3 })
+  local frames, unresolved = s:frames(p.pid, { base + names.spin_a + 1, base + names.run + 1, 16 })
+  T.eq(frames, { "spin_a", "run", "[unknown]" })
+  T.eq(unresolved, 1)
+  local qbase = load_base(q.pid, stripped)
+  local text_off = nm(compile(dir, "unstripped", BURN)).main
+  local f2, bad = s:frames(q.pid, { qbase + text_off })
+  T.match(f2[1], "^stripped%+0x%x+$")
+  T.eq(bad, 1)
+  T.eq(select(1, s:resolve(q.pid, qbase + text_off)), nil)
+  T.eq(s:resolve(p.pid, 16), nil)
+  local pids = s:pids()
+  table.sort(pids)
+  T.eq(pids, { math.min(p.pid, q.pid), math.max(p.pid, q.pid) })
+  local gone, err = s:snapshot(2 ^ 22 + 4321)
+  T.eq(gone, nil)
+  T.match(err, "^sym: snapshot")
+end)
+
+T.case("the vDSO is named from this process's own image", function()
+  local p <close> = assert(proc.spawn { argv = { "sleep", "30" } })
+  local s <close> = sym.new()
+  local lo, hi
+  for _ = 1, 200 do
+    local maps = fs.read("/proc/" .. p.pid .. "/maps") or ""
+    lo, hi = maps:match("(%x+)%-(%x+) [^\n]*%[vdso%]")
+    if lo and maps:find("sleep") then break end
+    require("wb.clock").sleep(0.01)
+  end
+  T.ok(lo, "a [vdso] mapping")
+  assert(s:snapshot(p.pid))
+  local found = {}
+  for a = tonumber(lo, 16), tonumber(hi, 16) - 1, 16 do
+    local name = s:resolve(p.pid, a)
+    if name then found[name] = true end
+  end
+  T.ok(found.__vdso_clock_gettime or found.clock_gettime, "clock_gettime in the vDSO")
+end)
+
+T.case("perf records: add_map, fork copies, exec forgets, a later mmap replaces, build ids", function()
+  local s <close> = sym.new()
+  local names = nm(SPLIT)
+  local f = sym.file(SPLIT)
+  local base = 0x10000000
+  s:add_map(100, base, 0x100000, 0, SPLIT, f.build_id)
+  T.eq(s:resolve(100, base + names.main), "main")
+  s:fork(101, 100)
+  T.eq(s:resolve(101, base + names.spin_a), "spin_a")
+  s:exec(101)
+  T.eq(s:resolve(101, base + names.spin_a), nil)
+  s:add_map(101, base, 0x100000, 0, "/nonexistent/prog")
+  local frames = s:frames(101, { base + 0x1234 })
+  T.eq(frames, { "prog+0x1234" })
+  T.eq(s:resolve(100, base + names.main), "main", "the parent keeps its mappings")
+  s:add_map(102, base, 0x100000, 0, SPLIT, string.rep("ab", 20))
+  T.eq({ s:resolve(102, base + names.main) }, { nil, "cpu_split", names.main }, "another build id: not named")
+  T.match(tostring(s), "^wb%.sym %(%d+ processes%)$")
+  s:close()
+  T.raises(function() s:resolve(100, base) end, "closed")
+end)
+
+T.case("kernel addresses through /proc/kallsyms", function()
+  local addr
+  for line in io.lines("/proc/kallsyms") do
+    local a, name = line:match("^(%x+) [tT] (%S+)$")
+    if name == "schedule" then addr = tonumber(a, 16) end
+  end
+  if not addr or addr == 0 then T.skip("kallsyms hides addresses from this user") end
+  T.eq({ sym.kernel(addr) }, { "schedule", 0 })
+  T.eq({ sym.kernel(addr + 4) }, { "schedule", 4 })
+  local s <close> = sym.new()
+  T.eq(s:frames(0, { addr + 4, addr + 5 }, "kernel"), { "schedule_[k]", "schedule_[k]" })
+  T.raises(function() s:frames(0, {}, "both") end, "\"user\" or \"kernel\" expected")
+end)
