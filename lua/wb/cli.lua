@@ -67,11 +67,7 @@ function M.recipe_dirs()
   return dirs
 end
 
-local function file_exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
+local function file_exists(path) return require("wb.fs").exists(path) end
 
 -- Returns the path of recipe NAME (a path ending in .lua, or a name), or nil.
 function M.find_recipe(name)

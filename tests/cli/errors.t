@@ -1,0 +1,51 @@
+# The bad-input table of docs/errors.md: each kind of bad input, the exact one-line message, the
+# exit status, and that nothing else was written (no run directory) or lost (the previous run).
+
+$ cd tests/fixtures/errors && wb run run_one.lua -o $T/previous -- true && test -f $T/previous/manifest.json && echo kept
+kept
+
+$ cd tests/fixtures/errors && wb run run_one.lua machine=broken -o $T/x1; test ! -e $T/x1 && echo nothing written
+wb: profiles/machine/broken.yaml:3:1: did not find expected ',' or ']' (while parsing a flow sequence)
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua machine=nosuch -o $T/x2; test ! -e $T/x2 && echo nothing written
+wb: override 'machine=nosuch': unknown option 'nosuch' for group 'machine' (available: broken, local)
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua 'tool.trials=[1,2' -o $T/x3; test ! -e $T/x3 && echo nothing written
+wb: override 'tool.trials=[1,2': malformed list: missing ']'
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua tool.trials=abc -o $T/x4; test ! -e $T/x4 && echo nothing written
+wb: override 'tool.trials=abc': type mismatch: tool.trials is an integer (profiles/good.yaml:6), got string 'abc'
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua tool.trails=5 -o $T/x5; test ! -e $T/x5 && echo nothing written
+wb: override 'tool.trails=5': unknown key 'tool.trails' (use +tool.trails=5 to add it); did you mean 'tool.trials'?
+nothing written
+
+$ printf '{"a": 1,\n "b": }\n' > $T/bad.json && wb compare $T/bad.json $T/bad.json
+wb: compare: /tmp/wbcli%.%w+/bad%.json: json: line 2 col 7: unexpected character .}. (re)
+[2]
+
+$ wb run tests/fixtures/recipes/syntax_error.lua -o $T/x6; test ! -e $T/x6 && echo nothing written
+wb: tests/fixtures/recipes/syntax_error.lua:4: unexpected symbol near 'then'
+nothing written
+
+$ wb run tests/fixtures/recipes/undefined_global.lua -o $T/x7; test ! -e $T/x7 && echo nothing written
+wb: tests/fixtures/recipes/undefined_global.lua:5: undefined global 'trails'
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua -o $T/x8 -- wb-no-such-program; echo "exit $?"; grep -c '"status": "failed"' $T/x8/manifest.json; test -f $T/previous/manifest.json && echo previous kept
+wb: run 'one' failed: spawn: wb-no-such-program: No such file or directory
+exit 1
+2
+previous kept
+
+$ printf 'x' > $T/unreadable.lua && chmod 600 $T/unreadable.lua && chmod 755 $T && runuser -u nobody -- wb run $T/unreadable.lua
+wb: /tmp/wbcli%.%w+/unreadable%.lua: Permission denied (re)
+[2]
+
+$ wb compare $T/missing.json $T/bad.json
+wb: compare: /tmp/wbcli%.%w+/missing%.json: No such file or directory (re)
+[2]
