@@ -212,11 +212,6 @@ static int l_stop(lua_State *L) {
   return 0;
 }
 
-static void set_int(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 /* Pushes stack `id` as a list of addresses (leaf first), cached by id in the table at `cache`. */
 static void push_stack(lua_State *L, int stacks_fd, int32_t id, int cache) {
   if (id < 0) {
@@ -248,7 +243,7 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
     uint64_t count;
     if (bpf_map_lookup_elem(fd, &key, &count) != 0) continue;
     lua_createtable(L, 0, 6);
-    set_int(L, "pid", key.tgid);
+    wb_set_int(L, "pid", key.tgid);
     char comm[WB_COMM_LEN + 1] = {0};
     memcpy(comm, key.comm, WB_COMM_LEN);
     lua_pushstring(L, comm);
@@ -259,7 +254,7 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
     lua_setfield(L, -2, "user");
     push_stack(L, stacks_fd, key.kern_stack_id, cache);
     lua_setfield(L, -2, "kernel");
-    set_int(L, "count", (lua_Integer)count);
+    wb_set_int(L, "count", (lua_Integer)count);
     lua_rawseti(L, -2, ++n);
   }
 }
@@ -298,7 +293,7 @@ static int l_read(lua_State *L) {
     uint64_t sum = 0;
     if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals) == 0)
       for (int c = 0; c < ncpu; c++) sum += vals[c];
-    set_int(L, names[k], (lua_Integer)sum);
+    wb_set_int(L, names[k], (lua_Integer)sum);
   }
   free(vals);
   lua_setfield(L, -2, "stats");
@@ -327,16 +322,7 @@ static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};
 
 int luaopen_wb_bpf(lua_State *L) {
-  luaL_newmetatable(L, SESSION_MT);
-  luaL_newlib(L, session_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  wb_new_class(L, SESSION_MT, session_methods, NULL, l_close, l_tostring);
   luaL_newlib(L, bpf_functions);
   return 1;
 }

@@ -240,6 +240,22 @@ static void create_metatables(lua_State *L) {
   lua_pop(L, 1);
 }
 
+void wb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction index,
+                  lua_CFunction close, lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  if (index) lua_pushcclosure(L, index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, close);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, close);
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
 /* ---- signals -------------------------------------------------------------------------- */
 
 static volatile sig_atomic_t pending_signal;

@@ -49,6 +49,31 @@ void wb_ordered_keys(lua_State *L, int t);
 /* Array marker: a table whose metatable is "wb.array" encodes as a JSON array even when empty. */
 void wb_array_new(lua_State *L, int narr);
 
+/* Field setters for the table on the top of the stack. */
+static inline void wb_set_int(lua_State *L, const char *key, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, key);
+}
+static inline void wb_set_num(lua_State *L, const char *key, lua_Number v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, key);
+}
+static inline void wb_set_str(lua_State *L, const char *key, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, key);
+}
+static inline void wb_set_bool(lua_State *L, const char *key, int v) {
+  lua_pushboolean(L, v);
+  lua_setfield(L, -2, key);
+}
+
+/* Registers the metatable `name` of a native object class: __index is the `methods` table, or,
+ * when `index` is given, the C closure index(self, key) with `methods` as its upvalue; __gc and
+ * __close call `close` (which must be idempotent); __tostring calls `tostring`. Leaves the stack
+ * as it was. */
+void wb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction index,
+                  lua_CFunction close, lua_CFunction tostring);
+
 /* Signals (SIGINT, SIGTERM). The handler records the signal, writes a byte to a self-pipe and
  * arms a Lua hook so running Lua code raises the interrupt error at its next instruction.
  * wb_signal_pending returns the pending signal number or 0. wb_signal_fd is the read end of the

@@ -212,29 +212,9 @@ static int l_counters(lua_State *L) {
   return 1;
 }
 
-static void set_str(lua_State *L, const char *k, const char *v) {
-  lua_pushstring(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_num(lua_State *L, const char *k, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
-static void set_bool(lua_State *L, const char *k, int v) {
-  lua_pushboolean(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void push_reading(lua_State *L, struct counter *c) {
   lua_createtable(L, 0, 8);
-  set_str(L, "unit", c->def->unit);
+  wb_set_str(L, "unit", c->def->unit);
   uint64_t v[3];
   if (c->fd >= 0 && read(c->fd, v, sizeof v) != (ssize_t)sizeof v) {
     snprintf(c->reason, sizeof c->reason, "read: %s", strerror(errno));
@@ -251,19 +231,19 @@ static void push_reading(lua_State *L, struct counter *c) {
   } else if (c->fd >= 0) {
     int scaled = v[2] < v[1];
     double value = scaled ? (double)v[0] * (double)v[1] / (double)v[2] : (double)v[0];
-    set_bool(L, "available", 1);
-    if (scaled) set_num(L, "value", value);
-    else set_int(L, "value", (lua_Integer)v[0]);
-    set_int(L, "raw", (lua_Integer)v[0]);
-    set_bool(L, "scaled", scaled);
-    set_num(L, "running_fraction", v[1] ? (double)v[2] / (double)v[1] : 1.0);
-    set_int(L, "enabled_ns", (lua_Integer)v[1]);
-    set_int(L, "running_ns", (lua_Integer)v[2]);
-    if (c->user_only) set_bool(L, "user_only", 1);
+    wb_set_bool(L, "available", 1);
+    if (scaled) wb_set_num(L, "value", value);
+    else wb_set_int(L, "value", (lua_Integer)v[0]);
+    wb_set_int(L, "raw", (lua_Integer)v[0]);
+    wb_set_bool(L, "scaled", scaled);
+    wb_set_num(L, "running_fraction", v[1] ? (double)v[2] / (double)v[1] : 1.0);
+    wb_set_int(L, "enabled_ns", (lua_Integer)v[1]);
+    wb_set_int(L, "running_ns", (lua_Integer)v[2]);
+    if (c->user_only) wb_set_bool(L, "user_only", 1);
     return;
   }
-  set_bool(L, "available", 0);
-  set_str(L, "reason", c->reason);
+  wb_set_bool(L, "available", 0);
+  wb_set_str(L, "reason", c->reason);
 }
 
 /* -- t = c:read() : an ordered table event name -> {available = true, value, unit ("ns" or
@@ -316,9 +296,9 @@ static int l_events(lua_State *L) {
   lua_createtable(L, (int)NDEFS, 0);
   for (size_t i = 0; i < NDEFS; i++) {
     lua_createtable(L, 0, 3);
-    set_str(L, "name", event_defs[i].name);
-    set_str(L, "kind", event_defs[i].type == PERF_TYPE_HARDWARE ? "hardware" : "software");
-    set_str(L, "unit", event_defs[i].unit);
+    wb_set_str(L, "name", event_defs[i].name);
+    wb_set_str(L, "kind", event_defs[i].type == PERF_TYPE_HARDWARE ? "hardware" : "software");
+    wb_set_str(L, "unit", event_defs[i].unit);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   return 1;
@@ -362,16 +342,7 @@ static const luaL_Reg perf_functions[] = {{"counters", l_counters}, {"events", l
                                           {"sampler", wb_perf_sampler}, {NULL, NULL}};
 
 int luaopen_wb_perf(lua_State *L) {
-  luaL_newmetatable(L, COUNTERS_MT);
-  luaL_newlib(L, counters_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  wb_new_class(L, COUNTERS_MT, counters_methods, NULL, l_close, l_tostring);
   wb_perf_sampler_init(L);
   luaL_newlib(L, perf_functions);
   return 1;

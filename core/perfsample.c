@@ -58,11 +58,6 @@ static int l_drain(lua_State *L) {
   return 1;
 }
 
-static void set_int(lua_State *L, const char *k, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, k);
-}
-
 static void push_ips(lua_State *L, const uint64_t *ips, size_t n) {
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -77,13 +72,13 @@ static void push_tasks(lua_State *L, wb_sampler *s, struct vec *v, const char *n
   lua_createtable(L, (int)v->n, 0);
   for (size_t i = 0; i < v->n; i++) {
     lua_createtable(L, 0, 4);
-    set_int(L, "pid", t[i].pid);
-    set_int(L, "time", (lua_Integer)t[i].time);
+    wb_set_int(L, "pid", t[i].pid);
+    wb_set_int(L, "time", (lua_Integer)t[i].time);
     if (v == &s->execs) {
       lua_pushstring(L, comms[t[i].comm]);
       lua_setfield(L, -2, "comm");
     } else {
-      set_int(L, "ppid", t[i].ppid);
+      wb_set_int(L, "ppid", t[i].ppid);
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -104,14 +99,14 @@ static int l_read(lua_State *L) {
   lua_createtable(L, (int)s->stacks.n, 0);
   for (size_t i = 0; i < s->stacks.n; i++) {
     lua_createtable(L, 0, 5);
-    set_int(L, "pid", st[i].pid);
+    wb_set_int(L, "pid", st[i].pid);
     lua_pushstring(L, comms[st[i].comm]);
     lua_setfield(L, -2, "comm");
     push_ips(L, pool + st[i].ips, st[i].nk);
     lua_setfield(L, -2, "kernel");
     push_ips(L, pool + st[i].ips + st[i].nk, st[i].nu);
     lua_setfield(L, -2, "user");
-    set_int(L, "count", (lua_Integer)st[i].count);
+    wb_set_int(L, "count", (lua_Integer)st[i].count);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "samples");
@@ -119,11 +114,11 @@ static int l_read(lua_State *L) {
   lua_createtable(L, (int)s->mappings.n, 0);
   for (size_t i = 0; i < s->mappings.n; i++) {
     lua_createtable(L, 0, 7);
-    set_int(L, "pid", m[i].pid);
-    set_int(L, "addr", (lua_Integer)m[i].addr);
-    set_int(L, "len", (lua_Integer)m[i].len);
-    set_int(L, "pgoff", (lua_Integer)m[i].pgoff);
-    set_int(L, "time", (lua_Integer)m[i].time);
+    wb_set_int(L, "pid", m[i].pid);
+    wb_set_int(L, "addr", (lua_Integer)m[i].addr);
+    wb_set_int(L, "len", (lua_Integer)m[i].len);
+    wb_set_int(L, "pgoff", (lua_Integer)m[i].pgoff);
+    wb_set_int(L, "time", (lua_Integer)m[i].time);
     lua_pushstring(L, m[i].path);
     lua_setfield(L, -2, "path");
     if (m[i].build_id_size) {
@@ -136,9 +131,9 @@ static int l_read(lua_State *L) {
       lua_pushlstring(L, hex, 2 * (size_t)m[i].build_id_size);
       lua_setfield(L, -2, "build_id");
     } else {
-      set_int(L, "maj", m[i].maj);
-      set_int(L, "min", m[i].min);
-      set_int(L, "ino", (lua_Integer)m[i].ino);
+      wb_set_int(L, "maj", m[i].maj);
+      wb_set_int(L, "min", m[i].min);
+      wb_set_int(L, "ino", (lua_Integer)m[i].ino);
     }
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -146,8 +141,8 @@ static int l_read(lua_State *L) {
   push_tasks(L, s, &s->execs, "execs");
   push_tasks(L, s, &s->forks, "forks");
   push_tasks(L, s, &s->exits, "exits");
-  set_int(L, "sample_count", (lua_Integer)s->samples);
-  set_int(L, "lost", (lua_Integer)s->lost);
+  wb_set_int(L, "sample_count", (lua_Integer)s->samples);
+  wb_set_int(L, "lost", (lua_Integer)s->lost);
   lua_pushboolean(L, s->user_only);
   lua_setfield(L, -2, "user_only");
   return 1;
@@ -197,15 +192,5 @@ static const luaL_Reg sampler_methods[] = {{"close", l_close},     {"disable", l
                                            {"read", l_read},       {NULL, NULL}};
 
 void wb_perf_sampler_init(lua_State *L) {
-  luaL_newmetatable(L, SAMPLER_MT);
-  luaL_newlib(L, sampler_methods);
-  lua_pushcclosure(L, l_index, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  wb_new_class(L, SAMPLER_MT, sampler_methods, l_index, l_close, l_tostring);
 }

@@ -190,21 +190,6 @@ static int ready_all(lua_State *L, int list) {
   return 1;
 }
 
-static void set_number(lua_State *L, const char *key, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, key);
-}
-
-static void set_integer(lua_State *L, const char *key, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, key);
-}
-
-static void set_boolean(lua_State *L, const char *key, int v) {
-  lua_pushboolean(L, v);
-  lua_setfield(L, -2, key);
-}
-
 /* Pushes the result table of the done handle at idx, built once and kept. */
 static void push_result(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
@@ -214,17 +199,17 @@ static void push_result(lua_State *L, int idx) {
   wb_child_result r;
   wb_spawn_result(p->c, &r);
   lua_createtable(L, 0, 14);
-  set_integer(L, "pid", p->pid);
-  set_boolean(L, "exited", r.exited);
-  if (r.exited) set_integer(L, "code", r.exit_code);
-  if (r.term_signal) set_integer(L, "signal", r.term_signal);
-  set_boolean(L, "timed_out", r.timed_out);
-  set_boolean(L, "ok", r.exited && r.exit_code == 0 && !r.timed_out);
-  set_number(L, "wall", (double)r.wall_ns / 1e9);
-  set_integer(L, "wall_ns", r.wall_ns);
-  set_number(L, "user", (double)r.user_ns / 1e9);
-  set_number(L, "sys", (double)r.sys_ns / 1e9);
-  set_integer(L, "maxrss_kb", r.maxrss_kb);
+  wb_set_int(L, "pid", p->pid);
+  wb_set_bool(L, "exited", r.exited);
+  if (r.exited) wb_set_int(L, "code", r.exit_code);
+  if (r.term_signal) wb_set_int(L, "signal", r.term_signal);
+  wb_set_bool(L, "timed_out", r.timed_out);
+  wb_set_bool(L, "ok", r.exited && r.exit_code == 0 && !r.timed_out);
+  wb_set_num(L, "wall", (double)r.wall_ns / 1e9);
+  wb_set_int(L, "wall_ns", r.wall_ns);
+  wb_set_num(L, "user", (double)r.user_ns / 1e9);
+  wb_set_num(L, "sys", (double)r.sys_ns / 1e9);
+  wb_set_int(L, "maxrss_kb", r.maxrss_kb);
   for (int i = 0; i < 2; i++) {
     wb_stream *st = &p->c->out[i];
     if (st->mode != WB_IO_CAPTURE && st->mode != WB_IO_TEE) continue;
@@ -453,17 +438,7 @@ int luaopen_wb_proc(lua_State *L) {
   lua_setmetatable(L, -2);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
 
-  luaL_newmetatable(L, PROC_MT);
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
-  luaL_newlib(L, proc_methods);
-  lua_pushcclosure(L, l_index, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+  wb_new_class(L, PROC_MT, proc_methods, l_index, l_close, l_tostring);
 
   luaL_newlib(L, proc_functions);
   return 1;

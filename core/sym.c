@@ -390,16 +390,7 @@ static const luaL_Reg sym_functions[] = {{"file", l_file},     {"kernel", l_kern
                                          {"new", l_new},       {NULL, NULL}};
 
 int luaopen_wb_sym(lua_State *L) {
-  luaL_newmetatable(L, SYM_MT);
-  luaL_newlib(L, sym_methods);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, l_close);
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, l_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  wb_new_class(L, SYM_MT, sym_methods, NULL, l_close, l_tostring);
   luaL_newlib(L, sym_functions);
   return 1;
 }

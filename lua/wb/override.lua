@@ -67,10 +67,17 @@ local function read_interpolation(p)
   fail(p.text, "malformed interpolation: missing '}'")
 end
 
+-- s without its trailing blanks, except one that a backslash escapes.
+local function trim_end(s)
+  local body = s:gsub("[ \t]+$", "")
+  if #body < #s and #body:match("\\*$") % 2 == 1 then return s:sub(1, #body + 1) end
+  return body
+end
+
 -- A plain scalar: runs to the next , [ ] { } (or : for mapping keys) outside `${...}`;
 -- `\` escapes the next character, which also makes the value a string.
 local function parse_plain(p, stops)
-  local buf, escaped = {}, false
+  local buf, escaped, kept = {}, false, 0
   while p.pos <= #p.s do
     local c = peek(p)
     if c == "\\" and p.pos < #p.s then
@@ -80,7 +87,7 @@ local function parse_plain(p, stops)
         p.pos = p.pos + 1
       else
         buf[#buf + 1] = nxt
-        escaped = true
+        escaped, kept = true, #buf
         p.pos = p.pos + 2
       end
     elseif c == "$" and p.s:sub(p.pos + 1, p.pos + 1) == "{" then
@@ -92,7 +99,9 @@ local function parse_plain(p, stops)
       p.pos = p.pos + 1
     end
   end
-  local raw = table.concat(buf):gsub("[ \t]+$", "")
+  local n = #buf
+  while n > kept and (buf[n] == " " or buf[n] == "\t") do n = n - 1 end
+  local raw = table.concat(buf, "", 1, n)
   if escaped then return raw, raw end
   return M.scalar(raw), raw
 end
@@ -195,7 +204,7 @@ function parse_element(p, stops)
   else
     v = parse_plain(p, stops)
   end
-  return v, (p.s:sub(start, p.pos - 1):gsub("[ \t]+$", ""))
+  return v, trim_end(p.s:sub(start, p.pos - 1))
 end
 
 -- elements = override.parse_values(value_text [, override_text]) : the {value, raw} elements

@@ -184,7 +184,7 @@ function M.format_seconds(x)
   if x < 1e-3 then return string.format("%.1f µs", x * 1e6) end
   if x < 1 then return string.format("%.1f ms", x * 1e3) end
   if x < 120 then return string.format("%.3f s", x) end
-  return string.format("%dm %02ds", math.floor(x / 60), math.floor(x % 60))
+  return string.format("%.0fm %02.0fs", math.floor(x / 60), math.floor(x % 60)) -- not %d: x may be past 2^63, inf or nan
 end
 
 return M

@@ -38,7 +38,10 @@ int main(void) {
   return strcmp(wb_version(), "") == 0;
 }
 C
+# An ASan build's libwb.so (make asan) loads only into a program linked with the ASan runtime.
+san=
+readelf -d "$root/lib/libwb.so" | grep -q 'NEEDED.*libasan' && san="-fsanitize=address,undefined"
 check "a C program builds and runs against the installed library" bash -c \
-  "cc -std=c11 -Wall -Werror -I'$root/include/wb' '$stage/use.c' -L'$root/lib' -lwb -o '$stage/use' && LD_LIBRARY_PATH='$root/lib' '$stage/use'"
+  "cc -std=c11 -Wall -Werror $san -I'$root/include/wb' '$stage/use.c' -L'$root/lib' -lwb -o '$stage/use' && LD_LIBRARY_PATH='$root/lib' '$stage/use'"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
