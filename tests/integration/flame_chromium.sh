@@ -5,28 +5,7 @@
 # graph with real events exercises hover, click-to-zoom, Reset Zoom, Search, Ctrl-F, "/" and
 # Escape (a graph without its script fails there: control), and screenshots are real PNGs.
 # Installs nothing: without /usr/bin/chromium (Debian's `chromium`, from `make deps`) it skips.
-set -u
-cd "$(dirname "$0")/../.."
-BUILD=${WB_BUILD:-build}
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ ! -x "$CHROMIUM" ]; then
-  echo "skip - chromium not installed"
-  echo "0 passed, 0 failed, 1 skipped"
-  exit 0
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-check() { # name command...
-  local name=$1 log; shift
-  if log=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok - $name"
-  else failed=$((failed + 1)); echo "not ok - $name"; echo "$log" | sed 's/^/    /' | tail -n 20; fi
-}
-chrome() { # chromium with a private profile and no network features; args...
-  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --user-data-dir="$(mktemp -d -p "$work")" "$@"
-}
+source "$(dirname "$0")/../lib/chromium.sh"
 dump() { # url out log : the DOM after the page's scripts ran, console output in log
   chrome --enable-logging=stderr --v=0 --virtual-time-budget=5000 --dump-dom "$1" >"$2" 2>"$3"
 }
