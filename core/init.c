@@ -301,6 +301,7 @@ static int interrupt_tostring(lua_State *L) {
 
 int wb_raise_interrupt(lua_State *L) {
   int signo = pending_signal ? pending_signal : SIGINT;
+  if (main_state) lua_sethook(main_state, NULL, 0, 0); /* raised once, not again after a pcall */
   lua_createtable(L, 0, 1);
   lua_pushinteger(L, signo);
   lua_setfield(L, -2, "interrupted");

@@ -1,0 +1,361 @@
+-- Executors: where a campaign's cases run, chosen by the machine profile (`executor: local|slurm`).
+--
+--   local ex = wb.executor.new(campaign, ctx.cfg.machine)
+--   local records = ex:run_cases({ { name = "a", argv = {...}, env = {...}, cwd = ".", timeout = 60 }, ... },
+--                                { collect = function(rec, case) rec.metrics = {...} end })
+--   ex.kind   -- "local" | "slurm";   ex.stats (Slurm: polls, squeue_calls, sbatch_calls, ...)
+--
+-- Both fill the campaign records with the same fields (command_arguments, return_code, signal,
+-- timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, stdout_log, stderr_log,
+-- status), skip runs that a resumed campaign already completed, and call opts.collect(rec, case)
+-- once per finished case (returning false marks the run failed). Slurm records also carry
+-- job_id, array_task_id, slurm_state, slurm_reason, slurm_exit_code, slurm_state_source, node.
+-- On --dry-run nothing runs; the Slurm executor still writes its batch scripts into jobs/.
+local clock = require "wb.clock"
+local core = require "wb.core"
+local errors = require "wb.errors"
+local fs = require "wb.fs"
+local json = require "wb.json"
+local poll = require "wb.slurm_poll"
+local slurm = require "wb.slurm"
+local util = require "wb.util"
+
+local M = {}
+
+local function bad(msg) errors.raise(2, msg, 0) end
+
+local function check_cases(cases)
+  if type(cases) ~= "table" then bad("executor: run_cases takes a list of cases") end
+  local seen = {}
+  for i, cs in ipairs(cases) do
+    local where = "executor: case " .. i
+    if type(cs) ~= "table" or type(cs.name) ~= "string" or cs.name == "" then bad(where .. ": name must be a string") end
+    if seen[cs.name] then bad(where .. ": duplicate name '" .. cs.name .. "'") end
+    seen[cs.name] = true
+    if type(cs.argv) ~= "table" or #cs.argv == 0 then bad(where .. " (" .. cs.name .. "): argv must be a non-empty list") end
+    if cs.env ~= nil and type(cs.env) ~= "table" then bad(where .. " (" .. cs.name .. "): env must be a table") end
+    if cs.timeout ~= nil and type(cs.timeout) ~= "number" then bad(where .. " (" .. cs.name .. "): timeout must be a number") end
+  end
+end
+
+local function declare(c, cases)
+  local names = {}
+  for i, cs in ipairs(cases) do names[i] = cs.name end
+  c:declare(names)
+end
+
+local function is_set(v) return v ~= nil and v ~= core.null end
+
+-- ---- local ---------------------------------------------------------------------------------
+
+local Local = { kind = "local" }
+Local.__index = Local
+
+function Local:run_cases(cases, opts)
+  opts = opts or {}
+  check_cases(cases)
+  local c = self.campaign
+  declare(c, cases)
+  local records = {}
+  for i, cs in ipairs(cases) do
+    if c.ctx.opts.dry_run then
+      records[i] = c:record(cs.name)
+    else
+      records[i] = c:run(cs.name, function(rec)
+        local res = c:spawn(cs.name, { argv = cs.argv, env = cs.env, cwd = cs.cwd, timeout = cs.timeout })
+        local ok = res ~= nil and res.ok
+        if opts.collect and opts.collect(rec, cs) == false then ok = false end
+        return ok
+      end)
+    end
+  end
+  return records
+end
+
+-- ---- slurm ---------------------------------------------------------------------------------
+
+local Slurm = { kind = "slurm" }
+Slurm.__index = Slurm
+
+local RESULT_FIELDS = { "started_at_utc", "command_arguments", "return_code", "signal", "timed_out",
+  "wall_time_seconds", "user_seconds", "sys_seconds", "maxrss_kb", "stdout_log", "stderr_log", "error" }
+
+local function number_field(cfg, key, default, prefix)
+  local v = cfg[key]
+  if not is_set(v) then return default end
+  if type(v) ~= "number" or v < 0 then
+    bad((prefix or "machine.") .. key .. " must be a non-negative number, got " .. tostring(v))
+  end
+  return v
+end
+
+function Slurm:abs_dir()
+  if not self.dir then
+    local dir, err = fs.realpath(self.campaign.dir)
+    if not dir then errors.raise(1, "executor: " .. err, 0) end
+    self.dir = dir
+  end
+  return self.dir
+end
+
+-- The next free jobs/batch-NNN number in the run directory (batches of earlier attempts stay).
+function Slurm:next_batch()
+  local n = 0
+  for _, name in ipairs(fs.list(self.campaign.dir .. "/jobs") or {}) do
+    local k = tonumber(name:match("^batch%-(%d+)%.json$"))
+    if k and k > n then n = k end
+  end
+  return n + 1
+end
+
+-- The job spec of one batch of cases (one job, an array when more than one case).
+function Slurm:spec(chunk, cases_path)
+  local cfg = self.cfg
+  local time = cfg.time
+  if not is_set(time) then
+    local longest
+    for _, cs in ipairs(chunk) do
+      if cs.timeout and (not longest or cs.timeout > longest) then longest = cs.timeout end
+    end
+    time = longest and math.ceil((longest + 60) / 60) or nil
+  end
+  local array = #chunk > 1
+  local limit = is_set(cfg.array_parallelism) and ("%" .. tostring(cfg.array_parallelism)) or ""
+  return {
+    name = is_set(cfg.job_name) and cfg.job_name or ("wb-" .. util.safe_name(self.campaign.ctx.name)),
+    argv = { core.exe_path(), "job", cases_path, array and slurm.TASK_ID or "0" },
+    cwd = fs.cwd(),
+    partition = cfg.partition, account = cfg.account, qos = cfg.qos, cpus = cfg.cpus, mem = cfg.mem,
+    time = time, gres = cfg.gres, nodes = cfg.nodes, extra = cfg.extra,
+    array = array and ("0-" .. (#chunk - 1) .. limit) or nil,
+    output = self:abs_dir() .. "/jobs/slurm-" .. (array and "%A_%a" or "%j") .. ".out",
+    requeue = false,
+  }
+end
+
+-- Writes jobs/batch-NNN.json (the cases) and returns the spec and paths.
+function Slurm:prepare(chunk)
+  local c = self.campaign
+  local n = self:next_batch()
+  local base = string.format("jobs/batch-%03d", n)
+  local dir = self:abs_dir()
+  local doc = json.object()
+  doc.schema_name = slurm.CASES_SCHEMA
+  doc.schema_version = 1
+  doc.run_dir = dir
+  doc.batch = n
+  doc.cases = json.array()
+  local submit_env = {}
+  for i, cs in ipairs(chunk) do
+    local written, secret = slurm.split_env(cs.env)
+    local env = json.object()
+    for _, k in ipairs(written) do env[k] = tostring(cs.env[k]) end
+    local names = util.sorted_keys(secret)
+    for _, k in ipairs(names) do submit_env[slurm.secret_var(i - 1, k)] = secret[k] end
+    local e = json.object()
+    e.name = cs.name
+    e.argv = json.array(util.deep_copy(cs.argv))
+    e.env = env
+    e.secret_env = json.array(names)
+    e.cwd = cs.cwd
+    e.timeout = cs.timeout
+    doc.cases[i] = e
+    fs.remove(c.dir .. "/jobs/results/" .. util.safe_name(cs.name) .. ".json")
+  end
+  local ok, err = fs.mkdir_p(c.dir .. "/jobs/results")
+  if ok then ok, err = fs.write(c.dir .. "/" .. base .. ".json", json.encode(doc, { pretty = true }) .. "\n") end
+  if not ok then errors.raise(1, "executor: " .. err, 0) end
+  local spec = self:spec(chunk, dir .. "/" .. base .. ".json")
+  spec.submit_env = submit_env
+  return spec, base .. ".sbatch", dir .. "/" .. base .. ".sbatch"
+end
+
+local function chunks(list, size)
+  local out = {}
+  for i = 1, #list, size do out[#out + 1] = table.move(list, i, math.min(i + size - 1, #list), 1, {}) end
+  return out
+end
+
+-- Submits the cases (one job per chunk of max_array_size); a rejected submission raises exit 2
+-- with sbatch's message.
+function Slurm:submit(cases, tracker)
+  local c = self.campaign
+  for _, chunk in ipairs(chunks(cases, self.max_array_size)) do
+    local spec, rel, script = self:prepare(chunk)
+    local id, err, kind = slurm.submit(spec, { script_path = script, stats = self.stats })
+    if not id then errors.raise(kind == "transient" and 1 or 2, err, 0) end
+    self.stats.submitted_jobs = (self.stats.submitted_jobs or 0) + 1
+    tracker:add(id, #chunk > 1, chunk)
+    for i, cs in ipairs(chunk) do
+      local rec = c:record(cs.name)
+      rec.status = "running"
+      rec.started_at_utc = clock.utc()
+      rec.job_id = id
+      rec.array_task_id = #chunk > 1 and (i - 1) or nil
+      rec.slurm_state = "PENDING"
+      rec.slurm_script = rel
+      c:event("run_started", { run = cs.name, job_id = id, array_task_id = rec.array_task_id })
+    end
+    c:save()
+    c:event("slurm_submitted", { job_id = id, cases = #chunk, script = rel, warning = err ~= "" and err or nil })
+  end
+end
+
+-- Copies a finished task's result into its campaign record.
+function Slurm:collect(task, cs, opts)
+  local c = self.campaign
+  local rec = c:record(cs.name)
+  local path = c.dir .. "/jobs/results/" .. util.safe_name(cs.name) .. ".json"
+  local res = fs.exists(path) and json.read(path) or nil
+  rec.command_arguments = json.array(util.deep_copy(cs.argv))
+  if res then
+    for _, k in ipairs(RESULT_FIELDS) do
+      if res[k] ~= nil then rec[k] = res[k] end
+    end
+  end
+  local state = task.state
+  if not res or res.interrupted then
+    rec.return_code = (state == "FAILED" and task.exit_code) or json.null
+    rec.signal = task.signal ~= 0 and task.signal or nil
+  end
+  rec.job_id = task.job_id
+  rec.array_task_id = task.task_id
+  rec.slurm_state = state
+  rec.slurm_reason = task.reason or json.null
+  rec.slurm_exit_code = task.exit_code and string.format("%d:%d", task.exit_code, task.signal or 0) or json.null
+  rec.slurm_state_source = task.source
+  rec.node = task.node or (res and res.node) or json.null
+  if state == "TIMEOUT" then rec.timed_out = true end
+  local ok = state == "COMPLETED" and res ~= nil and res.status == "success"
+  if not ok and rec.error == nil then
+    if not res then
+      rec.error = "slurm: job " .. state .. (task.reason and (" (" .. task.reason .. ")") or "") ..
+          " without a result; see jobs/slurm-" .. task.job_id .. (task.task_id and ("_" .. task.task_id) or "") .. ".out"
+    elseif state ~= "COMPLETED" and state ~= "FAILED" then
+      rec.error = "slurm: job " .. state .. (task.reason and (" (" .. task.reason .. ")") or "")
+    end
+  end
+  rec.status = ok and "success" or "failed"
+  if opts.collect and opts.collect(rec, cs) == false then rec.status = "failed" end
+  rec.finished_at_utc = clock.utc()
+  c:event("run_finished", { run = cs.name, status = rec.status, slurm_state = state },
+    rec.status == "failed" and "ERROR" or "INFO")
+end
+
+-- Dry run: the cases files and batch scripts, nothing submitted.
+function Slurm:render_only(cases)
+  local c = self.campaign
+  for _, chunk in ipairs(chunks(cases, self.max_array_size)) do
+    local spec, rel, script = self:prepare(chunk)
+    local ok, err = fs.write(script, slurm.render(spec), { mode = tonumber("755", 8) })
+    if not ok then errors.raise(1, "executor: " .. err, 0) end
+    for _, cs in ipairs(chunk) do
+      local rec = c:record(cs.name)
+      if rec.status == "pending" then rec.status = "dry_run" end
+      rec.slurm_script = rel
+    end
+    c:event("slurm_dry_run", { script = rel, cases = #chunk })
+  end
+  c:save()
+end
+
+function Slurm:progress(tracker)
+  local counts = tracker:counts()
+  local parts = {}
+  for _, s in ipairs(util.sorted_keys(counts)) do parts[#parts + 1] = counts[s] .. " " .. s:lower() end
+  self.campaign:progress("slurm: " .. (#parts > 0 and table.concat(parts, ", ") or "collecting"))
+end
+
+function Slurm:run_cases(cases, opts)
+  opts = opts or {}
+  check_cases(cases)
+  local c = self.campaign
+  declare(c, cases)
+  local records, todo = {}, {}
+  for i, cs in ipairs(cases) do
+    records[i] = c:record(cs.name)
+    if not c.ctx.opts.dry_run and c:is_complete(cs.name) then
+      c:event("run_skipped", { run = cs.name, reason = "complete in resumed directory" })
+    else
+      todo[#todo + 1] = cs
+    end
+  end
+  if c.ctx.opts.dry_run then
+    if #todo > 0 then self:render_only(todo) end
+    return records
+  end
+  if #todo == 0 then return records end
+  local tracker = poll.new { stats = self.stats, min = self.poll_min, max = self.poll_max,
+    outage = self.outage, event = function(name, fields, level) c:event(name, fields, level) end }
+  local attempts = {}
+  local ok, err = slurm.protect(function()
+    self:submit(todo, tracker)
+    local changed
+    while tracker:busy() do
+      clock.sleep(tracker:interval(changed))
+      local ended = tracker:poll()
+      changed = #ended > 0
+      local retry = {}
+      for _, task in ipairs(ended) do
+        local cs = task.payload
+        attempts[cs.name] = attempts[cs.name] or 0
+        if slurm.RETRYABLE[task.state] and attempts[cs.name] < self.max_retries then
+          attempts[cs.name] = attempts[cs.name] + 1
+          self.stats.retries = (self.stats.retries or 0) + 1
+          local rec = c:record(cs.name)
+          rec.slurm_attempts = attempts[cs.name] + 1
+          c:event("slurm_retry", { run = cs.name, job_id = task.job_id, array_task_id = task.task_id,
+            slurm_state = task.state, attempt = attempts[cs.name] + 1 }, "WARN")
+          retry[#retry + 1] = cs
+        else
+          self:collect(task, cs, opts)
+        end
+      end
+      if changed then c:save() end
+      if #retry > 0 then self:submit(retry, tracker) end
+      self:progress(tracker)
+    end
+  end)
+  require("wb.term").progress_done()
+  if not ok then
+    local ids = tracker:job_ids()
+    if #ids > 0 then
+      local cancelled = slurm.cancel(ids, { stats = self.stats })
+      pcall(c.event, c, "slurm_cancelled", { job_ids = json.array(ids), ok = cancelled,
+        reason = tostring(type(err) == "table" and (err.msg or err) or err) }, "ERROR")
+    end
+    error(err, 0)
+  end
+  c:event("slurm_finished", util.deep_copy(self.stats))
+  return records
+end
+
+-- ---- construction ----------------------------------------------------------------------------
+
+-- ex = executor.new(campaign, machine_cfg) : machine_cfg is ctx.cfg.machine (nil: local)
+function M.new(campaign, cfg)
+  cfg = cfg or {}
+  local kind = is_set(cfg.executor) and cfg.executor or "local"
+  if kind == "local" then
+    return setmetatable({ campaign = campaign, cfg = cfg, stats = {} }, Local)
+  elseif kind ~= "slurm" then
+    bad("machine.executor must be local or slurm, not '" .. tostring(kind) .. "'")
+  end
+  local p = is_set(cfg.poll) and cfg.poll or {}
+  if type(p) ~= "table" then bad("machine.poll must be a mapping {min, max}") end
+  local self = setmetatable({
+    campaign = campaign, cfg = cfg,
+    stats = { polls = 0, squeue_calls = 0, sbatch_calls = 0, submitted_jobs = 0, retries = 0, poll_failures = 0 },
+    max_retries = math.tointeger(number_field(cfg, "max_retries", 0)),
+    max_array_size = math.tointeger(number_field(cfg, "max_array_size", 1000)),
+    poll_min = number_field(p, "min", 1, "machine.poll."), poll_max = number_field(p, "max", 30, "machine.poll."),
+    outage = number_field(cfg, "controller_timeout", 600),
+  }, Slurm)
+  if not self.max_retries then bad("machine.max_retries must be an integer") end
+  if not self.max_array_size or self.max_array_size < 1 then bad("machine.max_array_size must be a positive integer") end
+  if self.poll_min <= 0 or self.poll_max < self.poll_min then bad("machine.poll needs 0 < min <= max") end
+  slurm.directives(self:spec({ { name = "x", argv = { "x" } } }, "cases.json"))
+  return self
+end
+
+return M

@@ -1,0 +1,477 @@
+-- The Slurm executor against a real cluster: tests/slurm/start.sh, run by
+-- tests/integration/slurm.sh (and slurm_accounting.sh), which sets SLURM_CONF and WB_SLURM_DIR.
+-- Without that test cluster every case skips (a SLURM_CONF of some other cluster is never used).
+local T = require "wb.test"
+local wb = require "wb"
+local slurm = require "wb.slurm"
+local fs, json, proc, clock = wb.fs, wb.json, wb.proc, wb.clock
+
+local CLUSTER = os.getenv("WB_SLURM_DIR")
+if not CLUSTER or os.getenv("SLURM_CONF") ~= CLUSTER .. "/etc/slurm.conf" then
+  T.case("slurm cluster", function() T.skip("no test cluster (tests/integration/slurm.sh starts one)") end)
+  return
+end
+
+local ROOT = os.getenv("WB_ROOT") or fs.cwd()
+local CASES = ROOT .. "/tests/fixtures/recipes/slurm_cases.lua"
+local MATRIX = ROOT .. "/tests/fixtures/recipes/slurm_matrix.lua"
+local EXEC = tonumber("755", 8)
+
+local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
+
+local function events(dir, name)
+  local out = {}
+  for line in (fs.read(dir .. "/events.jsonl") or ""):gmatch("[^\n]+") do
+    local e = json.decode(line)
+    if e and (not name or e.event == name) then out[#out + 1] = e end
+  end
+  return out
+end
+
+local function stats(dir)
+  local e = events(dir, "slurm_finished")
+  return T.ok(e[1], "no slurm_finished event").fields
+end
+
+local function line_count(path) return select(2, (fs.read(path) or ""):gsub("\n", "")) end
+
+local ACCOUNTING = os.getenv("WB_SLURM_MODE") == "accounting"
+local SOURCE = ACCOUNTING and "sacct" or "scontrol"
+
+-- Cases whose outcome does not depend on where final states come from run only on the cluster
+-- without accounting, which keeps the accounting variant short.
+local function plain_case(name, fn)
+  if not ACCOUNTING then T.case(name, fn) end
+end
+-- Fast polls; a campaign orphaned by an aborted test run gives up a minute after the cluster goes.
+local SLURM = { "machine=slurm_cpu", "machine.poll.min=0.2", "machine.poll.max=1", "machine.mem=256",
+  "machine.controller_timeout=60" }
+
+local function argv_of(recipe, args)
+  local argv = { T.wb_binary(), "run", recipe }
+  for _, a in ipairs(SLURM) do argv[#argv + 1] = a end
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  return argv
+end
+
+-- Runs the fixture recipe on the cluster; returns the result and the run directory.
+local function run_cases(args, env, recipe)
+  local dir = T.tmpdir() .. "/run"
+  local argv = argv_of(recipe or CASES, args)
+  table.insert(argv, 4, "-o")
+  table.insert(argv, 5, dir)
+  local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 300, cwd = ROOT })
+  return res, dir
+end
+
+local function start_cases(args, env)
+  local dir = T.tmpdir() .. "/run"
+  local argv = argv_of(CASES, args)
+  table.insert(argv, 4, "-o")
+  table.insert(argv, 5, dir)
+  return assert(proc.spawn { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 300, cwd = ROOT }), dir
+end
+
+-- Polls fn every 0.1 s until it returns a true value; fails after timeout seconds, or as soon as
+-- the wb process p (when given) has exited.
+local function wait_until(what, timeout, fn, p)
+  local t = clock.timer()
+  while true do
+    local v = fn()
+    if v then return v end
+    if p and not p:running() then
+      local res = p:wait()
+      error("wb exited " .. tostring(res.code) .. " before " .. what .. ": " .. res.stderr, 2)
+    end
+    if t:elapsed() > timeout then error("timed out after " .. timeout .. " s waiting for " .. what, 2) end
+    clock.sleep(0.1)
+  end
+end
+
+local function sh(cmd)
+  local res = assert(proc.run { argv = { "sh", "-c", cmd }, stdout = "capture", stderr = "capture", timeout = 60 })
+  return res.stdout, res
+end
+
+-- state of each task of a job: {"12_0" = "COMPLETED", ...} (squeue -t all)
+local function job_states(id)
+  local out = {}
+  for f, k, s in sh("squeue -h -r -t all -j " .. id .. " -o '%F|%K|%T'"):gmatch("(%d+)|([^|]+)|(%S+)") do
+    out[k == "N/A" and f or (f .. "_" .. k)] = s
+  end
+  return out
+end
+
+local function submitted_job(dir, p)
+  return wait_until("the job submission", 60, function()
+    local e = events(dir, "slurm_submitted")[1]
+    return e and e.fields.job_id
+  end, p)
+end
+
+local function node_name() return (sh("sinfo -h -N -o %N"):match("(%S+)")) end
+
+-- A job over its time limit takes 60-90 s to end (Slurm's limit is in minutes, checked every
+-- 30 s): it is started first and checked after the others that leave the node alone.
+local timeout_run
+local function start_timeout_run()
+  if not timeout_run then
+    local p, dir = start_cases({ "cases=1", "script=sleep 300", "machine.time=1", "machine.max_retries=0" })
+    timeout_run = { p = p, dir = dir }
+  end
+  return timeout_run
+end
+
+plain_case("start a job over its time limit (checked near the end)", function()
+  start_timeout_run()
+end)
+
+local HOSTILE = {
+  "plain", "with space", "  padded  ", "", "single ' quote", 'double " quote', "dollar $HOME ${PATH} $(echo no) `echo no`",
+  "back\\slash \\\\ \\n \\", "new\nline\n", "tab\there", "glob * ? [a-z]", "semi; ls & echo | cat", "#hash", "-n",
+  "ünïcødé ✓", "%j %A %%", "'", '"', "\\", "\r\n",
+}
+local PRINT_ALL = 'printf "%s\\0" "$@"; printf "%s\\0" "$H1" "$H2" "$SLURM_JOB_NAME" "$PWD"'
+
+plain_case("hostile arguments, environment, names and paths round-trip through real jobs", function()
+  local d = T.tmpdir() .. "/a 'dir' with $x"
+  assert(fs.mkdir_p(d))
+  local argv = { "/bin/sh", "-c", PRINT_ALL, "sh" }
+  for _, v in ipairs(HOSTILE) do argv[#argv + 1] = v end
+  local name = [[wb "quoted" 'name' $x \ back # hash]]
+  local env = { H1 = HOSTILE[9] .. HOSTILE[7], H2 = "it's \"$HOME\" \\" }
+  local id, err = slurm.submit({ name = name, argv = argv, env = env, cwd = d, mem = 256,
+    output = d .. "/out %j.txt" }, { script_path = d .. "/job.sbatch" })
+  T.ok(id, err)
+  local want = table.concat(HOSTILE, "\0") .. "\0" .. env.H1 .. "\0" .. env.H2 .. "\0" .. name .. "\0" .. d .. "\0"
+  local out = d .. "/out " .. id .. ".txt"
+  wait_until("the job", 60, function() return job_states(id)[tostring(id)] == "COMPLETED" end)
+  T.eq(fs.read(out), want)
+
+  -- The executor: the same strings through the cases file, `wb job` and the campaign logs.
+  local dir = T.tmpdir() .. "/run"
+  local ctx = { name = "slurm_quote", cfg = json.object(), opts = { output = dir, overrides = {} } }
+  local c = wb.campaign.open(ctx)
+  local ex = wb.executor.new(c, { executor = "slurm", mem = 256, poll = { min = 0.2, max = 1 } })
+  local cases = {
+    { name = "hostile one", argv = argv, env = env, cwd = d },
+    { name = "secret", argv = { "sh", "-c", 'printf "%s" "$DB_PASSWORD" > secret.txt; echo "$DB_PASSWORD"' },
+      env = { DB_PASSWORD = "pw-" .. HOSTILE[5] }, cwd = d },
+  }
+  local recs = ex:run_cases(cases)
+  c:finish()
+  T.eq(ex.kind, "slurm")
+  T.eq({ recs[1].status, recs[2].status }, { "success", "success" })
+  T.eq(recs[1].array_task_id, 0)
+  T.eq(fs.read(dir .. "/" .. recs[1].stdout_log), table.concat(HOSTILE, "\0") .. "\0" .. env.H1 .. "\0" .. env.H2 ..
+    "\0wb-slurm_quote\0" .. d .. "\0")
+  T.eq(recs[1].command_arguments, argv)
+  T.eq(fs.read(d .. "/secret.txt"), "pw-" .. HOSTILE[5])
+  T.eq(fs.read(dir .. "/" .. recs[2].stdout_log), "[REDACTED]\n")
+  for _, f in ipairs({ "jobs/batch-001.json", "jobs/batch-001.sbatch", "manifest.json" }) do
+    T.ok(not fs.read(dir .. "/" .. f):find("pw-", 1, true), f .. " holds no secret")
+  end
+end)
+
+T.case("a successful job: measured like a local run, Slurm fields recorded", function()
+  local res, dir = run_cases({ "cases=1" })
+  T.eq(res.code, 0, res.stderr)
+  local m = manifest(dir)
+  T.eq(m.status, "complete")
+  local r = m.runs[1]
+  T.eq(r.name, "case001")
+  T.eq(r.status, "success")
+  T.eq(r.return_code, 0)
+  T.eq(r.slurm_state, "COMPLETED")
+  T.eq(r.slurm_state_source, SOURCE)
+  T.eq(r.slurm_exit_code, "0:0")
+  T.eq(r.node, node_name())
+  T.ok(math.type(r.job_id) == "integer" and r.array_task_id == nil, "a single job, not an array")
+  T.ok(r.wall_time_seconds > 0 and r.maxrss_kb > 0 and r.user_seconds >= 0, "measured")
+  T.eq(r.command_arguments, { "sh", "-c", 'echo "out $CASE_INDEX"' })
+  T.eq(fs.read(dir .. "/" .. r.stdout_log), "out 1\n")
+  T.eq(r.metrics.output_lines, 1)
+  T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), "\nexec .* job .*/jobs/batch%-001%.json 0\n")
+  T.eq(events(dir, "slurm_state_source")[1].fields.source, SOURCE)
+end)
+
+T.case("a failing job keeps its exit code", function()
+  local res, dir = run_cases({ "cases=1", "fail_case=1", "fail_code=3" })
+  T.eq(res.code, 1, res.stderr)
+  local r = manifest(dir).runs[1]
+  T.eq(r.status, "failed")
+  T.eq(r.return_code, 3)
+  T.eq(r.slurm_state, "FAILED")
+  T.eq(r.slurm_exit_code, "3:0")
+  T.eq(manifest(dir).status, "failed")
+end)
+
+T.case("a cancelled job ends CANCELLED and failed", function()
+  local p, dir = start_cases({ "cases=1", "script=echo started; sleep 120" })
+  local id = submitted_job(dir, p)
+  wait_until("the job to run", 60, function() return (fs.read(dir .. "/logs/case001.stdout.log") or "") ~= "" end, p)
+  sh("scancel " .. id)
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 1, res.stderr)
+  local r = manifest(dir).runs[1]
+  T.eq(r.status, "failed")
+  T.eq(r.slurm_state, "CANCELLED")
+  -- scancel signals every process of the job: the case ends by SIGTERM, or its shell exits 143
+  T.ok(r.return_code == wb.null or r.return_code == 143, "return_code " .. tostring(r.return_code))
+  T.match(r.error, "^slurm: job CANCELLED")
+end)
+
+T.case("an 8-task array sweep: one submission, one manifest", function()
+  local res, dir = run_cases({ "cases=8" })
+  T.eq(res.code, 0, res.stderr)
+  local m = manifest(dir)
+  T.eq(#m.runs, 8)
+  local s = stats(dir)
+  T.eq(s.sbatch_calls, 1)
+  T.eq(s.submitted_jobs, 1)
+  for i, r in ipairs(m.runs) do
+    T.eq(r.name, string.format("case%03d", i))
+    T.eq(r.status, "success")
+    T.eq(r.job_id, m.runs[1].job_id)
+    T.eq(r.array_task_id, i - 1)
+    T.eq(r.slurm_state, "COMPLETED")
+    T.eq(fs.read(dir .. "/logs/" .. r.name .. ".stdout.log"), "out " .. i .. "\n")
+  end
+  T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), '#SBATCH %-%-array=0%-7\n.*"%$SLURM_ARRAY_TASK_ID"\n$')
+end)
+
+T.case("rejected submissions: exit 2 with Slurm's message, nothing submitted", function()
+  for _, c in ipairs({
+    { "machine.partition=nope", "Invalid partition name specified" },
+    { "machine.gres=gpu:1", "Invalid generic resource (gres) specification" },
+    { "machine.mem=10T", "Requested node configuration is not available" },
+  }) do
+    local res, dir = run_cases({ "cases=2", c[1] })
+    T.eq(res.code, 2, c[1] .. ": " .. res.stderr)
+    T.match(res.stderr, "^wb: sbatch: error: ")
+    T.ok(res.stderr:find(c[2] .. "\n", 1, true), res.stderr)
+    T.eq(#events(dir, "slurm_submitted"), 0)
+    T.eq(manifest(dir).status, "failed")
+    for _, r in ipairs(manifest(dir).runs) do T.eq(r.status, "pending") end
+  end
+end)
+
+T.case("SIGINT cancels every job the campaign submitted; --resume submits the rest", function()
+  local quick = "script='if [ \"$CASE_INDEX\" = 1 ]; then echo quick; else sleep 120; fi'"
+  local p, dir = start_cases({ "cases=3", quick })
+  local id = submitted_job(dir, p)
+  wait_until("case001 done and the others running", 60, function()
+    local st = job_states(id)
+    local m = json.read(dir .. "/manifest.json")
+    return m and m.runs[1].status == "success" and st[id .. "_1"] == "RUNNING" and st[id .. "_2"] == "RUNNING"
+  end, p)
+  p:kill(2)
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 130, res.stderr)
+  local m = manifest(dir)
+  T.eq(m.status, "interrupted")
+  T.eq({ m.runs[1].status, m.runs[2].status, m.runs[3].status }, { "success", "running", "running" })
+  T.eq(events(dir, "slurm_cancelled")[1].fields.job_ids, { id })
+  wait_until("the running tasks CANCELLED", 30, function()
+    local st = job_states(id)
+    return st[id .. "_0"] == "COMPLETED" and st[id .. "_1"] == "CANCELLED" and st[id .. "_2"] == "CANCELLED"
+  end)
+
+  local argv = argv_of(CASES, { "cases=3", "script=echo resumed", "--resume", dir })
+  local r2 = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", timeout = 120, cwd = ROOT })
+  T.eq(r2.code, 0, r2.stderr)
+  m = manifest(dir)
+  T.eq(m.status, "complete")
+  T.eq(fs.read(dir .. "/logs/case001.stdout.log"), "quick\n")
+  T.eq(fs.read(dir .. "/logs/case002.stdout.log"), "resumed\n")
+  T.eq(fs.read(dir .. "/logs/case003.stdout.log"), "resumed\n")
+  T.eq(#events(dir, "run_skipped"), 1)
+  T.eq(#json.read(dir .. "/jobs/batch-002.json").cases, 2)
+  T.eq({ m.runs[2].array_task_id, m.runs[3].array_task_id }, { 0, 1 })
+end)
+
+T.case("the same matrix on machine=local and machine=slurm_cpu: same runs and metrics", function()
+  local d = T.tmpdir()
+  local rl = assert(proc.run { argv = { T.wb_binary(), "run", MATRIX, "-o", d .. "/local" }, stdout = "capture",
+    stderr = "capture", timeout = 60, cwd = ROOT })
+  T.eq(rl.code, 0, rl.stderr)
+  local rs, sdir = run_cases({}, nil, MATRIX)
+  T.eq(rs.code, 0, rs.stderr)
+  local a, b = manifest(d .. "/local"), manifest(sdir)
+  T.eq(#a.runs, 8)
+  T.eq(#b.runs, #a.runs)
+  local shared = { "name", "status", "command_arguments", "return_code", "metrics", "stdout_log", "stderr_log" }
+  for i, ra in ipairs(a.runs) do
+    local rb = b.runs[i]
+    for _, k in ipairs(shared) do T.eq(rb[k], ra[k], ra.name .. "." .. k) end
+    for _, k in ipairs({ "wall_time_seconds", "user_seconds", "sys_seconds", "maxrss_kb" }) do
+      T.eq(type(rb[k]), type(ra[k]), ra.name .. "." .. k)
+    end
+    T.eq(fs.read(sdir .. "/" .. rb.stdout_log), fs.read(d .. "/local/" .. ra.stdout_log))
+  end
+  T.eq(b.runs[8].metrics, { value = 64, output_row_count = 4 })
+end)
+
+plain_case("a 200-task array is tracked with one squeue call per poll", function()
+  local d = T.tmpdir()
+  local log = d .. "/squeue.log"
+  local real = assert(proc.which("squeue"))
+  assert(fs.write(d .. "/squeue", '#!/bin/sh\necho "$*" >> ' .. log .. '\nexec ' .. real .. ' "$@"\n',
+    { mode = EXEC }))
+  local res, dir = run_cases({ "cases=200", "script=true" }, { PATH = d .. ":" .. os.getenv("PATH") })
+  T.eq(res.code, 0, res.stderr)
+  local m = manifest(dir)
+  T.eq(#m.runs, 200)
+  for _, r in ipairs(m.runs) do T.eq(r.status, "success", r.name) end
+  local s = stats(dir)
+  local calls = line_count(log)
+  T.ok(s.polls >= 1, "polled")
+  T.eq(calls, s.polls, "squeue calls seen by the wrapper = polls")
+  T.eq(s.squeue_calls, s.polls)
+  T.eq(s.sbatch_calls, 1)
+  T.ok(s.polls < 200, "far fewer polls than tasks: " .. s.polls)
+end)
+
+plain_case("transient failures of sbatch and squeue are retried", function()
+  local d = T.tmpdir()
+  for _, cmd in ipairs({ "sbatch", "squeue" }) do
+    local real = assert(proc.which(cmd))
+    assert(fs.write(d .. "/" .. cmd, table.concat({
+      "#!/bin/sh",
+      "n=$(cat " .. d .. "/" .. cmd .. ".fails)",
+      'if [ "$n" -gt 0 ]; then',
+      "  echo $((n - 1)) > " .. d .. "/" .. cmd .. ".fails",
+      '  echo "' .. cmd .. ': error: Unable to contact slurm controller (connect failure)" >&2',
+      "  exit 1",
+      "fi",
+      "exec " .. real .. ' "$@"', "" }, "\n"), { mode = EXEC }))
+  end
+  assert(fs.write(d .. "/sbatch.fails", "1\n"))
+  assert(fs.write(d .. "/squeue.fails", "3\n"))
+  local res, dir = run_cases({ "cases=2" }, { PATH = d .. ":" .. os.getenv("PATH") })
+  T.eq(res.code, 0, res.stderr)
+  local s = stats(dir)
+  T.eq(s.sbatch_calls, 2)
+  T.eq(s.poll_failures, 3)
+  T.eq(#events(dir, "slurm_poll_failed"), 3)
+  for _, r in ipairs(manifest(dir).runs) do T.eq(r.status, "success") end
+end)
+
+plain_case("--dry-run writes the batch scripts and submits nothing", function()
+  local d = T.tmpdir()
+  local real = assert(proc.which("sbatch"))
+  assert(fs.write(d .. "/sbatch", "#!/bin/sh\ntouch " .. d .. "/called\nexec " .. real .. ' "$@"\n', { mode = EXEC }))
+  local res, dir = run_cases({ "cases=3", "--dry-run" }, { PATH = d .. ":" .. os.getenv("PATH") })
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not fs.exists(d .. "/called"), "sbatch was not run")
+  local script = fs.read(dir .. "/jobs/batch-001.sbatch")
+  T.match(script, "^#!/bin/sh\n#SBATCH %-%-job%-name=wb%-slurm_cases\n")
+  T.match(script, "\n#SBATCH %-%-array=0%-2\n")
+  T.ok(fs.exists(dir .. "/jobs/batch-001.json"))
+  local m = manifest(dir)
+  T.eq(m.dry_run, true)
+  for _, r in ipairs(m.runs) do
+    T.eq(r.status, "dry_run")
+    T.eq(r.slurm_script, "jobs/batch-001.sbatch")
+  end
+  -- The script is complete: submitted by hand, it runs the cases.
+  local id = sh("sbatch --parsable " .. dir .. "/jobs/batch-001.sbatch"):match("%d+")
+  wait_until("the hand-submitted array", 60, function()
+    local s = job_states(id)
+    return s[id .. "_0"] == "COMPLETED" and s[id .. "_1"] == "COMPLETED" and s[id .. "_2"] == "COMPLETED"
+  end)
+  T.eq(fs.read(dir .. "/logs/case002.stdout.log"), "out 2\n")
+  T.eq(json.read(dir .. "/jobs/results/case003.json").status, "success")
+end)
+
+plain_case("a job over its time limit ends TIMEOUT", function()
+  local run = start_timeout_run()
+  local res = run.p:wait()
+  run.p:close()
+  T.eq(res.code, 1, res.stderr)
+  local r = manifest(run.dir).runs[1]
+  T.eq(r.status, "failed")
+  T.eq(r.slurm_state, "TIMEOUT")
+  T.eq(r.timed_out, true)
+  T.eq(r.return_code, wb.null)
+  T.match(r.error, "TIMEOUT")
+  T.match(fs.read(run.dir .. "/jobs/batch-001.sbatch"), "\n#SBATCH %-%-time=1\n")
+end)
+
+-- After the time limit: taking the node down or preempting would end that job too.
+-- A case that runs long on its first attempt and succeeds on the next.
+local function retry_script(marker)
+  return "script='if [ -e " .. marker .. " ]; then echo second; else touch " .. marker .. "; sleep 120; fi'"
+end
+
+T.case("NODE_FAIL is retried up to max_retries", function()
+  local d = T.tmpdir()
+  local p, dir = start_cases({ "cases=1", "machine.max_retries=1", retry_script(d .. "/marker") })
+  wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
+  local node = node_name()
+  sh("scontrol update nodename=" .. node .. " state=down reason=wbtest")
+  sh("scontrol update nodename=" .. node .. " state=resume")
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 0, res.stderr)
+  local r = manifest(dir).runs[1]
+  T.eq(r.status, "success")
+  T.eq(r.slurm_attempts, 2)
+  T.eq(fs.read(dir .. "/logs/case001.stdout.log"), "second\n")
+  local ev = events(dir, "slurm_retry")
+  T.eq(#ev, 1)
+  T.eq(ev[1].fields.slurm_state, "NODE_FAIL")
+  T.eq(stats(dir).submitted_jobs, 2)
+end)
+
+T.case("PREEMPTED is retried; a second preemption past max_retries fails", function()
+  local d = T.tmpdir()
+  local p, dir = start_cases({ "cases=1", "machine.max_retries=1", "machine.mem=16G", retry_script(d .. "/marker") })
+  wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
+  local urgent = sh("sbatch --parsable -p urgent --mem=16G -o /dev/null --wrap 'sleep 1'")
+  T.match(urgent, "^%d+")
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 0, res.stderr)
+  local r = manifest(dir).runs[1]
+  T.eq(r.status, "success")
+  T.eq(r.slurm_attempts, 2)
+  T.eq(events(dir, "slurm_retry")[1].fields.slurm_state, "PREEMPTED")
+
+  local p2, dir2 = start_cases({ "cases=1", "machine.max_retries=0", "machine.mem=16G", "script=echo first; sleep 120" })
+  wait_until("the job to run", 60, function() return (fs.read(dir2 .. "/logs/case001.stdout.log") or "") ~= "" end, p2)
+  sh("sbatch --parsable -p urgent --mem=16G -o /dev/null --wrap 'sleep 1'")
+  local res2 = p2:wait()
+  p2:close()
+  T.eq(res2.code, 1, res2.stderr)
+  local r2 = manifest(dir2).runs[1]
+  T.eq(r2.status, "failed")
+  T.eq(r2.slurm_state, "PREEMPTED")
+  T.eq(#events(dir2, "slurm_retry"), 0)
+end)
+
+T.case("a campaign survives a controller restart", function()
+  -- Stopped right after the submission, the controller recovers the jobs from its state files;
+  -- wb's squeue calls meanwhile fail or wait for it. (Once it has launched jobs it takes some
+  -- 15 s to stop, and a task ending meanwhile is reported only when slurmstepd retries.)
+  local p, dir = start_cases({ "cases=2", "script=sleep 3; echo done" })
+  submitted_job(dir, p)
+  local pid = assert(fs.read(CLUSTER .. "/run/slurmctld.pid")):match("%d+")
+  sh("kill " .. pid)
+  wait_until("slurmctld to exit", 60, function()
+    local stat = fs.read("/proc/" .. pid .. "/stat")
+    return not stat or stat:match("^%d+ %(.*%) ([ZX])")
+  end)
+  local _, st = sh("bash " .. ROOT .. "/tests/slurm/start.sh" .. (ACCOUNTING and " --accounting" or ""))
+  T.eq(st.code, 0, st.stderr)
+  T.ok(fs.read(CLUSTER .. "/run/slurmctld.pid"):match("%d+") ~= pid, "a new slurmctld")
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 0, res.stderr)
+  for _, r in ipairs(manifest(dir).runs) do
+    T.eq(r.status, "success")
+    T.eq(fs.read(dir .. "/" .. r.stdout_log), "done\n")
+  end
+end)
