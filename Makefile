@@ -27,9 +27,12 @@ all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(EXAMPLES)
 help:
 	@echo "make [all]     build build/wb, build/libwb.so, build/libwb.a and the examples"
 	@echo "make deps      install missing Debian packages (root), else print the apt-get line"
-	@echo "make demo      deps + build + run the default recipe on the bundled example"
+	@echo "make demo      deps + build + the full application profile of the bundled example"
 	@echo "make test      deps + build + every test (ends with 'N passed, N failed')"
 	@echo "make asan      the whole test suite built with AddressSanitizer + UBSan"
+	@echo "make fuzz      each libFuzzer target for FUZZ_SECONDS=$(FUZZ_SECONDS) (clang, into build-fuzz/)"
+	@echo "make fuzz-smoke  each fuzz target for a few seconds (part of make test)"
+	@echo "make valgrind  C unit tests and CLI runs under valgrind memcheck"
 	@echo "make bench     the benchmark suite (bench/*.lua), writes bench/RESULTS.md"
 	@echo "make install   PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 
@@ -82,7 +85,7 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/examples $(BUILD)/bpf:
 	mkdir -p $@
 
 demo: deps all
-	@$(BUILD)/wb run recipes/demo.lua
+	@$(BUILD)/wb run recipes/profile_app_full.lua
 
 test: deps all $(C_TESTS)
 	@WB_BUILD=$(BUILD) bash tests/run.sh
@@ -91,6 +94,29 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g" \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+
+# Fuzzing (tests/fuzz/): fuzz-build compiles libwb.a with clang, -fsanitize=fuzzer-no-link and
+# ASan+UBSan into $(FUZZ_BUILD), then links the targets (tests/fuzz/fuzz.mk). fuzz runs each target
+# for FUZZ_SECONDS; fuzz-smoke runs each for a few seconds (tests/run.sh calls it). valgrind runs
+# the C unit tests and a set of CLI runs under memcheck (tests/valgrind/run.sh).
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+.PHONY: fuzz fuzz-build fuzz-smoke valgrind
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g" WARN="-std=c11 -Wall -Wextra" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_BUILD)/libwb.a
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_BUILD=$(FUZZ_BUILD) LIBS="$(LIBS)" SAN="$(FUZZ_SAN)"
+
+fuzz: fuzz-build
+	@FUZZ_BUILD=$(FUZZ_BUILD) bash tests/fuzz/run.sh run $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@FUZZ_BUILD=$(FUZZ_BUILD) bash tests/fuzz/run.sh smoke
+
+valgrind: all $(C_TESTS)
+	@WB_BUILD=$(BUILD) bash tests/valgrind/run.sh
 
 bench: all
 	@$(BUILD)/wb run bench/run.lua
@@ -112,4 +138,4 @@ install: all
 	install -m 644 docs/wb.1 $(DESTDIR)$(PREFIX)/share/man/man1/wb.1
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

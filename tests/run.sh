@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test suite: C unit tests (build/tests/*), Lua tests (tests/lua/*_test.lua, run by wb),
-# the LuaJIT FFI test of core/wb.h, CLI
+# the LuaJIT FFI test of core/wb.h, a short smoke run of each fuzz target (make fuzz-smoke), CLI
 # transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
-# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|cli|integration limits it.
+# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${WB_BUILD:-build}
@@ -62,6 +62,10 @@ if [ -z "$only" ] || [ "$only" = ffi ]; then
   else
     run_suite ffi/luajit luajit tests/ffi/wb_ffi_test.lua "$BUILD"
   fi
+fi
+if [ -z "$only" ] || [ "$only" = fuzz ]; then
+  # a fresh make: not the MAKEFLAGS (BUILD=..., sanitizer flags) of a `make test` or `make asan` above
+  run_suite fuzz env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s fuzz-smoke
 fi
 if [ -z "$only" ] || [ "$only" = cli ]; then
   run_suite cli bash tests/cli/run.sh tests/cli/*.t

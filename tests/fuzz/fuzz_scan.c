@@ -1,0 +1,5 @@
+/* The log scanner wb.scan.file (core/scan.c, core/logscan.c, core/logread.c, core/logmap.c) against
+ * a plain-Lua reading of its contract; checks in tests/fuzz/lua/scan.lua and scanref.lua. */
+#include "fuzz_lua.h"
+
+FUZZ_LUA_TARGET("scan", NULL)

@@ -1,0 +1,5 @@
+/* The VEP profile reader (recipes/vep_breakdown.lua's scan rules and analysis on top of wb.scan);
+ * checks in tests/fuzz/lua/vep.lua. */
+#include "fuzz_lua.h"
+
+FUZZ_LUA_TARGET("vep", NULL)
