@@ -219,11 +219,13 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
     goto fail;
   }
+  /* Without pidfd_open (ENOSYS: kernels before 5.3, valgrind) the loop polls for exits. */
   c->pidfd = pidfd_open(c->pid, 0);
-  if (c->pidfd < 0) e = errno;
+  int pidfd_failed = c->pidfd < 0 && errno != ENOSYS;
+  if (pidfd_failed) e = errno;
   else if (s->held) e = wb_gate_await(&su.gate);
-  if (c->pidfd < 0 || e) {
-    snprintf(err, errlen, c->pidfd < 0 ? "spawn: pidfd_open: %s" : "spawn: held start: the gate did not start: %s",
+  if (e) {
+    snprintf(err, errlen, pidfd_failed ? "spawn: pidfd_open: %s" : "spawn: held start: the gate did not start: %s",
              strerror(e));
     kill(c->pid, SIGKILL);
     while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
@@ -466,8 +468,10 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   if (reserve_pollfds(count) != 0) return -1;
   size_t n = 0;
   if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
+  int exits_polled = 0; /* a child without a pidfd: look for its exit at least every 10 ms */
   for (wb_child *c = live; c; c = c->next) {
-    if (!c->reaped) add_pollfd(&n, c->pidfd, POLLIN, c);
+    if (!c->reaped && c->pidfd >= 0) add_pollfd(&n, c->pidfd, POLLIN, c);
+    if (!c->reaped && c->pidfd < 0) exits_polled = 1;
     for (int i = 0; i < 2; i++)
       if (c->out[i].fd >= 0) add_pollfd(&n, c->out[i].fd, POLLIN, c);
     if (c->in_fd >= 0) add_pollfd(&n, c->in_fd, POLLOUT, c);
@@ -477,6 +481,7 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
     int64_t ms = wake > now ? (wake - now + 999999) / 1000000 : 0;
     timeout = ms > 60000 ? 60000 : (int)ms;
   }
+  if (exits_polled && (timeout < 0 || timeout > 10)) timeout = 10;
   if (n == 0 && timeout < 0) return 0;
   int r = poll(pfds, n, timeout);
   if (r < 0) return errno == EINTR ? 0 : -1;
@@ -487,6 +492,9 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
     else if (pfds[i].fd == c->in_fd) stdin_write(c);
     else stream_read(&c->out[pfds[i].fd == c->out[0].fd ? 0 : 1]);
   }
+  if (exits_polled)
+    for (wb_child *c = live; c; c = c->next)
+      if (!c->reaped && c->pidfd < 0) reap_leader(c);
   now = wb_clock_ns();
   for (wb_child *c = live, *next; c; c = next) {
     next = c->next;

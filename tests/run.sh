@@ -3,7 +3,8 @@
 # the LuaJIT FFI test of core/wb.h, a short smoke run of each fuzz target (make fuzz-smoke), CLI
 # transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
-# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it.
+# the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it;
+# WB_TEST_SKIP="name ..." skips suites by the name printed after `==`.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${WB_BUILD:-build}
@@ -32,6 +33,7 @@ tally() { # reads a suite's output from $log, adds its counts
 run_suite() { # name command...
   local name=$1
   shift
+  case " ${WB_TEST_SKIP:-} " in *" $name "*) echo "== $name (skipped: WB_TEST_SKIP)"; return ;; esac
   echo "== $name"
   "$@" >"$log" 2>&1
   local rc=$?

@@ -4,8 +4,9 @@
 # YAML and log-scanner round trips, the VEP breakdown recipe on a log, compare, error exits) under
 # valgrind memcheck: any memory error or definite leak fails the case, as does an exit status other
 # than the expected one. tests/valgrind/wb.supp holds suppressions for third-party noise only.
-# A case whose process needs a syscall this valgrind does not know (pidfd_open, for wb.proc, before
-# valgrind 3.20) is skipped with that reason. Ends with `N passed, N failed, N skipped`.
+# valgrind before 3.20 does not know pidfd_open (434): wb.proc then falls back to polling for
+# exits, which is what runs here. A case needing any other syscall valgrind does not know is
+# skipped with that reason. Ends with `N passed, N failed, N skipped`.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 BUILD=${WB_BUILD:-build}
@@ -32,9 +33,9 @@ check() {
   local errors
   errors=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) errors.*/\1/p' "$vlog" | tail -n 1)
   local syscall
-  syscall=$(sed -nE 's/.*WARNING: unhandled [a-z0-9-]+ syscall: ([0-9]+).*/\1/p' "$vlog" | head -n 1)
+  syscall=$(sed -nE 's/.*WARNING: unhandled [a-z0-9-]+ syscall: ([0-9]+).*/\1/p' "$vlog" | grep -v '^434$' | head -n 1)
   if [ -n "$syscall" ]; then
-    echo "skip - $name: $(valgrind --version) does not handle syscall $syscall (pidfd_open is 434)"
+    echo "skip - $name: $(valgrind --version) does not handle syscall $syscall"
     skipped=$((skipped + 1))
   elif [ "${errors:-x}" = 0 ] && [ "$rc" -eq "$want" ]; then
     echo "ok - $name"
