@@ -184,6 +184,20 @@ static void encode_value(struct encoder *e, int idx) {
       return;
     }
     break;
+  case LUA_TUSERDATA: { /* wb.stats.samples: an array of floats, written without a copy */
+    const double *v;
+    size_t n;
+    if (!wb_stats_samples_view(L, idx, &v, &n)) break;
+    wb_buf_addc(e->b, '[');
+    for (size_t i = 0; i < n; i++) {
+      if (i > 0) wb_buf_addc(e->b, ',');
+      newline(e, e->depth + 1);
+      wb_json_write_float(e->b, v[i], 0);
+    }
+    if (n > 0) newline(e, e->depth);
+    wb_buf_addc(e->b, ']');
+    return;
+  }
   }
   luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
 }

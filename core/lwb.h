@@ -50,6 +50,10 @@ void wb_ordered_keys(lua_State *L, int t);
 /* Array marker: a table whose metatable is "wb.array" encodes as a JSON array even when empty. */
 void wb_array_new(lua_State *L, int narr);
 
+/* When idx holds an open wb.stats.samples userdata (core/stats.c): sets *v and *n to its values
+ * and returns 1; else returns 0. Lets the JSON encoder write samples without a table copy. */
+int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n);
+
 /* Field setters for the table on the top of the stack. */
 static inline void wb_set_int(lua_State *L, const char *key, lua_Integer v) {
   lua_pushinteger(L, v);

@@ -20,6 +20,14 @@ typedef struct {
 
 /* ---- shared helpers ------------------------------------------------------------------- */
 
+int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n) {
+  samples *s = luaL_testudata(L, idx, SAMPLES_MT);
+  if (!s || s->closed) return 0;
+  *v = s->v;
+  *n = s->n;
+  return 1;
+}
+
 double *wb_stats_scratch(lua_State *L, size_t n) {
   if (n > MAX_COUNT) luaL_error(L, "wb.stats: too many values (%I)", (lua_Integer)n);
   return lua_newuserdatauv(L, n * sizeof(double), 0);

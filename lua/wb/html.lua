@@ -203,19 +203,27 @@ end
 
 -- ---- charts -----------------------------------------------------------------------------
 
+local MAX_POINTS = 1000
+
 local function distribution_chart(summary, model)
   local f = model.unit.factor
   local rows = {}
   for i, c in ipairs(get(summary, "commands") or {}) do
-    local values = {}
-    for j, v in ipairs(get(c, "samples", "wall") or {}) do
+    -- At most MAX_POINTS runs are drawn (evenly spaced in run order; the box uses the full
+    -- statistics), so a 10,000-run bench stays a page of modest size and memory.
+    local all = get(c, "samples", "wall") or {}
+    local step = math.max(1, math.ceil(#all / MAX_POINTS))
+    local values, runs = {}, {}
+    for j = 1, #all, step do
+      local v = all[j]
       if type(v) ~= "number" then values = {} break end
-      values[j] = v * f
+      values[#values + 1], runs[#runs + 1] = v * f, j
     end
     if #values > 0 then
       local w = get(c, "stats", "wall") or {}
-      local outliers = {}
-      for _, k in ipairs(get(c, "outliers") or {}) do outliers[k] = true end
+      local flagged, outliers = {}, {}
+      for _, k in ipairs(get(c, "outliers") or {}) do flagged[k] = true end
+      for i, j in ipairs(runs) do outliers[i] = flagged[j] end
       local function s(k) return get(w, k) and get(w, k) * f end
       rows[#rows + 1] = { label = model.rows[i].name, values = values, color = color_of(i),
         q1 = s("q1"), q3 = s("q3"), median = s("median"), mean = s("mean"), outliers = outliers }

@@ -16,7 +16,7 @@ end
 -- v = get(t, k1, k2, ...) : t[k1][k2]... or nil when a step is missing or null
 local function get(t, ...)
   for i = 1, select("#", ...) do
-    if type(t) ~= "table" then return nil end
+    if type(t) ~= "table" and type(t) ~= "userdata" then return nil end
     t = val(t[select(i, ...)])
   end
   return t
@@ -494,6 +494,7 @@ function M.write_all(dir, summary, opts)
     ok, err = fs.write(path, M[f[2]](summary, opts))
     if not ok then return nil, err end
     paths[#paths + 1] = path
+    collectgarbage() -- each document is large for long benches: free it before the next
   end
   return paths
 end
