@@ -87,6 +87,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "wb: cannot create the Lua state: out of memory\n");
     return 1;
   }
+  lua_gc(L, LUA_GCSTOP); /* start-up allocates little and keeps most of it: no collection */
   wb_open(L);
   wb_signals_install(L);
   int status = run_cli(L, argc, argv);

@@ -193,6 +193,7 @@ local function cmd_run(args, first, name_given)
 end
 
 function M.main(argv, verbose)
+  collectgarbage("restart") -- core/main.c stops the collector while the runtime loads
   local args, after_dashes = {}, false
   for i = 1, #argv do
     local a = argv[i]
