@@ -4,25 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "wb_c.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      printf("    %s:%d: %s\n", __FILE__, __LINE__, #cond);                                \
-      ok = 0;                                                                              \
-    }                                                                                      \
-  } while (0)
-
-static void report(const char *name, int ok) {
-  printf("%s - %s\n", ok ? "ok" : "not ok", name);
-  if (ok)
-    passed++;
-  else
-    failed++;
-}
 
 /* The fixture's text without its final newline (malloc'd), or NULL. */
 static char *fixture(const char *name) {
@@ -152,6 +135,5 @@ int main(void) {
   test_length();
   test_garbage();
   test_repeated();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return summary();
 }

@@ -7,23 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "wb_c.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      printf("    %s:%d: %s\n", __FILE__, __LINE__, #cond);                                \
-      ok = 0;                                                                              \
-    }                                                                                      \
-  } while (0)
-
-static void report(const char *name, int ok) {
-  printf("%s - %s\n", ok ? "ok" : "not ok", name);
-  if (ok) passed++;
-  else failed++;
-}
 
 static char *slurp(const char *path) {
   static char buf[4096];
@@ -130,6 +115,5 @@ int main(void) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return summary();
 }
