@@ -468,10 +468,10 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   if (reserve_pollfds(count) != 0) return -1;
   size_t n = 0;
   if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
-  int exits_polled = 0; /* a child without a pidfd: look for its exit at least every 10 ms */
+  int exits_polled = 0; /* no pidfd, or SIGKILLed: look for its exit at least every 10 ms */
   for (wb_child *c = live; c; c = c->next) {
     if (!c->reaped && c->pidfd >= 0) add_pollfd(&n, c->pidfd, POLLIN, c);
-    if (!c->reaped && c->pidfd < 0) exits_polled = 1;
+    if (!c->reaped && (c->pidfd < 0 || c->kill_sent)) exits_polled = 1; /* killed: also look */
     for (int i = 0; i < 2; i++)
       if (c->out[i].fd >= 0) add_pollfd(&n, c->out[i].fd, POLLIN, c);
     if (c->in_fd >= 0) add_pollfd(&n, c->in_fd, POLLOUT, c);
@@ -494,7 +494,7 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   }
   if (exits_polled)
     for (wb_child *c = live; c; c = c->next)
-      if (!c->reaped && c->pidfd < 0) reap_leader(c);
+      if (!c->reaped && (c->pidfd < 0 || c->kill_sent)) reap_leader(c);
   now = wb_clock_ns();
   for (wb_child *c = live, *next; c; c = next) {
     next = c->next;
