@@ -191,6 +191,11 @@ end
 local function markdown(argv, trials, b, cap, cg)
   local T = wb.report.table
   local out = { "# Application profile", "", "`" .. util.shell_join(argv) .. "`", "" }
+  local function heading(title)
+    out[#out + 1] = ""
+    out[#out + 1] = title
+    out[#out + 1] = ""
+  end
   local w = wb.stats.summary(trials.wall)
   out[#out + 1] = string.format("Wall time over %d trials: median %s, mean %s ± %s (min %s, max %s).", w.n,
     util.format_seconds(w.median), util.format_seconds(w.mean), util.format_seconds(w.stddev),
@@ -204,9 +209,7 @@ local function markdown(argv, trials, b, cap, cg)
   out[#out + 1] = ""
   for i, f in ipairs(b.first) do out[#out + 1] = string.format("%d. %s", i, f.text) end
   if #b.stages > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "## Stages (the application's own timers, " .. (trials.stage_source or "") .. ")"
-    out[#out + 1] = ""
+    heading("## Stages (the application's own timers, " .. (trials.stage_source or "") .. ")")
     local rows = { { "stage", "median", "share of wall", "Amdahl bound" } }
     for _, s in ipairs(b.stages) do
       rows[#rows + 1] = { s.name, util.format_seconds(s.seconds), percent(s.fraction), string.format("%.1f×", s.amdahl) }
@@ -214,9 +217,7 @@ local function markdown(argv, trials, b, cap, cg)
     out[#out + 1] = T(rows)
   end
   if #b.functions > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "## Functions on the CPU (self time)"
-    out[#out + 1] = ""
+    heading("## Functions on the CPU (self time)")
     local rows = { { "function", "share of CPU samples", "share of wall", "Amdahl bound" } }
     for _, f in ipairs(b.functions) do
       rows[#rows + 1] = { f.name, percent(f.cpu_fraction), percent(f.fraction), string.format("%.1f×", f.amdahl) }
@@ -224,9 +225,7 @@ local function markdown(argv, trials, b, cap, cg)
     out[#out + 1] = T(rows)
   end
   if #b.waits > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "## Off the CPU (blocked, by the innermost user-space frame)"
-    out[#out + 1] = ""
+    heading("## Off the CPU (blocked, by the innermost user-space frame)")
     if b.offcpu_runqueue_seconds then
       out[#out + 1] = string.format("Blocked %.3f s; waiting for a CPU after preemption (run queue) %.3f s.",
         b.offcpu_blocked_seconds or 0, b.offcpu_runqueue_seconds)
@@ -237,9 +236,7 @@ local function markdown(argv, trials, b, cap, cg)
     out[#out + 1] = T(rows)
   end
   if cap and cap.counters then
-    out[#out + 1] = ""
-    out[#out + 1] = "## Counters"
-    out[#out + 1] = ""
+    heading("## Counters")
     local rows = { { "event", "value", "note" } }
     for _, name in ipairs(util.sorted_keys(cap.counters)) do
       local ct = cap.counters[name]
@@ -252,9 +249,7 @@ local function markdown(argv, trials, b, cap, cg)
     out[#out + 1] = T(rows)
   end
   if cg and cg.top then
-    out[#out + 1] = ""
-    out[#out + 1] = "## callgrind (instructions)"
-    out[#out + 1] = ""
+    heading("## callgrind (instructions)")
     local rows = { { "function", "instructions", "share" } }
     for _, f in ipairs(cg.top) do rows[#rows + 1] = { f.name, tostring(f.instructions), percent(f.fraction) } end
     out[#out + 1] = T(rows)
@@ -265,9 +260,7 @@ local function markdown(argv, trials, b, cap, cg)
     if p and p.skipped then notes[#notes + 1] = "- skipped: " .. p.skipped end
   end
   if #notes > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "## Notes"
-    out[#out + 1] = ""
+    heading("## Notes")
     for _, n in ipairs(notes) do out[#out + 1] = n end
   end
   return table.concat(out, "\n") .. "\n"
