@@ -35,12 +35,41 @@ void wb_buf_init(wb_buf *b, lua_State *L) {
   b->len = b->cap = 0;
   b->L = L;
   b->failed = 0;
+  b->fd = -1;
+  b->werr = 0;
   wb_buf_reserve(b, 256);
 }
 
+#define WB_BUF_FILE_CHUNK (64 * 1024)
+
+void wb_buf_to_fd(wb_buf *b, int fd) {
+  b->fd = fd;
+  if (b->cap < WB_BUF_FILE_CHUNK) wb_buf_reserve(b, WB_BUF_FILE_CHUNK - b->len);
+}
+
+int wb_buf_flush(wb_buf *b) {
+  const char *p = b->data;
+  size_t left = b->fd >= 0 && !b->werr ? b->len : 0;
+  while (left > 0) {
+    ssize_t n = write(b->fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      b->werr = n < 0 ? errno : EIO;
+      b->failed = 1;
+      break;
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  if (b->fd >= 0) b->len = 0;
+  return b->werr;
+}
+
 int wb_buf_reserve(wb_buf *b, size_t extra) {
+  if (b->fd >= 0 && b->len > 0 && b->cap - b->len < extra && wb_buf_flush(b)) return -1;
   size_t cap = b->cap ? b->cap : 256;
   while (cap - b->len < extra && cap <= ((size_t)-1) / 2) cap *= 2;
+  if (cap == b->cap && cap - b->len >= extra) return 0;
   char *p = cap - b->len >= extra ? realloc(b->data, cap) : NULL;
   if (!p) {
     if (b->L) luaL_error(b->L, "not enough memory");

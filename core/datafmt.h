@@ -13,12 +13,15 @@
 /* A growable output buffer. With a Lua state (wb_buf_new) the buffer belongs to a userdata whose
  * __gc frees the memory if an error unwinds, and running out of memory raises "not enough
  * memory". Without one (wb_buf_init(b, NULL), for the Lua-free C API) running out of memory
- * sets `failed` and later writes are dropped; the owner frees `data`. */
+ * sets `failed` and later writes are dropped; the owner frees `data`. A buffer given a file
+ * descriptor (wb_buf_to_fd) writes its contents there whenever it fills, so its memory stays
+ * bounded; a failed write sets `failed` and `werr` (the errno) and later writes are dropped. */
 typedef struct wb_buf {
   char *data;
   size_t len, cap;
   lua_State *L;
   int failed;
+  int fd, werr;
 } wb_buf;
 
 /* Pushes the owning userdata and returns its initialised buffer. */
@@ -39,6 +42,11 @@ static inline void wb_buf_addc(wb_buf *b, char c) {
 }
 
 #define wb_buf_lit(b, s) wb_buf_add((b), "" s, sizeof(s) - 1)
+
+/* Streams the buffer to fd from now on (see wb_buf). */
+void wb_buf_to_fd(wb_buf *b, int fd);
+/* Writes what the buffer holds to its descriptor; returns 0 or the errno of a failed write. */
+int wb_buf_flush(wb_buf *b);
 
 /* Appends n spaces. */
 void wb_buf_spaces(wb_buf *b, size_t n);

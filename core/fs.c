@@ -73,12 +73,65 @@ static void fsync_parent(const char *path) {
   }
 }
 
+int wb_atomic_open(const char *path, char *tmp, size_t tmplen) {
+  if (strlen(path) + 16 > tmplen) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path);
+  return mkostemp(tmp, O_CLOEXEC);
+}
+
+int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, int sync) {
+  int e = 0;
+  if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
+    unlink(tmp);
+    return e;
+  }
+  if (sync) fsync_parent(path);
+  return 0;
+}
+
+void wb_atomic_abort(int fd, const char *tmp) {
+  close(fd);
+  unlink(tmp);
+}
+
+/* Writes the data argument (index 2) to fd: a string, or the pieces a function returns until
+ * it returns nil. Returns 0, -1 with errno when a write fails, or -2 with the error of the
+ * function (or of a piece that is not a string) on the stack. */
+static int write_data(lua_State *L, int fd) {
+  size_t len;
+  if (!lua_isfunction(L, 2)) {
+    const char *data = lua_tolstring(L, 2, &len);
+    return write_all(fd, data, len);
+  }
+  for (;;) {
+    lua_pushvalue(L, 2);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) return -2;
+    if (lua_isnil(L, -1)) break;
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      lua_pushfstring(L, "wb.fs.write: the data function returned a %s, not a string", luaL_typename(L, -1));
+      return -2;
+    }
+    const char *piece = lua_tolstring(L, -1, &len);
+    if (write_all(fd, piece, len) != 0) return -1;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
 /* -- ok, err = wb.fs.write(path, data [, {append = false, atomic = true, mode = 0644, sync = true}])
- * Replaces the file atomically (unless append, which appends in place). */
+ * Replaces the file atomically (unless append, which appends in place). data: a string, or a
+ * function returning the next piece on each call and nil at the end, so a large file is written
+ * without being held in memory whole; an error it raises propagates and leaves the old file. */
 static int l_write(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  size_t len;
-  const char *data = luaL_checklstring(L, 2, &len);
+  if (!lua_isfunction(L, 2)) luaL_checkstring(L, 2);
   int append = 0, atomic = 1, sync = 1;
   mode_t mode = 0644;
   if (!lua_isnoneornil(L, 3)) {
@@ -89,33 +142,29 @@ static int l_write(lua_State *L) {
     if (lua_getfield(L, 3, "mode") != LUA_TNIL) mode = (mode_t)luaL_checkinteger(L, -1);
     lua_pop(L, 4);
   }
+  lua_settop(L, 2);
+  char tmp[PATH_MAX];
+  int fd;
   if (append || !atomic) {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-    int fd = open(path, flags, mode);
-    if (fd < 0) return wb_push_error(L, errno, path);
-    if (write_all(fd, data, len) != 0 || (sync && fsync(fd) != 0)) {
-      int e = errno;
-      close(fd);
-      return wb_push_error(L, e, path);
-    }
-    if (close(fd) != 0) return wb_push_error(L, errno, path);
+    if ((fd = open(path, flags, mode)) < 0) return wb_push_error(L, errno, path);
+    int r = write_data(L, fd);
+    int e = r == -1 || (r == 0 && sync && fsync(fd) != 0) ? errno : 0;
+    if (close(fd) != 0 && !e && r == 0) e = errno;
+    if (r == -2) return lua_error(L);
+    if (e) return wb_push_error(L, e, path);
     return push_ok(L);
   }
-  size_t plen = strlen(path);
-  if (plen + 16 > PATH_MAX) return wb_push_error(L, ENAMETOOLONG, path);
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
-  int fd = mkostemp(tmp, O_CLOEXEC);
-  if (fd < 0) return wb_push_error(L, errno, path);
-  int e = 0;
-  if (write_all(fd, data, len) != 0 || (sync && fsync(fd) != 0) || fchmod(fd, mode) != 0) e = errno;
-  if (close(fd) != 0 && !e) e = errno;
-  if (!e && rename(tmp, path) != 0) e = errno;
-  if (e) {
-    unlink(tmp);
+  if ((fd = wb_atomic_open(path, tmp, sizeof tmp)) < 0) return wb_push_error(L, errno, path);
+  int r = write_data(L, fd);
+  if (r != 0) {
+    int e = errno;
+    wb_atomic_abort(fd, tmp);
+    if (r == -2) return lua_error(L);
     return wb_push_error(L, e, path);
   }
-  if (sync) fsync_parent(path);
+  int e = wb_atomic_commit(fd, tmp, path, mode, sync);
+  if (e) return wb_push_error(L, e, path);
   return push_ok(L);
 }
 

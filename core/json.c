@@ -187,12 +187,16 @@ static void encode_value(struct encoder *e, int idx) {
   case LUA_TUSERDATA: { /* wb.stats.samples: an array of floats, written without a copy */
     const double *v;
     size_t n;
-    if (!wb_stats_samples_view(L, idx, &v, &n)) break;
+    int integer;
+    if (!wb_stats_samples_view(L, idx, &v, &n, &integer)) break;
     wb_buf_addc(e->b, '[');
     for (size_t i = 0; i < n; i++) {
       if (i > 0) wb_buf_addc(e->b, ',');
       newline(e, e->depth + 1);
-      wb_json_write_float(e->b, v[i], 0);
+      if (integer)
+        wb_json_write_int(e->b, (int64_t)v[i], 0);
+      else
+        wb_json_write_float(e->b, v[i], 0);
     }
     if (n > 0) newline(e, e->depth);
     wb_buf_addc(e->b, ']');
@@ -202,8 +206,9 @@ static void encode_value(struct encoder *e, int idx) {
   luaL_error(L, "json: cannot encode a %s value", luaL_typename(L, idx));
 }
 
-/* Encodes the value at idx; pushes the result string. */
-static void encode(lua_State *L, int idx, int pretty, int indent) {
+/* Encodes the value at idx into a new buffer (streaming to fd when fd >= 0); leaves the encoder
+ * and the buffer userdata on the stack and returns the buffer. */
+static wb_buf *encode_into(lua_State *L, int idx, int pretty, int indent, int fd) {
   idx = lua_absindex(L, idx);
   struct encoder *e = lua_newuserdatauv(L, sizeof *e, 0);
   e->L = L;
@@ -211,10 +216,34 @@ static void encode(lua_State *L, int idx, int pretty, int indent) {
   e->indent = indent;
   e->depth = 0;
   e->b = wb_buf_new(L);
+  if (fd >= 0) wb_buf_to_fd(e->b, fd);
   encode_value(e, idx);
-  wb_buf_push_result(L, e->b);
+  return e->b;
+}
+
+/* Encodes the value at idx; pushes the result string. */
+static void encode(lua_State *L, int idx, int pretty, int indent) {
+  wb_buf *b = encode_into(L, idx, pretty, indent, -1);
+  wb_buf_push_result(L, b);
   lua_replace(L, -3);
   lua_pop(L, 1);
+}
+
+/* Reads the {pretty, indent} options at index arg. */
+static void encode_options(lua_State *L, int arg, int *pretty, int *indent) {
+  *pretty = 0;
+  *indent = 2;
+  if (lua_isnoneornil(L, arg)) return;
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_getfield(L, arg, "pretty");
+  *pretty = lua_toboolean(L, -1);
+  lua_getfield(L, arg, "indent");
+  if (!lua_isnil(L, -1)) {
+    lua_Integer n = luaL_checkinteger(L, -1);
+    luaL_argcheck(L, n >= 0 && n <= 16, arg, "indent must be 0..16");
+    *indent = (int)n;
+  }
+  lua_pop(L, 2);
 }
 
 /* ---- Lua API -------------------------------------------------------------------------- */
@@ -245,20 +274,51 @@ static int l_decode(lua_State *L) {
  * encode as null. pretty: newlines and `indent` spaces (default 2) per level. */
 static int l_encode(lua_State *L) {
   luaL_checkany(L, 1);
-  int pretty = 0;
-  lua_Integer indent = 2;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_getfield(L, 2, "pretty");
-    pretty = lua_toboolean(L, -1);
-    lua_getfield(L, 2, "indent");
-    if (!lua_isnil(L, -1)) {
-      indent = luaL_checkinteger(L, -1);
-      luaL_argcheck(L, indent >= 0 && indent <= 16, 2, "indent must be 0..16");
-    }
-    lua_pop(L, 2);
+  int pretty, indent;
+  encode_options(L, 2, &pretty, &indent);
+  encode(L, 1, pretty, indent);
+  return 1;
+}
+
+/* Protected part of l_write: value, fd, pretty, indent; returns the errno of a failed write, 0. */
+static int write_protected(lua_State *L) {
+  int fd = (int)lua_tointeger(L, 2);
+  wb_buf *b = encode_into(L, 1, lua_toboolean(L, 3), (int)lua_tointeger(L, 4), fd);
+  wb_buf_addc(b, '\n');
+  lua_pushinteger(L, wb_buf_flush(b));
+  return 1;
+}
+
+/* -- ok, err, errno = wb.json.write(path, v [, {pretty, indent, sync = true}]) : writes the
+ * encoding of v and a newline to path, atomically (see wb.fs.write), streaming: memory stays
+ * bounded however large the document. Encoding errors raise as in encode (the old file is kept);
+ * failures of the file system return nil, "path: strerror", errno. */
+static int l_write(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  luaL_checkany(L, 2);
+  int pretty, indent, sync = 1;
+  encode_options(L, 3, &pretty, &indent);
+  if (lua_istable(L, 3) && lua_getfield(L, 3, "sync") != LUA_TNIL) sync = lua_toboolean(L, -1);
+  char tmp[4096];
+  int fd = wb_atomic_open(path, tmp, sizeof tmp);
+  if (fd < 0) return wb_push_error(L, errno, path);
+  lua_pushcfunction(L, write_protected);
+  lua_pushvalue(L, 2);
+  lua_pushinteger(L, fd);
+  lua_pushboolean(L, pretty);
+  lua_pushinteger(L, indent);
+  if (lua_pcall(L, 4, 1, 0) != LUA_OK) {
+    wb_atomic_abort(fd, tmp);
+    return lua_error(L);
   }
-  encode(L, 1, pretty, (int)indent);
+  int e = (int)lua_tointeger(L, -1);
+  if (e) {
+    wb_atomic_abort(fd, tmp);
+    return wb_push_error(L, e, path);
+  }
+  e = wb_atomic_commit(fd, tmp, path, 0644, sync);
+  if (e) return wb_push_error(L, e, path);
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -306,7 +366,8 @@ static int l_read(lua_State *L) {
 
 static const luaL_Reg json_functions[] = {{"array", l_array},   {"decode", l_decode},
                                           {"encode", l_encode}, {"object", l_object},
-                                          {"read", l_read},     {NULL, NULL}};
+                                          {"read", l_read},     {"write", l_write},
+                                          {NULL, NULL}};
 
 int luaopen_wb_json(lua_State *L) {
   luaL_newlib(L, json_functions);

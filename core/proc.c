@@ -190,19 +190,23 @@ static int ready_all(lua_State *L, int list) {
   return 1;
 }
 
-/* Pushes the result table of the done handle at idx, built once and kept. */
-static void push_result(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  if (lua_getiuservalue(L, idx, UV_RESULT) != LUA_TNIL) return;
-  lua_pop(L, 1);
-  proc *p = lua_touserdata(L, idx);
+/* Sets the result fields of the finished child c into the table on the top of the stack (absent
+ * ones to nil, so a table can be reused); hands captured output over. */
+static void set_result(lua_State *L, wb_child *c) {
   wb_child_result r;
-  wb_spawn_result(p->c, &r);
-  lua_createtable(L, 0, 14);
-  wb_set_int(L, "pid", p->pid);
+  wb_spawn_result(c, &r);
+  wb_set_int(L, "pid", c->pid);
   wb_set_bool(L, "exited", r.exited);
-  if (r.exited) wb_set_int(L, "code", r.exit_code);
-  if (r.term_signal) wb_set_int(L, "signal", r.term_signal);
+  if (r.exited)
+    lua_pushinteger(L, r.exit_code);
+  else
+    lua_pushnil(L);
+  lua_setfield(L, -2, "code");
+  if (r.term_signal)
+    lua_pushinteger(L, r.term_signal);
+  else
+    lua_pushnil(L);
+  lua_setfield(L, -2, "signal");
   wb_set_bool(L, "timed_out", r.timed_out);
   wb_set_bool(L, "ok", r.exited && r.exit_code == 0 && !r.timed_out);
   wb_set_num(L, "wall", (double)r.wall_ns / 1e9);
@@ -211,7 +215,7 @@ static void push_result(lua_State *L, int idx) {
   wb_set_num(L, "sys", (double)r.sys_ns / 1e9);
   wb_set_int(L, "maxrss_kb", r.maxrss_kb);
   for (int i = 0; i < 2; i++) {
-    wb_stream *st = &p->c->out[i];
+    wb_stream *st = &c->out[i];
     if (st->mode != WB_IO_CAPTURE && st->mode != WB_IO_TEE) continue;
     lua_pushlstring(L, st->buf ? st->buf : "", st->len);
     lua_setfield(L, -2, i ? "stderr" : "stdout");
@@ -219,6 +223,16 @@ static void push_result(lua_State *L, int idx) {
     st->buf = NULL;
     st->len = st->cap = 0;
   }
+}
+
+/* Pushes the result table of the done handle at idx, built once and kept. */
+static void push_result(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_getiuservalue(L, idx, UV_RESULT) != LUA_TNIL) return;
+  lua_pop(L, 1);
+  proc *p = lua_touserdata(L, idx);
+  lua_createtable(L, 0, 14);
+  set_result(L, p->c);
   lua_pushvalue(L, -1);
   lua_setiuservalue(L, idx, UV_RESULT);
 }
@@ -413,14 +427,112 @@ static int l_which(lua_State *L) {
   return 1;
 }
 
+/* ---- runners ------------------------------------------------------------------------------ */
+
+#define RUNNER_MT "wb.proc.runner"
+enum { RUV_ANCHORS = 1, RUV_RESULT = 2 };
+
+typedef struct runner {
+  wb_spawn_spec spec; /* its strings anchored in user value RUV_ANCHORS */
+  wb_child *c;        /* the child of the run in progress, else NULL */
+  int closed;
+} runner;
+
+static runner *check_runner(lua_State *L, int idx) {
+  runner *r = luaL_checkudata(L, idx, RUNNER_MT);
+  if (r->closed) luaL_error(L, RUNNER_MT " is closed");
+  return r;
+}
+
+/* -- r = wb.proc.runner(spec) : a spec parsed once, to run the same command many times with
+ * r:run() at the least cost per run. spec is as for wb.proc.spawn, without line callbacks and
+ * held. */
+static int l_runner(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  lua_newtable(L); /* 2: anchors */
+  wb_spawn_spec s = {0};
+  wb_proc_parse_spec(L, &s);
+  if (s.io[1].mode == WB_IO_LINES || s.io[2].mode == WB_IO_LINES)
+    luaL_argerror(L, 1, "a runner takes no line callbacks");
+  if (s.held) luaL_argerror(L, 1, "a runner cannot hold its child (held)");
+  runner *r = lua_newuserdatauv(L, sizeof *r, 2);
+  *r = (runner){.spec = s};
+  luaL_setmetatable(L, RUNNER_MT);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, -2, RUV_ANCHORS);
+  lua_createtable(L, 0, 14);
+  lua_setiuservalue(L, -2, RUV_RESULT);
+  return 1;
+}
+
+static int runner_ready(lua_State *L, int idx) {
+  return ((runner *)lua_touserdata(L, idx))->c->finished;
+}
+
+static int runner_wait(lua_State *L) {
+  run_loop(L, runner_ready, 1, -1);
+  return 0;
+}
+
+/* -- res, err, errno = r:run() : spawns the command, waits for it, and returns its result as
+ * p:wait() does, in a table the runner reuses: the next run overwrites it. nil, "spawn: ...",
+ * errno when the environment fails. */
+static int l_runner_run(lua_State *L) {
+  runner *r = check_runner(L, 1);
+  lua_settop(L, 1);
+  if (r->c) luaL_error(L, RUNNER_MT " is already running");
+  char err[512];
+  int e = 0;
+  if (!(r->c = wb_spawn(&r->spec, err, sizeof err, &e))) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    lua_pushinteger(L, e);
+    return 3;
+  }
+  lua_pushcfunction(L, runner_wait);
+  lua_pushvalue(L, 1);
+  int rc = lua_pcall(L, 1, 0, 0);
+  if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
+  if (rc == LUA_OK) {
+    lua_getiuservalue(L, 1, RUV_RESULT);
+    set_result(L, r->c);
+  }
+  wb_child_free(r->c);
+  r->c = NULL;
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
+/* -- r:close() : kills a child still running (from an error unwinding a run) and releases the
+ * runner; idempotent (also __close and __gc) */
+static int l_runner_close(lua_State *L) {
+  runner *r = luaL_checkudata(L, 1, RUNNER_MT);
+  wb_child_free(r->c);
+  r->c = NULL;
+  r->closed = 1;
+  return 0;
+}
+
+/* -- s = tostring(r) : "wb.proc.runner (ARGV0)" or "wb.proc.runner (closed)" */
+static int l_runner_tostring(lua_State *L) {
+  runner *r = luaL_checkudata(L, 1, RUNNER_MT);
+  if (r->closed) lua_pushliteral(L, RUNNER_MT " (closed)");
+  else lua_pushfstring(L, RUNNER_MT " (%s)", r->spec.argv[0]);
+  return 1;
+}
+
+static const luaL_Reg runner_methods[] = {{"close", l_runner_close}, {"run", l_runner_run}, {NULL, NULL}};
+
 static const luaL_Reg proc_methods[] = {{"close", l_close},     {"kill", l_kill},
                                         {"poll", l_poll},       {"release", l_release},
                                         {"running", l_running}, {"wait", l_wait},
                                         {NULL, NULL}};
 
-static const luaL_Reg proc_functions[] = {{"run", l_run},           {"spawn", l_spawn},
-                                          {"wait_all", l_wait_all}, {"wait_any", l_wait_any},
-                                          {"which", l_which},       {NULL, NULL}};
+static const luaL_Reg proc_functions[] = {
+    {"run", l_run},           {"runner", l_runner},     {"spawn", l_spawn},
+    {"wait_all", l_wait_all}, {"wait_any", l_wait_any}, {"which", l_which},
+    {NULL, NULL}};
 
 /* Makes wb a child subreaper (escaped descendants are reaped here, not by init) and raises the
  * soft descriptor limit to the hard one (each running child holds up to four descriptors). */
@@ -439,6 +551,7 @@ int luaopen_wb_proc(lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
 
   wb_new_class(L, PROC_MT, proc_methods, l_index, l_close, l_tostring);
+  wb_new_class(L, RUNNER_MT, runner_methods, NULL, l_runner_close, l_runner_tostring);
 
   luaL_newlib(L, proc_functions);
   return 1;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +80,19 @@ struct setup {
 
 static const char *const stream_names[3] = {"stdin", "stdout", "stderr"};
 
+/* /dev/null, opened once (close-on-exec, above 2) and dup'ed into children: cheaper than an open
+ * in every child. Checked before each use, since a host of the C API may have closed it and
+ * reused the number. -1 with errno when it cannot be opened. */
+static int null_fd(void) {
+  static int fd = -1;
+  static dev_t rdev;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev) return fd;
+  fd = open_cloexec("/dev/null", O_RDWR);
+  if (fd >= 0 && fstat(fd, &st) == 0) rdev = st.st_rdev;
+  return fd;
+}
+
 /* Prepares stream `fd` (0, 1, 2) of the child. Returns 0 or an errno, with err filled. */
 static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io *io, char *err,
                         size_t errlen) {
@@ -89,7 +103,8 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
   case WB_IO_INHERIT:
     return 0;
   case WB_IO_NULL:
-    return posix_spawn_file_actions_addopen(&su->fa, fd, "/dev/null", fd ? O_WRONLY : O_RDONLY, 0);
+    if ((e = null_fd()) < 0) goto fail;
+    return posix_spawn_file_actions_adddup2(&su->fa, e, fd);
   case WB_IO_MERGE:
     return posix_spawn_file_actions_adddup2(&su->fa, 1, 2);
   case WB_IO_FILE:

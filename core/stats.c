@@ -11,20 +11,23 @@
 #define MAX_COUNT ((size_t)1 << 40)
 
 /* A growable float64 array. Its buffer is a plain userdata held as user value 1, so the
- * memory is counted by the Lua collector and released with the object. */
+ * memory is counted by the Lua collector and released with the object. An integer array holds
+ * integers only (exact up to 2^53) and gives them back as Lua integers. */
 typedef struct {
   double *v;
   size_t n, cap;
   int closed;
+  int integer;
 } samples;
 
 /* ---- shared helpers ------------------------------------------------------------------- */
 
-int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n) {
+int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n, int *integer) {
   samples *s = luaL_testudata(L, idx, SAMPLES_MT);
   if (!s || s->closed) return 0;
   *v = s->v;
   *n = s->n;
+  *integer = s->integer;
   return 1;
 }
 
@@ -338,27 +341,66 @@ static void samples_reserve(lua_State *L, int idx, samples *s, size_t need) {
   s->cap = cap;
 }
 
-/* -- s = wb.stats.samples([capacity]) : an empty growable float64 array (8 bytes a value)
- * with room for capacity values; accepted wherever xs is. */
+static samples *new_samples(lua_State *L, size_t cap, int integer) {
+  samples *s = lua_newuserdatauv(L, sizeof *s, 1);
+  memset(s, 0, sizeof *s);
+  s->integer = integer;
+  luaL_setmetatable(L, SAMPLES_MT);
+  samples_reserve(L, lua_gettop(L), s, cap);
+  return s;
+}
+
+/* -- s = wb.stats.samples([capacity [, "float" | "integer"]]) : an empty growable array of
+ * float64 values (8 bytes a value) with room for capacity values; accepted wherever xs is. An
+ * "integer" array takes integers only (|x| <= 2^53), and reads and encodes them as integers. */
 static int l_samples(lua_State *L) {
   lua_Integer cap = luaL_optinteger(L, 1, 0);
   luaL_argcheck(L, cap >= 0 && (size_t)cap <= MAX_COUNT, 1, "capacity out of range");
-  samples *s = lua_newuserdatauv(L, sizeof *s, 1);
-  memset(s, 0, sizeof *s);
-  luaL_setmetatable(L, SAMPLES_MT);
-  samples_reserve(L, lua_gettop(L), s, (size_t)cap);
+  static const char *const kinds[] = {"float", "integer", NULL};
+  int integer = luaL_checkoption(L, 2, "float", kinds);
+  new_samples(L, (size_t)cap, integer);
   return 1;
 }
 
-/* -- s:add(x) : appends the number x (NaN raises). */
+static void push_value(lua_State *L, const samples *s, double x) {
+  if (s->integer)
+    lua_pushinteger(L, (lua_Integer)x);
+  else
+    lua_pushnumber(L, x);
+}
+
+/* -- s:add(x) : appends the number x (NaN raises; a non-integer raises in an integer array). */
 static int samples_add(lua_State *L) {
   samples *s = check_samples(L, 1);
   luaL_checktype(L, 2, LUA_TNUMBER);
   double x = lua_tonumber(L, 2);
   luaL_argcheck(L, !isnan(x), 2, "NaN");
+  if (s->integer) {
+    int isint;
+    lua_Integer i = lua_tointegerx(L, 2, &isint);
+    luaL_argcheck(L, isint && i >= -(1LL << 53) && i <= (1LL << 53), 2, "integer expected");
+    x = (double)i;
+  }
   samples_reserve(L, 1, s, s->n + 1);
   s->v[s->n++] = x;
   return 0;
+}
+
+/* -- kind = s:kind() : "float" or "integer" */
+static int samples_kind(lua_State *L) {
+  lua_pushstring(L, check_samples(L, 1)->integer ? "integer" : "float");
+  return 1;
+}
+
+/* -- t = s:scaled(k) : a new array of the same kind holding each value times k (rounded to the
+ * nearest integer in an integer array). */
+static int samples_scaled(lua_State *L) {
+  samples *s = check_samples(L, 1);
+  double k = luaL_checknumber(L, 2);
+  samples *t = new_samples(L, s->n, s->integer);
+  for (size_t i = 0; i < s->n; i++) t->v[i] = s->integer ? round(s->v[i] * k) : s->v[i] * k;
+  t->n = s->n;
+  return 1;
 }
 
 /* -- s:close() : releases the values; later use raises. Also __close and __gc. */
@@ -375,7 +417,11 @@ static int samples_close(lua_State *L) {
 /* -- t = s:totable() : the values as a new sequence. */
 static int samples_totable(lua_State *L) {
   samples *s = check_samples(L, 1);
-  push_list(L, s->v, s->n);
+  wb_array_new(L, s->n > INT_MAX ? INT_MAX : (int)s->n);
+  for (size_t i = 0; i < s->n; i++) {
+    push_value(L, s, s->v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
   return 1;
 }
 
@@ -396,7 +442,7 @@ static int samples_index(lua_State *L) {
   int isint;
   lua_Integer i = lua_tointegerx(L, 2, &isint);
   if (isint && i >= 1 && (size_t)i <= s->n)
-    lua_pushnumber(L, s->v[i - 1]);
+    push_value(L, s, s->v[i - 1]);
   else
     lua_pushnil(L);
   return 1;
@@ -408,12 +454,14 @@ static int samples_tostring(lua_State *L) {
   if (s->closed)
     lua_pushliteral(L, SAMPLES_MT " (closed)");
   else
-    lua_pushfstring(L, SAMPLES_MT " (n=%I)", (lua_Integer)s->n);
+    lua_pushfstring(L, SAMPLES_MT " (n=%I%s)", (lua_Integer)s->n, s->integer ? ", integer" : "");
   return 1;
 }
 
 static const luaL_Reg samples_methods[] = {{"add", samples_add},
                                            {"close", samples_close},
+                                           {"kind", samples_kind},
+                                           {"scaled", samples_scaled},
                                            {"summary", l_summary},
                                            {"totable", samples_totable},
                                            {NULL, NULL}};

@@ -102,8 +102,10 @@ local function normalise(spec)
       c.argv = argv
     end
     c.samples = {}
-    for _, m in ipairs(M.METRICS) do c.samples[m] = stats.samples(spec.runs) end -- sized when known
-    c.exit_codes = {}
+    for _, m in ipairs(M.METRICS) do -- sized when the run count is known
+      c.samples[m] = stats.samples(spec.runs, m == "maxrss_kb" and "integer" or "float")
+    end
+    c.exit_codes = stats.samples(spec.runs, "integer")
     c.failures = 0
   end
   return cmds, scan
@@ -132,8 +134,9 @@ local function shell_spawn_cost(n)
 end
 
 local function measure(c, spec, record)
-  local res, err = proc.run { argv = c.argv, stdout = spec.output or "null", stderr = "null",
+  c.runner = c.runner or proc.runner { argv = c.argv, stdout = spec.output or "null", stderr = "null",
     stdin = "null", timeout = spec.timeout, cwd = spec.cwd }
+  local res, err = c.runner:run() -- a table the next run reuses
   if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
   if not res.ok and not spec.ignore_failure then
     local why = res.timed_out and "timed out" or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal))
@@ -145,7 +148,7 @@ local function measure(c, spec, record)
     c.samples.user:add(res.user)
     c.samples.sys:add(res.sys)
     c.samples.maxrss_kb:add(res.maxrss_kb)
-    c.exit_codes[#c.exit_codes + 1] = res.code or (128 + (res.signal or 0))
+    c.exit_codes:add(res.code or (128 + (res.signal or 0)))
     if not res.ok then c.failures = c.failures + 1 end
   end
   return res
@@ -158,6 +161,12 @@ local function planned_runs(spec, estimate)
   return n
 end
 
+-- Statistics copy the samples into scratch arrays; for long runs those are collected at once,
+-- so that they do not add up in peak memory.
+local function collect_scratch(c)
+  if #c.samples.wall > 1000 then collectgarbage() end
+end
+
 local function summarise(c)
   local st = json.object()
   for _, m in ipairs(M.METRICS) do
@@ -165,6 +174,7 @@ local function summarise(c)
     local o = json.object()
     for _, k in ipairs({ "n", "min", "max", "mean", "stddev", "median", "mad", "p5", "p95", "q1", "q3" }) do o[k] = s[k] end
     st[m] = o
+    collect_scratch(c)
   end
   return st
 end
@@ -278,7 +288,10 @@ function M.run(spec)
     end
   end
   require("wb.term").progress_done()
-  for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec) end
+  for _, c in ipairs(cmds) do
+    c.runner:close()
+    run_shell(spec.cleanup, "cleanup", spec)
+  end
   collectgarbage("setpause", pause)
   collectgarbage() -- the runs' garbage, before the summary is built
 
@@ -309,17 +322,21 @@ function M.run(spec)
     o.parameters = params
     local samples = json.object()
     for _, m in ipairs(M.METRICS) do samples[m] = c.samples[m] end -- compact; wb.json writes them
-    samples.exit_code = json.array(c.exit_codes)
+    samples.exit_code = c.exit_codes
     o.samples = samples
     o.stats = summarise(c)
     o.outliers = json.array(stats.outliers(c.samples.wall, 3.5))
     o.warnings = warnings_for(c, o.stats, o.outliers)
     commands[#commands + 1] = o
+    collect_scratch(c)
   end
   summary.commands = commands
   local comparisons = json.array()
   for i, c in ipairs(cmds) do
-    if i ~= ref_index then comparisons[#comparisons + 1] = compare(c, cmds[ref_index], seed) end
+    if i ~= ref_index then
+      comparisons[#comparisons + 1] = compare(c, cmds[ref_index], seed)
+      collect_scratch(c)
+    end
   end
   summary.comparisons = comparisons
   summary.scan = scan and { parameter = scan.parameter, values = json.array(scan.values) } or json.null

@@ -343,18 +343,43 @@ function M.csv(summary)
   return table.concat(out)
 end
 
+-- next_piece = report.csv_runs_pieces(summary) : a function returning runs.csv (see csv_runs) a
+-- few hundred rows at a time, then nil; what wb.fs.write takes to stream a file
+function M.csv_runs_pieces(summary)
+  local commands = get(summary, "commands") or {}
+  local header_due = true
+  local ci, i = 1, 0
+  local num, name, s, n = M.number, nil, nil, 0
+  return function()
+    if header_due then
+      header_due = false
+      return csv_line { "command", "run", "wall", "user", "sys", "maxrss_kb", "exit_code" }
+    end
+    local rows = {}
+    while #rows < 500 do
+      if i >= n then
+        local c = commands[ci]
+        if not c then break end
+        ci, i = ci + 1, 0
+        s = get(c, "samples") or {}
+        name = M.csv_field(get(c, "name") or get(c, "command"))
+        n = #(get(s, "wall") or {})
+      else
+        i = i + 1
+        rows[#rows + 1] = string.format("%s,%d,%s,%s,%s,%s,%s\n", name, i, num(get(s, "wall", i)),
+          num(get(s, "user", i)), num(get(s, "sys", i)), num(get(s, "maxrss_kb", i)), num(get(s, "exit_code", i)))
+      end
+    end
+    if #rows == 0 then return nil end
+    return table.concat(rows)
+  end
+end
+
 -- text = report.csv_runs(summary) : one row per run: command (the command's name), run
 -- (1-based), wall, user, sys, maxrss_kb, exit_code
 function M.csv_runs(summary)
-  local out = { csv_line { "command", "run", "wall", "user", "sys", "maxrss_kb", "exit_code" } }
-  for _, c in ipairs(get(summary, "commands") or {}) do
-    local s = get(c, "samples") or {}
-    local name = get(c, "name") or get(c, "command")
-    for i = 1, #(get(s, "wall") or {}) do
-      local function at(k) return get(s, k, i) or "" end
-      out[#out + 1] = csv_line { name, i, at("wall"), at("user"), at("sys"), at("maxrss_kb"), at("exit_code") }
-    end
-  end
+  local out = {}
+  for piece in M.csv_runs_pieces(summary) do out[#out + 1] = piece end
   return table.concat(out)
 end
 
@@ -422,41 +447,53 @@ local function canonical(v, shape)
   return out
 end
 
+local function summary_document(summary) return canonical(summary, SUMMARY_SHAPE) end
+
 -- text = report.json(summary) : the summary as pretty JSON, keys in schema order
 function M.json(summary)
-  return json.encode(canonical(summary, SUMMARY_SHAPE), { pretty = true }) .. "\n"
+  return json.encode(summary_document(summary), { pretty = true }) .. "\n"
 end
 
--- text = report.hyperfine_json(summary) : hyperfine's --export-json layout: {"results": [{command,
--- mean, stddev, median, user, system, min, max, times, memory_usage_byte, exit_codes
--- [, parameters]}]}; command is the command's name, parameter values are strings, stddev is
--- null for a single run
-function M.hyperfine_json(summary)
+-- A list of the values of xs (a table or wb.stats.samples), each through f.
+local function mapped(xs, f)
+  local out = json.array()
+  for i = 1, #xs do out[i] = f(xs[i]) end
+  return out
+end
+
+local function hyperfine_document(summary)
   local results = json.array()
   for _, c in ipairs(get(summary, "commands") or {}) do
     local w = get(c, "stats", "wall") or {}
     local r = json.object()
     r.command = get(c, "name") or get(c, "command")
     r.mean = get(w, "mean") or NULL
-    local n = get(w, "n") or #(get(c, "samples", "wall") or {})
+    local times = get(c, "samples", "wall") or json.array()
+    local n = get(w, "n") or #times
     r.stddev = (n > 1 and get(w, "stddev")) or NULL
     r.median = get(w, "median") or NULL
     r.user = get(c, "stats", "user", "mean") or NULL
     r.system = get(c, "stats", "sys", "mean") or NULL
     r.min = get(w, "min") or NULL
     r.max = get(w, "max") or NULL
-    r.times = json.array()
-    for i, t in ipairs(get(c, "samples", "wall") or {}) do r.times[i] = t end
+    -- wb.stats.samples are written as they are; tables read back from a summary are copied
+    r.times = type(times) == "userdata" and times or mapped(times, function(t) return t end)
     local rss = get(c, "samples", "maxrss_kb")
-    if rss then
-      r.memory_usage_byte = json.array()
-      for i, kb in ipairs(rss) do
-        r.memory_usage_byte[i] = val(kb) and math.tointeger(math.floor(kb * 1024 + 0.5)) or NULL
-      end
+    if type(rss) == "userdata" and rss:kind() == "integer" then
+      r.memory_usage_byte = rss:scaled(1024)
+    elseif rss then
+      r.memory_usage_byte = mapped(rss, function(kb)
+        return val(kb) and math.tointeger(math.floor(kb * 1024 + 0.5)) or NULL
+      end)
     end
-    r.exit_codes = json.array()
-    local codes = get(c, "samples", "exit_code") or {}
-    for i = 1, #r.times do r.exit_codes[i] = codes[i] == nil and NULL or codes[i] end
+    local codes = get(c, "samples", "exit_code")
+    if type(codes) == "userdata" and #codes == #times then
+      r.exit_codes = codes
+    else
+      codes = codes or {}
+      r.exit_codes = json.array()
+      for i = 1, #times do r.exit_codes[i] = codes[i] == nil and NULL or codes[i] end
+    end
     local names = parameter_names { c }
     if #names > 0 then
       r.parameters = json.object()
@@ -466,7 +503,15 @@ function M.hyperfine_json(summary)
   end
   local doc = json.object()
   doc.results = results
-  return json.encode(doc, { pretty = true }) .. "\n"
+  return doc
+end
+
+-- text = report.hyperfine_json(summary) : hyperfine's --export-json layout: {"results": [{command,
+-- mean, stddev, median, user, system, min, max, times, memory_usage_byte, exit_codes
+-- [, parameters]}]}; command is the command's name, parameter values are strings, stddev is
+-- null for a single run
+function M.hyperfine_json(summary)
+  return json.encode(hyperfine_document(summary), { pretty = true }) .. "\n"
 end
 
 -- ---- HTML and files ---------------------------------------------------------------------
@@ -482,6 +527,13 @@ M.FILES = {
   { "runs.csv", "csv_runs" }, { "hyperfine.json", "hyperfine_json" }, { "report.html", "html" },
 }
 
+-- How write_all streams the large formats, so long benches do not hold a whole file in memory.
+local STREAMED = {
+  json = function(path, summary) return json.write(path, summary_document(summary), { pretty = true }) end,
+  hyperfine_json = function(path, summary) return json.write(path, hyperfine_document(summary), { pretty = true }) end,
+  csv_runs = function(path, summary) return require("wb.fs").write(path, M.csv_runs_pieces(summary)) end,
+}
+
 -- paths, err = report.write_all(dir, summary [, opts]) : writes every format into dir (created
 -- if missing) atomically; opts go to report.html; returns the paths written, or nil, err
 function M.write_all(dir, summary, opts)
@@ -489,13 +541,25 @@ function M.write_all(dir, summary, opts)
   local ok, err = fs.mkdir_p(dir)
   if not ok then return nil, err end
   local paths = {}
+  -- formatting makes many short-lived strings: a collection cycle starts whenever the heap has
+  -- grown by a quarter (not doubled), so that they do not pile up in peak memory
+  local pause = collectgarbage("setpause", 125)
   for _, f in ipairs(M.FILES) do
     local path = dir:gsub("/+$", "") .. "/" .. f[1]
-    ok, err = fs.write(path, M[f[2]](summary, opts))
-    if not ok then return nil, err end
+    local stream = STREAMED[f[2]]
+    if stream then
+      ok, err = stream(path, summary)
+    else
+      ok, err = fs.write(path, M[f[2]](summary, opts))
+    end
+    if not ok then
+      collectgarbage("setpause", pause)
+      return nil, err
+    end
     paths[#paths + 1] = path
     collectgarbage() -- each document is large for long benches: free it before the next
   end
+  collectgarbage("setpause", pause)
   return paths
 end
 

@@ -128,6 +128,17 @@ function proc.spawn(spec) end
 ---@param spec wb.ProcSpec
 ---@return wb.ProcResult?, string? err, integer? errno
 function proc.run(spec) end
+
+---A spec parsed once, run many times (no line callbacks, not held).
+---@class wb.ProcRunner
+local Runner = {}
+---The result table is reused: the next run overwrites it.
+---@return wb.ProcResult?, string? err, integer? errno
+function Runner:run() end
+function Runner:close() end
+---@param spec wb.ProcSpec
+---@return wb.ProcRunner
+function proc.runner(spec) end
 ---@param list wb.Proc[]
 ---@param timeout number?
 ---@return wb.Proc?, wb.ProcResult?
@@ -171,8 +182,9 @@ function bench.run(spec) end
 ---@class wb.stats
 local stats = {}
 ---@param capacity integer?
----@return userdata samples with :add(x), #s, s[i], :totable(), :summary()
-function stats.samples(capacity) end
+---@param kind "float"|"integer"|nil
+---@return userdata samples with :add(x), #s, s[i], :totable(), :summary(), :kind(), :scaled(k)
+function stats.samples(capacity, kind) end
 ---@return {n: integer, min: number, max: number, mean: number, stddev: number, median: number, mad: number, q1: number, q3: number, p5: number, p95: number, sum: number}
 function stats.summary(xs) end
 ---@return number
@@ -280,6 +292,7 @@ function flame.top(folded, n) end
 local fs = {}
 ---@return string? data, string? err, integer? errno
 function fs.read(path) end
+---@param data string|fun(): string? a string, or a function returning the next piece (nil at the end)
 ---@param opts {append: boolean?, atomic: boolean?, mode: integer?, sync: boolean?}?
 ---@return boolean? ok, string? err, integer? errno
 function fs.write(path, data, opts) end
@@ -308,6 +321,10 @@ function json.decode(text) end
 function json.encode(value, opts) end
 ---@return any value, string? err
 function json.read(path) end
+---Writes the encoding and a newline atomically, streaming (bounded memory).
+---@param opts {pretty: boolean?, indent: integer?, sync: boolean?}?
+---@return boolean? ok, string? err, integer? errno
+function json.write(path, value, opts) end
 
 ---@class wb.yaml
 local yaml = {}

@@ -101,6 +101,34 @@ static void test_free_running(void) {
   report("free kills and reaps a running child", ok);
 }
 
+/* The engine keeps /dev/null open for discarded streams; a host that closes that descriptor and
+ * reuses its number for a file must not have children's output land in the file. */
+static void test_discard_after_host_closes_fds(const char *dir) {
+  int ok = 1;
+  char err[256];
+  const char *argv[] = {"sh", "-c", "echo leaked; echo leaked >&2", NULL};
+  for (int round = 0; round < 2; round++) {
+    wb_child *c = wb_child_spawn(argv, NULL, "", "", 0, 0, err, sizeof err);
+    wb_child_result r;
+    CHECK(c && wb_child_wait(c, &r) == 0 && r.exited && r.exit_code == 0);
+    wb_child_free(c);
+    if (round == 1) break;
+    for (int fd = 3; fd < 64; fd++) close(fd);
+    for (int i = 0; i < 8; i++) {
+      char name[520];
+      snprintf(name, sizeof name, "%s/victim%d", dir, i);
+      CHECK(fopen(name, "w") != NULL); /* left open: they take the low descriptor numbers */
+    }
+  }
+  for (int i = 0; i < 8; i++) {
+    char name[520];
+    snprintf(name, sizeof name, "%s/victim%d", dir, i);
+    const char *text = slurp(name);
+    CHECK(text && text[0] == 0);
+  }
+  report("discarded output after the host closed and reused descriptors", ok);
+}
+
 int main(void) {
   char dir[] = "/tmp/wb_spawn_test.XXXXXX";
   if (!mkdtemp(dir)) {
@@ -112,6 +140,7 @@ int main(void) {
   test_missing();
   test_timeout();
   test_free_running();
+  test_discard_after_host_closes_fds(dir);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -21,7 +21,8 @@ T.case("sleep 0.05 vs sleep 0.1: ratio near 2, CI excludes 1, verdict slower", f
   T.eq(c.stats.wall.n, 10)
   T.eq(#c.samples.wall, 10)
   T.near(c.stats.wall.mean, 0.05, 0.03)
-  T.eq(c.samples.exit_code, { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 })
+  T.eq(c.samples.exit_code:totable(), { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 })
+  T.eq(c.samples.maxrss_kb:kind(), "integer")
 end)
 
 T.case("two identical commands: no significant difference", function()
@@ -68,7 +69,7 @@ T.case("failures stop the bench unless ignore_failure; warnings name them", func
   T.raises(function() bench.run { commands = { "false" }, runs = 2 } end,
     "bench: command 'false' failed (exit code 1); use ignore_failure=true")
   local s = bench.run { commands = { "false" }, runs = 3, ignore_failure = true }
-  T.eq(s.commands[1].samples.exit_code, { 1, 1, 1 })
+  T.eq(s.commands[1].samples.exit_code:totable(), { 1, 1, 1 })
   local w = table.concat(s.commands[1].warnings, "\n")
   T.match(w, "3 of 3 runs exited with a non%-zero status")
   T.match(w, "under 5 ms")

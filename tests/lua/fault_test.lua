@@ -69,6 +69,30 @@ T.case("a full disk: a clear error, the previous manifest intact", function()
   T.ok(m and m.schema_name == "wb.manifest", "the last manifest written is valid JSON")
 end)
 
+T.case("a full disk under streamed writes: nil and the error, the old file and no temporary", function()
+  local d = T.tmpdir()
+  if not os.execute("mount -t tmpfs -o size=96k wbfault '" .. d .. "' 2>/dev/null") then
+    T.skip("cannot mount a small tmpfs (needs root)")
+  end
+  local big = json.array()
+  for i = 1, 50000 do big[i] = i / 3 end
+  T.eq(fs.write(d .. "/a.json", "{}\n"), true)
+  local ok, err = json.write(d .. "/a.json", big)
+  local n = 0
+  local ok2, err2 = fs.write(d .. "/a.json", function()
+    n = n + 1
+    if n <= 100 then return string.rep("y", 4096) end
+  end)
+  local text, names = fs.read(d .. "/a.json"), fs.list(d)
+  os.execute("umount '" .. d .. "'")
+  T.eq(ok, nil)
+  T.match(err, "a.json: No space left on device")
+  T.eq(ok2, nil)
+  T.match(err2, "a.json: No space left on device")
+  T.eq(text, "{}\n")
+  T.eq(names, { "a.json" })
+end)
+
 T.case("a recipe that errors half-way: completed runs kept, manifest failed, exit 1", function()
   local d = T.tmpdir()
   local recipe = d .. "/half.lua"

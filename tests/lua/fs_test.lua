@@ -108,3 +108,24 @@ T.case("remove, remove_tree (does not follow symlinks), rename, tmpdir, cwd", fu
   fs.remove_tree(t)
   T.ok(#fs.cwd() > 0)
 end)
+
+T.case("write: data from a function, piece by piece; its error keeps the old file", function()
+  local d = T.tmpdir()
+  local p = d .. "/pieces.txt"
+  local i = 0
+  T.eq(fs.write(p, function()
+    i = i + 1
+    if i <= 3 then return "piece " .. i .. "\n" end
+  end), true)
+  T.eq(fs.read(p), "piece 1\npiece 2\npiece 3\n")
+  T.raises(function() fs.write(p, function() error("no more data") end) end, "no more data")
+  T.eq(fs.read(p), "piece 1\npiece 2\npiece 3\n")
+  T.raises(function() fs.write(p, function() return 42 end) end, "returned a number, not a string")
+  T.eq(fs.list(d), { "pieces.txt" })
+  local n = 0
+  T.eq(fs.write(p, function()
+    n = n + 1
+    if n <= 2 then return "x" end
+  end, { append = true }), true)
+  T.eq(fs.read(p), "piece 1\npiece 2\npiece 3\nxx")
+end)

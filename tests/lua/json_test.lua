@@ -235,3 +235,29 @@ T.case("round trip of varied values", function()
     T.eq(json.encode(json.decode(json.encode(v, { pretty = true }))), s)
   end
 end)
+
+T.case("write: a file atomically, streamed, with a final newline", function()
+  local d = T.tmpdir()
+  local p = d .. "/doc.json"
+  local big = json.array()
+  for i = 1, 100000 do big[i] = i + 0.5 end -- about 1 MB of text: many buffer flushes
+  local doc = json.object()
+  doc.n, doc.values = 3, big
+  T.eq(json.write(p, doc, { pretty = true }), true)
+  local text = slurp(p)
+  T.eq(text:sub(-1), "\n")
+  T.eq(text, json.encode(doc, { pretty = true }) .. "\n")
+  T.eq(json.read(p).values[100000], 100000.5)
+  T.eq(json.write(p, { a = 1 }), true)
+  T.eq(slurp(p), '{"a":1}\n')
+  local cyclic = {}
+  cyclic.self = cyclic
+  T.raises(function() json.write(p, cyclic) end, "json: cycle")
+  T.eq(slurp(p), '{"a":1}\n', "the old file is kept")
+  local names = {}
+  for _, n in ipairs(require("wb.fs").list(d)) do names[#names + 1] = n end
+  T.eq(names, { "doc.json" }, "no temporary file is left behind")
+  local ok, err = json.write(d .. "/missing/doc.json", {})
+  T.eq(ok, nil)
+  T.match(err, "missing/doc.json: No such file or directory")
+end)
