@@ -15,7 +15,7 @@ return {
   run = function(opts)
     if not wb.proc.which("hyperfine") then return { skipped = "hyperfine is not installed" } end
     local n = opts.smoke and 20 or 300
-    local rounds = opts.smoke and 1 or 5
+    local rounds = opts.smoke and 1 or 9
     local tmp = wb.fs.tmpdir("wbbench")
     local loop = tmp .. "/spawnloop"
     local cc = wb.proc.run { argv = { "cc", "-O2", "-o", loop, "bench/spawnloop.c" }, stderr = "capture" }

@@ -1,5 +1,5 @@
 /* Runtime set-up: native module registry, embedded Lua sources, ordered tables, signals. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <lualib.h>
@@ -339,12 +339,8 @@ static int l_check_interrupt(lua_State *L) {
 
 void wb_signals_install(lua_State *L) {
   main_state = L;
-  if (signal_pipe[0] < 0 && pipe(signal_pipe) == 0) {
-    for (int i = 0; i < 2; i++) {
-      fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC);
-      fcntl(signal_pipe[i], F_SETFL, O_NONBLOCK);
-    }
-  }
+  if (signal_pipe[0] < 0 && pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    signal_pipe[0] = signal_pipe[1] = -1;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;

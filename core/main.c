@@ -75,13 +75,13 @@ static int run_cli(lua_State *L, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  wb_gate(argc, argv);
-  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-    if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
   if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {
     printf("wb %s (%s)\n", wb_version(), LUA_RELEASE);
     return 0;
   }
+  wb_gate(argc, argv);
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(stderr, "wb: cannot create the Lua state: out of memory\n");

@@ -2,9 +2,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +72,7 @@ static void write_all(int fd, const char *p, size_t n) {
 /* ---- spawning --------------------------------------------------------------------------- */
 
 struct setup {
-  posix_spawn_file_actions_t fa;
+  wb_exec_plan plan;
   int child_fds[3]; /* the child's ends, closed in the parent after the spawn */
   int dir_fd;
   wb_gate_pipes gate; /* held */
@@ -104,12 +104,15 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     return 0;
   case WB_IO_NULL:
     if ((e = null_fd()) < 0) goto fail;
-    return posix_spawn_file_actions_adddup2(&su->fa, e, fd);
+    wb_plan_dup(&su->plan, e, fd);
+    return 0;
   case WB_IO_MERGE:
-    return posix_spawn_file_actions_adddup2(&su->fa, 1, 2);
+    wb_plan_dup(&su->plan, 1, 2);
+    return 0;
   case WB_IO_FILE:
     if ((su->child_fds[fd] = open_cloexec(io->path, fd ? out_flags : O_RDONLY)) < 0) goto fail_path;
-    return posix_spawn_file_actions_adddup2(&su->fa, su->child_fds[fd], fd);
+    wb_plan_dup(&su->plan, su->child_fds[fd], fd);
+    return 0;
   case WB_IO_DATA:
     if (!(c->in_data = malloc(io->len + 1))) errno = ENOMEM;
     if (!c->in_data || pipe_cloexec(pipefd) != 0) goto fail;
@@ -118,7 +121,8 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     su->child_fds[0] = pipefd[0];
     c->in_fd = pipefd[1];
     fcntl(c->in_fd, F_SETFL, O_NONBLOCK);
-    return posix_spawn_file_actions_adddup2(&su->fa, pipefd[0], 0);
+    wb_plan_dup(&su->plan, pipefd[0], 0);
+    return 0;
   case WB_IO_TEE:
     if ((st->file_fd = open_cloexec(io->path, out_flags)) < 0) goto fail_path;
     /* fallthrough */
@@ -129,7 +133,8 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     st->fd = pipefd[0];
     st->mode = io->mode;
     fcntl(st->fd, F_SETFL, O_NONBLOCK);
-    return posix_spawn_file_actions_adddup2(&su->fa, pipefd[1], fd);
+    wb_plan_dup(&su->plan, pipefd[1], fd);
+    return 0;
   }
   return EINVAL;
 fail_path:
@@ -159,15 +164,14 @@ static void free_child(wb_child *c) {
 static int setup_gate(struct setup *su, wb_child *c, const char *exe, const char *const *argv,
                       const char ***gate_argv) {
   if (!(*gate_argv = wb_gate_argv(exe, argv))) return errno;
-  int e = wb_gate_prepare(&su->fa, &su->gate);
+  int e = wb_gate_prepare(&su->plan, &su->gate);
   c->gate_fd = su->gate.go_wr;
   su->gate.go_wr = -1;
   return e;
 }
 
-/* Starts the child's clock and its timeout. */
+/* Starts the child's timeout, counted from start_ns. */
 static void arm(wb_child *c) {
-  c->start_ns = wb_clock_ns();
   if (c->timeout_ns >= 0) c->deadline_ns = c->start_ns + (c->timeout_ns > 0 ? c->timeout_ns : 1);
 }
 
@@ -184,10 +188,8 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   c->pidfd = c->in_fd = c->gate_fd = -1;
   for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
   struct setup su = {.child_fds = {-1, -1, -1}, .dir_fd = -1, .gate = {-1, -1, -1, -1}};
+  su.plan.close_from = 3;
   const char **gate_argv = NULL;
-  posix_spawn_file_actions_init(&su.fa);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
   char exe[4096];
   int e = strlen(s->argv[0]) >= sizeof exe ? ENAMETOOLONG : 0;
   if (!e && strchr(s->argv[0], '/')) strcpy(exe, s->argv[0]);
@@ -211,25 +213,20 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
       goto fail;
     }
   }
-  if (su.dir_fd >= 0) posix_spawn_file_actions_addfchdir_np(&su.fa, su.dir_fd);
+  su.plan.dir_fd = su.dir_fd;
   if (s->held && (e = setup_gate(&su, c, exe, s->argv, &gate_argv)) != 0) {
     snprintf(err, errlen, "spawn: held start: %s",
              e == ENOTSUP ? "needs the wb binary (the gate)" : strerror(e));
     goto fail;
   }
-  if (!s->held) posix_spawn_file_actions_addclosefrom_np(&su.fa, 3);
+  su.plan.path = s->held ? wb_gate_binary() : exe;
+  su.plan.argv = (char *const *)(s->held ? gate_argv : s->argv);
+  su.plan.envp = envp;
 
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-
+  struct rusage self;
+  c->spawner_maxrss_kb = getrusage(RUSAGE_SELF, &self) == 0 ? self.ru_maxrss : LONG_MAX;
   c->start_ns = wb_clock_ns();
-  e = posix_spawn(&c->pid, s->held ? wb_gate_binary() : exe, &su.fa, &attr,
-                  (char *const *)(s->held ? gate_argv : s->argv), envp);
+  e = wb_exec_start(&su.plan, &c->pid);
   if (e) {
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
     goto fail;
@@ -264,8 +261,6 @@ done:
   close_fd(&su.dir_fd);
   wb_gate_close(&su.gate);
   free(gate_argv);
-  posix_spawn_file_actions_destroy(&su.fa);
-  posix_spawnattr_destroy(&attr);
   free(envp);
   return c;
 }
@@ -278,6 +273,7 @@ int wb_spawn_release(wb_child *c) {
   while (w < 0 && errno == EINTR);
   int e = w == 1 ? 0 : errno;
   close_fd(&c->gate_fd);
+  c->start_ns = wb_clock_ns();
   arm(c);
   return e;
 }
@@ -536,6 +532,7 @@ void wb_spawn_result(const wb_child *c, wb_child_result *out) {
   out->user_ns = (int64_t)c->ru.ru_utime.tv_sec * 1000000000 + c->ru.ru_utime.tv_usec * 1000;
   out->sys_ns = (int64_t)c->ru.ru_stime.tv_sec * 1000000000 + c->ru.ru_stime.tv_usec * 1000;
   out->maxrss_kb = c->ru.ru_maxrss;
+  out->maxrss_bound = c->ru.ru_maxrss <= c->spawner_maxrss_kb;
 }
 
 /* ---- the C API ---------------------------------------------------------------------------- */

@@ -18,7 +18,7 @@ extern char **environ;
 #define GATE_START_MS 10000 /* longest wait for a held child's gate to start */
 
 static int gate_host;          /* this process's executable understands `__gate` */
-static char gate_binary[4096]; /* its path, read at start-up */
+static char gate_binary[4096]; /* its path, read on first use */
 
 /* ---- PATH lookup and environment -------------------------------------------------------- */
 
@@ -86,8 +86,6 @@ char **wb_spawn_env(const wb_spawn_spec *s, const char **path) {
 void wb_gate(int argc, char **argv) {
   if (argc < 4 || strcmp(argv[1], "__gate") != 0) {
     gate_host = 1;
-    ssize_t n = readlink("/proc/self/exe", gate_binary, sizeof gate_binary - 1);
-    gate_binary[n > 0 ? n : 0] = 0;
     return;
   }
   const char *slash = strrchr(argv[2], '/');
@@ -123,7 +121,7 @@ static int gate_pipe(int fds[2]) {
   return e;
 }
 
-int wb_gate_prepare(posix_spawn_file_actions_t *fa, wb_gate_pipes *g) {
+int wb_gate_prepare(wb_exec_plan *plan, wb_gate_pipes *g) {
   int go[2], ready[2], e;
   if ((e = gate_pipe(go)) != 0) return e;
   g->go_rd = go[0];
@@ -131,9 +129,10 @@ int wb_gate_prepare(posix_spawn_file_actions_t *fa, wb_gate_pipes *g) {
   if ((e = gate_pipe(ready)) != 0) return e;
   g->ready_rd = ready[0];
   g->ready_wr = ready[1];
-  if ((e = posix_spawn_file_actions_adddup2(fa, go[0], WB_GATE_FD)) != 0) return e;
-  if ((e = posix_spawn_file_actions_adddup2(fa, ready[1], WB_GATE_READY_FD)) != 0) return e;
-  return posix_spawn_file_actions_addclosefrom_np(fa, WB_GATE_READY_FD + 1);
+  wb_plan_dup(plan, go[0], WB_GATE_FD);
+  wb_plan_dup(plan, ready[1], WB_GATE_READY_FD);
+  plan->close_from = WB_GATE_READY_FD + 1;
+  return 0;
 }
 
 static void close_fd(int *fd) {
@@ -163,6 +162,10 @@ void wb_gate_close(wb_gate_pipes *g) {
 }
 
 const char *wb_gate_binary(void) {
+  if (!gate_binary[0]) {
+    ssize_t n = readlink("/proc/self/exe", gate_binary, sizeof gate_binary - 1);
+    gate_binary[n > 0 ? n : 0] = 0;
+  }
   return gate_binary[0] && access(gate_binary, X_OK) == 0 ? gate_binary : "/proc/self/exe";
 }
 

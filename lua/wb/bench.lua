@@ -107,6 +107,7 @@ local function normalise(spec)
     end
     c.exit_codes = stats.samples(spec.runs, "integer")
     c.failures = 0
+    c.maxrss_bounded = 0 -- runs whose maxrss_kb is only an upper bound (see wb.proc)
   end
   return cmds, scan
 end
@@ -150,6 +151,7 @@ local function measure(c, spec, record)
     c.samples.maxrss_kb:add(res.maxrss_kb)
     c.exit_codes:add(res.code or (128 + (res.signal or 0)))
     if not res.ok then c.failures = c.failures + 1 end
+    if res.maxrss_bound then c.maxrss_bounded = c.maxrss_bounded + 1 end
   end
   return res
 end
@@ -190,6 +192,11 @@ local function warnings_for(c, st, outliers)
   end
   if c.failures > 0 then
     w[#w + 1] = string.format("%d of %d runs exited with a non-zero status", c.failures, st.wall.n)
+  end
+  if c.maxrss_bounded > 0 then
+    w[#w + 1] = string.format("peak RSS is an upper bound in %d of %d runs: the command stays below wb's own " ..
+      "peak RSS, which Linux reports in its place (exec inherits the spawner's high-water mark)",
+      c.maxrss_bounded, st.wall.n)
   end
   return w
 end
@@ -325,6 +332,7 @@ function M.run(spec)
     samples.exit_code = c.exit_codes
     o.samples = samples
     o.stats = summarise(c)
+    o.maxrss_upper_bound = c.maxrss_bounded > 0
     o.outliers = json.array(stats.outliers(c.samples.wall, 3.5))
     o.warnings = warnings_for(c, o.stats, o.outliers)
     commands[#commands + 1] = o

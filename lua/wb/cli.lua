@@ -1,7 +1,6 @@
 -- The command line: `wb run|list|repl|compare|test|help|version` and `wb NAME` shorthand.
 -- main(argv, verbose) returns the exit status; errors are wb error objects (lua/wb/errors.lua).
 local core = require "wb.core"
-local errors = require "wb.errors"
 
 local M = {}
 
@@ -30,35 +29,7 @@ run options:
 
 local COMMANDS = { "run", "list", "repl", "compare", "test", "help", "version", "job" }
 
-local function usage(msg) errors.raise(2, msg, 0) end
-
--- Edit distance, for "did you mean" suggestions.
-local function distance(a, b)
-  local prev = {}
-  for j = 0, #b do prev[j] = j end
-  for i = 1, #a do
-    local cur = { [0] = i }
-    for j = 1, #b do
-      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-    end
-    prev = cur
-  end
-  return prev[#b]
-end
-
-function M.suggest(word, candidates)
-  local scored = {}
-  for _, c in ipairs(candidates) do
-    local d = distance(word, c)
-    local prefix = #word >= 2 and c:sub(1, #word) == word
-    if prefix or d <= math.max(2, #word // 3) then scored[#scored + 1] = { c, prefix and -1 or d } end
-  end
-  table.sort(scored, function(x, y) return x[2] < y[2] or (x[2] == y[2] and x[1] < y[1]) end)
-  local out = {}
-  for i = 1, math.min(3, #scored) do out[i] = scored[i][1] end
-  return out
-end
+local function usage(msg) require("wb.errors").raise(2, msg, 0) end
 
 -- The directories recipes are looked up in: ./recipes, then the installed set.
 function M.recipe_dirs()
@@ -121,7 +92,7 @@ local function unknown(word)
   local candidates = {}
   for _, c in ipairs(COMMANDS) do candidates[#candidates + 1] = c end
   for _, r in ipairs(M.list_recipes()) do candidates[#candidates + 1] = r.name end
-  local s = M.suggest(word, candidates)
+  local s = require("wb.util").suggest(word, candidates)
   local hint = #s > 0 and (" (did you mean: " .. table.concat(s, ", ") .. "?)") or
       " (see `wb list` and `wb help`)"
   usage("unknown command or recipe '" .. word .. "'" .. hint)
@@ -193,7 +164,6 @@ local function cmd_run(args, first, name_given)
 end
 
 function M.main(argv, verbose)
-  collectgarbage("restart") -- core/main.c stops the collector while the runtime loads
   local args, after_dashes = {}, false
   for i = 1, #argv do
     local a = argv[i]
@@ -202,14 +172,16 @@ function M.main(argv, verbose)
   end
   M.verbose = verbose
   local cmd = args[1]
+  -- core/main.c stops the collector while the runtime loads; `wb run` restarts it when the
+  -- recipe file runs (lua/wb/recipe.lua), the other commands here.
+  if cmd == "run" then return cmd_run(args, 2) end
+  collectgarbage("restart")
   if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
     io.write(USAGE)
     return cmd == nil and 2 or 0
   elseif cmd == "version" then
     io.write("wb ", core.version, " (", _VERSION, ")\n")
     return 0
-  elseif cmd == "run" then
-    return cmd_run(args, 2)
   elseif cmd == "list" then
     return cmd_list()
   elseif cmd == "repl" then

@@ -4,7 +4,7 @@
 -- lists are expanded by lua/wb/defaults.lua. Command-line overrides (grammar: lua/wb/override.lua)
 -- re-select groups before merging, then change keys with type checks; then `${...}`
 -- interpolation runs (lua/wb/interpolate.lua).
-local deep_equal = require("wb.util").deep_equal
+local util = require "wb.util"
 local core = require "wb.core"
 local defaults = require "wb.defaults"
 local errors = require "wb.errors"
@@ -14,6 +14,7 @@ local override = require "wb.override"
 local M = {}
 
 local null = core.null
+local deep_equal = util.deep_equal
 local is_list = override.is_list
 local kind = override.kind
 
@@ -136,7 +137,7 @@ end
 local function unknown_key(cfg, o)
   local msg = "unknown key '" .. o.key .. "'"
   if o.op == "set" then msg = msg .. " (use +" .. o.key .. "=" .. o.value_text .. " to add it)" end
-  local near = require("wb.cli").suggest(o.key, all_paths(cfg, "", {}))
+  local near = util.suggest(o.key, all_paths(cfg, "", {}))
   if near[1] then msg = msg .. "; did you mean '" .. near[1] .. "'?" end
   fail(o, msg)
 end

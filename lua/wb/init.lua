@@ -49,7 +49,8 @@ end
 
 -- wb.recipe{...} : declares a recipe (see lua/wb/recipe.lua)
 function wb.recipe(spec)
-  return require("wb.recipe").declare(spec)
+  local recipe = require("wb.recipe").declare(spec) -- not a tail call: errors point at the recipe
+  return recipe
 end
 
 return wb

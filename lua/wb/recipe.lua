@@ -7,16 +7,20 @@
 --   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
 --   ctx.name     the recipe name; ctx.path its file
 -- and returns an exit status (default 0).
-local errors = require "wb.errors"
 
 local M = {}
+
+-- errors.raise (lua/wb/errors.lua), loaded when an error is raised; level as there.
+local function raise(exit, msg, level)
+  require("wb.errors").raise(exit, msg, level > 0 and level + 1 or 0) -- not a tail call
+end
 
 local Recipe = { __name = "wb.recipe" }
 Recipe.__index = Recipe
 
 function M.declare(spec)
-  if type(spec) ~= "table" then errors.raise(2, "wb.recipe{...} takes a table", 3) end
-  if type(spec.run) ~= "function" then errors.raise(2, "wb.recipe{...} needs a run function", 3) end
+  if type(spec) ~= "table" then raise(2, "wb.recipe{...} takes a table", 3) end
+  if type(spec.run) ~= "function" then raise(2, "wb.recipe{...} needs a run function", 3) end
   return setmetatable(spec, Recipe)
 end
 
@@ -29,7 +33,7 @@ function M.strict_env()
   return setmetatable(env, {
     __index = function(_, key)
       local v = _G[key]
-      if v == nil then errors.raise(2, "undefined global '" .. tostring(key) .. "'", 2) end
+      if v == nil then raise(2, "undefined global '" .. tostring(key) .. "'", 2) end
       return v
     end,
   })
@@ -59,12 +63,14 @@ end
 function M.load(path)
   local chunk, err = loadfile(path, "t", M.strict_env())
   if not chunk then
-    if err:match("^cannot open") then errors.raise(2, err:gsub("^cannot open ", ""), 0) end
-    errors.raise(2, err, 0)
+    if err:match("^cannot open") then raise(2, err:gsub("^cannot open ", ""), 0) end
+    raise(2, err, 0)
   end
+  -- core/main.c stops the collector while the runtime loads; the recipe's own code runs with it
+  collectgarbage("restart")
   local recipe = chunk()
   if not M.is_recipe(recipe) then
-    errors.raise(2, path .. ": a recipe must return wb.recipe{...}", 0)
+    raise(2, path .. ": a recipe must return wb.recipe{...}", 0)
   end
   recipe.path = path
   recipe.name = recipe.name or path:match("([^/]+)%.lua$")
@@ -117,10 +123,11 @@ function M.run(recipe, opts)
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
     config_info = info,
   }
-  local ok, status = xpcall(recipe.run, function(e)
+  local function on_error(e)
     local campaign = package.loaded["wb.campaign"]
     if campaign then campaign.abort(e) end
     if opts.verbose or require("wb.cli").verbose then
+      local errors = require "wb.errors"
       if type(e) == "string" then
         e = errors.wrap(debug.traceback(e, 2))
         e.traced = true
@@ -129,7 +136,8 @@ function M.run(recipe, opts)
       end
     end
     return e
-  end, ctx)
+  end
+  local ok, status = xpcall(recipe.run, on_error, ctx)
   if not ok then error(status, 0) end
   if status == nil or status == true then return 0 end
   if status == false then return 1 end

@@ -174,6 +174,7 @@ function M.model(summary)
       sys = fixed(t(get(c, "stats", "sys", "mean")), d),
       rss = fixed(get(c, "stats", "maxrss_kb", "mean") and get(c, "stats", "maxrss_kb", "mean") * mem.factor, 1),
     }
+    if get(c, "maxrss_upper_bound") and cells.rss ~= "–" then cells.rss = "≤ " .. cells.rss end
     local is_ref = reference ~= nil and name == reference
     if is_ref then
       cells.relative = "1.00"
@@ -394,7 +395,8 @@ local SUMMARY_SHAPE = {
     settings = { keys = { "runs", "min_runs", "min_time", "warmup", "shell", "order", "seed",
       "reference", "shell_spawn_seconds" } },
     commands = { array = true, item = {
-      keys = { "name", "command", "argv", "parameters", "samples", "stats", "outliers", "warnings" },
+      keys = { "name", "command", "argv", "parameters", "samples", "stats", "maxrss_upper_bound", "outliers",
+        "warnings" },
       fields = {
         argv = ARRAY, outliers = ARRAY, warnings = ARRAY,
         samples = { keys = { "wall", "user", "sys", "maxrss_kb", "exit_code" },

@@ -373,6 +373,10 @@ function util.shell_join(argv) end
 function util.split_words(s) end
 ---@return string
 function util.format_seconds(x) end
+---Up to 3 candidates close to word: those starting with it first, then by edit distance.
+---@param candidates string[]
+---@return string[]
+function util.suggest(word, candidates) end
 
 ---@class wb.sweep
 local sweep = {}

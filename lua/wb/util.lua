@@ -1,4 +1,5 @@
--- Small helpers shared by the Lua library: quoting, word splitting, hashing, secrets, paths.
+-- Small helpers shared by the Lua library: quoting, word splitting, hashing, secrets, suggestions,
+-- paths.
 local M = {}
 
 -- s = util.shell_quote(word) : a word the POSIX shell reads back unchanged
@@ -150,6 +151,36 @@ function M.sorted_keys(t)
     return type(a) == "number"
   end)
   return keys
+end
+
+-- Edit distance, for "did you mean" suggestions.
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+-- near = util.suggest(word, candidates) : up to 3 candidates close to word ("did you mean"),
+-- those starting with word first, then by edit distance
+function M.suggest(word, candidates)
+  local scored = {}
+  for _, c in ipairs(candidates) do
+    local d = distance(word, c)
+    local prefix = #word >= 2 and c:sub(1, #word) == word
+    if prefix or d <= math.max(2, #word // 3) then scored[#scored + 1] = { c, prefix and -1 or d } end
+  end
+  table.sort(scored, function(x, y) return x[2] < y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+  local out = {}
+  for i = 1, math.min(3, #scored) do out[i] = scored[i][1] end
+  return out
 end
 
 -- name = util.basename(path); dir = util.dirname(path); path = util.join(a, b, ...)

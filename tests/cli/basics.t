@@ -77,3 +77,7 @@ wb: unknown option '--bogus' (see `wb help`)
 
 $ cd tests/fixtures && wb recipes/args.lua 2>&1 | head -1
 wb: unknown command or recipe 'recipes/args.lua' (see `wb list` and `wb help`)
+
+# A compiled Lua module finds the Lua API in wb, which links Lua statically.
+$ cc -shared -fPIC $(pkg-config --cflags lua5.4) -o $T/wbhello.so tests/fixtures/wbhello.c && LUA_CPATH="$T/?.so" wb run tests/fixtures/recipes/cmodule.lua
+hello, wb

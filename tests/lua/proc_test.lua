@@ -525,3 +525,25 @@ T.case("runner: timeouts, signals, missing programs, misuse", function()
   T.raises(function() closed:run() end, "wb.proc.runner is closed")
   T.eq(tostring(closed), "wb.proc.runner (closed)")
 end)
+
+T.case("maxrss: a child below wb's own peak is flagged as an upper bound, a larger one is exact", function()
+  local small = assert(proc.run { argv = { "true" } })
+  T.eq(small.maxrss_bound, true, "true stays below wb's peak RSS, which Linux reports in its place")
+  local big = assert(proc.run { argv = { "lua5.4", "-e", "local s = string.rep('x', 96 * 1024 * 1024)" } })
+  T.eq(big.ok, true)
+  T.eq(big.maxrss_bound, false)
+  T.ok(big.maxrss_kb >= 96 * 1024, "peak RSS " .. big.maxrss_kb .. " KiB holds the 96 MiB string")
+  local r <close> = proc.runner { argv = { "true" } }
+  T.eq(r:run().maxrss_bound, true)
+end)
+
+T.case("wall time runs from the spawn to the reap: a single-threaded child never uses more CPU than wall", function()
+  -- A regression test: the clock once started after posix_spawn returned, so a parent scheduled
+  -- late behind its vfork child measured a fraction of the child's life.
+  local r <close> = proc.runner { argv = { "true" } }
+  for i = 1, 30 do
+    local res = i % 2 == 0 and r:run() or proc.run { argv = { "true" } }
+    T.ok(res.wall >= res.user + res.sys - 1e-4,
+      string.format("run %d: wall %.6f s < user %.6f + sys %.6f", i, res.wall, res.user, res.sys))
+  end
+end)

@@ -75,3 +75,12 @@ T.case("format_seconds", function()
   T.eq(util.format_seconds(1.5), "1.500 s")
   T.eq(util.format_seconds(185), "3m 05s")
 end)
+
+T.case("suggest: prefixes first, then close spellings, at most three", function()
+  T.eq(util.suggest("dmo", { "demo", "bench", "list" }), { "demo" })
+  T.eq(util.suggest("lst", { "list", "test", "run", "repl" }), { "list", "test" })
+  T.eq(util.suggest("be", { "bench", "beta", "demo" }), { "bench", "beta" })
+  T.eq(util.suggest("profile", { "profile_app_full", "profile", "profiles", "matrix" }),
+    { "profile", "profile_app_full", "profiles" })
+  T.eq(util.suggest("zzzzzz", { "demo", "bench" }), {})
+end)
