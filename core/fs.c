@@ -128,7 +128,8 @@ static int write_data(lua_State *L, int fd) {
 /* -- ok, err = wb.fs.write(path, data [, {append = false, atomic = true, mode = 0644, sync = true}])
  * Replaces the file atomically (unless append, which appends in place). data: a string, or a
  * function returning the next piece on each call and nil at the end, so a large file is written
- * without being held in memory whole; an error it raises propagates and leaves the old file. */
+ * without being held in memory whole; an error it raises propagates (an atomic write then leaves
+ * the old file as it was; append and atomic = false keep what was written so far). */
 static int l_write(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   if (!lua_isfunction(L, 2)) luaL_checkstring(L, 2);

@@ -81,7 +81,7 @@ struct wb_child {
   int reaped, status_known, finished;
   int status;
   struct rusage ru;
-  long spawner_maxrss_kb; /* this process's peak RSS when the child was started */
+  int maxrss_bound;       /* ru.ru_maxrss is not above this process's peak RSS (wb.h) */
   wb_stream out[2]; /* stdout, stderr */
   int in_fd;
   char *in_data;
@@ -95,8 +95,8 @@ wb_child *wb_spawn(const wb_spawn_spec *spec, char *err, size_t errlen, int *err
 
 /* One turn of the loop over every live child: fires due timers, polls pipes, pidfds and (when
  * watch_signal) wb_signal_fd() until an event, `until_ns` (monotonic; < 0: no limit) or the
- * nearest timer, then moves data, reaps and finishes children. Returns 0, or -1 with errno when
- * poll fails. */
+ * nearest timer, then moves data, reaps and finishes children. A turn in which a child finishes
+ * before the poll returns without polling. Returns 0, or -1 with errno when poll fails. */
 int wb_spawn_step(int64_t until_ns, int watch_signal);
 
 /* Sends SIGTERM to every live child's group, SIGKILL after each one's grace, and returns once
@@ -150,12 +150,12 @@ int wb_gate_prepare(struct wb_exec_plan *plan, wb_gate_pipes *g);
 int wb_gate_await(wb_gate_pipes *g);
 void wb_gate_close(wb_gate_pipes *g);
 
-/* What a child does between its creation and its exec (core/spawnexec.c): it becomes the leader
- * of a new process group, sets every signal to its default disposition, moves descriptors
- * (dup2 from[i] onto to[i], in order; from == to clears close-on-exec), changes to dir_fd unless
- * it is -1, closes every descriptor from close_from up, empties its signal mask and execs path
- * with argv and envp (which are not searched in PATH). Descriptors below close_from that are
- * close-on-exec still close at the exec. */
+/* What a child does between its creation and its exec (core/spawnchild.c): it becomes the leader
+ * of a new process group, sets every signal to its default disposition, changes to dir_fd unless
+ * it is -1, moves descriptors (dup2 from[i] onto to[i], in order; from == to clears
+ * close-on-exec), closes every descriptor from close_from up, empties its signal mask and execs
+ * path with argv and envp (which are not searched in PATH). Descriptors below close_from that
+ * are close-on-exec still close at the exec. */
 typedef struct wb_exec_plan {
   int from[6], to[6], ndup;
   int dir_fd;
@@ -172,8 +172,8 @@ void wb_plan_dup(wb_exec_plan *plan, int from, int to);
  * creation, or of the child's first failing step (a failed exec included; that child has been
  * reaped). The child is created with clone(CLONE_VM | CLONE_VFORK) and a handful of system calls
  * (about 30 µs less per spawn than posix_spawn, which resets 64 signal dispositions one by one
- * and maps a stack each time); under valgrind, which emulates such clones as forks, posix_spawn
- * does the same work. */
+ * and maps a stack each time); under valgrind, which emulates such clones as forks, and on kernels
+ * without close_range, posix_spawn does the same work. */
 int wb_exec_start(const wb_exec_plan *plan, pid_t *pid);
 
 /* Resolves an executable like execvp: a name with '/' is checked as it is, else each entry of

@@ -1,9 +1,12 @@
 /* The wb binary: sets up Lua, hands the command line to lua/wb/cli.lua under one protected call,
  * and maps the outcome to an exit status (0 ok, 1 failed, 2 bad usage/input, 130 interrupted). */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lspawn.h"
 #include "lwb.h"
@@ -74,7 +77,15 @@ static int run_cli(lua_State *L, int argc, char **argv) {
   return lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
 }
 
+/* Opens /dev/null on any of descriptors 0-2 that wb was started without, so that none of wb's
+ * own descriptors (pipes, files) takes a standard number and reaches children as their stdio. */
+static void fill_stdio(void) {
+  for (int fd = 0; fd < 3; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", fd ? O_WRONLY : O_RDONLY) != fd) return;
+}
+
 int main(int argc, char **argv) {
+  fill_stdio();
   if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {
     printf("wb %s (%s)\n", wb_version(), LUA_RELEASE);
     return 0;

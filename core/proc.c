@@ -473,9 +473,12 @@ static int runner_ready(lua_State *L, int idx) {
   return ((runner *)lua_touserdata(L, idx))->c->finished;
 }
 
+/* Protected part of r:run(): waits, then fills the result table (which may raise too). */
 static int runner_wait(lua_State *L) {
   run_loop(L, runner_ready, 1, -1);
-  return 0;
+  lua_getiuservalue(L, 1, RUV_RESULT);
+  set_result(L, ((runner *)lua_touserdata(L, 1))->c);
+  return 1;
 }
 
 /* -- res, err, errno = r:run() : spawns the command, waits for it, and returns its result as
@@ -495,24 +498,19 @@ static int l_runner_run(lua_State *L) {
   }
   lua_pushcfunction(L, runner_wait);
   lua_pushvalue(L, 1);
-  int rc = lua_pcall(L, 1, 0, 0);
+  int rc = lua_pcall(L, 1, 1, 0);
   if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
-  if (rc == LUA_OK) {
-    lua_getiuservalue(L, 1, RUV_RESULT);
-    set_result(L, r->c);
-  }
   wb_child_free(r->c);
   r->c = NULL;
   if (rc != LUA_OK) return lua_error(L);
   return 1;
 }
 
-/* -- r:close() : kills a child still running (from an error unwinding a run) and releases the
- * runner; idempotent (also __close and __gc) */
+/* -- r:close() : releases the runner; idempotent (also __close and __gc). Raises while a run is
+ * in progress (from a line callback of another child). */
 static int l_runner_close(lua_State *L) {
   runner *r = luaL_checkudata(L, 1, RUNNER_MT);
-  wb_child_free(r->c);
-  r->c = NULL;
+  if (r->c) luaL_error(L, RUNNER_MT " is running: it closes when the run ends");
   r->closed = 1;
   return 0;
 }

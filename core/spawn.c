@@ -223,8 +223,6 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   su.plan.argv = (char *const *)(s->held ? gate_argv : s->argv);
   su.plan.envp = envp;
 
-  struct rusage self;
-  c->spawner_maxrss_kb = getrusage(RUSAGE_SELF, &self) == 0 ? self.ru_maxrss : LONG_MAX;
   c->start_ns = wb_clock_ns();
   e = wb_exec_start(&su.plan, &c->pid);
   if (e) {
@@ -267,13 +265,13 @@ done:
 
 int wb_spawn_release(wb_child *c) {
   if (c->gate_fd < 0) return 0;
+  c->start_ns = wb_clock_ns();
   char go = 1;
   ssize_t w;
   do w = write(c->gate_fd, &go, 1);
   while (w < 0 && errno == EINTR);
   int e = w == 1 ? 0 : errno;
   close_fd(&c->gate_fd);
-  c->start_ns = wb_clock_ns();
   arm(c);
   return e;
 }
@@ -293,11 +291,35 @@ static void terminate(wb_child *c, int64_t now) {
   c->kill_at_ns = now + c->grace_ns;
 }
 
+/* This process's peak RSS in KiB (VmHWM: the figure an exec hands down to a child), or the
+ * rusage figure (no smaller) without /proc. It only grows, so it is read again only when asked
+ * about a larger figure than the one last read. */
+static long own_peak_rss_kb(long at_least) {
+  static long peak = -1;
+  if (peak >= 0 && at_least <= peak) return peak;
+  char buf[4096];
+  ssize_t n = -1;
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+  }
+  const char *line = n > 0 ? (buf[n] = 0, strstr(buf, "\nVmHWM:")) : NULL;
+  if (line) {
+    peak = strtol(line + 7, NULL, 10);
+  } else {
+    struct rusage self;
+    peak = getrusage(RUSAGE_SELF, &self) == 0 ? self.ru_maxrss : LONG_MAX;
+  }
+  return peak;
+}
+
 static void record(wb_child *c, int status, const struct rusage *ru) {
   c->reaped = c->status_known = 1;
   c->status = status;
   c->ru = *ru;
   c->end_ns = wb_clock_ns();
+  c->maxrss_bound = ru->ru_maxrss <= own_peak_rss_kb(ru->ru_maxrss);
 }
 
 /* Reaps zombies of group pgid that are our children, the leader c included. */
@@ -469,13 +491,18 @@ static void add_pollfd(size_t *n, int fd, short events, wb_child *c) {
 int wb_spawn_step(int64_t until_ns, int watch_signal) {
   int64_t now = wb_clock_ns(), wake = until_ns;
   size_t count = 1;
+  int finished = 0;
   for (wb_child *c = live, *next; c; c = next) {
     next = c->next;
     int64_t t = update(c, now);
+    finished |= c->finished;
     if (t && (wake < 0 || t < wake)) wake = t;
     count += 4;
   }
   reap_lingering();
+  /* A child whose group emptied since the last turn has just finished: the caller may be waiting
+   * for it, and with nothing left to poll, waiting here would never end. */
+  if (finished) return 0;
   if (reserve_pollfds(count) != 0) return -1;
   size_t n = 0;
   if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
@@ -532,7 +559,7 @@ void wb_spawn_result(const wb_child *c, wb_child_result *out) {
   out->user_ns = (int64_t)c->ru.ru_utime.tv_sec * 1000000000 + c->ru.ru_utime.tv_usec * 1000;
   out->sys_ns = (int64_t)c->ru.ru_stime.tv_sec * 1000000000 + c->ru.ru_stime.tv_usec * 1000;
   out->maxrss_kb = c->ru.ru_maxrss;
-  out->maxrss_bound = c->ru.ru_maxrss <= c->spawner_maxrss_kb;
+  out->maxrss_bound = c->maxrss_bound;
 }
 
 /* ---- the C API ---------------------------------------------------------------------------- */

@@ -31,9 +31,8 @@ static int start_posix_spawn(const wb_exec_plan *p, pid_t *pid) {
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
-  int e = 0;
+  int e = p->dir_fd >= 0 ? posix_spawn_file_actions_addfchdir_np(&fa, p->dir_fd) : 0;
   for (int i = 0; i < p->ndup && !e; i++) e = posix_spawn_file_actions_adddup2(&fa, p->from[i], p->to[i]);
-  if (!e && p->dir_fd >= 0) e = posix_spawn_file_actions_addfchdir_np(&fa, p->dir_fd);
   if (!e) e = posix_spawn_file_actions_addclosefrom_np(&fa, p->close_from);
   sigset_t none, all;
   sigemptyset(&none);
@@ -75,11 +74,11 @@ __attribute__((no_sanitize("address", "undefined"))) static int child_main(void 
   for (int s = 1; s <= 64; s++)
     if (a->reset >> (s - 1) & 1) syscall(SYS_rt_sigaction, s, &dfl, NULL, 8);
   int e = sys(syscall(SYS_setpgid, 0, 0));
+  if (!e && p->dir_fd >= 0) e = sys(syscall(SYS_fchdir, p->dir_fd)); /* before a move covers it */
   for (int i = 0; i < p->ndup && !e; i++) {
     if (p->from[i] == p->to[i]) e = sys(syscall(SYS_fcntl, p->to[i], F_SETFD, 0));
     else e = sys(syscall(SYS_dup3, p->from[i], p->to[i], 0));
   }
-  if (!e && p->dir_fd >= 0) e = sys(syscall(SYS_fchdir, p->dir_fd));
   if (!e) { /* everything from close_from up except the error pipe, which closes at the exec */
     if (a->err_fd > p->close_from) syscall(SYS_close_range, p->close_from, a->err_fd - 1, 0);
     syscall(SYS_close_range, a->err_fd + 1 > p->close_from ? a->err_fd + 1 : p->close_from, ~0U, 0);
@@ -107,36 +106,46 @@ static unsigned long long reset_mask(void) {
   return mask = m;
 }
 
-/* valgrind runs CLONE_VM | CLONE_VFORK children as forks on its own terms; posix_spawn suits it. */
-static int under_valgrind(void) {
+/* posix_spawn serves where the clone child cannot: under valgrind, which runs CLONE_VM |
+ * CLONE_VFORK children as forks on its own terms, and on kernels without close_range (before 5.9),
+ * where glibc closes descriptors another way. */
+static int use_posix_spawn(void) {
   static int known = -1;
   if (known < 0) {
     const char *preload = getenv("LD_PRELOAD");
-    known = preload && strstr(preload, "vgpreload") != NULL;
+    known = (preload && strstr(preload, "vgpreload") != NULL) ||
+            (syscall(SYS_close_range, ~0U, ~0U, 0) != 0 && errno == ENOSYS);
   }
   return known;
 }
 
+/* Moves *fd above WB_GATE_READY_FD (out of the way of the moves onto 0..4); 0 or an errno. */
+static int move_high(int *fd) {
+  if (*fd > WB_GATE_READY_FD) return 0;
+  int moved = fcntl(*fd, F_DUPFD_CLOEXEC, WB_GATE_READY_FD + 1);
+  int e = errno;
+  close(*fd);
+  *fd = moved;
+  return moved < 0 ? e : 0;
+}
+
 int wb_exec_start(const wb_exec_plan *p, pid_t *pid) {
-  if (under_valgrind()) return start_posix_spawn(p, pid);
+  if (use_posix_spawn()) return start_posix_spawn(p, pid);
   int errpipe[2];
   if (pipe2(errpipe, O_CLOEXEC) != 0) return errno;
-  if (errpipe[1] <= WB_GATE_READY_FD) { /* out of the way of the moves onto 0..4 */
-    int moved = fcntl(errpipe[1], F_DUPFD_CLOEXEC, WB_GATE_READY_FD + 1);
-    int e = errno;
-    close(errpipe[1]);
-    if (moved < 0) {
-      close(errpipe[0]);
-      return e;
-    }
-    errpipe[1] = moved;
+  int e = move_high(&errpipe[0]);
+  int e1 = move_high(&errpipe[1]);
+  if (e || e1) {
+    if (errpipe[0] >= 0) close(errpipe[0]);
+    if (errpipe[1] >= 0) close(errpipe[1]);
+    return e ? e : e1;
   }
   struct child_args a = {.plan = p, .err_fd = errpipe[1], .reset = reset_mask()};
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-  int e = child < 0 ? errno : 0;
+  e = child < 0 ? errno : 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   close(errpipe[1]);
   if (!e) {

@@ -393,12 +393,18 @@ static int samples_kind(lua_State *L) {
 }
 
 /* -- t = s:scaled(k) : a new array of the same kind holding each value times k (rounded to the
- * nearest integer in an integer array). */
+ * nearest integer in an integer array, which raises when a result leaves +-2^53); k finite. */
 static int samples_scaled(lua_State *L) {
   samples *s = check_samples(L, 1);
   double k = luaL_checknumber(L, 2);
+  luaL_argcheck(L, isfinite(k), 2, "a finite number expected");
   samples *t = new_samples(L, s->n, s->integer);
-  for (size_t i = 0; i < s->n; i++) t->v[i] = s->integer ? round(s->v[i] * k) : s->v[i] * k;
+  for (size_t i = 0; i < s->n; i++) {
+    double x = s->integer ? round(s->v[i] * k) : s->v[i] * k;
+    if (s->integer && !(fabs(x) <= 9007199254740992.0))
+      luaL_error(L, "wb.stats.samples: scaled value out of the integer range at [%I]", (lua_Integer)i + 1);
+    t->v[i] = x;
+  }
   t->n = s->n;
   return 1;
 }

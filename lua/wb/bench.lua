@@ -244,6 +244,15 @@ function M.run(spec)
     end
     if not ref_index then usage("reference '" .. tostring(spec.reference) .. "' is not one of the commands") end
   end
+  -- on any exit, also an error: the runners closed and the collector's pause restored
+  local pause = collectgarbage("setpause")
+  collectgarbage("setpause", pause)
+  local _ <close> = setmetatable({}, { __close = function()
+    for _, c in ipairs(cmds) do
+      if c.runner then c.runner:close() end
+    end
+    collectgarbage("setpause", pause)
+  end })
   for _, c in ipairs(cmds) do
     run_shell(spec.setup, "setup", spec)
     for _ = 1, warmup do measure(c, spec, false) end
@@ -265,7 +274,7 @@ function M.run(spec)
   local tty, shown = require("wb.term").isatty("stderr"), -1
   -- a full collection cycle whenever the heap doubles would let the runs' short-lived garbage
   -- grow with the run count; collecting at +50% keeps peak memory flat for 10,000 runs
-  local pause = collectgarbage("setpause", 150)
+  collectgarbage("setpause", 150)
   while true do
     local round = {}
     for _, c in ipairs(cmds) do
@@ -295,10 +304,7 @@ function M.run(spec)
     end
   end
   require("wb.term").progress_done()
-  for _, c in ipairs(cmds) do
-    c.runner:close()
-    run_shell(spec.cleanup, "cleanup", spec)
-  end
+  for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec) end
   collectgarbage("setpause", pause)
   collectgarbage() -- the runs' garbage, before the summary is built
 

@@ -546,6 +546,7 @@ function M.write_all(dir, summary, opts)
   -- formatting makes many short-lived strings: a collection cycle starts whenever the heap has
   -- grown by a quarter (not doubled), so that they do not pile up in peak memory
   local pause = collectgarbage("setpause", 125)
+  local _ <close> = setmetatable({}, { __close = function() collectgarbage("setpause", pause) end })
   for _, f in ipairs(M.FILES) do
     local path = dir:gsub("/+$", "") .. "/" .. f[1]
     local stream = STREAMED[f[2]]
@@ -554,14 +555,10 @@ function M.write_all(dir, summary, opts)
     else
       ok, err = fs.write(path, M[f[2]](summary, opts))
     end
-    if not ok then
-      collectgarbage("setpause", pause)
-      return nil, err
-    end
+    if not ok then return nil, err end
     paths[#paths + 1] = path
     collectgarbage() -- each document is large for long benches: free it before the next
   end
-  collectgarbage("setpause", pause)
   return paths
 end
 

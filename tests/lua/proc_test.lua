@@ -547,3 +547,38 @@ T.case("wall time runs from the spawn to the reap: a single-threaded child never
       string.format("run %d: wall %.6f s < user %.6f + sys %.6f", i, res.wall, res.user, res.sys))
   end
 end)
+
+T.case("runner: closing it from a line callback while it runs raises, the run goes on", function()
+  local r <close> = proc.runner(sh("sleep 0.3"))
+  local err
+  local p <close> = assert(proc.spawn(sh("echo x", { stdout = function() err = select(2, pcall(r.close, r)) end })))
+  local res = r:run()
+  T.eq(res.ok, true)
+  T.match(tostring(err), "wb.proc.runner is running")
+  T.eq(p:wait().ok, true)
+end)
+
+T.case("wb started with stdio closed: /dev/null stands in; held children with a cwd, merged output, no stray descriptors", function()
+  local d = T.tmpdir()
+  local recipe = d .. "/stdio.lua"
+  require("wb.fs").write(recipe, [[
+local wb = require "wb"
+return wb.recipe { run = function()
+  local p = assert(wb.proc.spawn { argv = { "pwd" }, cwd = "/tmp", held = true, stdout = "capture" })
+  assert(p:release())
+  io.stderr:write("held: ", p:wait().stdout)
+  local res, err = wb.proc.run { argv = { "sh", "-c", "ls -l /proc/$$/fd > ]] .. d .. [[/fds" },
+    stdout = "inherit", stderr = "stdout" }
+  io.stderr:write("merge: ", res and "ran" or err, "\n")
+end }
+]])
+  for _, closed in ipairs { "0", "1" } do
+    local res = proc.run { argv = { "sh", "-c", 'exec "$0" run "$1" -o "$2" ' .. closed .. '<&-', T.wb_binary(), recipe,
+      d .. "/run" .. closed }, stdout = { file = d .. "/out" }, stderr = "capture" }
+    T.eq(res.code, 0, res.stderr)
+    T.match(res.stderr, "held: /tmp\n")
+    local listing = require("wb.fs").read(d .. "/fds") or ""
+    T.ok(not listing:find("pipe:", 1, true), "a pipe of wb's reached the child:\n" .. listing)
+    T.match(res.stderr, "merge: ran\n")
+  end
+end)
