@@ -287,13 +287,15 @@ static int l_list(lua_State *L) {
   return 1;
 }
 
-/* -- path, err = wb.fs.tmpdir([prefix = "wb"]) : a new private directory under $TMPDIR or /tmp */
+/* -- path, err = wb.fs.tmpdir([prefix = "wb" [, dir]]) : a new private directory under dir, else
+ * $TMPDIR or /tmp */
 static int l_tmpdir(lua_State *L) {
   const char *prefix = luaL_optstring(L, 1, "wb");
-  const char *base = getenv("TMPDIR");
-  char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s/%s.XXXXXX", base && *base ? base : "/tmp", prefix);
-  if (!mkdtemp(buf)) return wb_push_error(L, errno, buf);
+  const char *base = luaL_optstring(L, 2, getenv("TMPDIR"));
+  char buf[PATH_MAX], template[PATH_MAX];
+  snprintf(template, sizeof template, "%s/%s.XXXXXX", base && *base ? base : "/tmp", prefix);
+  memcpy(buf, template, sizeof buf);
+  if (!mkdtemp(buf)) return wb_push_error(L, errno, template);
   lua_pushstring(L, buf);
   return 1;
 }

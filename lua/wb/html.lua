@@ -203,11 +203,11 @@ end
 
 -- ---- charts -----------------------------------------------------------------------------
 
-local MAX_POINTS = 1000
+local MAX_POINTS = 500
 
 local function distribution_chart(summary, model)
   local f = model.unit.factor
-  local rows = {}
+  local rows, sampled = {}, false
   for i, c in ipairs(get(summary, "commands") or {}) do
     -- At most MAX_POINTS runs are drawn (evenly spaced in run order; the box uses the full
     -- statistics), so a 10,000-run bench stays a page of modest size and memory.
@@ -225,15 +225,16 @@ local function distribution_chart(summary, model)
       for _, k in ipairs(get(c, "outliers") or {}) do flagged[k] = true end
       for i, j in ipairs(runs) do outliers[i] = flagged[j] end
       local function s(k) return get(w, k) and get(w, k) * f end
-      rows[#rows + 1] = { label = model.rows[i].name, values = values, color = color_of(i),
+      rows[#rows + 1] = { label = model.rows[i].name, values = values, runs = runs, color = color_of(i),
         q1 = s("q1"), q3 = s("q3"), median = s("median"), mean = s("mean"), outliers = outliers }
+      sampled = sampled or step > 1
     end
   end
   if #rows == 0 then return nil end
   return svg.box_plot { rows = rows, x_label = "Wall time [" .. model.unit.name .. "]",
     title = "Distribution of wall time per command",
     format = function(v) return svg.sig(v) .. " " .. model.unit.name end,
-    outlier_note = "outlier (modified z-score > 3.5)" }
+    outlier_note = "outlier (modified z-score > 3.5)" }, sampled
 end
 
 local function ratio_chart(summary)
@@ -410,10 +411,11 @@ function M.page(summary, opts)
   if cmps then out[#out + 1] = section("Comparisons", cmps) end
   local warnings = warnings_list(model)
   if warnings then out[#out + 1] = section("Warnings", warnings, "warnings") end
-  local dist = distribution_chart(summary, model)
+  local dist, sampled = distribution_chart(summary, model)
   if dist then
     out[#out + 1] = section("Distribution of wall time", figure(dist,
-      "Each dot is one run (spread vertically for legibility). Box: quartiles; thick line: median; "
+      "Each dot is one run (spread vertically for legibility" .. (sampled and string.format(
+        "; of more than %d runs, at most %d evenly spaced ones", MAX_POINTS, MAX_POINTS) or "") .. "). Box: quartiles; thick line: median; "
       .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values."))
   end
   local ratios = ratio_chart(summary)

@@ -544,9 +544,13 @@ function M.write_all(dir, summary, opts)
   if not ok then return nil, err end
   local paths = {}
   -- formatting makes many short-lived strings: a collection cycle starts whenever the heap has
-  -- grown by a quarter (not doubled), so that they do not pile up in peak memory
-  local pause = collectgarbage("setpause", 125)
-  local _ <close> = setmetatable({}, { __close = function() collectgarbage("setpause", pause) end })
+  -- grown by a quarter (not doubled) and works four times as fast, so that they do not pile up
+  -- in peak memory
+  local pause, stepmul = collectgarbage("setpause", 125), collectgarbage("setstepmul", 400)
+  local _ <close> = setmetatable({}, { __close = function()
+    collectgarbage("setpause", pause)
+    collectgarbage("setstepmul", stepmul)
+  end })
   for _, f in ipairs(M.FILES) do
     local path = dir:gsub("/+$", "") .. "/" .. f[1]
     local stream = STREAMED[f[2]]

@@ -238,7 +238,7 @@ end
 
 -- s = svg.box_plot{rows, x_label [, format] [, width] [, title] [, outlier_note]} : horizontal
 -- box plots on a shared axis, one row per {label, values [, color] [, q1, median, q3, mean]
--- [, outliers = {[i] = true}] [, tip]}. Box = quartiles, thick line = median, diamond = mean,
+-- [, outliers = {[i] = true}] [, runs = {[i] = run number}] [, tip]}. Box = quartiles, thick line = median, diamond = mean,
 -- whiskers = the furthest values within 1.5 IQR of the box; every value is drawn as a
 -- vertically jittered point, the rows' `outliers` in the outlier colour.
 function M.box_plot(o)
@@ -294,7 +294,7 @@ function M.box_plot(o)
       g[#g + 1] = M.circle { cx = x(v), cy = cy + jitter(j) * bh * 0.8, r = out_pt and 3.4 or 2.4,
         fill = out_pt and c.outlier or color, ["fill-opacity"] = out_pt and 0.95 or 0.55,
         stroke = out_pt and "#ffffff" or nil, ["stroke-width"] = out_pt and 0.8 or nil,
-        title = string.format("run %d: %s%s", j, fmt(v), out_pt and " (outlier)" or "") }
+        title = string.format("run %d: %s%s", r.runs and r.runs[j] or j, fmt(v), out_pt and " (outlier)" or "") }
     end
     g[#g + 1] = M.line { x1 = x(p.med), y1 = cy - bh / 2, x2 = x(p.med), y2 = cy + bh / 2,
       stroke = c.text, ["stroke-width"] = 2.5, title = "median " .. fmt(p.med) }

@@ -306,8 +306,10 @@ function fs.exists(path) end
 function fs.glob(pattern) end
 ---@return string[]?, string? err
 function fs.list(dir) end
+---@param prefix string?
+---@param dir string? default $TMPDIR or /tmp
 ---@return string?, string? err
-function fs.tmpdir(prefix) end
+function fs.tmpdir(prefix, dir) end
 ---@return boolean?, string? err
 function fs.remove_tree(path) end
 

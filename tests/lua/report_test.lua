@@ -300,3 +300,21 @@ T.case("sparse summaries: missing stats, samples and sections still render", fun
   T.match(html, "fastest <code>a</code>")
   T.eq(json.decode(report.json(s)), s)
 end)
+
+T.case("html: a long bench draws at most 500 evenly spaced runs, named by their run numbers", function()
+  local s = load()
+  local c = s.commands[1]
+  local wall = wb.stats.samples(1200)
+  for i = 1, 1200 do wall:add(0.8 + (i % 7) * 0.001) end
+  c.samples.wall = wall
+  c.outliers = json.array()
+  local html = report.html(s)
+  T.match(html, "of more than 500 runs, at most 500 evenly spaced ones")
+  T.match(html, "<title>run 601: ")
+  T.match(html, "<title>run 1198: ")
+  T.ok(not html:find("<title>run 602: ", 1, true), "run 602 is not drawn (every third run is)")
+  T.ok(not html:find("<title>run 1200: ", 1, true))
+  local before = load()
+  T.eq(count(html, "<circle") - count(report.html(before), "<circle"), 400 - #before.commands[1].samples.wall,
+    "every third of 1,200 runs")
+end)
