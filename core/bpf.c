@@ -263,7 +263,8 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
  * {addrs}, count (samples)}}, offcpu = {... kind = "blocked"|"runqueue", count (ns)}, pids =
  * {tracked process ids}, stats = {samples, lost_samples, oncpu_stack_errors, switches,
  * lost_switches, offcpu_stack_errors, forks}}: lost_* were not counted for a full map,
- * *_stack_errors are stacks that did not fit the stack map (counted without them) */
+ * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
+ * (counted without it) */
 static int l_read(lua_State *L) {
   session *s = check_session(L);
   lua_newtable(L);

@@ -30,10 +30,10 @@ struct wb_switch_out {
 enum wb_stat {
   WB_STAT_SAMPLES,          /* on-CPU samples of tracked processes */
   WB_STAT_LOST_SAMPLES,     /* on-CPU samples not counted: the counts map was full */
-  WB_STAT_ONCPU_STACK_ERR,  /* on-CPU stacks (user or kernel) that did not fit the stack map */
+  WB_STAT_ONCPU_STACK_ERR,  /* on-CPU stacks (user or kernel) the stack map could not take */
   WB_STAT_SWITCHES,         /* off-CPU intervals counted */
   WB_STAT_LOST_SWITCHES,    /* off-CPU intervals not counted: a map was full */
-  WB_STAT_OFFCPU_STACK_ERR, /* off-CPU stacks that did not fit the stack map */
+  WB_STAT_OFFCPU_STACK_ERR, /* off-CPU stacks the stack map could not take */
   WB_STAT_FORKS,            /* processes added to the tracked set by fork */
   WB_NSTATS,
 };

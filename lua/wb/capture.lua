@@ -258,7 +258,9 @@ local function quality(res, side, sampled)
         prof.lost, prof.unit == "ns" and "off-CPU intervals" or "samples")
     end
     if prof and (prof.stack_errors or 0) > 0 then
-      w[#w + 1] = string.format("%d stacks did not fit the stack map (raise stack_entries)", prof.stack_errors)
+      w[#w + 1] = string.format("%d %s counted without their stack: the kernel's stack map was full, or the stack " ..
+        "hashed to a bucket another stack holds (raise stack_entries: more buckets, fewer collisions)", prof.stack_errors,
+        prof.unit == "ns" and "off-CPU intervals" or "samples")
     end
   end
   if side and sampled then
