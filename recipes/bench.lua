@@ -13,6 +13,7 @@ return wb.recipe {
     ignore_failure = false, shell = false, order = "interleaved", seed = 1,
     reference = wb.null, timeout = wb.null, scan = {}, commands = {},
   },
+  open = { "scan" }, -- scan.PARAM=values names the parameter
   run = function(ctx)
     local cfg = ctx.cfg
     local function opt(v) if v == wb.null then return nil end return v end

@@ -173,11 +173,20 @@ local function checked(o, cur, t, k)
 end
 
 
-local function apply(cfg, o)
+-- Whether o's key sits directly in one of the open mappings (a set of dotted paths).
+local function in_open(o, open)
+  return #o.path > 1 and open[table.concat(o.path, ".", 1, #o.path - 1)] == true
+end
+
+-- open: the set of dotted paths of mappings that take new keys without `+` (a recipe's open list)
+local function apply(cfg, o, open)
   local here = "override '" .. o.text .. "'"
   local last = o.path[#o.path]
   local t = walk(cfg, o, o.op == "add" or o.op == "force")
   local cur = t and t[last]
+  if o.op == "set" and cur == nil and t and in_open(o, open) then
+    o = setmetatable({ op = "add" }, { __index = o })
+  end
   if o.op == "delete" then
     if cur == nil then unknown_key(cfg, o) end
     if o.has_value and not (deep_equal(cur, o.value) or cur == o.raw) then
@@ -207,12 +216,17 @@ local function group_option(o)
   fail(o, "config group '" .. o.key .. "' takes an option name, got " .. kind(v) .. " " .. show(v))
 end
 
--- Records group choices in the defaults context; returns the key overrides.
-local function classify(ctx, overrides)
+-- Records group choices in the defaults context; returns the key overrides. In an open mapping
+-- several values are a list (scan.threads=1,2,4), not a sweep.
+local function classify(ctx, overrides, open)
   local keys = {}
   for _, text in ipairs(overrides) do
     local o = override.parse(text)
-    if o.values and #o.values > 1 then
+    if o.values and #o.values > 1 and in_open(o, open) then
+      local list = {}
+      for i, e in ipairs(o.values) do list[i] = e.value end
+      o.value = list
+    elseif o.values and #o.values > 1 then
       fail(o, "several values (" .. o.value_text .. ") need --multirun (quote the value to keep its commas)")
     end
     local is_group = defaults.is_group(ctx, o.key)
@@ -236,16 +250,20 @@ end
 -- $WB_PROFILE_PATH (or of env, colon-separated), then the installed profiles.
 M.search_path = defaults.search_path
 
--- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =}
+-- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =, open =}
 -- Composes profile `name` (profiles/NAME.yaml on the search path) over the recipe's inline
--- defaults, applies the overrides and resolves interpolations. info lists, in composition
+-- defaults, applies the overrides and resolves interpolations. open: dotted paths of mappings
+-- whose keys are the user's to choose (`scan` in wb bench): `open.key=v` adds a key there as
+-- `+open.key=v` would, and `open.key=a,b,c` sets the list {a, b, c} (no sweep). info lists, in composition
 -- order, {group, option, file, kind = "group"|"primary"|"include"|"recipe"|"disabled"}.
 -- Errors (bad overrides, unknown options or keys, YAML problems) raise exit-2 wb errors.
 function M.compose(args)
   args = args or {}
   local roots = args.search_path or defaults.search_path()
   local ctx = defaults.new(roots)
-  local key_overrides = classify(ctx, args.overrides or {})
+  local open = {}
+  for _, path in ipairs(args.open or {}) do open[path] = true end
+  local key_overrides = classify(ctx, args.overrides or {}, open)
   local primaries = {}
   if args.inline ~= nil or args.name == nil then
     local inline = args.inline or {}
@@ -262,7 +280,7 @@ function M.compose(args)
     local content = normalize(prof.data, prof.where, "", "defaults")
     place(cfg, step.package, content, prof.where(prof.data) or prof.path)
   end
-  for _, o in ipairs(key_overrides) do apply(cfg, o) end
+  for _, o in ipairs(key_overrides) do apply(cfg, o, open) end
   interpolate.resolve(cfg, { where = M.where, copy = copy_composed })
   composed[cfg] = { search_path = roots }
   return cfg, info
@@ -310,9 +328,14 @@ function M.with_wb_settings(cfg, opts)
   return out
 end
 
--- list = config.multirun_overrides(overrides) : nil when no override has several values
+-- list = config.multirun_overrides(overrides [, open]) : nil when no override has several values
+-- (those in the open mappings are lists, not sweeps)
 -- (top-level commas); else the override lists of every combination, the first sweeping
 -- override varying slowest
-function M.multirun_overrides(overrides) return override.multirun(overrides or {}) end
+function M.multirun_overrides(overrides, open)
+  local set = {}
+  for _, path in ipairs(open or {}) do set[path] = true end
+  return override.multirun(overrides or {}, function(o) return in_open(o, set) end)
+end
 
 return M

@@ -318,13 +318,14 @@ function M.kind(v)
   return t
 end
 
--- runs = override.multirun(overrides) : nil when no override has several values, else the
--- cartesian product (the first sweeping override varies slowest) as lists of override texts
-function M.multirun(overrides)
+-- runs = override.multirun(overrides [, is_list]) : nil when no override has several values, else
+-- the cartesian product (the first sweeping override varies slowest) as lists of override texts;
+-- is_list(o) true keeps o's values together (a list value, not a sweep)
+function M.multirun(overrides, is_list)
   local choices, any = {}, false
   for i, text in ipairs(overrides) do
     local o = M.parse(text)
-    if o.values and #o.values > 1 then
+    if o.values and #o.values > 1 and not (is_list and is_list(o)) then
       any = true
       local lhs = text:sub(1, #text - #o.value_text)
       choices[i] = {}

@@ -1,7 +1,8 @@
 -- Recipes: loading a recipe file in a strict environment, and running it with a context.
 --
 -- A recipe file returns wb.recipe{ run = function(ctx) ... end, config = "name" | nil,
--- defaults = { ... } | nil, description = "..." | nil }. The run function gets a context:
+-- defaults = { ... } | nil, open = { "dotted.path", ... } | nil (mappings in the config whose
+-- keys the user chooses: `path.key=v` adds one), description = "..." | nil }. The run function gets a context:
 --   ctx.cfg      the composed, resolved config (profiles + overrides)
 --   ctx.args     positional arguments (words that are not key=value, and all after --)
 --   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
@@ -87,6 +88,7 @@ local function compose(recipe, opts)
   return config.compose {
     name = opts.config_name or recipe.config,
     inline = recipe.defaults,
+    open = recipe.open,
     overrides = opts.overrides,
     recipe_path = recipe.path,
   }
@@ -100,7 +102,7 @@ end
 
 function M.run(recipe, opts)
   if opts.multirun and recipe.multirun ~= false then
-    local multi = require("wb.config").multirun_overrides(opts.overrides)
+    local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
       for _, overrides in ipairs(multi) do -- every combination must compose before any runs
         compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))

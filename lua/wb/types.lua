@@ -22,6 +22,7 @@
 ---@field run fun(ctx: wb.Context): (integer|boolean|nil)
 ---@field config string? profile name (profiles/NAME.yaml)
 ---@field defaults table? inline default config
+---@field open string[]? dotted paths of config mappings whose keys the user chooses (path.key=v adds one)
 ---@field description string?
 
 ---@class wb

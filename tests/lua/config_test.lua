@@ -476,3 +476,22 @@ T.case("multirun_overrides", function()
   })
   fails("override 'a=[1': malformed list: missing ']'", config.multirun_overrides, { "a=[1" })
 end)
+
+T.case("open mappings: keys the user chooses, comma values as lists, everything else still strict", function()
+  local cfg = config.compose { inline = { scan = {}, runs = 3 }, open = { "scan" }, search_path = {},
+    overrides = { "scan.threads=1,2,4", "scan.size=1..8", "runs=5" } }
+  T.eq(cfg.scan.threads, { 1, 2, 4 })
+  T.eq(cfg.scan.size, "1..8")
+  T.eq(cfg.runs, 5)
+  T.raises(function()
+    config.compose { inline = { scan = {}, runs = 3 }, open = { "scan" }, search_path = {}, overrides = { "runs=1,2" } }
+  end, "override 'runs=1,2': several values (1,2) need --multirun")
+  T.raises(function()
+    config.compose { inline = { scan = {}, other = {} }, open = { "scan" }, search_path = {}, overrides = { "other.k=1" } }
+  end, "unknown key 'other.k'")
+  T.raises(function()
+    config.compose { inline = { scan = {} }, open = { "scan" }, search_path = {}, overrides = { "scan.a.b=1" } }
+  end, "unknown key 'scan.a.b'")
+  T.eq(config.multirun_overrides({ "scan.t=1,2", "runs=3,4" }, { "scan" }),
+    { { "scan.t=1,2", "runs=3" }, { "scan.t=1,2", "runs=4" } })
+end)
