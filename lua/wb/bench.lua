@@ -216,6 +216,13 @@ local function compare(c, ref, seed)
     cmp.verdict = "no significant difference"
     cmp.text = string.format("%s and %s show no significant difference (ratio %.2f, 95%% CI %.2f–%.2f, p = %.2g)",
       c.name, ref.name, cmp.ratio_mean, lo, hi, mw.p)
+    -- the smallest two-sided p the exact rank test can give is 2 / C(na + nb, na)
+    local na, nb, ways = #a, #b, 1
+    for i = 1, na do ways = ways * (nb + i) / i end
+    if 2 / ways >= 0.05 then
+      cmp.note = string.format("with %d and %d runs no difference can reach p < 0.05: run more", na, nb)
+      cmp.text = cmp.text .. "; " .. cmp.note
+    end
   else
     local slower = cmp.ratio_mean > 1
     cmp.verdict = slower and "slower" or "faster"

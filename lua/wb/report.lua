@@ -114,7 +114,7 @@ function M.comparison_sentence(c, code, strong)
   code = code or tostring
   strong = strong or tostring
   local p = M.comparison_parts(c)
-  local tail = p.details ~= "" and " (" .. p.details .. ")" or ""
+  local tail = (p.details ~= "" and " (" .. p.details .. ")" or "") .. (get(c, "note") and "; " .. get(c, "note") or "")
   if p.kind == "same" then
     return code(p.name) .. " shows " .. strong("no significant difference") .. " from "
         .. code(p.reference) .. tail
@@ -405,7 +405,7 @@ local SUMMARY_SHAPE = {
           fields = { wall = STAT, user = STAT, sys = STAT, maxrss_kb = STAT } },
       } } },
     comparisons = { array = true, item = { keys = { "name", "reference", "ratio_mean",
-      "ratio_median", "ci_lo", "ci_hi", "ci_level", "p_value", "verdict", "text" } } },
+      "ratio_median", "ci_lo", "ci_hi", "ci_level", "p_value", "verdict", "text", "note" } } },
     scan = { keys = { "parameter", "values" }, fields = { values = ARRAY } },
   },
 }
