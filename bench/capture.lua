@@ -26,26 +26,18 @@ local function held_run(argv)
   return res
 end
 
-local function timed(argv, env)
-  local t = wb.clock.timer()
-  local res = wb.check(wb.proc.run { argv = argv, env = env, stdout = "capture", stderr = "capture" })
-  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
-  return t:elapsed(), res
-end
-
 return {
   title = "Capture overhead (targets: eBPF capture at 99 Hz ≤ 3% on the workload; wb no slower than perf record)",
   run = function(opts)
     local ok, why = wb.bpf.available()
     if not ok then return { skipped = "eBPF unavailable: " .. why } end
     local perf = wb.proc.which("perf")
-    local bin = require("wb.core").exe_path()
-    local split = bin:match("^(.*)/[^/]*$") .. "/examples/cpu_split" -- built beside this wb
+    local split = lib.example("cpu_split")
     local tmp = wb.fs.tmpdir("wbbench")
     local recipe = tmp .. "/capture_once.lua"
     wb.check(wb.fs.write(recipe, RECIPE))
     local target = opts.smoke and 0.3 or 2.0
-    local _, probe = timed({ split, "--work", "300", "--sleep", "0" })
+    local probe = lib.run({ split, "--work", "300", "--sleep", "0" })
     local work = math.max(10, math.floor(300 * target / probe.wall))
     local workload = { split, "--work", tostring(work), "--sleep", "0" }
     local function with(prefix)
@@ -56,7 +48,7 @@ return {
     end
     local variants = {
       { "plain", workload },
-      { "wb", with({ bin, "run", recipe, "--" }), { WB_BENCH_DIR = tmp .. "/out" } },
+      { "wb", with({ lib.wb, "run", recipe, "--" }), { WB_BENCH_DIR = tmp .. "/out" } },
     }
     if perf then
       variants[#variants + 1] = { "perf", with({ perf, "record", "-F", "99", "-g", "--no-bpf-event", "-q", "-o",
@@ -69,7 +61,7 @@ return {
       for k = 0, #variants - 1 do
         local v = variants[(round + k) % #variants + 1]
         local elapsed, res
-        if v[1] == "plain" then res = held_run(v[2]) else elapsed, res = timed(v[2], v[3]) end
+        if v[1] == "plain" then res = held_run(v[2]) else res, elapsed = lib.run(v[2], v[3]) end
         if round > 0 then
           if v[1] == "plain" then
             table.insert(s.plain, res.wall)

@@ -14,11 +14,10 @@ return {
   title = "Config composition (target: `--cfg job` with 5 groups + 20 overrides ≤ 2× `wb version`)",
   run = function(opts)
     local runs = opts.smoke and 5 or 200
-    local bin = require("wb.core").exe_path()
-    local argv = { "env", "WB_PROFILE_PATH=bench/fixtures/profiles", bin, "run", "bench/fixtures/cfg_recipe.lua", "--cfg", "job" }
+    local argv = { "env", "WB_PROFILE_PATH=bench/fixtures/profiles", lib.wb, "run", "bench/fixtures/cfg_recipe.lua", "--cfg", "job" }
     for _, o in ipairs(OVERRIDES) do argv[#argv + 1] = o end
     local s = lib.interleave({
-      { "version", { "env", "WB_PROFILE_PATH=bench/fixtures/profiles", bin, "version" } },
+      { "version", { "env", "WB_PROFILE_PATH=bench/fixtures/profiles", lib.wb, "version" } },
       { "compose", argv },
     }, runs)
     local v, c = wb.stats.median(s.version), wb.stats.median(s.compose)

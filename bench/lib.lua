@@ -2,6 +2,31 @@
 local wb = require "wb"
 local M = {}
 
+-- The wb binary running the benchmarks.
+M.wb = require("wb.core").exe_path()
+
+-- The path of a bundled example program, built beside that binary.
+function M.example(name) return M.wb:match("^(.*)/[^/]*$") .. "/examples/" .. name end
+
+-- res, seconds = lib.run(argv [, env]) : runs argv to its end, stdout and stderr captured, and
+-- times it; fails with its stderr unless it succeeds.
+function M.run(argv, env)
+  local t = wb.clock.timer()
+  local res = wb.check(wb.proc.run { argv = argv, env = env, stdout = "capture", stderr = "capture" })
+  local seconds = t:elapsed()
+  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
+  return res, seconds
+end
+
+-- path = lib.cc(src, dir) : compiles the C program src with cc -O2 into dir; fails with the
+-- compiler's messages.
+function M.cc(src, dir)
+  local exe = dir .. "/" .. src:match("([^/]+)%.c$")
+  local res = wb.check(wb.proc.run { argv = { "cc", "-O2", "-o", exe, src }, stderr = "capture" })
+  if not res.ok then wb.fail("cannot build " .. src .. ": " .. res.stderr) end
+  return exe
+end
+
 -- results = lib.interleave(commands, runs [, warmup]) : commands = {name = argv, ...} in a list
 -- {{name, argv}}; runs them A B C A B C ... and returns {name = samples (seconds)}.
 function M.interleave(commands, runs, warmup)

@@ -1,12 +1,11 @@
 -- Memory stays flat: peak RSS of wb over 10,000 benchmark runs against 100 runs.
 local wb = require "wb"
+local lib = dofile("bench/lib.lua")
 
 -- Linux adds the RSS of the process image a child replaces at exec to the child's ru_maxrss, so
 -- wb bench is started by a small launcher (bench/peakrss.c), not by this (larger) wb process.
-local function peak(launcher, bin, runs, dir)
-  local res = wb.check(wb.proc.run { argv = { launcher, bin, "bench", "/bin/true", "runs=" .. runs, "-o", dir },
-    stdout = "capture", stderr = "capture" })
-  if not res.ok then wb.fail("wb bench failed: " .. res.stderr) end
+local function peak(launcher, runs, dir)
+  local res = lib.run({ launcher, lib.wb, "bench", "/bin/true", "runs=" .. runs, "-o", dir })
   return tonumber(res.stdout:match("(%d+)%s*$"))
 end
 
@@ -15,12 +14,9 @@ return {
   run = function(opts)
     local big = opts.smoke and 500 or 10000
     local tmp = wb.fs.tmpdir("wbbench")
-    local launcher = tmp .. "/peakrss"
-    local cc = wb.proc.run { argv = { "cc", "-O2", "-o", launcher, "bench/peakrss.c" }, stderr = "capture" }
-    if not cc.ok then wb.fail("cannot build bench/peakrss.c: " .. cc.stderr) end
-    local bin = require("wb.core").exe_path()
-    local small_kb = peak(launcher, bin, 100, tmp .. "/small")
-    local big_kb = peak(launcher, bin, big, tmp .. "/big")
+    local launcher = lib.cc("bench/peakrss.c", tmp)
+    local small_kb = peak(launcher, 100, tmp .. "/small")
+    local big_kb = peak(launcher, big, tmp .. "/big")
     wb.fs.remove_tree(tmp)
     local growth = (big_kb - small_kb) / 1024
     return {

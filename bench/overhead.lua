@@ -3,19 +3,12 @@
 local wb = require "wb"
 local lib = dofile("bench/lib.lua")
 
-local function elapsed(argv)
-  local t = wb.clock.timer()
-  local res = wb.check(wb.proc.run { argv = argv, stdout = "capture", stderr = "capture" })
-  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
-  return t:elapsed(), res.stdout
-end
-
 -- wall, cpu = measured(argv, file) : the invocation's wall time and, when perf is installed, the
 -- CPU time of the tool's own process (perf stat --no-inherit task-clock: its children excluded)
 local function measured(argv, file)
   local perf = wb.proc.which("perf")
-  if not perf then return elapsed(argv), nil end
-  local wall = elapsed({ perf, "stat", "-x,", "-e", "task-clock", "--no-inherit", "-o", file, "--", table.unpack(argv) })
+  if not perf then return select(2, lib.run(argv)), nil end
+  local _, wall = lib.run({ perf, "stat", "-x,", "-e", "task-clock", "--no-inherit", "-o", file, "--", table.unpack(argv) })
   local ms = (wb.fs.read(file) or ""):match("([%d.]+),msec,task%-clock")
   return wall, ms and tonumber(ms) / 1000
 end
@@ -27,10 +20,7 @@ return {
     local n = opts.smoke and 20 or 500
     local rounds = opts.smoke and 1 or 9
     local tmp = wb.fs.tmpdir("wbbench")
-    local loop = tmp .. "/spawnloop"
-    local cc = wb.proc.run { argv = { "cc", "-O2", "-o", loop, "bench/spawnloop.c" }, stderr = "capture" }
-    if not cc.ok then wb.fail("cannot build bench/spawnloop.c: " .. cc.stderr) end
-    local bin = require("wb.core").exe_path()
+    local loop = lib.cc("bench/spawnloop.c", tmp)
     -- Per-run cost is the marginal cost of one more run: (T(2n) - T(n)) / n for the whole
     -- invocation, so each tool's fixed costs (start-up, reports) drop out.
     -- wb's run directories go to a tmpfs when there is one: the fsyncs of its reports are a fixed
@@ -39,7 +29,7 @@ return {
     local out = shm or tmp
     local stat = tmp .. "/perf.txt"
     local function wb_bench(runs, r)
-      return measured({ bin, "bench", "/bin/true", "runs=" .. runs, "warmup=0", "-o", out .. "/wb" .. r .. "_" .. runs }, stat)
+      return measured({ lib.wb, "bench", "/bin/true", "runs=" .. runs, "warmup=0", "-o", out .. "/wb" .. r .. "_" .. runs }, stat)
     end
     local function hyperfine(runs)
       return measured({ "hyperfine", "-N", "--runs", tostring(runs), "--warmup", "0", "--style", "none", "/bin/true" }, stat)
@@ -64,8 +54,7 @@ return {
       end
       wall.wb[r], wall.hyperfine[r], wall_ratio[r] = ww, hw, ww / hw
       if wc and hc then cpu.wb[#cpu.wb + 1], cpu.hyperfine[#cpu.hyperfine + 1], cpu_ratio[#cpu_ratio + 1] = wc, hc, wc / hc end
-      local _, out_text = elapsed({ loop, tostring(n), "/bin/true" })
-      wall.floor[r] = tonumber(out_text)
+      wall.floor[r] = tonumber(lib.run({ loop, tostring(n), "/bin/true" }).stdout)
     end
     local median = wb.stats.median
     local w, h, f = median(wall.wb), median(wall.hyperfine), median(wall.floor)
@@ -73,14 +62,14 @@ return {
     local wr, wr_lo, wr_hi = median(wall_ratio), ci(wall_ratio)
     -- agreement on sleep 0.05
     local sruns = opts.smoke and 5 or 30
-    elapsed({ bin, "bench", "sleep 0.05", "runs=" .. sruns, "-o", tmp .. "/agree" })
+    lib.run({ lib.wb, "bench", "sleep 0.05", "runs=" .. sruns, "-o", tmp .. "/agree" })
     local wb_mean = wb.json.read(tmp .. "/agree/summary.json").commands[1].stats.wall.mean
-    elapsed({ "hyperfine", "-N", "--runs", tostring(sruns), "--style", "none", "--export-json", tmp .. "/hf.json", "sleep 0.05" })
+    lib.run({ "hyperfine", "-N", "--runs", tostring(sruns), "--style", "none", "--export-json", tmp .. "/hf.json", "sleep 0.05" })
     local hf_mean = wb.json.read(tmp .. "/hf.json").results[1].mean
     -- and on /bin/true, where what the clock includes (the spawn, the exec) is most of the figure
-    elapsed({ bin, "bench", "/bin/true", "runs=" .. n, "-o", tmp .. "/true" })
+    lib.run({ lib.wb, "bench", "/bin/true", "runs=" .. n, "-o", tmp .. "/true" })
     local wb_true = wb.json.read(tmp .. "/true/summary.json").commands[1].stats.wall.mean
-    elapsed({ "hyperfine", "-N", "--runs", tostring(n), "--style", "none", "--export-json", tmp .. "/hf_true.json", "/bin/true" })
+    lib.run({ "hyperfine", "-N", "--runs", tostring(n), "--style", "none", "--export-json", tmp .. "/hf_true.json", "/bin/true" })
     local hf_true = wb.json.read(tmp .. "/hf_true.json").results[1].mean
     wb.fs.remove_tree(tmp)
     if shm then wb.fs.remove_tree(shm) end

@@ -1,6 +1,7 @@
 -- Slurm polling: a 200-task job array on a private single-node cluster (tests/slurm/start.sh),
 -- counting squeue calls through a wrapper on PATH against the executor's poll count.
 local wb = require "wb"
+local lib = dofile("bench/lib.lua")
 
 local function sh(cmd)
   local res = wb.check(wb.proc.run { argv = { "bash", "-c", cmd }, stdout = "capture", stderr = "capture", timeout = 300 })
@@ -23,10 +24,9 @@ return {
     local log = tmp .. "/squeue.log"
     wb.fs.write(tmp .. "/squeue", '#!/bin/sh\necho "$*" >> ' .. log .. '\nexec ' .. wb.proc.which("squeue") .. ' "$@"\n',
       { mode = tonumber("755", 8) })
-    local bin = require("wb.core").exe_path()
     local t = wb.clock.timer()
     local run = sh(string.format(". %s/env && PATH=%s:$PATH %s run tests/fixtures/recipes/slurm_cases.lua -o %s/run " ..
-      "machine=slurm_cpu machine.mem=256 cases=%d script=true", cluster, tmp, bin, tmp, tasks))
+      "machine=slurm_cpu machine.mem=256 cases=%d script=true", cluster, tmp, lib.wb, tmp, tasks))
     local elapsed = t:elapsed()
     sh(env .. " bash tests/slurm/stop.sh")
     if not run.ok then

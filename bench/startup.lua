@@ -8,11 +8,10 @@ return {
     local runs = opts.smoke and 5 or 300
     local empty = wb.fs.tmpdir("wbbench") .. "/empty.lua"
     wb.fs.write(empty, 'local wb = require "wb"\nreturn wb.recipe { run = function() end }\n')
-    local bin = require("wb.core").exe_path()
     local s = lib.interleave({
       { "lua", { "lua5.4", "-e", "" } },
-      { "version", { bin, "version" } },
-      { "empty", { bin, "run", empty } },
+      { "version", { lib.wb, "version" } },
+      { "empty", { lib.wb, "run", empty } },
     }, runs)
     wb.fs.remove_tree(empty:match("^(.*)/"))
     local med = {}

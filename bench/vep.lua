@@ -10,11 +10,10 @@ local function first_line(argv)
 end
 
 local function measure(opts, dir)
-  local bin = require("wb.core").exe_path()
   local log = dir .. "/vep.log"
   local size = opts.smoke and "5M" or "1G"
   local gen = wb.check(wb.proc.run {
-    argv = { bin:gsub("[^/]+$", "") .. "examples/vep_emit", "--all", "--bytes", size, "--seed", "1", "-o", log },
+    argv = { lib.example("vep_emit"), "--all", "--bytes", size, "--seed", "1", "-o", log },
     stdout = "null",
   })
   if not gen.ok then wb.fail("vep_emit failed") end
@@ -22,8 +21,8 @@ local function measure(opts, dir)
   wb.check(wb.proc.run { argv = { "cat", log }, stdout = "null" }) -- warm the page cache
   local runs = 3
   local s = lib.interleave({
-    { "wb", { bin, "run", "recipes/vep_breakdown.lua", "log=" .. log, "-o", dir .. "/run" } },
-    { "wb1", { bin, "run", "recipes/vep_breakdown.lua", "log=" .. log, "threads=1", "-o", dir .. "/run1" } },
+    { "wb", { lib.wb, "run", "recipes/vep_breakdown.lua", "log=" .. log, "-o", dir .. "/run" } },
+    { "wb1", { lib.wb, "run", "recipes/vep_breakdown.lua", "log=" .. log, "threads=1", "-o", dir .. "/run1" } },
     { "awk", { "awk", "-f", "tests/integration/vep_breakdown.awk", log } },
     { "wc", { "wc", "-l", log } },
   }, runs, 0)

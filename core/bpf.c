@@ -15,19 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lopt.h"
 #include "lperf.h"
 #include "lwb.h"
 #include "profile.h"
 #include "profile.skel.h"
 
 #define SESSION_MT "wb.bpf.session"
-#define MAX_CPUS 1024
 
 typedef struct session {
   struct wb_profile *skel;
   int nperf;
-  int perf_fds[MAX_CPUS];
-  struct bpf_link *perf_links[MAX_CPUS];
+  int perf_fds[WB_MAX_CPUS];
+  struct bpf_link *perf_links[WB_MAX_CPUS];
   int stopped;
 } session;
 
@@ -43,8 +43,8 @@ static int quiet_print(enum libbpf_print_level level, const char *fmt, va_list a
   return 0;
 }
 
-/* CapEff of this process has bit `cap`. */
-static int has_cap(int cap) {
+/* The effective capability set of this process (CapEff), 0 when unreadable. */
+static unsigned long long effective_caps(void) {
   FILE *f = fopen("/proc/self/status", "re");
   if (!f) return 0;
   char line[256];
@@ -52,7 +52,7 @@ static int has_cap(int cap) {
   while (fgets(line, sizeof line, f))
     if (sscanf(line, "CapEff: %llx", &eff) == 1) break;
   fclose(f);
-  return (eff >> cap) & 1;
+  return eff;
 }
 
 enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
@@ -61,7 +61,9 @@ enum { CAP_SYS_ADMIN_BIT = 21, CAP_PERFMON_BIT = 38, CAP_BPF_BIT = 39 };
 static const char *unavailable_reason(void) {
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return "no kernel BTF (/sys/kernel/btf/vmlinux): the kernel lacks CONFIG_DEBUG_INFO_BTF";
-  if (geteuid() != 0 && !has_cap(CAP_SYS_ADMIN_BIT) && !(has_cap(CAP_BPF_BIT) && has_cap(CAP_PERFMON_BIT)))
+  if (geteuid() == 0) return NULL;
+  unsigned long long caps = effective_caps(), bpf = (1ULL << CAP_BPF_BIT) | (1ULL << CAP_PERFMON_BIT);
+  if (!((caps >> CAP_SYS_ADMIN_BIT) & 1) && (caps & bpf) != bpf)
     return "needs root or CAP_BPF+CAP_PERFMON (unprivileged BPF is disabled)";
   return NULL;
 }
@@ -104,8 +106,8 @@ static int fail(lua_State *L, session *s, int e, const char *what) {
 }
 
 static int attach_oncpu(session *s, lua_Integer freq) {
-  int cpus[MAX_CPUS];
-  int ncpu = wb_online_cpus(cpus, MAX_CPUS);
+  int cpus[WB_MAX_CPUS];
+  int ncpu = wb_online_cpus(cpus, WB_MAX_CPUS);
   for (int i = 0; i < ncpu; i++) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -124,33 +126,17 @@ static int attach_oncpu(session *s, lua_Integer freq) {
   return 0;
 }
 
-static int opt_int(lua_State *L, int t, const char *key, lua_Integer dflt, lua_Integer lo, lua_Integer hi) {
-  lua_getfield(L, t, key);
-  lua_Integer v = luaL_optinteger(L, -1, dflt);
-  lua_pop(L, 1);
-  if (v < lo || v > hi) luaL_argerror(L, t, lua_pushfstring(L, "%s must be in %d..%d", key, (int)lo, (int)hi));
-  return (int)v;
-}
-
-static int opt_bool(lua_State *L, int t, const char *key, int dflt) {
-  lua_getfield(L, t, key);
-  int v = lua_isnil(L, -1) ? dflt : lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
 /* -- s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99
  * (on-CPU samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
  * messages on stderr). nil, "bpf: ...", errno when BTF, privilege or the kernel refuses. */
 static int l_open(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) lua_newtable(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  int freq = opt_int(L, 1, "freq", 99, 1, 100000);
-  int stack_entries = opt_int(L, 1, "stack_entries", 16384, 64, 1 << 22);
-  int count_entries = opt_int(L, 1, "count_entries", 16384, 64, 1 << 22);
-  int oncpu = opt_bool(L, 1, "oncpu", 1), offcpu = opt_bool(L, 1, "offcpu", 1);
-  libbpf_set_print(opt_bool(L, 1, "verbose", 0) ? verbose_print : quiet_print);
+  int t = wb_opt_table(L, 1);
+  lua_Integer freq = wb_opt_int(L, t, "freq", 99, 1, 100000);
+  lua_Integer stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
+  lua_Integer count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
+  int oncpu = wb_opt_bool(L, t, "oncpu", 1), offcpu = wb_opt_bool(L, t, "offcpu", 1);
+  libbpf_set_print(wb_opt_bool(L, t, "verbose", 0) ? verbose_print : quiet_print);
   session *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SESSION_MT);

@@ -1,12 +1,8 @@
 /* Helpers shared by the data-format modules (datafmt.h): the output buffer, float formatting,
- * whole-file reads, and the table layout rules (array or object, key order) of the encoders. */
-#define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <fcntl.h>
+ * and the table layout rules (array or object, key order) of the encoders. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "datafmt.h"
 
@@ -48,19 +44,8 @@ void wb_buf_to_fd(wb_buf *b, int fd) {
 }
 
 int wb_buf_flush(wb_buf *b) {
-  const char *p = b->data;
-  size_t left = b->fd >= 0 && !b->werr ? b->len : 0;
-  while (left > 0) {
-    ssize_t n = write(b->fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      b->werr = n < 0 ? errno : EIO;
-      b->failed = 1;
-      break;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
+  if (b->fd >= 0 && !b->werr && b->len > 0 && (b->werr = wb_write_all(b->fd, b->data, b->len)))
+    b->failed = 1;
   if (b->fd >= 0) b->len = 0;
   return b->werr;
 }
@@ -107,31 +92,6 @@ int wb_format_float(char *buf, double d) {
     n += 2;
   }
   return n;
-}
-
-int wb_read_file(lua_State *L, const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  for (;;) {
-    char *p = luaL_prepbuffer(&b);
-    ssize_t n = read(fd, p, LUAL_BUFFERSIZE);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      luaL_pushresult(&b);
-      lua_pop(L, 1);
-      errno = err;
-      return 0;
-    }
-    if (n == 0) break;
-    luaL_addsize(&b, (size_t)n);
-  }
-  close(fd);
-  luaL_pushresult(&b);
-  return 1;
 }
 
 struct key_entry {
@@ -204,19 +164,10 @@ void wb_sorted_keys(lua_State *L, int t) {
 
 lua_Integer wb_table_layout(lua_State *L, int t) {
   t = lua_absindex(L, t);
-  if (lua_getmetatable(L, t)) {
-    luaL_getmetatable(L, "wb.array");
-    if (lua_rawequal(L, -1, -2)) {
-      lua_pop(L, 2);
-      return (lua_Integer)lua_rawlen(L, t);
-    }
-    luaL_getmetatable(L, "wb.ordered");
-    int ordered = lua_rawequal(L, -1, -3);
-    lua_pop(L, 3);
-    if (ordered) {
-      wb_ordered_keys(L, t);
-      return -1;
-    }
+  if (wb_has_metatable(L, t, "wb.array")) return (lua_Integer)lua_rawlen(L, t);
+  if (wb_has_metatable(L, t, "wb.ordered")) {
+    wb_ordered_keys(L, t);
+    return -1;
   }
   lua_Integer count = 0, max = 0;
   lua_pushnil(L);
@@ -234,4 +185,13 @@ lua_Integer wb_table_layout(lua_State *L, int t) {
   if (count >= 1 && count == max) return count;
   wb_sorted_keys(L, t);
   return -1;
+}
+
+void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const char *format) {
+  const void *self = lua_topointer(L, idx);
+  for (int i = 0; i < *depth; i++)
+    if (path[i] == self) luaL_error(L, "%s: cycle", format);
+  if (*depth >= WB_MAX_DEPTH) luaL_error(L, "%s: nesting too deep", format);
+  if (!lua_checkstack(L, 12)) luaL_error(L, "stack overflow (%s: nesting too deep)", format);
+  path[(*depth)++] = self;
 }

@@ -63,13 +63,15 @@ lua_Integer wb_table_layout(lua_State *L, int t);
 /* Pushes the keys of the table at index t as a sequence, sorted as wb_table_layout describes. */
 void wb_sorted_keys(lua_State *L, int t);
 
+/* An encoder entering the table at idx, with path[0..*depth) the tables it is inside: raises
+ * "<format>: cycle" when the table is among them and "<format>: nesting too deep" past
+ * WB_MAX_DEPTH; else makes stack room for the level and appends the table to path. */
+void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const char *format);
+
 /* Writes the shortest %.15g..%.17g form of d that reads back exactly, with ".0" appended when it
  * would otherwise read as an integer; "nan", "inf", "-inf" for the non-finite values. buf must
  * hold 32 bytes. Returns the length. */
 int wb_format_float(char *buf, double d);
-
-/* Pushes the whole contents of the file at path and returns 1, or returns 0 with errno set. */
-int wb_read_file(lua_State *L, const char *path);
 
 /* ---- JSON text (core/jsontext.c; Lua-free, so the C API runs inside any host) ---- */
 

@@ -20,11 +20,9 @@ static int push_ok(lua_State *L) {
   return 1;
 }
 
-/* -- data, err = wb.fs.read(path) : the whole file */
-static int l_read(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+int wb_read_file(lua_State *L, const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return wb_push_error(L, errno, path);
+  if (fd < 0) return 0;
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (;;) {
@@ -32,9 +30,12 @@ static int l_read(lua_State *L) {
     ssize_t n = read(fd, p, 1 << 16);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      int e = errno;
+      int err = errno;
       close(fd);
-      return wb_push_error(L, e, path);
+      luaL_pushresult(&b);
+      lua_pop(L, 1);
+      errno = err;
+      return 0;
     }
     if (n == 0) break;
     luaL_addsize(&b, (size_t)n);
@@ -44,13 +45,22 @@ static int l_read(lua_State *L) {
   return 1;
 }
 
-static int write_all(int fd, const char *data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -1;
-    data += n;
-    len -= (size_t)n;
+/* -- data, err = wb.fs.read(path) : the whole file */
+static int l_read(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  if (!wb_read_file(L, path)) return wb_push_error(L, errno, path);
+  return 1;
+}
+
+int wb_write_all(int fd, const void *p, size_t n) {
+  const char *data = p;
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    if (w == 0) return EIO;
+    data += w;
+    n -= (size_t)w;
   }
   return 0;
 }
@@ -101,24 +111,25 @@ void wb_atomic_abort(int fd, const char *tmp) {
 }
 
 /* Writes the data argument (index 2) to fd: a string, or the pieces a function returns until
- * it returns nil. Returns 0, -1 with errno when a write fails, or -2 with the error of the
- * function (or of a piece that is not a string) on the stack. */
+ * it returns nil. Returns 0, the errno of a failed write, or -1 with the error of the function
+ * (or of a piece that is not a string) on the stack. */
 static int write_data(lua_State *L, int fd) {
   size_t len;
   if (!lua_isfunction(L, 2)) {
     const char *data = lua_tolstring(L, 2, &len);
-    return write_all(fd, data, len);
+    return wb_write_all(fd, data, len);
   }
   for (;;) {
     lua_pushvalue(L, 2);
-    if (lua_pcall(L, 0, 1, 0) != LUA_OK) return -2;
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) return -1;
     if (lua_isnil(L, -1)) break;
     if (lua_type(L, -1) != LUA_TSTRING) {
       lua_pushfstring(L, "wb.fs.write: the data function returned a %s, not a string", luaL_typename(L, -1));
-      return -2;
+      return -1;
     }
     const char *piece = lua_tolstring(L, -1, &len);
-    if (write_all(fd, piece, len) != 0) return -1;
+    int e = wb_write_all(fd, piece, len);
+    if (e) return e;
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -150,19 +161,18 @@ static int l_write(lua_State *L) {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
     if ((fd = open(path, flags, mode)) < 0) return wb_push_error(L, errno, path);
     int r = write_data(L, fd);
-    int e = r == -1 || (r == 0 && sync && fsync(fd) != 0) ? errno : 0;
+    int e = r > 0 ? r : r == 0 && sync && fsync(fd) != 0 ? errno : 0;
     if (close(fd) != 0 && !e && r == 0) e = errno;
-    if (r == -2) return lua_error(L);
+    if (r < 0) return lua_error(L);
     if (e) return wb_push_error(L, e, path);
     return push_ok(L);
   }
   if ((fd = wb_atomic_open(path, tmp, sizeof tmp)) < 0) return wb_push_error(L, errno, path);
   int r = write_data(L, fd);
   if (r != 0) {
-    int e = errno;
     wb_atomic_abort(fd, tmp);
-    if (r == -2) return lua_error(L);
-    return wb_push_error(L, e, path);
+    if (r < 0) return lua_error(L);
+    return wb_push_error(L, r, path);
   }
   int e = wb_atomic_commit(fd, tmp, path, mode, sync);
   if (e) return wb_push_error(L, e, path);

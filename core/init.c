@@ -68,7 +68,7 @@ static const char ORDER_KEY = 'o'; /* registry key of the weak table: t -> order
 
 static void push_order_list(lua_State *L, int t, int create) {
   t = lua_absindex(L, t);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &ORDER_KEY);
+  wb_weak_registry(L, &ORDER_KEY);
   lua_pushvalue(L, t);
   if (lua_rawget(L, -2) == LUA_TNIL && create) {
     lua_pop(L, 1);
@@ -94,17 +94,8 @@ static int ordered_newindex(lua_State *L) {
 
 void wb_ordered_keys(lua_State *L, int t) {
   t = lua_absindex(L, t);
-  push_order_list(L, t, 0);
-  if (lua_isnil(L, -1)) {
-    if (!luaL_getmetafield(L, t, "__name")) return;
-    int ordered = strcmp(lua_tostring(L, -1), "wb.ordered") == 0;
-    lua_pop(L, 2);
-    if (!ordered) {
-      lua_pushnil(L);
-      return;
-    }
-    push_order_list(L, t, 1);
-  }
+  push_order_list(L, t, wb_has_metatable(L, t, "wb.ordered"));
+  if (lua_isnil(L, -1)) return;
   /* Compact: drop keys whose value is now nil and repeated keys; then append keys that were
    * stored with rawset and so never recorded. */
   int list = lua_gettop(L);
@@ -213,23 +204,39 @@ static int l_ordered_keys(lua_State *L) {
   return 1;
 }
 
-/* -- t = wb.array([t]) : marks t as a JSON array (so an empty one encodes as []) */
-static int l_array(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) lua_newtable(L);
+/* -- t = wb.array([t]) : marks t (or a new table) as an array; an empty one encodes as [] */
+int wb_array(lua_State *L) {
+  if (lua_isnoneornil(L, 1)) {
+    wb_array_new(L, 0);
+    return 1;
+  }
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   luaL_setmetatable(L, "wb.array");
   return 1;
 }
 
-static void create_metatables(lua_State *L) {
-  lua_newtable(L); /* weak-keyed order lists */
+int wb_has_metatable(lua_State *L, int idx, const char *name) {
+  if (!lua_getmetatable(L, idx)) return 0;
+  luaL_getmetatable(L, name);
+  int r = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return r;
+}
+
+void wb_weak_registry(lua_State *L, const void *key) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, key) != LUA_TNIL) return;
+  lua_pop(L, 1);
   lua_newtable(L);
+  lua_createtable(L, 0, 1);
   lua_pushliteral(L, "k");
   lua_setfield(L, -2, "__mode");
   lua_setmetatable(L, -2);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &ORDER_KEY);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
 
+static void create_metatables(lua_State *L) {
   luaL_newmetatable(L, "wb.ordered");
   lua_pushcfunction(L, ordered_newindex);
   lua_setfield(L, -2, "__newindex");
@@ -314,14 +321,7 @@ int wb_raise_interrupt(lua_State *L) {
 }
 
 int wb_is_interrupt(lua_State *L, int idx) {
-  if (!lua_istable(L, idx)) return 0;
-  int r = 0;
-  if (lua_getmetatable(L, idx)) {
-    luaL_getmetatable(L, "wb.interrupt");
-    r = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-  }
-  return r;
+  return lua_istable(L, idx) && wb_has_metatable(L, idx, "wb.interrupt");
 }
 
 /* -- signo = wb.interrupted() : the pending SIGINT/SIGTERM number, or nil */
@@ -366,32 +366,46 @@ static int l_has_module(lua_State *L) {
   return 1;
 }
 
-/* -- path = wb.core.exe_path() : the running binary (readlink /proc/self/exe) */
-static int l_exe_path(lua_State *L) {
+static const char EXE_KEY = 'e', SHARE_KEY = 's'; /* registry keys of the cached values */
+
+/* Pushes the path of the running binary, read from /proc/self/exe on first use, and returns 0;
+ * or returns the errno of the readlink with nothing pushed. */
+static int push_exe_path(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &EXE_KEY) == LUA_TSTRING) return 0;
+  lua_pop(L, 1);
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n < 0) return wb_push_error(L, errno, "/proc/self/exe");
+  if (n < 0) return errno;
   lua_pushlstring(L, buf, (size_t)n);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &EXE_KEY);
+  return 0;
+}
+
+/* -- path = wb.core.exe_path() : the running binary (readlink /proc/self/exe) */
+static int l_exe_path(lua_State *L) {
+  int e = push_exe_path(L);
+  if (e) return wb_push_error(L, e, "/proc/self/exe");
   return 1;
 }
 
-/* -- dirs = wb.core.share_dirs() : installed data directories, most specific first:
- * <dir of the binary>/../share/wb, then the compiled-in WB_DATADIR; only existing ones. */
-static int l_share_dirs(lua_State *L) {
+/* Pushes a new sequence of the installed data directories that exist. */
+static void push_share_dirs(lua_State *L) {
   lua_newtable(L);
   int n = 0;
-  char buf[4096];
-  ssize_t len = readlink("/proc/self/exe", buf, sizeof buf - 32);
-  if (len > 0) {
-    buf[len] = 0;
-    char *slash = strrchr(buf, '/');
+  if (push_exe_path(L) == 0) {
+    const char *exe = lua_tostring(L, -1);
+    const char *slash = strrchr(exe, '/');
     if (slash) {
-      strcpy(slash, "/../share/wb");
-      if (access(buf, F_OK) == 0) {
-        lua_pushstring(L, buf);
-        lua_rawseti(L, -2, ++n);
-      }
+      lua_pushlstring(L, exe, (size_t)(slash - exe));
+      lua_pushliteral(L, "/../share/wb");
+      lua_concat(L, 2);
+      if (access(lua_tostring(L, -1), F_OK) == 0)
+        lua_rawseti(L, -3, ++n);
+      else
+        lua_pop(L, 1);
     }
+    lua_pop(L, 1);
   }
 #ifdef WB_DATADIR
   if (access(WB_DATADIR, F_OK) == 0) {
@@ -399,6 +413,24 @@ static int l_share_dirs(lua_State *L) {
     lua_rawseti(L, -2, ++n);
   }
 #endif
+}
+
+/* -- dirs = wb.core.share_dirs() : installed data directories, most specific first:
+ * <dir of the binary>/../share/wb, then the compiled-in WB_DATADIR; only existing ones, as
+ * found by the first call. */
+static int l_share_dirs(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SHARE_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    push_share_dirs(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &SHARE_KEY);
+  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+  lua_createtable(L, (int)n, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, -2, i);
+    lua_rawseti(L, -2, i);
+  }
   return 1;
 }
 
@@ -408,7 +440,7 @@ static int l_repl(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg core_functions[] = {{"array", l_array},
+static const luaL_Reg core_functions[] = {{"array", wb_array},
                                          {"check_interrupt", l_check_interrupt},
                                          {"exe_path", l_exe_path},
                                          {"has_module", l_has_module},
@@ -419,11 +451,14 @@ static const luaL_Reg core_functions[] = {{"array", l_array},
                                          {"share_dirs", l_share_dirs},
                                          {NULL, NULL}};
 
-/* package.preload["wb.core"]: the functions above plus `null` and `version`. */
+/* package.preload["wb.core"]: the functions above plus `null`, `version` and `lua_release`
+ * (e.g. "Lua 5.4.6"). */
 static int luaopen_wb_core(lua_State *L) {
   luaL_newlib(L, core_functions);
   wb_push_null(L);
   lua_setfield(L, -2, "null");
+  lua_pushliteral(L, LUA_RELEASE);
+  lua_setfield(L, -2, "lua_release");
   lua_pushliteral(L, WB_VERSION);
   lua_setfield(L, -2, "version");
   return 1;

@@ -119,12 +119,7 @@ static void newline(struct encoder *e, int depth) {
 
 static void encode_table(struct encoder *e, int t) {
   lua_State *L = e->L;
-  const void *self = lua_topointer(L, t);
-  for (int i = 0; i < e->depth; i++)
-    if (e->path[i] == self) luaL_error(L, "json: cycle");
-  if (e->depth >= WB_MAX_DEPTH) luaL_error(L, "json: nesting too deep");
-  luaL_checkstack(L, 12, "json: nesting too deep");
-  e->path[e->depth++] = self;
+  wb_enter_table(L, t, e->path, &e->depth, "json");
   lua_Integer n = wb_table_layout(L, t);
   if (n >= 0) {
     wb_buf_addc(e->b, '[');
@@ -248,18 +243,6 @@ static void encode_options(lua_State *L, int arg, int *pretty, int *indent) {
 
 /* ---- Lua API -------------------------------------------------------------------------- */
 
-/* -- t = wb.json.array([t]) : marks t (or a new table) as an array; an empty one encodes as [] */
-static int l_array(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) {
-    wb_array_new(L, 0);
-    return 1;
-  }
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  luaL_setmetatable(L, "wb.array");
-  return 1;
-}
-
 /* -- v, err = wb.json.decode(text) : err is "json: line L col C: what" (1-based, columns in
  * bytes). Objects become ordered tables, arrays wb.array tables, null wb.null; integral numbers
  * without fraction or exponent and |v| <= 2^53 become integers, other numbers floats. */
@@ -364,7 +347,7 @@ static int l_read(lua_State *L) {
   return decode(L, s, len, path);
 }
 
-static const luaL_Reg json_functions[] = {{"array", l_array},   {"decode", l_decode},
+static const luaL_Reg json_functions[] = {{"array", wb_array},   {"decode", l_decode},
                                           {"encode", l_encode}, {"object", l_object},
                                           {"read", l_read},     {"write", l_write},
                                           {NULL, NULL}};

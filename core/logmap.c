@@ -6,13 +6,7 @@
 #include <string.h>
 
 #include "lscan.h"
-
-#define SWAP(a, b) \
-  do {                \
-    double t_ = (a);  \
-    (a) = (b);        \
-    (b) = t_;         \
-  } while (0)
+#include "stats.h"
 
 /* ---- the string map --------------------------------------------------------------------------- */
 
@@ -188,39 +182,13 @@ int scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r) 
 
 /* ---- distributions ---------------------------------------------------------------------------- */
 
-/* Moves the k-th smallest of v[0..n) to v[k], smaller ones before it, larger after (quickselect). */
-static void select_kth(double *v, size_t n, size_t k) {
-  size_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid] < v[lo]) SWAP(v[mid], v[lo]);
-    if (v[hi] < v[lo]) SWAP(v[hi], v[lo]);
-    if (v[hi] < v[mid]) SWAP(v[hi], v[mid]);
-    double pivot = v[mid];
-    size_t i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < pivot) i++;
-      while (v[j] > pivot) j--;
-      if (i <= j) {
-        SWAP(v[i], v[j]);
-        i++;
-        if (j == 0) break;
-        j--;
-      }
-    }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return;
-  }
-}
-
 /* min, max, mean (from the line values' sum) and median of the collected values (reordered). */
 scan_dist scan_bucket_dist(scan_bucket *b) {
   scan_dist d = {0};
   d.n = b->nvals;
   if (d.n == 0) return d;
   size_t k = d.n / 2;
-  select_kth(b->vals, d.n, k);
+  wb_stats_select_kth(b->vals, d.n, k);
   d.median = b->vals[k];
   d.min = d.max = b->vals[0];
   double below = -INFINITY, sum = 0;

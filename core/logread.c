@@ -194,25 +194,23 @@ static void *scan_range(void *arg) {
   return NULL;
 }
 
-static int online_cpus(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
-}
-
-static int fail(char *err, size_t errlen, const char *path, int e, const char *what) {
-  snprintf(err, errlen, "%s: %s", path, what ? what : strerror(e));
+static int fail(char *err, size_t errlen, const char *path, int e) {
+  snprintf(err, errlen, "%s: %s", path, strerror(e));
   return e;
 }
 
+static void free_results(scan_result *res, int nrules) {
+  for (int i = 0; res && i < nrules; i++) scan_result_free(&res[i]);
+  free(res);
+}
+
 void scan_out_free(scan_out *out) {
-  for (int i = 0; out->results && i < out->nrules; i++) scan_result_free(&out->results[i]);
-  free(out->results);
+  free_results(out->results, out->nrules);
   out->results = NULL;
 }
 
 static void worker_free(worker *w, int nrules) {
-  for (int i = 0; w->sc.res && i < nrules; i++) scan_result_free(&w->sc.res[i]);
-  free(w->sc.res);
+  free_results(w->sc.res, nrules);
   free(w->sc.tags);
   free(w->sc.recent);
   w->sc.res = NULL;
@@ -246,7 +244,7 @@ static int run_workers(worker *ws, int n) {
 /* How many ranges to split a file of `size` bytes into (see scan_spec.threads). */
 static int thread_count(const scan_spec *spec, int splittable, int64_t size) {
   if (!splittable || spec->threads == 1 || (spec->threads == 0 && size < SCAN_PARALLEL_MIN)) return 1;
-  int64_t n = spec->threads > 0 ? spec->threads : online_cpus();
+  int64_t n = spec->threads > 0 ? spec->threads : sysconf(_SC_NPROCESSORS_ONLN);
   int64_t most = size / (spec->threads > 0 ? MIN_RANGE_ASKED : MIN_RANGE);
   if (n > most) n = most;
   return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
@@ -276,12 +274,12 @@ int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err,
   memset(out, 0, sizeof *out);
   out->nrules = spec->nrules;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(err, errlen, path, errno, NULL);
+  if (fd < 0) return fail(err, errlen, path, errno);
   struct stat st;
   int e = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
   if (e) {
     close(fd);
-    return fail(err, errlen, path, e, NULL);
+    return fail(err, errlen, path, e);
   }
   int regular = S_ISREG(st.st_mode);
   unsigned char magic[2];
@@ -309,7 +307,7 @@ int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err,
   if (!e) e = collect(ws, n, spec, out);
   int zerr;
   if (e == EIO && out->gzip) snprintf(err, errlen, "%s: gzip: %s", path, gzerror(ws[0].gz, &zerr));
-  else if (e) fail(err, errlen, path, e, NULL);
+  else if (e) fail(err, errlen, path, e);
   for (int i = 0; ws && i < n; i++) {
     if (ws[i].gz) gzclose(ws[i].gz);
     worker_free(&ws[i], spec->nrules);

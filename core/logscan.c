@@ -170,29 +170,29 @@ static void add_double(scan_agg *a, double x) {
   a->count++;
 }
 
+/* Adds count values of sum `sum`, least min and greatest max, at a's exponent, to the exact a;
+ * 0 (a unchanged) when a's sum is beyond ±MSUM_MAX. */
+HOT int add_exact(scan_agg *a, int64_t sum, int64_t min, int64_t max, int64_t count) {
+  if (a->msum >= MSUM_MAX || a->msum <= -MSUM_MAX) return 0;
+  a->msum += sum;
+  if (min < a->mmin) a->mmin = min;
+  if (max > a->mmax) a->mmax = max;
+  a->count += count;
+  return 1;
+}
+
 HOT void agg_add(scan_agg *a, const scan_num *n) {
-  if (n->exact && a->exact && a->e10 == n->e10 && a->msum < MSUM_MAX && a->msum > -MSUM_MAX) {
-    a->msum += n->m;
-    if (n->m < a->mmin) a->mmin = n->m;
-    if (n->m > a->mmax) a->mmax = n->m;
-    a->count++;
-    return;
-  }
+  if (n->exact && a->exact && a->e10 == n->e10 && add_exact(a, n->m, n->m, n->m, 1)) return;
   if (n->exact) {
     if (a->count == 0) {
       *a = (scan_agg){1, 1, n->e10, n->m, n->m, n->m, 0, 0, 0};
       return;
     }
-    if (a->exact && (a->e10 == n->e10 || (n->e10 < a->e10 && lower_exponent(a, n->e10)) || n->e10 > a->e10)) {
+    /* an equal exponent failed above on the sum's range only */
+    if (a->exact && ((n->e10 < a->e10 && lower_exponent(a, n->e10)) || n->e10 > a->e10)) {
       int ok = 1;
       int64_t m = widen(n->m, n->e10 - a->e10, &ok);
-      if (ok && a->msum < MSUM_MAX && a->msum > -MSUM_MAX) {
-        a->msum += m;
-        if (m < a->mmin) a->mmin = m;
-        if (m > a->mmax) a->mmax = m;
-        a->count++;
-        return;
-      }
+      if (ok && add_exact(a, m, m, m, 1)) return;
     }
   }
   add_double(a, num_value(n));
@@ -207,14 +207,9 @@ void scan_agg_merge(scan_agg *d, const scan_agg *s) {
   if (d->exact && s->exact) {
     scan_agg t = *s;
     int e10 = d->e10 < t.e10 ? d->e10 : t.e10;
-    if (lower_exponent(d, e10) && lower_exponent(&t, e10) && d->msum < MSUM_MAX && d->msum > -MSUM_MAX &&
-        t.msum < MSUM_MAX && t.msum > -MSUM_MAX) {
-      d->msum += t.msum;
-      if (t.mmin < d->mmin) d->mmin = t.mmin;
-      if (t.mmax > d->mmax) d->mmax = t.mmax;
-      d->count += t.count;
+    if (lower_exponent(d, e10) && lower_exponent(&t, e10) && t.msum < MSUM_MAX && t.msum > -MSUM_MAX &&
+        add_exact(d, t.msum, t.mmin, t.mmax, t.count))
       return;
-    }
   }
   scan_agg t = *s;
   scan_agg_to_double(&t);

@@ -6,22 +6,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The most CPUs the samplers open an event on. */
+#define WB_MAX_CPUS 1024
+
 /* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; returns the fd or -1 with errno. */
 int wb_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd);
-
-/* /proc/sys/kernel/perf_event_paranoid, or 2 when unreadable. */
-int wb_perf_paranoid(void);
 
 /* The online CPUs (from /sys/devices/system/cpu/online) into cpus[0..max); returns the count, at
  * least 1 (CPU 0 when the file is unreadable). */
 int wb_online_cpus(int *cpus, int max);
-
-/* Why a hardware event cannot be opened (errno e): a sentence naming the cause (no PMU, a virtual
- * machine, the event unknown to the PMU) written into buf. */
-void wb_perf_hw_reason(int e, char *buf, size_t len);
-
-/* The reason an open failed with EACCES/EPERM for an unprivileged user, into buf. */
-void wb_perf_access_reason(int e, char *buf, size_t len);
 
 /* ---- the sampler's rings and records (core/perfring.c) ------------------------------------ */
 

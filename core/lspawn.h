@@ -176,6 +176,15 @@ void wb_plan_dup(wb_exec_plan *plan, int from, int to);
  * without close_range, posix_spawn does the same work. */
 int wb_exec_start(const wb_exec_plan *plan, pid_t *pid);
 
+/* Descriptors of the spawn engine (core/spawnexec.c). wb_fd_above moves *fd to a close-on-exec
+ * descriptor >= min unless it is one already (the old one closed); wb_pipe_above makes a
+ * close-on-exec pipe with both ends >= min. Both return 0, or -1 with errno (nothing left open,
+ * *fd -1). wb_close_fd closes *fd if open and sets it to -1. wb_reap reaps pid, waiting. */
+int wb_fd_above(int *fd, int min);
+int wb_pipe_above(int fds[2], int min);
+void wb_close_fd(int *fd);
+void wb_reap(pid_t pid);
+
 /* Resolves an executable like execvp: a name with '/' is checked as it is, else each entry of
  * `path` (NULL: "/bin:/usr/bin"; an empty entry is "."). Writes the path into out; returns 0 or
  * an errno (ENOENT, EACCES, ENAMETOOLONG). */

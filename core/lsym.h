@@ -53,6 +53,10 @@ const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off);
  * prologue or shrink-wrap it after an early exit); fills fp_functions and fp_with. */
 void wb_elf_check_frame_pointers(wb_elf *e);
 
+/* Lower-case hex of p[0..n) into out, NUL-terminated, as much as outlen (>= 1) holds: a build
+ * id as tools print it. */
+void wb_hex(const unsigned char *p, size_t n, char *out, size_t outlen);
+
 /* The kernel symbol containing addr from /proc/kallsyms (read once), or NULL when unknown
  * (including when kallsyms shows zero addresses to an unprivileged reader); *off as above. */
 const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off);

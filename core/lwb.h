@@ -49,11 +49,26 @@ void wb_ordered_keys(lua_State *L, int t);
 
 /* Array marker: a table whose metatable is "wb.array" encodes as a JSON array even when empty. */
 void wb_array_new(lua_State *L, int narr);
+/* -- t = wb.array([t]) : wb.core.array and wb.json.array (core/init.c) */
+int wb_array(lua_State *L);
+
+/* Whether the value at idx has the metatable registered as `name` (luaL_newmetatable). */
+int wb_has_metatable(lua_State *L, int idx, const char *name);
+
+/* Pushes the weak-keyed table stored at registry[key] (a light userdata key), creating it on
+ * first use: per-object data that goes away with its object. */
+void wb_weak_registry(lua_State *L, const void *key);
 
 /* When idx holds an open wb.stats.samples userdata (core/stats.c): sets *v and *n to its values
  * and *integer to whether it holds integers, and returns 1; else returns 0. Lets the JSON
  * encoder write samples without a table copy. */
 int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n, int *integer);
+
+/* Whole-file I/O (core/fs.c). wb_read_file pushes the contents of the file at path and returns
+ * 1, or returns 0 with errno set. wb_write_all (Lua-free) writes p[0..n) to fd, retrying after
+ * EINTR and short writes; returns 0 or an errno (EIO when write makes no progress). */
+int wb_read_file(lua_State *L, const char *path);
+int wb_write_all(int fd, const void *p, size_t n);
 
 /* Atomic replacement of a file (core/fs.c). wb_atomic_open creates a temporary file next to
  * path, writes its name into tmp, and returns its descriptor, or -1 with errno. wb_atomic_commit

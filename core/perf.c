@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lopt.h"
 #include "lperf.h"
 #include "lwb.h"
 
@@ -65,7 +66,8 @@ static int read_small_file(const char *path, char *buf, size_t len) {
   return 0;
 }
 
-int wb_perf_paranoid(void) {
+/* /proc/sys/kernel/perf_event_paranoid, or 2 when unreadable. */
+static int paranoid(void) {
   char buf[32];
   if (read_small_file("/proc/sys/kernel/perf_event_paranoid", buf, sizeof buf) != 0) return 2;
   return atoi(buf);
@@ -99,19 +101,22 @@ static int in_vm(void) {
   return vm;
 }
 
-void wb_perf_hw_reason(int e, char *buf, size_t len) {
-  if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0)
+/* Why opening an event of `type` failed with errno e, into buf: for an unprivileged user the
+ * privilege it needs; for a hardware event the cause (no PMU, a virtual machine, the event unknown
+ * to the PMU). */
+static void open_reason(uint32_t type, int e, char *buf, size_t len) {
+  if (e == EACCES || e == EPERM)
+    snprintf(buf, len, "perf_event_open: %s (perf_event_paranoid=%d; needs root or CAP_PERFMON)",
+             strerror(e), paranoid());
+  else if (type != PERF_TYPE_HARDWARE)
+    snprintf(buf, len, "perf_event_open: %s", strerror(e));
+  else if (access("/sys/bus/event_source/devices/cpu", F_OK) != 0)
     snprintf(buf, len, "no hardware PMU (%s): hardware events cannot be counted here",
              in_vm() ? "a virtual machine without a virtual PMU" : "no CPU event source");
   else if (e == ENOENT || e == EOPNOTSUPP || e == EINVAL)
     snprintf(buf, len, "the CPU's PMU does not support this event (%s)", strerror(e));
   else
     snprintf(buf, len, "perf_event_open: %s", strerror(e));
-}
-
-void wb_perf_access_reason(int e, char *buf, size_t len) {
-  snprintf(buf, len, "perf_event_open: %s (perf_event_paranoid=%d; needs root or CAP_PERFMON)",
-           strerror(e), wb_perf_paranoid());
 }
 
 /* ---- counters --------------------------------------------------------------------------- */
@@ -151,13 +156,8 @@ static void open_counter(struct counter *c, pid_t pid, int enable_on_exec, int i
       return;
     }
     int e = errno;
-    if (e == EACCES || e == EPERM) {
-      wb_perf_access_reason(e, c->reason, sizeof c->reason);
-      continue;
-    }
-    if (c->def->type == PERF_TYPE_HARDWARE) wb_perf_hw_reason(e, c->reason, sizeof c->reason);
-    else snprintf(c->reason, sizeof c->reason, "perf_event_open: %s", strerror(e));
-    return;
+    open_reason(c->def->type, e, c->reason, sizeof c->reason);
+    if (e != EACCES && e != EPERM) return;
   }
 }
 
@@ -175,27 +175,22 @@ static counters *check_counters(lua_State *L) {
  * nil, err, errno only when pid does not exist. */
 static int l_counters(lua_State *L) {
   lua_Integer pid = luaL_checkinteger(L, 1);
-  int on_exec = 1, inherit = 1;
+  int opts = wb_opt_table(L, 2);
+  int on_exec = wb_opt_bool(L, opts, "enable_on_exec", 1), inherit = wb_opt_bool(L, opts, "inherit", 1);
   const char *names[MAX_EVENTS];
   int n = 0;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    if (lua_getfield(L, 2, "enable_on_exec") != LUA_TNIL) on_exec = lua_toboolean(L, -1);
-    if (lua_getfield(L, 2, "inherit") != LUA_TNIL) inherit = lua_toboolean(L, -1);
-    lua_pop(L, 2);
-    if (lua_getfield(L, 2, "events") == LUA_TTABLE) {
-      int t = lua_gettop(L);
-      for (lua_Integer i = 1; lua_rawgeti(L, t, i) != LUA_TNIL; i++) {
-        const char *name = lua_tostring(L, -1);
-        if (!name || !find_def(name))
-          luaL_argerror(L, 2, lua_pushfstring(L, "unknown event '%s'", name ? name : "?"));
-        if (n == MAX_EVENTS) luaL_argerror(L, 2, "too many events");
-        names[n++] = name;
-        lua_pop(L, 1);
-      }
-    } else if (!lua_isnil(L, -1)) {
-      luaL_argerror(L, 2, "events must be a list of names");
+  if (lua_getfield(L, opts, "events") == LUA_TTABLE) { /* stays on the stack: it holds the names */
+    int t = lua_gettop(L);
+    for (lua_Integer i = 1; lua_rawgeti(L, t, i) != LUA_TNIL; i++) {
+      const char *name = lua_tostring(L, -1);
+      if (!name || !find_def(name))
+        luaL_argerror(L, 2, lua_pushfstring(L, "unknown event '%s'", name ? name : "?"));
+      if (n == MAX_EVENTS) luaL_argerror(L, 2, "too many events");
+      names[n++] = name;
+      lua_pop(L, 1);
     }
+  } else if (!lua_isnil(L, -1)) {
+    luaL_argerror(L, 2, "events must be a list of names");
   }
   if (n == 0)
     for (size_t i = 0; i < sizeof default_events / sizeof *default_events; i++) names[n++] = default_events[i];
@@ -212,36 +207,45 @@ static int l_counters(lua_State *L) {
   return 1;
 }
 
-static void push_reading(lua_State *L, struct counter *c) {
-  lua_createtable(L, 0, 8);
-  wb_set_str(L, "unit", c->def->unit);
+/* Reads an open counter into the table on the stack top; 0 with c->reason set when it has no
+ * value. */
+static int read_counter(lua_State *L, struct counter *c) {
   uint64_t v[3];
-  if (c->fd >= 0 && read(c->fd, v, sizeof v) != (ssize_t)sizeof v) {
+  if (read(c->fd, v, sizeof v) != (ssize_t)sizeof v) {
     snprintf(c->reason, sizeof c->reason, "read: %s", strerror(errno));
     close(c->fd);
     c->fd = -1;
+    return 0;
   }
-  if (c->fd >= 0 && c->user_only && c->def->kernel_side) {
+  if (c->user_only && c->def->kernel_side) {
     snprintf(c->reason, sizeof c->reason,
              "counted in the kernel only: reads 0 with exclude_kernel, which perf_event_paranoid=%d "
              "imposes on unprivileged users",
-             wb_perf_paranoid());
-  } else if (c->fd >= 0 && v[1] > 0 && v[2] == 0) {
-    snprintf(c->reason, sizeof c->reason, "never scheduled on the PMU (no free counter)");
-  } else if (c->fd >= 0) {
-    int scaled = v[2] < v[1];
-    double value = scaled ? (double)v[0] * (double)v[1] / (double)v[2] : (double)v[0];
-    wb_set_bool(L, "available", 1);
-    if (scaled) wb_set_num(L, "value", value);
-    else wb_set_int(L, "value", (lua_Integer)v[0]);
-    wb_set_int(L, "raw", (lua_Integer)v[0]);
-    wb_set_bool(L, "scaled", scaled);
-    wb_set_num(L, "running_fraction", v[1] ? (double)v[2] / (double)v[1] : 1.0);
-    wb_set_int(L, "enabled_ns", (lua_Integer)v[1]);
-    wb_set_int(L, "running_ns", (lua_Integer)v[2]);
-    if (c->user_only) wb_set_bool(L, "user_only", 1);
-    return;
+             paranoid());
+    return 0;
   }
+  if (v[1] > 0 && v[2] == 0) {
+    snprintf(c->reason, sizeof c->reason, "never scheduled on the PMU (no free counter)");
+    return 0;
+  }
+  int scaled = v[2] < v[1];
+  double value = scaled ? (double)v[0] * (double)v[1] / (double)v[2] : (double)v[0];
+  wb_set_bool(L, "available", 1);
+  if (scaled) wb_set_num(L, "value", value);
+  else wb_set_int(L, "value", (lua_Integer)v[0]);
+  wb_set_int(L, "raw", (lua_Integer)v[0]);
+  wb_set_bool(L, "scaled", scaled);
+  wb_set_num(L, "running_fraction", v[1] ? (double)v[2] / (double)v[1] : 1.0);
+  wb_set_int(L, "enabled_ns", (lua_Integer)v[1]);
+  wb_set_int(L, "running_ns", (lua_Integer)v[2]);
+  if (c->user_only) wb_set_bool(L, "user_only", 1);
+  return 1;
+}
+
+static void push_reading(lua_State *L, struct counter *c) {
+  lua_createtable(L, 0, 8);
+  wb_set_str(L, "unit", c->def->unit);
+  if (c->fd >= 0 && read_counter(L, c)) return;
   wb_set_bool(L, "available", 0);
   wb_set_str(L, "reason", c->reason);
 }
@@ -306,7 +310,7 @@ static int l_events(lua_State *L) {
 
 /* -- n = wb.perf.paranoid() : kernel.perf_event_paranoid (2 when unreadable) */
 static int l_paranoid(lua_State *L) {
-  lua_pushinteger(L, wb_perf_paranoid());
+  lua_pushinteger(L, paranoid());
   return 1;
 }
 
@@ -325,9 +329,7 @@ static int l_hardware(lua_State *L) {
     return 1;
   }
   char reason[200];
-  int e = errno;
-  if (e == EACCES || e == EPERM) wb_perf_access_reason(e, reason, sizeof reason);
-  else wb_perf_hw_reason(e, reason, sizeof reason);
+  open_reason(PERF_TYPE_HARDWARE, errno, reason, sizeof reason);
   lua_pushboolean(L, 0);
   lua_pushstring(L, reason);
   return 2;

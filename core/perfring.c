@@ -14,8 +14,6 @@
 
 #include "lperf.h"
 
-#define MAX_CPUS 1024
-
 /* ---- small containers --------------------------------------------------------------------- */
 
 static void *vec_push(struct vec *v) {
@@ -133,10 +131,12 @@ struct raw {
   const struct perf_event_header *h;
 };
 
+/* Time order; records of one time keep their order in the drain buffer (ring by ring, each
+ * in the order it wrote them). */
 static int by_time(const void *a, const void *b) {
   const struct raw *x = a, *y = b;
   if (x->time != y->time) return x->time < y->time ? -1 : 1;
-  return x < y ? -1 : x > y;
+  return (x->h > y->h) - (x->h < y->h);
 }
 
 /* The sample_id trailer of a non-sample record: {u32 pid, tid; u64 time}. */
@@ -255,7 +255,7 @@ static void handle(wb_sampler *s, const struct perf_event_header *h) {
 
 size_t wb_sampler_drain(wb_sampler *s) {
   size_t total = 0, bytes = 0;
-  uint64_t heads[MAX_CPUS];
+  uint64_t heads[WB_MAX_CPUS];
   for (int i = 0; i < s->nrings; i++) {
     struct ring *r = &s->rings[i];
     heads[i] = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
@@ -267,21 +267,21 @@ size_t wb_sampler_drain(wb_sampler *s) {
   size_t used = 0;
   for (int i = 0; buf && recs && i < s->nrings; i++) {
     struct ring *r = &s->rings[i];
-    for (uint64_t tail = r->meta->data_tail; tail < heads[i];) {
-      struct perf_event_header h;
-      size_t off = tail & (r->size - 1);
-      for (size_t k = 0; k < sizeof h; k++) ((char *)&h)[k] = r->data[(off + k) & (r->size - 1)];
-      if (h.size < sizeof h || used + h.size > bytes) break;
-      for (size_t k = 0; k < h.size; k++) buf[used + k] = r->data[(off + k) & (r->size - 1)];
-      struct perf_event_header *copy = (struct perf_event_header *)(buf + used);
-      uint64_t t = 0;
-      if (h.type == PERF_RECORD_SAMPLE) memcpy(&t, buf + used + sizeof h + 16, 8);
-      else if (h.size >= sizeof h + 16) t = trailer_time(copy);
-      recs[total++] = (struct raw){t, copy};
-      used += h.size;
-      tail += h.size;
-    }
+    uint64_t tail = r->meta->data_tail;
+    size_t len = (size_t)(heads[i] - tail), off = tail & (r->size - 1);
+    size_t first = len < r->size - off ? len : r->size - off; /* up to the ring's end, then wrap */
+    memcpy(buf + used, r->data + off, first);
+    memcpy(buf + used + first, r->data, len - first);
     __atomic_store_n(&r->meta->data_tail, heads[i], __ATOMIC_RELEASE);
+    for (size_t end = used + len; end - used >= sizeof(struct perf_event_header);) {
+      struct perf_event_header *h = (struct perf_event_header *)(buf + used);
+      if (h->size < sizeof *h || h->size > end - used) break;
+      uint64_t t = 0;
+      if (h->type == PERF_RECORD_SAMPLE) memcpy(&t, buf + used + sizeof *h + 16, 8);
+      else if (h->size >= sizeof *h + 16) t = trailer_time(h);
+      recs[total++] = (struct raw){t, h};
+      used += h->size;
+    }
   }
   if (buf && recs) {
     qsort(recs, total, sizeof *recs, by_time);
@@ -349,8 +349,8 @@ static int open_ring(struct ring *r, struct perf_event_attr *a, pid_t pid, int c
 }
 
 int wb_sampler_open(wb_sampler *s, pid_t pid, int sampling, long freq, size_t pages) {
-  int cpus[MAX_CPUS];
-  int ncpu = wb_online_cpus(cpus, MAX_CPUS);
+  int cpus[WB_MAX_CPUS];
+  int ncpu = wb_online_cpus(cpus, WB_MAX_CPUS);
   s->stacks.elem = sizeof(struct stack_entry);
   s->ip_pool.elem = sizeof(uint64_t);
   s->slots.elem = sizeof(uint32_t);

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "lopt.h"
 #include "lperf.h"
+#include "lsym.h"
 #include "lwb.h"
 
 #define SAMPLER_MT "wb.perf.sampler"
@@ -26,19 +28,11 @@ static wb_sampler *check_sampler(lua_State *L) {
  * Without the privilege to see kernel stacks (perf_event_paranoid) it falls back to user space
  * only: s.user_only. nil, "perf sampler: ...", errno when perf_event_open or mmap fails. */
 int wb_perf_sampler(lua_State *L) {
-  lua_Integer pid = luaL_checkinteger(L, 1), freq = 99, pages = 64;
-  int sampling = 1;
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
-    lua_getfield(L, 2, "freq");
-    lua_getfield(L, 2, "pages");
-    lua_getfield(L, 2, "sample");
-    freq = luaL_optinteger(L, -3, 99);
-    pages = luaL_optinteger(L, -2, 64);
-    if (!lua_isnil(L, -1)) sampling = lua_toboolean(L, -1);
-    lua_pop(L, 3);
-  }
-  luaL_argcheck(L, freq > 0 && freq <= 100000, 2, "freq must be in 1..100000");
+  lua_Integer pid = luaL_checkinteger(L, 1);
+  int opts = wb_opt_table(L, 2);
+  lua_Integer freq = wb_opt_int(L, opts, "freq", 99, 1, 100000);
+  lua_Integer pages = wb_opt_integer(L, opts, "pages", 64);
+  int sampling = wb_opt_bool(L, opts, "sample", 1);
   luaL_argcheck(L, pages > 0 && pages <= 4096 && (pages & (pages - 1)) == 0, 2,
                 "pages must be a power of two up to 4096");
   wb_sampler *s = lua_newuserdatauv(L, sizeof *s, 0);
@@ -75,8 +69,7 @@ static void push_tasks(lua_State *L, wb_sampler *s, struct vec *v, const char *n
     wb_set_int(L, "pid", t[i].pid);
     wb_set_int(L, "time", (lua_Integer)t[i].time);
     if (v == &s->execs) {
-      lua_pushstring(L, comms[t[i].comm]);
-      lua_setfield(L, -2, "comm");
+      wb_set_str(L, "comm", comms[t[i].comm]);
     } else {
       wb_set_int(L, "ppid", t[i].ppid);
     }
@@ -100,8 +93,7 @@ static int l_read(lua_State *L) {
   for (size_t i = 0; i < s->stacks.n; i++) {
     lua_createtable(L, 0, 5);
     wb_set_int(L, "pid", st[i].pid);
-    lua_pushstring(L, comms[st[i].comm]);
-    lua_setfield(L, -2, "comm");
+    wb_set_str(L, "comm", comms[st[i].comm]);
     push_ips(L, pool + st[i].ips, st[i].nk);
     lua_setfield(L, -2, "kernel");
     push_ips(L, pool + st[i].ips + st[i].nk, st[i].nu);
@@ -119,17 +111,11 @@ static int l_read(lua_State *L) {
     wb_set_int(L, "len", (lua_Integer)m[i].len);
     wb_set_int(L, "pgoff", (lua_Integer)m[i].pgoff);
     wb_set_int(L, "time", (lua_Integer)m[i].time);
-    lua_pushstring(L, m[i].path);
-    lua_setfield(L, -2, "path");
+    wb_set_str(L, "path", m[i].path);
     if (m[i].build_id_size) {
-      char hex[41];
-      for (int k = 0; k < m[i].build_id_size; k++) {
-        static const char digits[] = "0123456789abcdef";
-        hex[2 * k] = digits[m[i].build_id[k] >> 4];
-        hex[2 * k + 1] = digits[m[i].build_id[k] & 15];
-      }
-      lua_pushlstring(L, hex, 2 * (size_t)m[i].build_id_size);
-      lua_setfield(L, -2, "build_id");
+      char hex[2 * sizeof m[i].build_id + 1];
+      wb_hex(m[i].build_id, m[i].build_id_size, hex, sizeof hex);
+      wb_set_str(L, "build_id", hex);
     } else {
       wb_set_int(L, "maj", m[i].maj);
       wb_set_int(L, "min", m[i].min);
@@ -143,8 +129,7 @@ static int l_read(lua_State *L) {
   push_tasks(L, s, &s->exits, "exits");
   wb_set_int(L, "sample_count", (lua_Integer)s->samples);
   wb_set_int(L, "lost", (lua_Integer)s->lost);
-  lua_pushboolean(L, s->user_only);
-  lua_setfield(L, -2, "user_only");
+  wb_set_bool(L, "user_only", s->user_only);
   return 1;
 }
 

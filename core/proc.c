@@ -27,6 +27,32 @@ static int interrupt(lua_State *L) {
   return wb_raise_interrupt(L);
 }
 
+/* Starts a child; on failure pushes nil, "spawn: ...", errno and returns NULL. */
+static wb_child *start(lua_State *L, const wb_spawn_spec *s) {
+  char err[512];
+  int e = 0;
+  wb_child *c = wb_spawn(s, err, sizeof err, &e);
+  if (!c) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    lua_pushinteger(L, e);
+  }
+  return c;
+}
+
+/* Calls wait(handle) protected; then (also on an error, which it rethrows, ending every child on
+ * an interrupt) frees *child and clears it. Returns wait's one result. */
+static int wait_and_free(lua_State *L, lua_CFunction wait, int handle, wb_child **child) {
+  lua_pushcfunction(L, wait);
+  lua_pushvalue(L, handle);
+  int rc = lua_pcall(L, 1, 1, 0);
+  if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
+  wb_child_free(*child);
+  *child = NULL;
+  if (rc != LUA_OK) return lua_error(L);
+  return 1;
+}
+
 /* Parses the spec at index 1 and starts the child: pushes the handle, or nil, err, errno. */
 static int spawn_spec(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -37,14 +63,7 @@ static int spawn_spec(lua_State *L) {
   proc *p = lua_newuserdatauv(L, sizeof *p, 3);
   *p = (proc){0};
   luaL_setmetatable(L, PROC_MT);
-  char err[512];
-  int e = 0;
-  if (!(p->c = wb_spawn(&s, err, sizeof err, &e))) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    lua_pushinteger(L, e);
-    return 3;
-  }
+  if (!(p->c = start(L, &s))) return 3;
   p->pid = p->c->pid;
   int lines = 0;
   for (int i = 0; i < 2; i++) {
@@ -54,7 +73,7 @@ static int spawn_spec(lua_State *L) {
     lines = 1;
   }
   if (lines) {
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
+    wb_weak_registry(L, &CALLBACKS);
     lua_pushvalue(L, 5);
     lua_pushboolean(L, 1);
     lua_rawset(L, -3);
@@ -119,7 +138,7 @@ static void drain(lua_State *L, int idx) {
 }
 
 static void drain_all(lua_State *L) {
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
+  wb_weak_registry(L, &CALLBACKS);
   int set = lua_gettop(L);
   lua_pushnil(L);
   if (!lua_next(L, set)) {
@@ -168,27 +187,22 @@ static int ready_one(lua_State *L, int idx) {
   return 0;
 }
 
-static int ready_any(lua_State *L, int list) {
+/* Without `all`: the index of the first done handle in the list, or 0. With `all`: 1 when every
+ * handle is done, else 0. */
+static int scan_list(lua_State *L, int list, int all) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, list);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, list, i);
     int done = ready_one(L, lua_gettop(L));
     lua_pop(L, 1);
-    if (done) return (int)i;
+    if (done != all) return all ? 0 : (int)i;
   }
-  return 0;
+  return all;
 }
 
-static int ready_all(lua_State *L, int list) {
-  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, list, i);
-    int done = ready_one(L, lua_gettop(L));
-    lua_pop(L, 1);
-    if (!done) return 0;
-  }
-  return 1;
-}
+static int ready_any(lua_State *L, int list) { return scan_list(L, list, 0); }
+
+static int ready_all(lua_State *L, int list) { return scan_list(L, list, 1); }
 
 /* Sets the result fields of the finished child c into the table on the top of the stack (absent
  * ones to nil, so a table can be reused); hands captured output over. */
@@ -306,15 +320,7 @@ static int l_run(lua_State *L) {
   int n = spawn_spec(L);
   if (n != 1) return n;
   int h = lua_gettop(L);
-  lua_pushcfunction(L, l_wait);
-  lua_pushvalue(L, h);
-  int rc = lua_pcall(L, 1, 1, 0);
-  if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
-  proc *p = lua_touserdata(L, h);
-  wb_child_free(p->c);
-  p->c = NULL;
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
+  return wait_and_free(L, l_wait, h, &((proc *)lua_touserdata(L, h))->c);
 }
 
 /* -- res = p:poll() : pumps the loop once without blocking; the result, or nil while running */
@@ -488,22 +494,8 @@ static int l_runner_run(lua_State *L) {
   runner *r = check_runner(L, 1);
   lua_settop(L, 1);
   if (r->c) luaL_error(L, RUNNER_MT " is already running");
-  char err[512];
-  int e = 0;
-  if (!(r->c = wb_spawn(&r->spec, err, sizeof err, &e))) {
-    lua_pushnil(L);
-    lua_pushstring(L, err);
-    lua_pushinteger(L, e);
-    return 3;
-  }
-  lua_pushcfunction(L, runner_wait);
-  lua_pushvalue(L, 1);
-  int rc = lua_pcall(L, 1, 1, 0);
-  if (rc != LUA_OK && wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
-  wb_child_free(r->c);
-  r->c = NULL;
-  if (rc != LUA_OK) return lua_error(L);
-  return 1;
+  if (!(r->c = start(L, &r->spec))) return 3;
+  return wait_and_free(L, runner_wait, 1, &r->c);
 }
 
 /* -- r:close() : releases the runner; idempotent (also __close and __gc). Raises while a run is
@@ -544,13 +536,6 @@ int luaopen_wb_proc(lua_State *L) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &CALLBACKS);
-
   wb_new_class(L, PROC_MT, proc_methods, l_index, l_close, l_tostring);
   wb_new_class(L, RUNNER_MT, runner_methods, NULL, l_runner_close, l_runner_tostring);
 

@@ -422,7 +422,7 @@ int wb_repl(lua_State *L) {
   if (repl.tty) {
     readline_open();
     history_open();
-    printf("wb %s (%s) \u2014 Ctrl-D to exit\n", WB_VERSION, LUA_VERSION);
+    printf("wb %s (%s) \u2014 Ctrl-D to exit\n", WB_VERSION, LUA_RELEASE);
   }
   int status = 1;
   lua_pushcfunction(L, repl_main);

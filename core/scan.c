@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "lopt.h"
 #include "lscan.h"
 #include "lwb.h"
 
@@ -116,28 +117,18 @@ static void parse_rule(lua_State *L, int t, int i, int anchors, scan_rule *r) {
 
 /* ---- the result -------------------------------------------------------------------------------- */
 
-static void set_number(lua_State *L, const char *key, double x) {
-  lua_pushnumber(L, x);
-  lua_setfield(L, -2, key);
-}
-
-static void set_integer(lua_State *L, const char *key, int64_t x) {
-  lua_pushinteger(L, (lua_Integer)x);
-  lua_setfield(L, -2, key);
-}
-
 static void push_agg(lua_State *L, const scan_agg *a) {
   lua_createtable(L, 0, 4);
-  set_number(L, "sum", a->sum);
-  set_integer(L, "count", a->count);
+  wb_set_num(L, "sum", a->sum);
+  wb_set_int(L, "count", a->count);
   if (a->count) {
-    set_number(L, "min", a->min);
-    set_number(L, "max", a->max);
+    wb_set_num(L, "min", a->min);
+    wb_set_num(L, "max", a->max);
   }
 }
 
 static void push_bucket(lua_State *L, scan_bucket *b, const scan_rule *r) {
-  set_integer(L, "n", b->n);
+  wb_set_int(L, "n", b->n);
   if (r->sum) {
     wb_ordered_new(L);
     for (uint32_t i = 0; i < b->keys.n; i++) {
@@ -155,12 +146,12 @@ static void push_bucket(lua_State *L, scan_bucket *b, const scan_rule *r) {
   if (b->collect) {
     scan_dist d = scan_bucket_dist(b);
     lua_createtable(L, 0, 5);
-    set_integer(L, "n", (int64_t)d.n);
+    wb_set_int(L, "n", (lua_Integer)d.n);
     if (d.n) {
-      set_number(L, "min", d.min);
-      set_number(L, "median", d.median);
-      set_number(L, "mean", d.mean);
-      set_number(L, "max", d.max);
+      wb_set_num(L, "min", d.min);
+      wb_set_num(L, "median", d.median);
+      wb_set_num(L, "mean", d.mean);
+      wb_set_num(L, "max", d.max);
     }
     lua_setfield(L, -2, "dist");
   }
@@ -181,7 +172,7 @@ static void push_rule(lua_State *L, int spec_rules, int i, scan_result *res, con
   if (r->group == SCAN_GROUP_NONE) {
     push_bucket(L, &res->whole, r);
   } else {
-    set_integer(L, "n", res->whole.n);
+    wb_set_int(L, "n", res->whole.n);
     wb_ordered_new(L);
     for (uint32_t g = 0; g < res->groups.n; g++) {
       scan_str name = scan_map_name(&res->groups, g);
@@ -192,8 +183,8 @@ static void push_rule(lua_State *L, int spec_rules, int i, scan_result *res, con
     }
     lua_setfield(L, -2, "groups");
   }
-  if (res->dropped_keys) set_integer(L, "dropped_keys", res->dropped_keys);
-  if (res->dropped_groups) set_integer(L, "dropped_groups", res->dropped_groups);
+  if (res->dropped_keys) wb_set_int(L, "dropped_keys", res->dropped_keys);
+  if (res->dropped_groups) wb_set_int(L, "dropped_groups", res->dropped_groups);
 }
 
 /* -- res, err, errno = wb.scan.file(path, {rules = {rule, ...} [, threads = 0] [, max_line = 64 MiB]})
@@ -225,12 +216,10 @@ static int l_file(lua_State *L) {
     lua_pop(L, 1);
   }
   scan_spec spec = {rules, n, 64u << 20, 0};
-  lua_getfield(L, 2, "threads");
-  spec.threads = (int)luaL_optinteger(L, -1, 0);
-  lua_getfield(L, 2, "max_line");
-  lua_Integer max_line = luaL_optinteger(L, -1, (lua_Integer)spec.max_line);
-  lua_pop(L, 2);
-  if (spec.threads < 0 || spec.threads > 64) luaL_argerror(L, 2, "threads must be 0..64");
+  lua_Integer threads = wb_opt_integer(L, 2, "threads", 0);
+  lua_Integer max_line = wb_opt_integer(L, 2, "max_line", (lua_Integer)spec.max_line);
+  if (threads < 0 || threads > 64) luaL_argerror(L, 2, "threads must be 0..64");
+  spec.threads = (int)threads;
   if (max_line < 1024) luaL_argerror(L, 2, "max_line must be at least 1024");
   spec.max_line = (size_t)max_line;
   scan_out *out = lua_newuserdatauv(L, sizeof *out, 0);
@@ -246,12 +235,11 @@ static int l_file(lua_State *L) {
     return 3;
   }
   lua_createtable(L, 0, 6);
-  set_integer(L, "bytes", out->bytes);
-  set_integer(L, "lines", out->lines);
-  set_integer(L, "truncated", out->truncated);
-  set_integer(L, "threads", out->threads);
-  lua_pushboolean(L, out->gzip);
-  lua_setfield(L, -2, "gzip");
+  wb_set_int(L, "bytes", out->bytes);
+  wb_set_int(L, "lines", out->lines);
+  wb_set_int(L, "truncated", out->truncated);
+  wb_set_int(L, "threads", out->threads);
+  wb_set_bool(L, "gzip", out->gzip);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     push_rule(L, spec_rules, i, &out->results[i], &rules[i]);

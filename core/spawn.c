@@ -27,54 +27,20 @@ static size_t nlingering, lingering_cap;
 
 /* ---- descriptors ---------------------------------------------------------------------- */
 
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
-/* Moves fd above 0..2 so that the child's dup2 onto stdio cannot clobber it. */
-static int above_stdio(int fd) {
-  if (fd < 0 || fd > 2) return fd;
-  int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  int saved = errno;
-  close(fd);
-  errno = saved;
-  return moved;
-}
-
+/* Opens path close-on-exec above 0..2, so that the child's moves onto stdio cannot clobber it;
+ * -1 with errno on failure. */
 static int open_cloexec(const char *path, int flags) {
   int fd;
   do fd = open(path, flags | O_CLOEXEC, 0666);
   while (fd < 0 && errno == EINTR);
-  return above_stdio(fd);
-}
-
-static int pipe_cloexec(int fds[2]) {
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  fds[0] = above_stdio(fds[0]);
-  fds[1] = above_stdio(fds[1]);
-  if (fds[0] >= 0 && fds[1] >= 0) return 0;
-  close_fd(&fds[0]);
-  close_fd(&fds[1]);
-  return -1;
-}
-
-static void write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= (size_t)w;
-  }
+  return fd < 0 || wb_fd_above(&fd, 3) == 0 ? fd : -1;
 }
 
 /* ---- spawning --------------------------------------------------------------------------- */
 
 struct setup {
-  wb_exec_plan plan;
-  int child_fds[3]; /* the child's ends, closed in the parent after the spawn */
-  int dir_fd;
+  wb_exec_plan plan; /* plan.dir_fd: the cwd, opened here and closed after the spawn */
+  int child_fds[3];  /* the child's ends, closed in the parent after the spawn */
   wb_gate_pipes gate; /* held */
 };
 
@@ -115,7 +81,7 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     return 0;
   case WB_IO_DATA:
     if (!(c->in_data = malloc(io->len + 1))) errno = ENOMEM;
-    if (!c->in_data || pipe_cloexec(pipefd) != 0) goto fail;
+    if (!c->in_data || wb_pipe_above(pipefd, 3) != 0) goto fail;
     memcpy(c->in_data, io->data, io->len);
     c->in_len = io->len;
     su->child_fds[0] = pipefd[0];
@@ -128,7 +94,7 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     /* fallthrough */
   case WB_IO_CAPTURE:
   case WB_IO_LINES:
-    if (pipe_cloexec(pipefd) != 0) goto fail;
+    if (wb_pipe_above(pipefd, 3) != 0) goto fail;
     su->child_fds[fd] = pipefd[1];
     st->fd = pipefd[0];
     st->mode = io->mode;
@@ -136,6 +102,7 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     wb_plan_dup(&su->plan, pipefd[1], fd);
     return 0;
   }
+  snprintf(err, errlen, "spawn: %s: unknown mode %d", stream_names[fd], (int)io->mode);
   return EINVAL;
 fail_path:
   e = errno;
@@ -149,13 +116,13 @@ fail:
 
 static void free_child(wb_child *c) {
   for (int i = 0; i < 2; i++) {
-    close_fd(&c->out[i].fd);
-    close_fd(&c->out[i].file_fd);
+    wb_close_fd(&c->out[i].fd);
+    wb_close_fd(&c->out[i].file_fd);
     free(c->out[i].buf);
   }
-  close_fd(&c->in_fd);
-  close_fd(&c->pidfd);
-  close_fd(&c->gate_fd);
+  wb_close_fd(&c->in_fd);
+  wb_close_fd(&c->pidfd);
+  wb_close_fd(&c->gate_fd);
   free(c->in_data);
   free(c);
 }
@@ -187,7 +154,8 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   }
   c->pidfd = c->in_fd = c->gate_fd = -1;
   for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
-  struct setup su = {.child_fds = {-1, -1, -1}, .dir_fd = -1, .gate = {-1, -1, -1, -1}};
+  struct setup su = {.plan = {.dir_fd = -1, .close_from = 3}, .child_fds = {-1, -1, -1},
+                     .gate = {-1, -1, -1, -1}};
   su.plan.close_from = 3;
   const char **gate_argv = NULL;
   char exe[4096];
@@ -199,21 +167,15 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     goto fail;
   }
   if (s->cwd) {
-    su.dir_fd = open_cloexec(s->cwd, O_PATH | O_DIRECTORY);
-    if (su.dir_fd < 0) {
+    su.plan.dir_fd = open_cloexec(s->cwd, O_PATH | O_DIRECTORY);
+    if (su.plan.dir_fd < 0) {
       e = errno;
       snprintf(err, errlen, "spawn: cwd %s: %s", s->cwd, strerror(e));
       goto fail;
     }
   }
-  err[0] = 0;
-  for (int fd = 0; fd < 3; fd++) {
-    if ((e = setup_stream(&su, c, fd, &s->io[fd], err, errlen)) != 0) {
-      if (!err[0]) snprintf(err, errlen, "spawn: %s", strerror(e));
-      goto fail;
-    }
-  }
-  su.plan.dir_fd = su.dir_fd;
+  for (int fd = 0; fd < 3; fd++)
+    if ((e = setup_stream(&su, c, fd, &s->io[fd], err, errlen)) != 0) goto fail;
   if (s->held && (e = setup_gate(&su, c, exe, s->argv, &gate_argv)) != 0) {
     snprintf(err, errlen, "spawn: held start: %s",
              e == ENOTSUP ? "needs the wb binary (the gate)" : strerror(e));
@@ -238,11 +200,10 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     snprintf(err, errlen, pidfd_failed ? "spawn: pidfd_open: %s" : "spawn: held start: the gate did not start: %s",
              strerror(e));
     kill(c->pid, SIGKILL);
-    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    wb_reap(c->pid);
     goto fail;
   }
-  if (c->in_fd >= 0 && c->in_len == 0) close_fd(&c->in_fd);
+  if (c->in_fd >= 0 && c->in_len == 0) wb_close_fd(&c->in_fd);
   c->grace_ns = s->grace_ns > 0 ? s->grace_ns : 0;
   c->timeout_ns = s->timeout_ns;
   if (!s->held) arm(c);
@@ -255,8 +216,8 @@ fail:
   c = NULL;
   *errnum = e;
 done:
-  for (int i = 0; i < 3; i++) close_fd(&su.child_fds[i]);
-  close_fd(&su.dir_fd);
+  for (int i = 0; i < 3; i++) wb_close_fd(&su.child_fds[i]);
+  wb_close_fd(&su.plan.dir_fd);
   wb_gate_close(&su.gate);
   free(gate_argv);
   free(envp);
@@ -271,7 +232,7 @@ int wb_spawn_release(wb_child *c) {
   do w = write(c->gate_fd, &go, 1);
   while (w < 0 && errno == EINTR);
   int e = w == 1 ? 0 : errno;
-  close_fd(&c->gate_fd);
+  wb_close_fd(&c->gate_fd);
   arm(c);
   return e;
 }
@@ -289,6 +250,13 @@ static void terminate(wb_child *c, int64_t now) {
   signal_child(c, SIGTERM);
   c->term_sent = 1;
   c->kill_at_ns = now + c->grace_ns;
+}
+
+/* SIGKILL to the group; the child is finished once the group is empty or SETTLE_NS passed. */
+static void kill_group(wb_child *c, int64_t now) {
+  signal_child(c, SIGKILL);
+  c->kill_sent = 1;
+  c->settle_until_ns = now + SETTLE_NS;
 }
 
 /* This process's peak RSS in KiB (VmHWM: the figure an exec hands down to a child), or the
@@ -388,7 +356,7 @@ static ssize_t stream_read(wb_stream *st) {
     while (cap - st->len < READ_CHUNK) cap *= 2;
     char *p = realloc(st->buf, cap);
     if (!p) {
-      close_fd(&st->fd);
+      wb_close_fd(&st->fd);
       return 0;
     }
     st->buf = p;
@@ -396,11 +364,11 @@ static ssize_t stream_read(wb_stream *st) {
   }
   ssize_t n = read(st->fd, st->buf + st->len, READ_CHUNK);
   if (n > 0) {
-    if (st->file_fd >= 0) write_all(st->file_fd, st->buf + st->len, (size_t)n);
+    if (st->file_fd >= 0) wb_write_all(st->file_fd, st->buf + st->len, (size_t)n); /* tee's copy */
     st->len += (size_t)n;
     return n;
   }
-  if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_fd(&st->fd);
+  if (n == 0 || (errno != EAGAIN && errno != EINTR)) wb_close_fd(&st->fd);
   return 0;
 }
 
@@ -419,7 +387,7 @@ static void stdin_write(wb_child *c) {
   ssize_t w = write(c->in_fd, c->in_data + c->in_off, n < READ_CHUNK ? n : READ_CHUNK);
   if (w > 0) c->in_off += (size_t)w;
   if ((w < 0 && errno != EAGAIN && errno != EINTR) || c->in_off == c->in_len) {
-    close_fd(&c->in_fd);
+    wb_close_fd(&c->in_fd);
     free(c->in_data);
     c->in_data = NULL;
   }
@@ -427,7 +395,7 @@ static void stdin_write(wb_child *c) {
 
 static void finish(wb_child *c) {
   c->finished = 1;
-  close_fd(&c->pidfd);
+  wb_close_fd(&c->pidfd);
   if (c->prev) c->prev->next = c->next;
   else live = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -442,18 +410,14 @@ static int64_t update(wb_child *c, int64_t now) {
     c->timed_out = 1;
     terminate(c, now);
   }
-  if (c->term_sent && !c->kill_sent && now >= c->kill_at_ns) {
-    signal_child(c, SIGKILL);
-    c->kill_sent = 1;
-    c->settle_until_ns = now + SETTLE_NS;
-  }
+  if (c->term_sent && !c->kill_sent && now >= c->kill_at_ns) kill_group(c, now);
   if (!c->reaped) return c->term_sent ? (c->kill_sent ? 0 : c->kill_at_ns) : c->deadline_ns;
   for (int i = 0; i < 2; i++) {
     for (int k = 0; k < DRAIN_READS && c->out[i].fd >= 0 && stream_read(&c->out[i]) > 0; k++) {
     }
-    close_fd(&c->out[i].fd);
+    wb_close_fd(&c->out[i].fd);
   }
-  close_fd(&c->in_fd);
+  wb_close_fd(&c->in_fd);
   if (c->term_sent) { /* ended by timeout, interrupt or close: the group must not outlive it */
     reap_group(c->pid, c);
     if (group_alive(c->pid) && (!c->kill_sent || now < c->settle_until_ns)) {
@@ -488,6 +452,10 @@ static void add_pollfd(size_t *n, int fd, short events, wb_child *c) {
   pchild[(*n)++] = c;
 }
 
+/* An unreaped child whose exit its pidfd may not announce: there is none, or it was SIGKILLed
+ * (a pidfd once stayed quiet then). The loop looks for its exit at least every 10 ms. */
+static int needs_exit_poll(const wb_child *c) { return !c->reaped && (c->pidfd < 0 || c->kill_sent); }
+
 int wb_spawn_step(int64_t until_ns, int watch_signal) {
   int64_t now = wb_clock_ns(), wake = until_ns;
   size_t count = 1;
@@ -506,10 +474,10 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   if (reserve_pollfds(count) != 0) return -1;
   size_t n = 0;
   if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
-  int exits_polled = 0; /* no pidfd, or SIGKILLed: look for its exit at least every 10 ms */
+  int exits_polled = 0;
   for (wb_child *c = live; c; c = c->next) {
     if (!c->reaped && c->pidfd >= 0) add_pollfd(&n, c->pidfd, POLLIN, c);
-    if (!c->reaped && (c->pidfd < 0 || c->kill_sent)) exits_polled = 1; /* killed: also look */
+    exits_polled |= needs_exit_poll(c);
     for (int i = 0; i < 2; i++)
       if (c->out[i].fd >= 0) add_pollfd(&n, c->out[i].fd, POLLIN, c);
     if (c->in_fd >= 0) add_pollfd(&n, c->in_fd, POLLOUT, c);
@@ -532,7 +500,7 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   }
   if (exits_polled)
     for (wb_child *c = live; c; c = c->next)
-      if (!c->reaped && (c->pidfd < 0 || c->kill_sent)) reap_leader(c);
+      if (needs_exit_poll(c)) reap_leader(c);
   now = wb_clock_ns();
   for (wb_child *c = live, *next; c; c = next) {
     next = c->next;
@@ -605,15 +573,13 @@ WB_API void wb_child_free(wb_child *child) {
   if (!child) return;
   if (!child->finished) {
     if (!child->kill_sent) {
-      signal_child(child, SIGKILL);
-      child->term_sent = child->kill_sent = 1;
-      child->settle_until_ns = wb_clock_ns() + SETTLE_NS;
+      child->term_sent = 1;
+      kill_group(child, wb_clock_ns());
     }
     while (!child->finished && wb_spawn_step(-1, 0) == 0) {
     }
     if (!child->finished) { /* the loop failed: reap the leader directly */
-      while (waitpid(child->pid, NULL, 0) < 0 && errno == EINTR) {
-      }
+      wb_reap(child->pid);
       finish(child);
     }
   }

@@ -119,33 +119,16 @@ static int use_posix_spawn(void) {
   return known;
 }
 
-/* Moves *fd above WB_GATE_READY_FD (out of the way of the moves onto 0..4); 0 or an errno. */
-static int move_high(int *fd) {
-  if (*fd > WB_GATE_READY_FD) return 0;
-  int moved = fcntl(*fd, F_DUPFD_CLOEXEC, WB_GATE_READY_FD + 1);
-  int e = errno;
-  close(*fd);
-  *fd = moved;
-  return moved < 0 ? e : 0;
-}
-
 int wb_exec_start(const wb_exec_plan *p, pid_t *pid) {
   if (use_posix_spawn()) return start_posix_spawn(p, pid);
-  int errpipe[2];
-  if (pipe2(errpipe, O_CLOEXEC) != 0) return errno;
-  int e = move_high(&errpipe[0]);
-  int e1 = move_high(&errpipe[1]);
-  if (e || e1) {
-    if (errpipe[0] >= 0) close(errpipe[0]);
-    if (errpipe[1] >= 0) close(errpipe[1]);
-    return e ? e : e1;
-  }
+  int errpipe[2]; /* out of the way of the moves onto 0..4 */
+  if (wb_pipe_above(errpipe, WB_GATE_READY_FD + 1) != 0) return errno;
   struct child_args a = {.plan = p, .err_fd = errpipe[1], .reset = reset_mask()};
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t child = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-  e = child < 0 ? errno : 0;
+  int e = child < 0 ? errno : 0;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   close(errpipe[1]);
   if (!e) {
@@ -155,8 +138,7 @@ int wb_exec_start(const wb_exec_plan *p, pid_t *pid) {
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof child_errno) {
       e = child_errno ? child_errno : EIO;
-      while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
-      }
+      wb_reap(child);
     } else {
       *pid = child;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lspawn.h"
@@ -104,29 +105,47 @@ void wb_gate(int argc, char **argv) {
   _exit(127);
 }
 
-/* A pipe whose ends are above WB_GATE_READY_FD, so the gate's dup2s cannot clobber one another. */
-static int gate_pipe(int fds[2]) {
-  if (pipe2(fds, O_CLOEXEC) != 0) return errno;
-  int e = 0;
-  for (int i = 0; i < 2; i++) {
-    if (fds[i] > WB_GATE_READY_FD) continue;
-    int moved = fcntl(fds[i], F_DUPFD_CLOEXEC, WB_GATE_READY_FD + 1);
-    if (moved < 0) e = errno;
-    close(fds[i]);
-    fds[i] = moved;
-  }
-  if (!e) return 0;
-  for (int i = 0; i < 2; i++)
-    if (fds[i] >= 0) close(fds[i]);
-  return e;
+/* ---- descriptors ------------------------------------------------------------------------ */
+
+void wb_close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
 }
 
+int wb_fd_above(int *fd, int min) {
+  if (*fd >= min) return 0;
+  int moved = fcntl(*fd, F_DUPFD_CLOEXEC, min);
+  int e = errno;
+  close(*fd);
+  *fd = moved;
+  errno = e;
+  return moved < 0 ? -1 : 0;
+}
+
+int wb_pipe_above(int fds[2], int min) {
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  if (wb_fd_above(&fds[0], min) == 0 && wb_fd_above(&fds[1], min) == 0) return 0;
+  int e = errno;
+  wb_close_fd(&fds[0]);
+  wb_close_fd(&fds[1]);
+  errno = e;
+  return -1;
+}
+
+void wb_reap(pid_t pid) {
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
+/* ---- the gate: parent side ------------------------------------------------------------- */
+
+/* The gate's pipes sit above WB_GATE_READY_FD, so that its dup2s cannot clobber one another. */
 int wb_gate_prepare(wb_exec_plan *plan, wb_gate_pipes *g) {
-  int go[2], ready[2], e;
-  if ((e = gate_pipe(go)) != 0) return e;
+  int go[2], ready[2];
+  if (wb_pipe_above(go, WB_GATE_READY_FD + 1) != 0) return errno;
   g->go_rd = go[0];
   g->go_wr = go[1];
-  if ((e = gate_pipe(ready)) != 0) return e;
+  if (wb_pipe_above(ready, WB_GATE_READY_FD + 1) != 0) return errno;
   g->ready_rd = ready[0];
   g->ready_wr = ready[1];
   wb_plan_dup(plan, go[0], WB_GATE_FD);
@@ -135,13 +154,8 @@ int wb_gate_prepare(wb_exec_plan *plan, wb_gate_pipes *g) {
   return 0;
 }
 
-static void close_fd(int *fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
 int wb_gate_await(wb_gate_pipes *g) {
-  close_fd(&g->ready_wr);
+  wb_close_fd(&g->ready_wr);
   struct pollfd pfd = {.fd = g->ready_rd, .events = POLLIN};
   int r;
   do r = poll(&pfd, 1, GATE_START_MS);
@@ -155,10 +169,10 @@ int wb_gate_await(wb_gate_pipes *g) {
 }
 
 void wb_gate_close(wb_gate_pipes *g) {
-  close_fd(&g->go_rd);
-  close_fd(&g->go_wr);
-  close_fd(&g->ready_rd);
-  close_fd(&g->ready_wr);
+  wb_close_fd(&g->go_rd);
+  wb_close_fd(&g->go_wr);
+  wb_close_fd(&g->ready_rd);
+  wb_close_fd(&g->ready_wr);
 }
 
 const char *wb_gate_binary(void) {

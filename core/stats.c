@@ -79,8 +79,7 @@ double wb_stats_quantile_sorted(const double *x, size_t n, double p) {
   return x[lo] + (h - (double)lo) * (x[lo + 1] - x[lo]);
 }
 
-/* Moves the k-th smallest value of x to x[k], smaller ones before it, larger ones after. */
-static void select_kth(double *x, size_t n, size_t k) {
+void wb_stats_select_kth(double *x, size_t n, size_t k) {
   ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
   while (hi > lo) {
     ptrdiff_t mid = lo + (hi - lo) / 2;
@@ -107,7 +106,7 @@ static void select_kth(double *x, size_t n, size_t k) {
 
 double wb_stats_median_inplace(double *x, size_t n) {
   size_t k = (n - 1) / 2;
-  select_kth(x, n, k);
+  wb_stats_select_kth(x, n, k);
   if (n % 2) return x[k];
   double next = x[k + 1];
   for (size_t i = k + 2; i < n; i++)
@@ -146,46 +145,10 @@ static double mad_of(double *x, size_t n, double med) {
   return wb_stats_median_inplace(x, n);
 }
 
-static double *check_nonempty(lua_State *L, int arg, size_t *n) {
+double *wb_stats_check_nonempty(lua_State *L, int arg, size_t *n) {
   double *x = wb_stats_check_xs(L, arg, n);
   if (*n == 0) luaL_argerror(L, arg, "no values");
   return x;
-}
-
-static int check_field_type(lua_State *L, int idx, const char *name, int type) {
-  int t = lua_getfield(L, idx, name);
-  if (t != LUA_TNIL && t != type)
-    luaL_error(L, "option '%s': %s expected, got %s", name, lua_typename(L, type),
-               lua_typename(L, t));
-  return t != LUA_TNIL;
-}
-
-double wb_stats_opt_number(lua_State *L, int idx, const char *name, double def) {
-  double v = check_field_type(L, idx, name, LUA_TNUMBER) ? lua_tonumber(L, -1) : def;
-  lua_pop(L, 1);
-  return v;
-}
-
-lua_Integer wb_stats_opt_integer(lua_State *L, int idx, const char *name, lua_Integer def) {
-  lua_Integer v = def;
-  if (check_field_type(L, idx, name, LUA_TNUMBER)) {
-    int ok;
-    v = lua_tointegerx(L, -1, &ok);
-    if (!ok) luaL_error(L, "option '%s': integer expected", name);
-  }
-  lua_pop(L, 1);
-  return v;
-}
-
-const char *wb_stats_opt_string(lua_State *L, int idx, const char *name, const char *def) {
-  const char *v = check_field_type(L, idx, name, LUA_TSTRING) ? lua_tostring(L, -1) : def;
-  lua_pop(L, 1); /* v stays valid: the options table still holds the string */
-  return v;
-}
-
-void wb_stats_setnum(lua_State *L, const char *key, double v) {
-  lua_pushnumber(L, v);
-  lua_setfield(L, -2, key);
 }
 
 /* ---- descriptive statistics ----------------------------------------------------------- */
@@ -195,7 +158,7 @@ void wb_stats_setnum(lua_State *L, const char *key, double v) {
  * absolute deviation, quantiles R type 7. xs: a sequence of numbers or samples; empty raises. */
 static int l_summary(lua_State *L) {
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   wb_stats_sort(x, n);
   double sum = wb_stats_sum(x, n), mean = sum / (double)n;
   double med = wb_stats_quantile_sorted(x, n, 0.5);
@@ -203,19 +166,18 @@ static int l_summary(lua_State *L) {
   double p5 = wb_stats_quantile_sorted(x, n, 0.05), p95 = wb_stats_quantile_sorted(x, n, 0.95);
   double lo = x[0], hi = x[n - 1], sd = stddev_of(x, n, mean), mad = mad_of(x, n, med);
   wb_ordered_new(L);
-  lua_pushinteger(L, (lua_Integer)n);
-  lua_setfield(L, -2, "n");
-  wb_stats_setnum(L, "min", lo);
-  wb_stats_setnum(L, "max", hi);
-  wb_stats_setnum(L, "mean", mean);
-  wb_stats_setnum(L, "stddev", sd);
-  wb_stats_setnum(L, "median", med);
-  wb_stats_setnum(L, "mad", mad);
-  wb_stats_setnum(L, "q1", q1);
-  wb_stats_setnum(L, "q3", q3);
-  wb_stats_setnum(L, "p5", p5);
-  wb_stats_setnum(L, "p95", p95);
-  wb_stats_setnum(L, "sum", sum);
+  wb_set_int(L, "n", (lua_Integer)n);
+  wb_set_num(L, "min", lo);
+  wb_set_num(L, "max", hi);
+  wb_set_num(L, "mean", mean);
+  wb_set_num(L, "stddev", sd);
+  wb_set_num(L, "median", med);
+  wb_set_num(L, "mad", mad);
+  wb_set_num(L, "q1", q1);
+  wb_set_num(L, "q3", q3);
+  wb_set_num(L, "p5", p5);
+  wb_set_num(L, "p95", p95);
+  wb_set_num(L, "sum", sum);
   return 1;
 }
 
@@ -225,7 +187,7 @@ static int l_quantile(lua_State *L) {
   double p = luaL_checknumber(L, 2);
   luaL_argcheck(L, p >= 0 && p <= 1, 2, "p must be in [0, 1]");
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   wb_stats_sort(x, n);
   lua_pushnumber(L, wb_stats_quantile_sorted(x, n, p));
   return 1;
@@ -234,7 +196,7 @@ static int l_quantile(lua_State *L) {
 /* -- m = wb.stats.mean(xs) : arithmetic mean (compensated sum); empty xs raises. */
 static int l_mean(lua_State *L) {
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   lua_pushnumber(L, wb_stats_mean(x, n));
   return 1;
 }
@@ -242,7 +204,7 @@ static int l_mean(lua_State *L) {
 /* -- sd = wb.stats.stddev(xs) : sample standard deviation (n - 1); 0 for one value. */
 static int l_stddev(lua_State *L) {
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   lua_pushnumber(L, stddev_of(x, n, wb_stats_mean(x, n)));
   return 1;
 }
@@ -250,7 +212,7 @@ static int l_stddev(lua_State *L) {
 /* -- med = wb.stats.median(xs) : the type 7 median (mean of the middle two for even n). */
 static int l_median(lua_State *L) {
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   lua_pushnumber(L, wb_stats_median_inplace(x, n));
   return 1;
 }
@@ -259,7 +221,7 @@ static int l_median(lua_State *L) {
  * normal-consistent sigma). */
 static int l_mad(lua_State *L) {
   size_t n;
-  double *x = check_nonempty(L, 1, &n);
+  double *x = wb_stats_check_nonempty(L, 1, &n);
   lua_pushnumber(L, mad_of(x, n, wb_stats_median_inplace(x, n)));
   return 1;
 }

@@ -22,6 +22,10 @@ void wb_stats_sort(double *x, size_t n);
  * (R type 7). */
 double wb_stats_quantile_sorted(const double *x, size_t n, double p);
 
+/* Moves the k-th smallest value of x[0..n) (k < n) to x[k], smaller ones before it, larger
+ * ones after (quickselect). */
+void wb_stats_select_kth(double *x, size_t n, size_t k);
+
 /* Median of x (n >= 1) by selection; reorders x. */
 double wb_stats_median_inplace(double *x, size_t n);
 
@@ -29,13 +33,8 @@ double wb_stats_median_inplace(double *x, size_t n);
 double wb_stats_sum(const double *x, size_t n);
 double wb_stats_mean(const double *x, size_t n);
 
-/* Field `name` of the options table at idx (absent or nil: def). Raise on a wrong type. */
-double wb_stats_opt_number(lua_State *L, int idx, const char *name, double def);
-lua_Integer wb_stats_opt_integer(lua_State *L, int idx, const char *name, lua_Integer def);
-const char *wb_stats_opt_string(lua_State *L, int idx, const char *name, const char *def);
-
-/* Sets t[key] = v for the table on the stack top. */
-void wb_stats_setnum(lua_State *L, const char *key, double v);
+/* wb_stats_check_xs that raises "no values" for an empty xs. */
+double *wb_stats_check_nonempty(lua_State *L, int arg, size_t *n);
 
 /* Statistical inference (core/stats_infer.c); Lua calls documented there. */
 int wb_stats_bootstrap_ci(lua_State *L);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lopt.h"
 #include "stats.h"
 
 /* ---- seeded PRNG: xoshiro256** seeded by splitmix64 (bit-identical on every machine) ---- */
@@ -57,22 +58,6 @@ static double stat_of(const double *x, size_t n, double *work, int median) {
   return median ? wb_stats_median_inplace(work, n) : wb_stats_mean(work, n);
 }
 
-static double *check_sample(lua_State *L, int arg, size_t *n) {
-  double *x = wb_stats_check_xs(L, arg, n);
-  if (*n == 0) luaL_argerror(L, arg, "no values");
-  return x;
-}
-
-/* Index of the options table: opts if given (must be a table), else a new empty table. */
-static int check_opts(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg)) {
-    lua_newtable(L);
-    return lua_gettop(L);
-  }
-  luaL_checktype(L, arg, LUA_TTABLE);
-  return arg;
-}
-
 /* -- lo, hi, est = wb.stats.bootstrap_ci(xs [, ys] [, opts]) : percentile bootstrap confidence
  * interval. opts: stat = "mean" | "median" (one sample; the default without ys) or
  * "ratio_mean" | "ratio_median" (stat(ys) / stat(xs), i.e. new/base, xs and ys resampled
@@ -85,11 +70,11 @@ int wb_stats_bootstrap_ci(lua_State *L) {
   lua_settop(L, 3);
   int has_ys = luaL_testudata(L, 2, "wb.stats.samples") ||
                (lua_istable(L, 2) && (lua_rawlen(L, 2) > 0 || !lua_isnil(L, 3)));
-  int opts = check_opts(L, has_ys || lua_isnil(L, 2) ? 3 : 2);
-  const char *stat = wb_stats_opt_string(L, opts, "stat", has_ys ? "ratio_mean" : "mean");
-  double level = wb_stats_opt_number(L, opts, "level", 0.95);
-  lua_Integer resamples = wb_stats_opt_integer(L, opts, "resamples", 10000);
-  uint64_t seed = (uint64_t)wb_stats_opt_integer(L, opts, "seed", 1);
+  int opts = wb_opt_table(L, has_ys || lua_isnil(L, 2) ? 3 : 2);
+  const char *stat = wb_opt_string(L, opts, "stat", has_ys ? "ratio_mean" : "mean");
+  double level = wb_opt_number(L, opts, "level", 0.95);
+  lua_Integer resamples = wb_opt_integer(L, opts, "resamples", 10000);
+  uint64_t seed = (uint64_t)wb_opt_integer(L, opts, "seed", 1);
   int ratio = strncmp(stat, "ratio_", 6) == 0;
   const char *base = ratio ? stat + 6 : stat;
   if (strcmp(base, "mean") != 0 && strcmp(base, "median") != 0)
@@ -103,7 +88,8 @@ int wb_stats_bootstrap_ci(lua_State *L) {
   int median = strcmp(base, "median") == 0;
 
   size_t nx, ny = 0, nb = (size_t)resamples;
-  double *x = check_sample(L, 1, &nx), *y = has_ys ? check_sample(L, 2, &ny) : NULL;
+  double *x = wb_stats_check_nonempty(L, 1, &nx);
+  double *y = has_ys ? wb_stats_check_nonempty(L, 2, &ny) : NULL;
   double *bx = wb_stats_scratch(L, nx), *by = wb_stats_scratch(L, ny);
   double *boot = wb_stats_scratch(L, nb);
   double est = stat_of(x, nx, bx, median);
@@ -174,7 +160,7 @@ static double exact_p(lua_State *L, size_t m, size_t n, double u) {
 int wb_stats_mann_whitney(lua_State *L) {
   lua_settop(L, 2);
   size_t n1, n2;
-  double *x = check_sample(L, 1, &n1), *y = check_sample(L, 2, &n2);
+  double *x = wb_stats_check_nonempty(L, 1, &n1), *y = wb_stats_check_nonempty(L, 2, &n2);
   size_t total = n1 + n2;
   obs *a = lua_newuserdatauv(L, total * sizeof *a, 0);
   for (size_t i = 0; i < n1; i++) a[i] = (obs){x[i], 0};
@@ -196,11 +182,10 @@ int wb_stats_mann_whitney(lua_State *L) {
   int exact = ties == 0 && n1 <= 50 && n2 <= 50;
   double p = exact ? exact_p(L, n1, n2, u) : (var > 0 ? erfc(fabs(z) / sqrt(2)) : 1);
   wb_ordered_new(L);
-  wb_stats_setnum(L, "u", u);
-  wb_stats_setnum(L, "p", p);
-  wb_stats_setnum(L, "z", z);
-  lua_pushboolean(L, exact);
-  lua_setfield(L, -2, "exact");
+  wb_set_num(L, "u", u);
+  wb_set_num(L, "p", p);
+  wb_set_num(L, "z", z);
+  wb_set_bool(L, "exact", exact);
   return 1;
 }
 
@@ -287,12 +272,12 @@ static double segment_median(const double *y, size_t from, size_t to, double *wo
  * the new segment), before, after (segment medians), ratio = after / before}. */
 int wb_stats_steps(lua_State *L) {
   lua_settop(L, 2);
-  int opts = check_opts(L, 2);
-  lua_Integer min_size = wb_stats_opt_integer(L, opts, "min_size", 2);
+  int opts = wb_opt_table(L, 2);
+  lua_Integer min_size = wb_opt_integer(L, opts, "min_size", 2);
   if (min_size < 1) return luaL_error(L, "option 'min_size' must be >= 1");
   int auto_penalty = lua_getfield(L, opts, "penalty") == LUA_TNIL;
   lua_pop(L, 1);
-  double penalty = wb_stats_opt_number(L, opts, "penalty", 0);
+  double penalty = wb_opt_number(L, opts, "penalty", 0);
   if (!(penalty >= 0)) return luaL_error(L, "option 'penalty' must be >= 0");
   size_t n, k = (size_t)min_size;
   double *y = wb_stats_check_xs(L, 1, &n);
@@ -339,11 +324,10 @@ int wb_stats_steps(lua_State *L) {
     double level = segment_median(y, start, end, work);
     if (s + 1 < nseg) {
       wb_ordered_new(L);
-      lua_pushinteger(L, (lua_Integer)start + 1);
-      lua_setfield(L, -2, "index");
-      wb_stats_setnum(L, "before", before);
-      wb_stats_setnum(L, "after", level);
-      wb_stats_setnum(L, "ratio", level / before);
+      wb_set_int(L, "index", (lua_Integer)start + 1);
+      wb_set_num(L, "before", before);
+      wb_set_num(L, "after", level);
+      wb_set_num(L, "ratio", level / before);
       lua_rawseti(L, -2, (lua_Integer)(nseg - 1 - s));
     }
     before = level;

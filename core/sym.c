@@ -324,27 +324,16 @@ static int l_file(lua_State *L) {
   wb_elf *e = wb_elf_get(luaL_checkstring(L, 1));
   if (!e) return luaL_error(L, "out of memory");
   lua_createtable(L, 0, 6);
-  lua_pushstring(L, e->build_id);
-  lua_setfield(L, -2, "build_id");
-  lua_pushinteger(L, (lua_Integer)e->nsyms);
-  lua_setfield(L, -2, "symbols");
-  lua_pushboolean(L, e->symtab);
-  lua_setfield(L, -2, "symtab");
-  if (e->debug_file) {
-    lua_pushstring(L, e->debug_file);
-    lua_setfield(L, -2, "debug_file");
-  }
-  if (e->err[0]) {
-    lua_pushstring(L, e->err);
-    lua_setfield(L, -2, "error");
-  }
+  wb_set_str(L, "build_id", e->build_id);
+  wb_set_int(L, "symbols", (lua_Integer)e->nsyms);
+  wb_set_bool(L, "symtab", e->symtab);
+  if (e->debug_file) wb_set_str(L, "debug_file", e->debug_file);
+  if (e->err[0]) wb_set_str(L, "error", e->err);
   if (e->symtab && !e->debug_file) {
     wb_elf_check_frame_pointers(e);
     lua_createtable(L, 0, 2);
-    lua_pushinteger(L, e->fp_functions);
-    lua_setfield(L, -2, "functions");
-    lua_pushinteger(L, e->fp_with);
-    lua_setfield(L, -2, "with");
+    wb_set_int(L, "functions", e->fp_functions);
+    wb_set_int(L, "with", e->fp_with);
     lua_setfield(L, -2, "frame_pointers");
   }
   return 1;

@@ -47,10 +47,25 @@ static int by_addr(const void *a, const void *b) {
   return (y->size > x->size) - (y->size < x->size);
 }
 
-static void hex(const unsigned char *p, size_t n, char *out, size_t outlen) {
+void wb_hex(const unsigned char *p, size_t n, char *out, size_t outlen) {
+  static const char digits[] = "0123456789abcdef";
   size_t k = 0;
-  for (size_t i = 0; i < n && k + 2 < outlen; i++, k += 2) snprintf(out + k, 3, "%02x", p[i]);
+  for (size_t i = 0; i < n && k + 2 < outlen; i++, k += 2) {
+    out[k] = digits[p[i] >> 4];
+    out[k + 1] = digits[p[i] & 15];
+  }
   out[k] = 0;
+}
+
+/* The number of symbols of syms[0..n) (sorted by address) at or below addr. */
+static size_t count_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (syms[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 static void read_build_id(Elf *elf, char *out, size_t outlen) {
@@ -64,7 +79,7 @@ static void read_build_id(Elf *elf, char *out, size_t outlen) {
     while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
       if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
           memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0) {
-        hex((const unsigned char *)data->d_buf + desc_off, nh.n_descsz, out, outlen);
+        wb_hex((const unsigned char *)data->d_buf + desc_off, nh.n_descsz, out, outlen);
         return;
       }
     }
@@ -240,13 +255,16 @@ uint64_t wb_elf_vaddr(const wb_elf *e, uint64_t offset) {
   return 0;
 }
 
+/* The file offset of a virtual address (the inverse of wb_elf_vaddr); 0 when no segment holds it. */
+static uint64_t file_offset(const wb_elf *e, uint64_t vaddr) {
+  for (int i = 0; i < e->nloads; i++)
+    if (vaddr >= e->loads[i].vaddr && vaddr < e->loads[i].vaddr + e->loads[i].filesz)
+      return vaddr - e->loads[i].vaddr + e->loads[i].offset;
+  return 0;
+}
+
 const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off) {
-  size_t lo = 0, hi = e->nsyms;
-  while (lo < hi) { /* first symbol above vaddr */
-    size_t mid = (lo + hi) / 2;
-    if (e->syms[mid].addr <= vaddr) lo = mid + 1;
-    else hi = mid;
-  }
+  size_t lo = count_at_or_below(e->syms, e->nsyms, vaddr);
   for (size_t k = 0; k < 8 && lo > k; k++) {
     const wb_symbol *s = &e->syms[lo - 1 - k];
     int inside = s->size ? vaddr < s->addr + s->size : k == 0;
@@ -276,10 +294,7 @@ void wb_elf_check_frame_pointers(wb_elf *e) {
   for (size_t i = 0; i < e->nsyms; i += step) {
     const wb_symbol *s = &e->syms[i];
     if (s->size < 8 || startup_code(e->names + s->name)) continue;
-    uint64_t file_off = 0;
-    for (int k = 0; k < e->nloads; k++)
-      if (s->addr >= e->loads[k].vaddr && s->addr < e->loads[k].vaddr + e->loads[k].filesz)
-        file_off = s->addr - e->loads[k].vaddr + e->loads[k].offset;
+    uint64_t file_off = file_offset(e, s->addr);
     unsigned char code[FP_WINDOW];
     size_t n = s->size < sizeof code ? (size_t)s->size : sizeof code;
     if (!file_off || pread(fd, code, n, (off_t)file_off) != (ssize_t)n) continue;
@@ -369,12 +384,7 @@ size_t wb_kallsyms_load(void) {
 
 const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {
   wb_kallsyms_load();
-  size_t lo = 0, hi = ksyms.n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (ksyms.syms[mid].addr <= addr) lo = mid + 1;
-    else hi = mid;
-  }
+  size_t lo = count_at_or_below(ksyms.syms, ksyms.n, addr);
   if (lo == 0 || lo == ksyms.n) return NULL; /* below the first or past the last symbol */
   *off = addr - ksyms.syms[lo - 1].addr;
   return ksyms.names.p + ksyms.syms[lo - 1].name;

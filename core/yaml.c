@@ -247,21 +247,13 @@ static void push_scalar(struct loader *ld) {
   set_anchor(ld, ev->data.scalar.anchor, -1);
 }
 
-static int is_array(lua_State *L, int idx) {
-  if (!lua_getmetatable(L, idx)) return 0;
-  luaL_getmetatable(L, "wb.array");
-  int r = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return r;
-}
-
 /* Replaces the table on top with a deep copy that shares its location records. */
 static void deep_copy(struct loader *ld, int depth) {
   lua_State *L = ld->L;
   int src = lua_gettop(L);
   if (ld->depth + depth > WB_MAX_DEPTH) fail(ld, ld->ev.start_mark, "nesting too deep");
   luaL_checkstack(L, 12, "yaml: nesting too deep");
-  int array = is_array(L, src);
+  int array = wb_has_metatable(L, src, "wb.array");
   if (array) {
     lua_Integer n = (lua_Integer)lua_rawlen(L, src);
     if ((ld->copies += n + 1) > MAX_ALIAS_COPIES) fail(ld, ld->ev.start_mark, "too many alias expansions");
@@ -357,7 +349,7 @@ static int is_merge_key(const yaml_event_t *ev) {
 static void merge_one(struct loader *ld, int t, int lines, int merged, yaml_mark_t mark) {
   lua_State *L = ld->L;
   int src = lua_gettop(L);
-  if (lua_type(L, src) != LUA_TTABLE || is_array(L, src))
+  if (lua_type(L, src) != LUA_TTABLE || wb_has_metatable(L, src, "wb.array"))
     fail(ld, mark, "merge value must be a mapping or a list of mappings");
   wb_ordered_keys(L, src);
   push_lines(ld, src);
@@ -388,7 +380,7 @@ static void merge_one(struct loader *ld, int t, int lines, int merged, yaml_mark
 
 static void merge(struct loader *ld, int t, int lines, int merged, yaml_mark_t mark) {
   lua_State *L = ld->L;
-  if (lua_istable(L, -1) && is_array(L, -1)) {
+  if (lua_istable(L, -1) && wb_has_metatable(L, -1, "wb.array")) {
     int list = lua_gettop(L);
     lua_Integer n = (lua_Integer)lua_rawlen(L, list);
     for (lua_Integer i = 1; i <= n; i++) {
@@ -462,18 +454,6 @@ static void push_node(struct loader *ld) {
   }
 }
 
-static void push_locations(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &LOCATIONS_KEY) != LUA_TNIL) return;
-  lua_pop(L, 1);
-  lua_newtable(L);
-  lua_createtable(L, 0, 1);
-  lua_pushliteral(L, "k");
-  lua_setfield(L, -2, "__mode");
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &LOCATIONS_KEY);
-}
-
 /* Arguments: the loader, a boolean "all documents". Returns the first document (wb.null when
  * there is none) or an array of all documents. */
 static int load_protected(lua_State *L) {
@@ -481,7 +461,7 @@ static int load_protected(lua_State *L) {
   int all = lua_toboolean(L, 2);
   lua_pushstring(L, ld->file);
   ld->file_idx = lua_gettop(L);
-  push_locations(L);
+  wb_weak_registry(L, &LOCATIONS_KEY);
   ld->locs_idx = lua_gettop(L);
   lua_pushnil(L);
   ld->anchors_idx = lua_gettop(L);
@@ -553,7 +533,7 @@ static int l_load_file(lua_State *L) {
 static int l_location(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);
-  push_locations(L);
+  wb_weak_registry(L, &LOCATIONS_KEY);
   lua_pushvalue(L, 1);
   if (lua_rawget(L, -2) != LUA_TTABLE) return 0;
   int info = lua_gettop(L);

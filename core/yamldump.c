@@ -193,12 +193,7 @@ static void dump_block(struct dumper *d, int t, lua_Integer n, int indent, enum 
 static void dump_value(struct dumper *d, int idx, int indent, enum place place) {
   lua_State *L = d->L;
   if (lua_type(L, idx) == LUA_TTABLE) {
-    const void *self = lua_topointer(L, idx);
-    for (int i = 0; i < d->depth; i++)
-      if (d->path[i] == self) luaL_error(L, "yaml: cycle");
-    if (d->depth >= WB_MAX_DEPTH) luaL_error(L, "yaml: nesting too deep");
-    luaL_checkstack(L, 12, "yaml: nesting too deep");
-    d->path[d->depth++] = self;
+    wb_enter_table(L, idx, d->path, &d->depth, "yaml");
     lua_Integer n = wb_table_layout(L, idx);
     int empty = n == 0 || (n < 0 && lua_rawlen(L, -1) == 0);
     if (!empty) {

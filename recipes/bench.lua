@@ -16,7 +16,7 @@ return wb.recipe {
   open = { "scan" }, -- scan.PARAM=values names the parameter
   run = function(ctx)
     local cfg = ctx.cfg
-    local function opt(v) if v == wb.null then return nil end return v end
+    local opt = wb.util.opt
     local commands = {}
     for _, c in ipairs(cfg.commands) do commands[#commands + 1] = c end
     for _, c in ipairs(ctx.args) do commands[#commands + 1] = c end

@@ -18,7 +18,7 @@ local CACHE_MODES = { disabled = true, cold = true, warm = true }
 local BUILT_IN = { name = true, out = true, cache_dir = true, trial = true, run_dir = true }
 
 local function bad(msg) wb.usage(msg, 0) end
-local function opt(v) if v == null then return nil end return v end
+local opt = util.opt
 
 local function list_of(v, where)
   v = opt(v)
@@ -392,13 +392,7 @@ local function relative(root, path)
   return path
 end
 
-local function median(xs)
-  local t = table.move(xs, 1, #xs, 1, {})
-  table.sort(t)
-  local n = #t
-  if n == 0 then return nil end
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
+local function median(xs) return #xs > 0 and wb.stats.median(xs) or nil end
 
 local function planned(rec, cs, root, role)
   rec.role = role

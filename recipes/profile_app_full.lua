@@ -16,7 +16,7 @@ local function strings(list, run_dir)
   return out
 end
 
-local function opt(v) if v == wb.null then return nil end return v end
+local opt = util.opt
 
 -- Stage seconds of one trial: the app's profile_summary.json if it wrote one, else stage lines
 -- in its stderr log.

@@ -22,7 +22,7 @@ local ALPHA, CI_LEVEL, RESAMPLES = 0.05, 0.95, 2000
 local RESULT_SCHEMA = "wb.regress.result"
 
 local function usage(msg) wb.usage("regress: " .. msg, 0) end
-local function opt(v) if v == null then return nil end return v end
+local opt = util.opt
 local function log(fmt, ...) io.stderr:write(string.format(fmt, ...), "\n") end
 
 local function strings(list)

@@ -14,6 +14,7 @@ local wb = require "wb"
 local svg = require "wb.svg"
 
 local CI_LEVEL, RESAMPLES = 0.95, 2000
+local opt = wb.util.opt
 
 local function usage(msg) wb.usage("scaling: " .. msg, 0) end
 
@@ -157,13 +158,12 @@ local function table_rows(cfg, points)
     "Ideal", "Efficiency [95% CI]" } }
   if strong then rows[1][#rows[1] + 1] = "Karp–Flatt e" end
   rows[1][#rows[1] + 1] = "Note"
-  local function v(x) return x ~= wb.null and x or nil end
   for _, pt in ipairs(points) do
     local row = { tostring(pt.workers), tostring(pt.size),
       string.format("%.3f ± %.3f", pt.mean * unit.factor, pt.stddev * unit.factor),
-      fmt_ci(pt.speedup, v(pt.speedup_ci_lo), v(pt.speedup_ci_hi)), string.format("%g", pt.ideal_speedup),
-      fmt_ci(pt.efficiency, v(pt.efficiency_ci_lo), v(pt.efficiency_ci_hi)) }
-    if strong then row[#row + 1] = v(pt.karp_flatt) and string.format("%.3f", pt.karp_flatt) or "–" end
+      fmt_ci(pt.speedup, opt(pt.speedup_ci_lo), opt(pt.speedup_ci_hi)), string.format("%g", pt.ideal_speedup),
+      fmt_ci(pt.efficiency, opt(pt.efficiency_ci_lo), opt(pt.efficiency_ci_hi)) }
+    if strong then row[#row + 1] = opt(pt.karp_flatt) and string.format("%.3f", pt.karp_flatt) or "–" end
     row[#row + 1] = pt.oversubscribed and "over-subscribed" or ""
     rows[#rows + 1] = row
   end
@@ -196,12 +196,11 @@ end
 -- against workers on a log2 axis
 local function chart(cfg, points, which)
   local measured, ideal, xticks = {}, {}, {}
-  local function v(x) return x ~= wb.null and x or nil end
   for i, pt in ipairs(points) do
     xticks[i] = pt.workers
     local y = which == "speedup" and pt.speedup or pt.efficiency
-    measured[i] = { x = pt.workers, y = y, lo = v(pt[which .. "_ci_lo"]) or (i == 1 and y or nil),
-      hi = v(pt[which .. "_ci_hi"]) or (i == 1 and y or nil),
+    measured[i] = { x = pt.workers, y = y, lo = opt(pt[which .. "_ci_lo"]) or (i == 1 and y or nil),
+      hi = opt(pt[which .. "_ci_hi"]) or (i == 1 and y or nil),
       tip = string.format("%d workers: %s %.3f%s", pt.workers, which, y,
         pt.oversubscribed and " (over-subscribed)" or "") }
     ideal[i] = { x = pt.workers, y = which == "speedup" and pt.ideal_speedup or 1,

@@ -410,7 +410,7 @@ local function emitter_argv(cfg)
     "--contigs", tostring(cfg.emit.contigs), "--work-us", tostring(cfg.emit.work_us) }
 end
 
-local function opt(v) if v == wb.null then return nil end return v end
+local opt = wb.util.opt
 
 return wb.recipe {
   config = "vep_breakdown",

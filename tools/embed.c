@@ -23,23 +23,7 @@ static int write_bytes(lua_State *L, const void *p, size_t size, void *ud) {
 }
 
 static int emit_file(lua_State *L, FILE *out, const char *path, int index) {
-  char chunkname[512];
-  snprintf(chunkname, sizeof chunkname, "@%s", path);
-  FILE *in = fopen(path, "rb");
-  if (!in) {
-    perror(path);
-    return -1;
-  }
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  char buf[8192];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, in)) > 0) luaL_addlstring(&b, buf, n);
-  fclose(in);
-  luaL_pushresult(&b);
-  size_t len;
-  const char *src = lua_tolstring(L, -1, &len);
-  if (luaL_loadbufferx(L, src, len, chunkname, "t") != LUA_OK) {
+  if (luaL_loadfilex(L, path, "t") != LUA_OK) {
     fprintf(stderr, "embed: %s\n", lua_tostring(L, -1));
     return -1;
   }
@@ -47,7 +31,7 @@ static int emit_file(lua_State *L, FILE *out, const char *path, int index) {
   dump_state d = {out, 0};
   lua_dump(L, write_bytes, &d, 0);
   fprintf(out, "0};\n");
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   return 0;
 }
 

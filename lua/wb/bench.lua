@@ -73,7 +73,7 @@ local function expand_scan(commands, scan)
         for i, a in ipairs(c.argv) do argv[i] = a:gsub("{" .. param .. "}", tostring(v)) end
       end
       out[#out + 1] = { name = c.name:gsub("{" .. param .. "}", tostring(v)), command = text, argv = argv,
-        parameters = { [param] = v }, group = c.name }
+        parameters = { [param] = v } }
     end
   end
   return out, { parameter = param, values = values }

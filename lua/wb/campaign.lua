@@ -54,14 +54,6 @@ local function first_line(argv)
   return text:match("^%s*([^\n]-)%s*\n") or text:match("^%s*(.-)%s*$")
 end
 
-local function read_proc(path, pattern)
-  local f = io.open(path)
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text:match(pattern)
-end
-
 -- The machine, the code and the tools this run used.
 local function preflight(spec)
   local p = json.object()
@@ -71,11 +63,12 @@ local function preflight(spec)
   p.wb_version = core.version
   p.host = first_line({ "uname", "-n" })
   p.kernel = first_line({ "uname", "-r" })
-  p.cpu_model = read_proc("/proc/cpuinfo", "model name%s*:%s*([^\n]+)")
+  local cpuinfo = fs.read("/proc/cpuinfo") or ""
+  p.cpu_model = cpuinfo:match("model name%s*:%s*([^\n]+)")
   local cpus = 0
-  for _ in (read_proc("/proc/cpuinfo", "^(.*)$") or ""):gmatch("processor%s*:") do cpus = cpus + 1 end
+  for _ in cpuinfo:gmatch("processor%s*:") do cpus = cpus + 1 end
   p.cpu_count = cpus
-  local mem_kb = tonumber(read_proc("/proc/meminfo", "MemTotal:%s*(%d+)"))
+  local mem_kb = tonumber((fs.read("/proc/meminfo") or ""):match("MemTotal:%s*(%d+)"))
   p.memory_bytes = mem_kb and mem_kb * 1024
   local commit = first_line({ "git", "rev-parse", "HEAD" })
   local git = json.object()
@@ -243,28 +236,104 @@ function Campaign:progress(name)
     eta and ("  ETA " .. util.format_seconds(eta)) or ""))
 end
 
+-- ended = c:skip_ended(name) : true, with a run_skipped event, when the run already ended (in a
+-- resumed directory)
+function Campaign:skip_ended(name)
+  if not self:is_complete(name) then return false end
+  self:event("run_skipped", { run = name, reason = "complete in resumed directory" })
+  return true
+end
+
+local function event_fields(name, extra)
+  local fields = { run = name }
+  for k, v in pairs(extra or {}) do fields[k] = v end
+  return fields
+end
+
+-- rec = c:start_run(name [, fields]) : the run's record marked running, started now, and a
+-- run_started event with the fields; the caller saves the manifest
+function Campaign:start_run(name, extra)
+  local rec = self:record(name)
+  rec.status = "running"
+  rec.started_at_utc = clock.utc()
+  self:event("run_started", event_fields(name, extra))
+  return rec
+end
+
+-- c:end_run(name [, fields]) : the run's record stamped finished now, and a run_finished event
+-- with its status and the fields (level ERROR when it failed); the caller saves the manifest
+function Campaign:end_run(name, extra)
+  local rec = self:record(name)
+  rec.finished_at_utc = clock.utc()
+  local fields = event_fields(name, extra)
+  fields.status = rec.status
+  self:event("run_finished", fields, rec.status == "failed" and "ERROR" or "INFO")
+end
+
 -- rec = c:run(name, fn) : runs fn(rec) unless the run already ended (resume). fn fills rec
 -- (metrics, samples, fields) and returns false (or sets rec.status = "failed") on failure.
 function Campaign:run(name, fn)
-  local rec = self:record(name)
-  if ENDED[rec.status] then
-    self:event("run_skipped", { run = name, reason = "complete in resumed directory" })
-    return rec
-  end
+  if self:skip_ended(name) then return self:record(name) end
   self:progress(name)
-  rec.status = "running"
-  rec.started_at_utc = clock.utc()
+  local rec = self:start_run(name)
   self:save()
-  self:event("run_started", { run = name })
   local t = clock.timer()
   local result = fn(rec)
   rec.wall_time_seconds = rec.wall_time_seconds or t:elapsed()
   if rec.status == "running" then rec.status = (result == false) and "failed" or "success" end
-  rec.finished_at_utc = clock.utc()
+  self:end_run(name)
   self:save()
-  self:event("run_finished", { run = name, status = rec.status }, rec.status == "failed" and "ERROR" or "INFO")
   require("wb.term").progress_done()
   return rec
+end
+
+-- paths, rel = campaign.log_paths(dir, name) : a run's stdout and stderr logs {out, err}, under
+-- the run directory dir and relative to it (logs/<safe name>.std{out,err}.log)
+function M.log_paths(dir, name)
+  local safe = util.safe_name(name)
+  local rel = { "logs/" .. safe .. ".stdout.log", "logs/" .. safe .. ".stderr.log" }
+  return { dir .. "/" .. rel[1], dir .. "/" .. rel[2] }, rel
+end
+
+-- secrets = campaign.merge_secrets(env, base) : the secret values of env (a table) followed by
+-- those of the list base; base itself when env is nil
+function M.merge_secrets(env, base)
+  if not env then return base end
+  local secrets = util.secret_values(env)
+  for _, v in ipairs(base) do secrets[#secrets + 1] = v end
+  return secrets
+end
+
+-- ok, err = campaign.redact_files(paths, secrets) : rewrites each existing file with the secret
+-- values redacted (a file without them is left untouched); stops at the first failed write
+function M.redact_files(paths, secrets)
+  if #secrets == 0 then return true end
+  for _, path in ipairs(paths) do
+    local text = fs.exists(path) and fs.read(path)
+    local clean = text and util.redact(text, secrets)
+    if clean and clean ~= text then
+      local ok, err = fs.write(path, clean)
+      if not ok then return nil, err end
+    end
+  end
+  return true
+end
+
+-- The record fields fill_result sets.
+M.RESULT_FIELDS = { "return_code", "signal", "timed_out", "wall_time_seconds", "user_seconds",
+  "sys_seconds", "maxrss_kb", "stdout_log", "stderr_log" }
+
+-- campaign.fill_result(rec, res, rel) : the exit status, times and peak RSS of a finished
+-- wb.proc result res, and the log paths rel (from log_paths), in the record rec
+function M.fill_result(rec, res, rel)
+  rec.return_code = res.code or json.null
+  rec.signal = res.signal
+  rec.timed_out = res.timed_out or nil
+  rec.wall_time_seconds = res.wall
+  rec.user_seconds = res.user
+  rec.sys_seconds = res.sys
+  rec.maxrss_kb = res.maxrss_kb
+  rec.stdout_log, rec.stderr_log = rel[1], rel[2]
 end
 
 -- res = c:spawn(name, spec) : wb.proc.run with stdout/stderr written to logs/<name>.std*.log
@@ -272,18 +341,12 @@ end
 -- wall/user/sys and peak RSS. Secrets in the logs are redacted once the process ends.
 function Campaign:spawn(name, spec)
   local proc = require "wb.proc"
-  local safe = util.safe_name(name)
-  local out_log = self.dir .. "/logs/" .. safe .. ".stdout.log"
-  local err_log = self.dir .. "/logs/" .. safe .. ".stderr.log"
+  local logs, rel = M.log_paths(self.dir, name)
   local s = {}
   for k, v in pairs(spec) do s[k] = v end
-  s.stdout = s.stdout or { file = out_log }
-  s.stderr = s.stderr or { file = err_log }
-  local secrets = self.secrets
-  if spec.env then
-    secrets = util.secret_values(spec.env)
-    for _, v in ipairs(self.secrets) do secrets[#secrets + 1] = v end
-  end
+  s.stdout = s.stdout or { file = logs[1] }
+  s.stderr = s.stderr or { file = logs[2] }
+  local secrets = M.merge_secrets(spec.env, self.secrets)
   local rec = self:record(name)
   rec.command_arguments = json.array(util.deep_copy(spec.argv or { "/bin/sh", "-c", spec.cmd }))
   local res, err = proc.run(s)
@@ -293,22 +356,8 @@ function Campaign:spawn(name, spec)
     rec.return_code = json.null
     return nil, err
   end
-  for _, path in ipairs({ out_log, err_log }) do
-    if #secrets > 0 and fs.exists(path) then
-      local text = fs.read(path)
-      local clean = text and util.redact(text, secrets)
-      if clean and clean ~= text then check(fs.write(path, clean)) end
-    end
-  end
-  rec.return_code = res.code or json.null
-  rec.signal = res.signal
-  rec.timed_out = res.timed_out or nil
-  rec.wall_time_seconds = res.wall
-  rec.user_seconds = res.user
-  rec.sys_seconds = res.sys
-  rec.maxrss_kb = res.maxrss_kb
-  rec.stdout_log = "logs/" .. safe .. ".stdout.log"
-  rec.stderr_log = "logs/" .. safe .. ".stderr.log"
+  check(M.redact_files(logs, secrets))
+  M.fill_result(rec, res, rel)
   if not res.ok then rec.status = "failed" end
   return res
 end

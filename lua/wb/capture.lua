@@ -217,9 +217,10 @@ local function outputs(kind, text, info, opts)
   local base = opts.dir .. "/" .. opts.name .. "." .. kind
   t.folded = write(base .. ".folded", text)
   local title = (kind == "offcpu" and "Off-CPU time: " or "On-CPU samples: ") .. opts.title
-  t.svg = write(base .. ".svg", flame.svg(text, { title = title, unit = unit,
+  local stacks = flame.parse(text)
+  t.svg = write(base .. ".svg", flame.svg(stacks, { title = title, unit = unit,
     colors = kind == "offcpu" and "io" or "hot" }))
-  t.speedscope = write(base .. ".speedscope.json", flame.speedscope(text,
+  t.speedscope = write(base .. ".speedscope.json", flame.speedscope(stacks,
     { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none" }))
   return t
 end
@@ -285,8 +286,9 @@ local function quality(res, side, sampled)
   end
 end
 
-local function finish_profile(kind, records, symbolizer, root, opts, extra)
-  local text, info = fold.fold(records, symbolizer, { root = root })
+-- The profile table of folded text: outputs, top functions, the extra fields and, off-CPU, the
+-- time split.
+local function profile_of(kind, text, info, opts, extra)
   local t = outputs(kind, text, info, opts)
   t.top = fold.top(info.stacks, opts.top, { user_only = kind == "offcpu" })
   for k, v in pairs(extra or {}) do t[k] = v end
@@ -296,6 +298,18 @@ local function finish_profile(kind, records, symbolizer, root, opts, extra)
     t.runqueue_seconds = (info.by_kind.runqueue or 0) / 1e9
   end
   return t
+end
+
+local function finish_profile(kind, records, symbolizer, root, opts, extra)
+  local text, info = fold.fold(records, symbolizer, { root = root })
+  return profile_of(kind, text, info, opts, extra)
+end
+
+-- The root frame: root itself unless "auto", which is "pid" when the record lists hold several
+-- processes, else "comm".
+local function auto_root(root, on_records, off_records)
+  if root ~= "auto" then return root end
+  return fold.process_count(on_records, off_records) > 1 and "pid" or "comm"
 end
 
 -- The options of a capture, checked; misuse raises at the caller of wb.capture.
@@ -376,8 +390,7 @@ local function profiles(res, r, o, off_skip)
   local data, sb = r.data, r.side
   local on_records = data and data.oncpu or (r.sampling and sb.samples) or nil
   local off_records = data and o.want_off and data.offcpu or nil
-  local root = o.root
-  if root == "auto" then root = fold.process_count(on_records, off_records) > 1 and "pid" or "comm" end
+  local root = auto_root(o.root, on_records, off_records)
   local sampled
   if o.want_on and on_records then
     sampled = {}
@@ -442,10 +455,8 @@ function M.run(spec)
     if not records then
       res.oncpu = { skipped = err }
     else
-      local root = o.root == "auto" and (fold.process_count(records) > 1 and "pid" or "comm") or o.root
-      local text, info = fold.fold_named(records, { root = root })
-      res.oncpu = outputs("oncpu", text, info, o)
-      res.oncpu.top = fold.top(info.stacks, o.top)
+      local text, info = fold.fold_named(records, { root = auto_root(o.root, records) })
+      res.oncpu = profile_of("oncpu", text, info, o)
     end
     res.offcpu = o.want_off and { skipped = off_skip } or nil
     quality(res)

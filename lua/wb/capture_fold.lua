@@ -131,17 +131,20 @@ end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end
 
--- top = M.top(stacks, n [, {user_only = bool}]) : the n functions with the most self count:
--- {{name, self, total, self_fraction, total_fraction}}; the root frame (the process) is not a
--- function. With user_only, kernel frames and the run-queue mark are left out and a stack's self
--- count goes to its deepest user frame (for off-CPU profiles, whose leaves are the scheduler).
+-- top = M.top(stacks, n [, {user_only = bool, first = 2}]) : the n functions with the most self
+-- count: {{name, self, total, self_fraction, total_fraction}} sorted by self, then total, then
+-- name; fractions are of the whole input. Frames before index `first` are not functions (by
+-- default the root frame, the process). With user_only, kernel frames and the run-queue mark are
+-- left out and a stack's self count goes to its deepest user frame (for off-CPU profiles, whose
+-- leaves are the scheduler).
 function M.top(stacks, n, opts)
   local user_only = opts and opts.user_only
+  local first = opts and opts.first or 2
   local self, total, seen, sum = {}, {}, {}, 0
   for i, st in ipairs(stacks) do
     sum = sum + st.count
     local leaf
-    for j = 2, #st.frames do
+    for j = first, #st.frames do
       local f = st.frames[j]
       if not user_only or is_function(f) then
         leaf = f

@@ -4,6 +4,7 @@
 -- is loaded from elsewhere).
 local fs = require "wb.fs"
 local svg = require "wb.svg"
+local util = require "wb.util"
 
 local M = {}
 
@@ -15,11 +16,7 @@ local function seconds(s)
   return string.format("%.1f ms", s * 1000)
 end
 
-local function grouped(n)
-  local s = string.format("%d", math.floor(n + 0.5))
-  local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
-  return (out:gsub("^,", ""))
-end
+local function grouped(n) return util.thousands(math.floor(n + 0.5)) end
 
 -- s = capture_report.counter_text(reading) : "2.01 s", "1,234 (scaled ×1.6)" or "unavailable: why"
 function M.counter_text(r)
@@ -91,10 +88,7 @@ iframe{width:100%;border:1px solid #eaeef2;border-radius:6px;margin-top:12px;bac
 ul{margin:0;padding-left:20px}
 ]]
 
-local function section(title, body, class)
-  return string.format('<section%s>\n<h2>%s</h2>\n%s</section>\n', class and (' class="' .. class .. '"') or "",
-    esc(title), body)
-end
+local section = require("wb.html").section
 
 local function top_table(rows, n)
   local out = { "<table>\n<thead><tr><th>function</th><th>self</th><th>total</th></tr></thead>\n<tbody>\n" }

@@ -180,7 +180,7 @@ function M.main(argv, verbose)
     io.write(USAGE)
     return cmd == nil and 2 or 0
   elseif cmd == "version" then
-    io.write("wb ", core.version, " (", _VERSION, ")\n")
+    io.write("wb ", core.version, " (", core.lua_release, ")\n")
     return 0
   elseif cmd == "list" then
     return cmd_list()

@@ -26,13 +26,12 @@ M.SCHEMA_VERSION = 1
 M.USAGE = "usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]"
 
 local WB_SCHEMAS = { ["wb.bench"] = 1, ["wb.manifest"] = 1 }
-local ARRAY_MT = getmetatable(json.array())
 local NOT_SIGNIFICANT = "beyond threshold but not significant"
 
 local function fail(msg) errors.raise(2, "compare: " .. msg, 0) end
 
-local function is_array(v) return type(v) == "table" and getmetatable(v) == ARRAY_MT end
-local function is_object(v) return type(v) == "table" and getmetatable(v) ~= ARRAY_MT end
+local is_array = util.is_list
+local function is_object(v) return type(v) == "table" and not is_array(v) end
 
 -- The values of v when it is a non-empty array of numbers, else nil.
 local function sample_list(v)

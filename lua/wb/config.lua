@@ -15,7 +15,6 @@ local M = {}
 
 local null = core.null
 local deep_equal = util.deep_equal
-local is_list = override.is_list
 local kind = override.kind
 
 local function raise(msg) errors.raise(2, msg, 0) end
@@ -42,14 +41,7 @@ end
 function M.where(t, k) return origin[t] and origin[t][k] end
 
 local keys_of = override.keys
-
-local function is_sequence(t)
-  if is_list(t) then return true end
-  if getmetatable(t) ~= nil or t[1] == nil then return false end
-  local n = 0
-  for _ in pairs(t) do n = n + 1 end
-  return n == #t
-end
+local is_sequence = override.is_sequence
 
 -- Deep-copies v into ordered tables and wb.array lists, recording where(src, key) for each
 -- entry; `skip` is a top-level key left out; `path` names v in messages.

@@ -77,8 +77,8 @@ end
 local Slurm = { kind = "slurm" }
 Slurm.__index = Slurm
 
-local RESULT_FIELDS = { "started_at_utc", "command_arguments", "return_code", "signal", "timed_out",
-  "wall_time_seconds", "user_seconds", "sys_seconds", "maxrss_kb", "stdout_log", "stderr_log", "error" }
+local RESULT_FIELDS = { "started_at_utc", "command_arguments", table.unpack(require("wb.campaign").RESULT_FIELDS) }
+RESULT_FIELDS[#RESULT_FIELDS + 1] = "error"
 
 local function number_field(cfg, key, default, prefix)
   local v = cfg[key]
@@ -187,14 +187,12 @@ function Slurm:submit(cases, tracker)
     self.stats.submitted_jobs = (self.stats.submitted_jobs or 0) + 1
     tracker:add(id, #chunk > 1, chunk)
     for i, cs in ipairs(chunk) do
-      local rec = c:record(cs.name)
-      rec.status = "running"
-      rec.started_at_utc = clock.utc()
+      local task_id = #chunk > 1 and (i - 1) or nil
+      local rec = c:start_run(cs.name, { job_id = id, array_task_id = task_id })
       rec.job_id = id
-      rec.array_task_id = #chunk > 1 and (i - 1) or nil
+      rec.array_task_id = task_id
       rec.slurm_state = "PENDING"
       rec.slurm_script = rel
-      c:event("run_started", { run = cs.name, job_id = id, array_task_id = rec.array_task_id })
     end
     c:save()
     c:event("slurm_submitted", { job_id = id, cases = #chunk, script = rel, warning = err ~= "" and err or nil })
@@ -237,9 +235,7 @@ function Slurm:collect(task, cs, opts)
   end
   rec.status = ok and "success" or "failed"
   if opts.collect and opts.collect(rec, cs) == false then rec.status = "failed" end
-  rec.finished_at_utc = clock.utc()
-  c:event("run_finished", { run = cs.name, status = rec.status, slurm_state = state },
-    rec.status == "failed" and "ERROR" or "INFO")
+  c:end_run(cs.name, { slurm_state = state })
 end
 
 -- Dry run: the cases files and batch scripts, nothing submitted.
@@ -274,11 +270,7 @@ function Slurm:run_cases(cases, opts)
   local records, todo = {}, {}
   for i, cs in ipairs(cases) do
     records[i] = c:record(cs.name)
-    if not c.ctx.opts.dry_run and c:is_complete(cs.name) then
-      c:event("run_skipped", { run = cs.name, reason = "complete in resumed directory" })
-    else
-      todo[#todo + 1] = cs
-    end
+    if c.ctx.opts.dry_run or not c:skip_ended(cs.name) then todo[#todo + 1] = cs end
   end
   if c.ctx.opts.dry_run then
     if #todo > 0 then self:render_only(todo) end

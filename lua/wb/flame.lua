@@ -12,6 +12,7 @@
 -- zooms into the widest frame of that name when the file is opened.
 local svg = require "wb.svg"
 local trace = require "wb.trace"
+local util = require "wb.util"
 
 local M = {}
 
@@ -72,32 +73,7 @@ end
 -- name. self counts stacks ending in the frame, total stacks containing it (once per stack
 -- even when recursive); fractions are of the whole input. folded may be text or parse()'s list.
 function M.top(folded, n)
-  local stacks, sum = stacks_of(folded, "top")
-  local self, total, seen = {}, {}, {}
-  for i, st in ipairs(stacks) do
-    local frames, c = st.frames, st.count
-    local leaf = frames[#frames]
-    self[leaf] = (self[leaf] or 0) + c
-    for _, f in ipairs(frames) do
-      if seen[f] ~= i then
-        seen[f] = i
-        total[f] = (total[f] or 0) + c
-      end
-    end
-  end
-  local rows = {}
-  for name, t in pairs(total) do
-    local s = self[name] or 0
-    rows[#rows + 1] = { name = name, self = s, total = t,
-      self_fraction = sum > 0 and s / sum or 0, total_fraction = sum > 0 and t / sum or 0 }
-  end
-  table.sort(rows, function(a, b)
-    if a.self ~= b.self then return a.self > b.self end
-    if a.total ~= b.total then return a.total > b.total end
-    return a.name < b.name
-  end)
-  if n and n < #rows then rows = table.move(rows, 1, n, 1, {}) end
-  return rows
+  return require("wb.capture_fold").top((stacks_of(folded, "top")), n, { first = 1 })
 end
 
 -- ---- text and colour -----------------------------------------------------------------------
@@ -119,12 +95,7 @@ local function clean(s)
   return (s:gsub("\239\191[\190\191]", "\u{FFFD}"))
 end
 
-local function thousands(n)
-  local s = tostring(math.tointeger(n) or n)
-  local sign, digits = s:match("^(-?)(%d+)$")
-  if not digits then return s end
-  return sign .. digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
-end
+local thousands = util.thousands
 
 local function duration(ns)
   local a = math.abs(ns)

@@ -3,7 +3,7 @@
 -- three charts: run-time distributions, ratios to the reference, and a scan's scaling curve.
 local report = require "wb.report"
 local svg = require "wb.svg"
-local ordered_keys = require("wb.core").ordered_keys
+local util = require "wb.util"
 
 local M = {}
 
@@ -95,13 +95,7 @@ local function host_items(summary)
   if type(host) == "string" then
     items[1] = "host <b>" .. esc(host) .. "</b>"
   elseif type(host) == "table" then
-    local keys = ordered_keys(host)
-    if not keys then
-      keys = {}
-      for k in pairs(host) do keys[#keys + 1] = k end
-      table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-    end
-    for _, k in ipairs(keys) do
+    for _, k in ipairs(util.keys(host)) do
       local v = get(host, k)
       if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then
         local text = esc(report.number(v))
@@ -383,10 +377,14 @@ end
 
 -- ---- page -------------------------------------------------------------------------------
 
-local function section(title, body, class)
+-- html = html.section(title, body [, class]) : a <section> with an <h2> title (escaped) and the
+-- body (HTML)
+function M.section(title, body, class)
   return string.format('<section%s>\n<h2>%s</h2>\n%s</section>\n',
     class and (' class="' .. class .. '"') or "", esc(title), body)
 end
+
+local section = M.section
 
 local function figure(chart, caption)
   return "<figure>\n" .. chart .. "\n<figcaption>" .. caption .. "</figcaption>\n</figure>\n"

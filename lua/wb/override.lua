@@ -7,6 +7,7 @@
 -- (`tool.threads=1,2,4`), the values of a multirun.
 local core = require "wb.core"
 local errors = require "wb.errors"
+local util = require "wb.util"
 
 local M = {}
 
@@ -264,20 +265,24 @@ end
 
 -- ---- formatting --------------------------------------------------------------------------
 
--- yes = override.is_list(v) : v is a wb.array list
-local function is_list(v) return getmetatable(v) == getmetatable(core.array()) end
+-- yes = override.is_list(v) : v is a wb.array list (util.is_list)
+local is_list = util.is_list
 M.is_list = is_list
 
--- keys = override.keys(t) : the keys of a mapping, an ordered table's in their order, a plain
--- table's sorted
-function M.keys(t)
-  local keys = core.ordered_keys(t)
-  if keys then return keys end
-  keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return keys
+-- yes = override.is_sequence(v) : v is a wb.array list, or a plain table (no metatable) whose
+-- keys are exactly 1..#v, #v > 0
+function M.is_sequence(t)
+  if type(t) ~= "table" then return false end
+  if is_list(t) then return true end
+  if getmetatable(t) ~= nil or t[1] == nil then return false end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n == #t
 end
+
+-- keys = override.keys(t) : the keys of a mapping, an ordered table's in their order, a plain
+-- table's sorted (util.keys)
+M.keys = util.keys
 
 local function plain_safe(s)
   return s ~= "" and not s:find("^[ \t]") and not s:find("[ \t]$") and not s:find("[,:%[%]{}'\"#]")

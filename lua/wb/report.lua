@@ -3,6 +3,7 @@
 -- shared pieces they use (units, the summary table, comparison sentences, a Markdown table).
 local json = require "wb.json"
 local ordered_keys = require("wb.core").ordered_keys
+local util = require "wb.util"
 
 local M = {}
 
@@ -305,13 +306,7 @@ local function parameter_names(commands)
   local names, seen = {}, {}
   for _, c in ipairs(commands) do
     local params = get(c, "parameters") or {}
-    local keys = ordered_keys(params)
-    if not keys then
-      keys = {}
-      for k in pairs(params) do keys[#keys + 1] = k end
-      table.sort(keys)
-    end
-    for _, k in ipairs(keys) do
+    for _, k in ipairs(util.keys(params)) do
       if not seen[k] then seen[k], names[#names + 1] = true, k end
     end
   end
@@ -410,8 +405,6 @@ local SUMMARY_SHAPE = {
   },
 }
 
-local ARRAY_MT = getmetatable(json.array())
-
 -- A plain (not ordered) non-empty table whose keys are exactly 1..#v.
 local function is_sequence(v)
   if ordered_keys(v) then return false end
@@ -425,7 +418,7 @@ end
 local function canonical(v, shape)
   if type(v) ~= "table" then return v end
   shape = shape or {}
-  if getmetatable(v) == ARRAY_MT or (shape.array and next(v) == nil) or is_sequence(v) then
+  if util.is_list(v) or (shape.array and next(v) == nil) or is_sequence(v) then
     local out = json.array()
     for i, x in ipairs(v) do out[i] = canonical(x, shape.item) end
     return out
@@ -439,13 +432,7 @@ local function canonical(v, shape)
     end
   end
   for _, k in ipairs(shape.keys or {}) do put(k) end
-  local rest = ordered_keys(v)
-  if not rest then
-    rest = {}
-    for k in pairs(v) do rest[#rest + 1] = k end
-    table.sort(rest, function(a, b) return tostring(a) < tostring(b) end)
-  end
-  for _, k in ipairs(rest) do put(k) end
+  for _, k in ipairs(util.keys(v)) do put(k) end
   return out
 end
 

@@ -92,7 +92,7 @@ end
 local function extra_directives(extra, out)
   if extra == nil or extra == core.null then return end
   if type(extra) ~= "table" then bad("extra must be a list of \"--option=value\" strings or a mapping") end
-  if #extra > 0 or getmetatable(extra) == getmetatable(json.array()) then
+  if #extra > 0 or util.is_list(extra) then
     for _, item in ipairs(extra) do
       local opt, value = tostring(item):match("^(%-%-[%w][%w%-]*)=(.*)$")
       if opt then
@@ -320,15 +320,6 @@ local function write_result(path, r)
   if not ok then errors.raise(1, "job: " .. err, 0) end
 end
 
-local function redact_logs(paths, secrets)
-  if #secrets == 0 then return end
-  for _, path in ipairs(paths) do
-    local text = fs.exists(path) and fs.read(path)
-    local clean = text and util.redact(text, secrets)
-    if clean and clean ~= text then fs.write(path, clean) end
-  end
-end
-
 -- status = slurm.job_main(args) : `wb job CASES.json [INDEX]` runs case INDEX (0-based, default
 -- $SLURM_ARRAY_TASK_ID) of a cases file written by the Slurm executor, measured as
 -- campaign:spawn measures a local run: output in <run_dir>/logs/<name>.std{out,err}.log, and
@@ -337,7 +328,7 @@ end
 -- Returns the case's exit status (128 + signal when it was killed); when the job itself is
 -- cancelled or over its time limit, the result records `interrupted` and the error is re-raised.
 function M.job_main(args)
-  local proc, clock = require "wb.proc", require "wb.clock"
+  local campaign, clock, proc = require "wb.campaign", require "wb.clock", require "wb.proc"
   local path, index = args[1], args[2] or os.getenv("SLURM_ARRAY_TASK_ID")
   if not path or #args > 2 then errors.raise(2, "job: usage: wb job CASES.json [INDEX]", 0) end
   local doc, err = json.read(path)
@@ -351,11 +342,9 @@ function M.job_main(args)
   local env = {}
   for k, v in pairs(case.env or {}) do env[k] = v end
   for _, name in ipairs(case.secret_env or {}) do env[name] = os.getenv(M.secret_var(i, name)) end
-  local secrets = util.secret_values(env)
-  for _, v in ipairs(util.secret_values()) do secrets[#secrets + 1] = v end
-  local safe = util.safe_name(case.name)
-  local logs = { doc.run_dir .. "/logs/" .. safe .. ".stdout.log", doc.run_dir .. "/logs/" .. safe .. ".stderr.log" }
-  local result_path = doc.run_dir .. "/jobs/results/" .. safe .. ".json"
+  local secrets = campaign.merge_secrets(env, util.secret_values())
+  local logs, rel = campaign.log_paths(doc.run_dir, case.name)
+  local result_path = doc.run_dir .. "/jobs/results/" .. util.safe_name(case.name) .. ".json"
   fs.mkdir_p(doc.run_dir .. "/logs")
   fs.mkdir_p(doc.run_dir .. "/jobs/results")
   local r = json.object()
@@ -371,26 +360,19 @@ function M.job_main(args)
     write_result(result_path, r)
     return 127
   end
-  r.stdout_log = "logs/" .. safe .. ".stdout.log"
-  r.stderr_log = "logs/" .. safe .. ".stderr.log"
+  r.stdout_log, r.stderr_log = rel[1], rel[2]
   local ok, res = M.protect(p.wait, p)
   p:close()
   if not ok then
     r.status, r.return_code = "failed", json.null
     r.interrupted = type(res) == "table" and res.interrupted or true
     r.wall_time_seconds = t:elapsed()
-    redact_logs(logs, secrets)
+    campaign.redact_files(logs, secrets)
     write_result(result_path, r)
     error(res, 0)
   end
-  redact_logs(logs, secrets)
-  r.return_code = res.code or json.null
-  r.signal = res.signal
-  r.timed_out = res.timed_out or nil
-  r.wall_time_seconds = res.wall
-  r.user_seconds = res.user
-  r.sys_seconds = res.sys
-  r.maxrss_kb = res.maxrss_kb
+  campaign.redact_files(logs, secrets)
+  campaign.fill_result(r, res, rel)
   r.status = res.ok and "success" or "failed"
   r.finished_at_utc = clock.utc()
   write_result(result_path, r)

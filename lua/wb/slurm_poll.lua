@@ -109,7 +109,7 @@ local function apply_squeue(self, text)
       local task = self.tasks[key_of(job, task_id ~= "N/A" and task_id or nil)]
       if task and not task.ended then
         seen[task] = true
-        task.raw_id, task.state = raw, state
+        task.state = state
         task.reason = reason ~= "None" and reason ~= "" and reason or nil
         task.node = node ~= "" and node or task.node
         task.seen, task.misses = true, 0
@@ -120,15 +120,19 @@ local function apply_squeue(self, text)
   for _, task in ipairs(self.order) do
     if not task.ended and not seen[task] then
       task.misses = task.misses + 1
-      if task.seen or task.misses >= 3 then
-        task.gone = true
-        end_task(self, task)
-      end
+      if task.seen or task.misses >= 3 then end_task(self, task) end
     end
   end
 end
 
 -- ---- final states -------------------------------------------------------------------------
+
+-- Sets the source of final states and logs it (level nil: INFO).
+local function set_source(self, source, why, level)
+  self.source, self.source_detail = source, why
+  self.stats.state_source = source
+  self.event("slurm_state_source", { source = source, detail = why }, level)
+end
 
 -- The source of final states, detected once: "sacct" when accounting storage is configured,
 -- else "scontrol", else "squeue".
@@ -137,21 +141,13 @@ function Tracker:detect()
   local res, err = slurm.command({ "scontrol", "show", "config" }, { stats = self.stats, retry_for = 60 })
   local storage = res and res.stdout:match("AccountingStorageType%s*=%s*(%S+)")
   if not res then
-    self.source, self.source_detail = "squeue", "scontrol show config failed: " .. tostring(err)
+    set_source(self, "squeue", "scontrol show config failed: " .. tostring(err))
   elseif storage and storage ~= "accounting_storage/none" and storage ~= "(null)" then
-    self.source, self.source_detail = "sacct", "AccountingStorageType=" .. storage
+    set_source(self, "sacct", "AccountingStorageType=" .. storage)
   else
-    self.source, self.source_detail = "scontrol", "no accounting storage (AccountingStorageType=" .. tostring(storage) .. ")"
+    set_source(self, "scontrol", "no accounting storage (AccountingStorageType=" .. tostring(storage) .. ")")
   end
-  self.stats.state_source = self.source
-  self.event("slurm_state_source", { source = self.source, detail = self.source_detail })
   return self.source
-end
-
-local function fallback(self, source, why)
-  self.source, self.source_detail = source, why
-  self.stats.state_source = source
-  self.event("slurm_state_source", { source = source, detail = why }, "WARN")
 end
 
 -- rows[key] = {state, exit_code, reason, node} from sacct for the tasks' jobs, or nil, err
@@ -213,7 +209,7 @@ local function final_rows(self, source, jobs)
   if source == "sacct" then
     rows, err = from_sacct(self, jobs)
     if not rows and err:find("accounting storage is disabled", 1, true) then
-      fallback(self, "scontrol", "sacct: " .. err)
+      set_source(self, "scontrol", "sacct: " .. err, "WARN")
       return final_rows(self, "scontrol", jobs)
     end
   elseif source == "scontrol" then

@@ -211,6 +211,17 @@ end
 -- Deterministic jitter in [-0.5, 0.5) for the i-th point (golden-ratio sequence).
 local function jitter(i) return (i * 0.6180339887498949) % 1 - 0.5 end
 
+-- x, step, axis = value_axis(lo, hi, from, to, top, plot_h, label) : the value scale of a
+-- horizontal chart (nice ticks over lo..hi drawn from x = from to x = to), its tick step, and
+-- the bottom axis of the plot area top..top + plot_h, grid lines across it
+local function value_axis(lo, hi, from, to, top, plot_h, label)
+  local ticks, step = M.nice_ticks(lo, hi, 6)
+  local x = M.linear(ticks[1], ticks[#ticks], from, to)
+  return x, step, M.axis { orient = "bottom", scale = x, ticks = ticks, at = top + plot_h,
+    from = from, to = to, grid = plot_h, label = label,
+    format = function(v) return M.tick_format(v, step) end }
+end
+
 local function extent(lo, hi, v)
   if v == nil then return lo, hi end
   return math.min(lo or v, v), math.max(hi or v, v)
@@ -257,14 +268,9 @@ function M.box_plot(o)
     lo, hi = extent(lo, hi, p.min)
     lo, hi = extent(lo, hi, p.max)
   end
-  lo, hi = lo or 0, hi or 1
-  local ticks, step = M.nice_ticks(lo, hi, 6)
-  local x = M.linear(ticks[1], ticks[#ticks], left, width - right)
+  local x, step, axis = value_axis(lo or 0, hi or 1, left, width - right, top, plot_h, o.x_label)
   local fmt = o.format or function(v) return M.tick_format(v, step) end
-  local out = {}
-  out[#out + 1] = M.axis { orient = "bottom", scale = x, ticks = ticks, at = top + plot_h,
-    from = left, to = width - right, grid = plot_h, label = o.x_label,
-    format = function(v) return M.tick_format(v, step) end }
+  local out = { axis }
   for i, r in ipairs(rows) do
     local p = prepared[i]
     local color = r.color or M.palette[(i - 1) % #M.palette + 1]
@@ -331,10 +337,10 @@ function M.box_plot(o)
     desc = o.desc, content = out }
 end
 
--- s = svg.bar_chart{bars, x_label [, reference] [, left_note, right_note] [, width] [, title]
--- [, format]} : one horizontal bar per {label, value [, lo, hi] [, color] [, note] [, tip]},
--- drawn from the reference value (default 0) to value, with [lo, hi] as an error bar, a dashed
--- vertical line at the reference, and left/right notes (e.g. "faster"/"slower") beside it.
+-- s = svg.bar_chart{bars, x_label [, reference] [, left_note, right_note] [, width] [, title]} :
+-- one horizontal bar per {label, value [, lo, hi] [, color] [, note] [, tip]}, drawn from the
+-- reference value (default 0) to value, with [lo, hi] as an error bar, a dashed vertical line at
+-- the reference, and left/right notes (e.g. "faster"/"slower") beside it.
 function M.bar_chart(o)
   local bars, c = o.bars, M.colors
   local ref = o.reference or 0
@@ -353,13 +359,8 @@ function M.bar_chart(o)
     lo, hi = extent(lo, hi, b.lo)
     lo, hi = extent(lo, hi, b.hi)
   end
-  local ticks, step = M.nice_ticks(lo, hi, 6)
-  local x = M.linear(ticks[1], ticks[#ticks], left, width - right)
-  local fmt = o.format or function(v) return M.tick_format(v, step) end
-  local out = {}
-  out[#out + 1] = M.axis { orient = "bottom", scale = x, ticks = ticks, at = top + plot_h,
-    from = left, to = width - right, grid = plot_h, label = o.x_label,
-    format = function(v) return M.tick_format(v, step) end }
+  local x, _, axis = value_axis(lo, hi, left, width - right, top, plot_h, o.x_label)
+  local out = { axis }
   local rx = x(ref)
   for i, b in ipairs(bars) do
     local cy = top + row_h * (i - 0.5)

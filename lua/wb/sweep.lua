@@ -6,15 +6,7 @@ local M = {}
 
 local null = core.null
 local is_list = override.is_list
-
-local function is_axis(v)
-  if type(v) ~= "table" then return false end
-  if is_list(v) then return true end
-  if getmetatable(v) ~= nil or v[1] == nil then return false end
-  local n = 0
-  for _ in pairs(v) do n = n + 1 end
-  return n == #v
-end
+local is_axis = override.is_sequence
 
 local function text(v)
   if type(v) == "string" then

@@ -2,6 +2,8 @@
 -- A test file calls T.case(name, fn) for each case; fn fails by raising (T.eq, T.ok, ...) and
 -- may call T.skip(reason). Prints `ok`/`not ok`/`skip` lines and ends with
 -- `N passed, N failed, N skipped`; exit status 1 when any case failed.
+local fs, json, proc, clock = require "wb.fs", require "wb.json", require "wb.proc", require "wb.clock"
+
 local M = {}
 
 local cases = {}
@@ -61,18 +63,72 @@ function M.raises(fn, pattern, ...)
   return err
 end
 
+-- The number of occurrences of plain (a plain string, not a pattern) in s.
+function M.count(s, plain)
+  local n, i = 0, 1
+  while true do
+    local a, b = s:find(plain, i, true)
+    if not a then return n end
+    n, i = n + 1, b + 1
+  end
+end
+
 -- A fresh temporary directory, removed when the run ends.
 local tmpdirs = {}
 function M.tmpdir()
-  local p = io.popen("mktemp -d /tmp/wbtest.XXXXXX")
-  local dir = p:read("l")
-  p:close()
+  local dir = assert(fs.tmpdir("wbtest", "/tmp"))
   tmpdirs[#tmpdirs + 1] = dir
   return dir
 end
 
 -- The wb binary under test.
 function M.wb_binary() return os.getenv("WB_BIN") or require("wb.core").exe_path() end
+
+-- The repository root ($WB_ROOT, else the current directory).
+function M.root() return os.getenv("WB_ROOT") or fs.cwd() end
+
+-- The path of a bundled example program: ROOT/$WB_BUILD/examples/name.
+function M.example(name) return M.root() .. "/" .. (os.getenv("WB_BUILD") or "build") .. "/examples/" .. name end
+
+-- Whether this process runs as root (real uid 0).
+function M.is_root() return (assert(fs.read("/proc/self/status")):match("\nUid:%s+(%d+)")) == "0" end
+
+-- res = T.wb(args [, {env, cwd, stdin, timeout = 60}]) : runs the wb binary under test with args,
+-- stdout and stderr captured.
+function M.wb(args, opts)
+  opts = opts or {}
+  return assert(proc.run { argv = { M.wb_binary(), table.unpack(args) }, env = opts.env, cwd = opts.cwd,
+    stdin = opts.stdin, timeout = opts.timeout or 60, stdout = "capture", stderr = "capture" })
+end
+
+-- The decoded manifest.json of a run directory.
+function M.manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
+
+-- The events of a run directory's events.jsonl, those named name when given.
+function M.events(dir, name)
+  local out = {}
+  for line in (fs.read(dir .. "/events.jsonl") or ""):gmatch("[^\n]+") do
+    local e = json.decode(line)
+    if e and (not name or e.event == name) then out[#out + 1] = e end
+  end
+  return out
+end
+
+-- Polls fn every 0.1 s until it returns a true value, which it returns; fails after timeout
+-- seconds, or as soon as the wb process p (when given) has exited.
+function M.wait_until(what, timeout, fn, p)
+  local t = clock.timer()
+  while true do
+    local v = fn()
+    if v then return v end
+    if p and not p:running() then
+      local res = p:wait()
+      error("wb exited " .. tostring(res.code) .. " before " .. what .. ": " .. tostring(res.stderr), 2)
+    end
+    if t:elapsed() > timeout then error("timed out after " .. timeout .. " s waiting for " .. what, 2) end
+    clock.sleep(0.1)
+  end
+end
 
 function M.main(files)
   if #files == 0 then require("wb.errors").raise(2, "test: no test files given", 0) end
@@ -113,7 +169,7 @@ function M.main(files)
       io.flush()
     end
   end
-  for _, d in ipairs(tmpdirs) do os.execute("rm -rf '" .. d .. "'") end
+  for _, d in ipairs(tmpdirs) do fs.remove_tree(d) end
   io.write(string.format("%d passed, %d failed, %d skipped\n", passed, failed, skipped))
   return failed > 0 and 1 or 0
 end

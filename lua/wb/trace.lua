@@ -4,6 +4,7 @@
 -- flame.trace_from_runs and (from folded text) flame.speedscope.
 local json = require "wb.json"
 local core = require "wb.core"
+local util = require "wb.util"
 
 local M = {}
 
@@ -16,15 +17,6 @@ local function object(pairs_list)
   return o
 end
 
--- Keys of t in its own order (ordered tables, e.g. decoded JSON) or sorted.
-local function keys_of(t)
-  local keys = core.ordered_keys(t)
-  if keys then return keys end
-  keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return keys
-end
 
 -- json_text = trace.speedscope(stacks [, {name = "profile", unit = "none"}]) : a speedscope file
 -- (https://www.speedscope.app/file-format-schema.json) with one "sampled" profile: every frame
@@ -197,7 +189,7 @@ function M.from_runs(runs)
     local stages = stage_seconds(rec)
     if stages then
       local keys, sum = {}, 0
-      for _, k in ipairs(keys_of(stages)) do
+      for _, k in ipairs(util.keys(stages)) do
         local v = stages[k]
         if type(v) == "number" and v >= 0 then
           keys[#keys + 1] = k

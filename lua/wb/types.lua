@@ -229,6 +229,14 @@ function Campaign:spawn(name, spec) end
 function Campaign:record(name) end
 ---@return boolean
 function Campaign:is_complete(name) end
+---True, with a run_skipped event, when the run already ended (resume).
+---@return boolean
+function Campaign:skip_ended(name) end
+---Marks the run running and logs run_started (with the extra fields); the caller saves.
+---@return table record
+function Campaign:start_run(name, extra) end
+---Stamps the run finished and logs run_finished with its status (and the extra fields); the caller saves.
+function Campaign:end_run(name, extra) end
 function Campaign:event(name, fields, level) end
 ---@return string path
 function Campaign:write(relpath, text) end
@@ -245,6 +253,15 @@ local campaign = {}
 function campaign.open(ctx, spec) end
 ---@return table? manifest, string? err
 function campaign.read_manifest(path) end
+---A run's stdout and stderr log paths {out, err} under dir, and relative to it.
+---@return string[] paths, string[] rel
+function campaign.log_paths(dir, name) end
+---@return string[] secrets the secret values of env followed by base (base when env is nil)
+function campaign.merge_secrets(env, base) end
+---@return boolean? ok, string? err
+function campaign.redact_files(paths, secrets) end
+---Exit status, times, peak RSS of a wb.proc result and the log paths rel into rec.
+function campaign.fill_result(rec, res, rel) end
 
 -- wb.capture / outputs ------------------------------------------------------------------------
 
@@ -376,6 +393,16 @@ function util.shell_join(argv) end
 function util.split_words(s) end
 ---@return string
 function util.format_seconds(x) end
+---An integer with thousands separators ("1,234"); other numbers as tostring shows them.
+---@return string
+function util.thousands(n) end
+---nil for wb.null (an optional config value left unset), else v.
+function util.opt(v) end
+---The keys of a mapping: an ordered table's in their order, a plain table's sorted by tostring.
+---@return any[]
+function util.keys(t) end
+---@return boolean
+function util.is_list(v) end
 ---Up to 3 candidates close to word: those starting with it first, then by edit distance.
 ---@param candidates string[]
 ---@return string[]

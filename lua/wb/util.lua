@@ -1,5 +1,8 @@
 -- Small helpers shared by the Lua library: quoting, word splitting, hashing, secrets, suggestions,
--- paths.
+-- paths, table keys and lists, number formatting, and opt(v) (nil for wb.null, for optional
+-- config values).
+local core = require "wb.core"
+
 local M = {}
 
 -- s = util.shell_quote(word) : a word the POSIX shell reads back unchanged
@@ -142,6 +145,26 @@ function M.deep_equal(a, b)
   return true
 end
 
+-- yes = util.is_list(v) : v is a wb.array list
+function M.is_list(v) return getmetatable(v) == getmetatable(core.array()) end
+
+-- keys = util.keys(t) : the keys of a mapping, an ordered table's in their order, a plain
+-- table's sorted by tostring
+function M.keys(t)
+  local keys = core.ordered_keys(t)
+  if keys then return keys end
+  keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return keys
+end
+
+-- v = util.opt(v) : nil for wb.null (an optional config value left unset), else v
+function M.opt(v)
+  if v == core.null then return nil end
+  return v
+end
+
 -- keys = util.sorted_keys(t)
 function M.sorted_keys(t)
   local keys = {}
@@ -207,6 +230,15 @@ function M.safe_name(s)
   s = tostring(s):gsub("[^%w%-%._=,+]", "_")
   if s == "" or s == "." or s == ".." then s = "_" end
   return s
+end
+
+-- s = util.thousands(n) : an integer with thousands separators ("-1,234,567"); any other number
+-- as tostring shows it (the caller rounds)
+function M.thousands(n)
+  local s = tostring(math.tointeger(n) or n)
+  local sign, digits = s:match("^(-?)(%d+)$")
+  if not digits then return s end
+  return sign .. digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
 end
 
 -- s = util.format_seconds(x) : "12.3 ms", "1.234 s", "2m 03s"

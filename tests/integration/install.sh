@@ -6,12 +6,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${WB_BUILD:-build}
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-passed=0 failed=0
-check() { # name command...
-  local name=$1; shift
-  if out=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok - $name"
-  else failed=$((failed + 1)); echo "not ok - $name"; echo "$out" | sed 's/^/    /' | tail -n 20; fi
-}
+source tests/lib/check.sh
 
 check "make install" make -s install BUILD="$BUILD" PREFIX=/opt/wb DESTDIR="$stage"
 root="$stage/opt/wb"
@@ -43,5 +38,4 @@ san=
 readelf -d "$root/lib/libwb.so" | grep -q 'NEEDED.*libasan' && san="-fsanitize=address,undefined"
 check "a C program builds and runs against the installed library" bash -c \
   "cc -std=c11 -Wall -Werror $san -I'$root/include/wb' '$stage/use.c' -L'$root/lib' -lwb -o '$stage/use' && LD_LIBRARY_PATH='$root/lib' '$stage/use'"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

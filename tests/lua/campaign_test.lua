@@ -4,19 +4,13 @@ local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local RECIPE = "tests/fixtures/recipes/campaign.lua"
 
-local function run_wb(args, env)
-  local argv = { T.wb_binary(), "run", RECIPE }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 60 })
-end
+local function run_wb(args, env) return T.wb({ "run", RECIPE, table.unpack(args) }, { env = env }) end
 
 local function lines(path)
   local out = {}
   for l in (fs.read(path) or ""):gmatch("[^\n]+") do out[#out + 1] = l end
   return out
 end
-
-local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
 
 local function statuses(m)
   local out = {}
@@ -34,7 +28,7 @@ T.case("a campaign writes the run directory of DESIGN §5", function()
     "manifest.json", "events.jsonl", "logs/case1.stdout.log", "logs/case3.stderr.log" }) do
     T.ok(fs.exists(dir .. "/" .. f), f)
   end
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.schema_name, "wb.manifest")
   T.eq(m.schema_version, 1)
   T.eq(m.status, "complete")
@@ -65,16 +59,16 @@ T.case("the second run compares against the first compatible one", function()
   T.eq(run_wb({ "-o", d .. "/a", "cases=2" }).code, 0)
   T.eq(run_wb({ "-o", d .. "/b", "cases=2" }).code, 0)
   T.eq(run_wb({ "-o", d .. "/c", "cases=2", "sleep=0.2" }).code, 0)
-  local b = manifest(d .. "/b")
+  local b = T.manifest(d .. "/b")
   T.eq(b.previous_manifest_path, d .. "/a/manifest.json")
   local metrics = {}
   for _, c in ipairs(b.comparisons) do metrics[c.run_name .. ":" .. c.metric] = c end
   T.ok(metrics["case1:wall_seconds"], "time metric compared")
   T.eq(metrics["case1:output_row_count"].verdict, "unchanged")
-  local c = manifest(d .. "/c")
+  local c = T.manifest(d .. "/c")
   T.eq(c.previous_manifest_path, wb.null, "a different config is a different compatibility scope")
   T.eq(run_wb({ "-o", d .. "/e", "cases=2", "sleep=0.2", "--baseline", d .. "/a" }).code, 0)
-  local e = manifest(d .. "/e")
+  local e = T.manifest(d .. "/e")
   T.eq(e.previous_manifest_path, d .. "/a/manifest.json")
   local slower = 0
   for _, row in ipairs(e.comparisons) do
@@ -92,7 +86,7 @@ T.case("--dry-run writes the plan and runs nothing", function()
   T.eq(plan.totals.subprocess_runs, 4)
   T.eq(plan.sections[1].cases[1].command:sub(1, 6), "sh -c ")
   T.match(fs.read(d .. "/dry/plan.md"), "Within budget")
-  local m = manifest(d .. "/dry")
+  local m = T.manifest(d .. "/dry")
   T.eq(m.dry_run, true)
   T.eq(statuses(m), { "case1=dry_run", "case2=dry_run", "case3=dry_run", "case4=dry_run" })
 end)
@@ -115,11 +109,10 @@ T.case("SIGKILL mid-campaign leaves a valid manifest; --resume runs only the res
   local marker = d .. "/marker"
   local p = assert(proc.spawn { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=6", "sleep=0.3",
     "marker=" .. marker }, stdout = "null", stderr = "null" })
-  local deadline = wb.clock.now() + 20e9
-  while #lines(marker) < 3 and wb.clock.now() < deadline do wb.clock.sleep(0.02) end
+  T.wait_until("3 cases done", 20, function() return #lines(marker) >= 3 end)
   p:kill(9)
   p:wait()
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "running")
   local done = {}
   for _, r in ipairs(m.runs) do if r.status == "success" then done[#done + 1] = r.name end end
@@ -135,7 +128,7 @@ T.case("SIGKILL mid-campaign leaves a valid manifest; --resume runs only the res
     for _, r in ipairs(rerun) do T.ok(r ~= name, name .. " completed before the kill and ran again") end
   end
   T.eq(#done + #rerun, 6, "every case ran to completion exactly once after the kill")
-  m = manifest(dir)
+  m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(statuses(m), { "case1=success", "case2=success", "case3=success", "case4=success",
     "case5=success", "case6=success" })
@@ -147,15 +140,14 @@ T.case("SIGINT: children whose TERM is ignored end after the grace; manifest int
   local marker = d .. "/marker"
   local p = assert(proc.spawn { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=3", "sleep=30",
     "ignore_term=true", "marker=" .. marker }, stdout = "null", stderr = "capture" })
-  local deadline = wb.clock.now() + 20e9
-  while #lines(marker) < 1 and wb.clock.now() < deadline do wb.clock.sleep(0.02) end
+  T.wait_until("a case started", 20, function() return #lines(marker) >= 1 end)
   wb.clock.sleep(0.1)
   local t = wb.clock.timer()
   p:kill(2)
   local res = p:wait()
   T.eq(res.code, 130, res.stderr)
   T.ok(t:elapsed() < 2 + 1, "ended within the grace period plus 1 s: " .. t:elapsed())
-  T.eq(manifest(dir).status, "interrupted")
+  T.eq(T.manifest(dir).status, "interrupted")
   local survivors = proc.run { argv = { "pgrep", "-f", "sleep 30; echo done" }, stdout = "capture" }
   T.eq(survivors.stdout, "", "no process survives")
 end)

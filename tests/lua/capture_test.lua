@@ -8,13 +8,10 @@ local fs = require "wb.fs"
 local json = require "wb.json"
 local proc = require "wb.proc"
 
-local root = os.getenv("WB_ROOT") or fs.cwd()
-local build = os.getenv("WB_BUILD") or "build"
-local SPLIT = root .. "/" .. build .. "/examples/cpu_split"
+local SPLIT = T.example("cpu_split")
 
-local function is_root()
-  return (fs.read("/proc/self/status"):match("\nUid:%s+(%d+)")) == "0"
-end
+-- `wb run recipes/profile.lua ARGS`
+local function profile(args) return T.wb({ "run", T.root() .. "/recipes/profile.lua", table.unpack(args) }) end
 
 local function need_bpf()
   local ok, why = wb.bpf.available()
@@ -171,7 +168,7 @@ T.case("perf CLI method: perf record + perf script folded the same way", functio
 end)
 
 T.case("unprivileged (runuser nobody): BPF skipped with the reason, a user-space perf_event profile", function()
-  if not is_root() then T.skip("needs root to run a capture as nobody") end
+  if not T.is_root() then T.skip("needs root to run a capture as nobody") end
   local dir = T.tmpdir()
   os.execute("chmod 777 " .. dir)
   local script = dir .. "/cap.lua"
@@ -284,17 +281,33 @@ T.case("misuse raises; a missing program is an error value; a timeout still yiel
   T.eq({ sh.ok, sh.result.code }, { false, 3 })
 end)
 
+T.case("wb.bpf.open: no options and nil options are the defaults; bad options raise", function()
+  T.raises(function() wb.bpf.open(5) end, "table expected")
+  T.raises(function() wb.bpf.open { freq = 0 } end, "freq must be in 1..100000")
+  T.raises(function() wb.bpf.open { stack_entries = 1.5 } end, "option 'stack_entries': integer expected")
+  local ok = wb.bpf.available()
+  for _, open in ipairs { function() return wb.bpf.open() end, function() return wb.bpf.open(nil) end } do
+    local s, err = open()
+    if ok then
+      T.eq(tostring(s), "wb.bpf.session (attached)", err)
+      s:close()
+    else
+      T.eq(s, nil)
+      T.match(err, "^bpf: ")
+    end
+  end
+end)
+
 T.case("wb profile: run directory, manifest with profilers and method, top functions printed", function()
   local dir = T.tmpdir() .. "/run"
-  local res = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir, "freq=499",
-    "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" }, stdout = "capture", stderr = "capture", timeout = 60 }
+  local res = profile({ "-o", dir, "freq=499", "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" })
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "^checksum %x+\n")
   T.match(res.stdout, "\non%-CPU: [%d,]+ samples")
   T.match(res.stdout, "\n +%d+%.%d%% +%d+%.%d%%  spin_a\n")
   T.match(res.stdout, "\noff%-CPU: ")
   T.match(res.stdout, "task%-clock +%d")
-  local m = assert(json.read(dir .. "/manifest.json"))
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(#m.profilers, 8)
   local run = m.runs[1]
@@ -303,17 +316,14 @@ T.case("wb profile: run directory, manifest with profilers and method, top funct
   T.ok(run.metrics.oncpu_samples > 100)
   T.match(fs.read(dir .. "/report.html"), "<iframe title=\"On%-CPU flame graph\"")
   T.match(fs.read(dir .. "/logs/profile.stdout.log"), "^checksum")
-  local again = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "_again",
-    "freq=499", "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" }, stdout = "capture", stderr = "capture", timeout = 60 }
+  local again = profile({ "-o", dir .. "_again", "freq=499", "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" })
   T.eq(again.code, 0, again.stderr)
   T.match(again.stdout, "differential flame graph: [^\n]*profile%.oncpu%.diff%.svg")
-  T.eq(assert(json.read(dir .. "_again/manifest.json")).previous_manifest_path, dir .. "/manifest.json")
+  T.eq(T.manifest(dir .. "_again").previous_manifest_path, dir .. "/manifest.json")
   T.match(fs.read(dir .. "_again/profiles/profile.oncpu.diff.svg"), "Differential")
-  local bad = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "2", "--", "false" },
-    stdout = "capture", stderr = "capture" }
+  local bad = profile({ "-o", dir .. "2", "--", "false" })
   T.eq(bad.code, 1)
-  local none = proc.run { argv = { T.wb_binary(), "run", root .. "/recipes/profile.lua", "-o", dir .. "3" },
-    stdout = "capture", stderr = "capture" }
+  local none = profile({ "-o", dir .. "3" })
   T.eq(none.code, 2)
   T.match(none.stderr, "which command")
 end)

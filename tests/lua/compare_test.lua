@@ -1,7 +1,6 @@
 local T = require "wb.test"
 local compare = require "wb.compare"
 local json = require "wb.json"
-local proc = require "wb.proc"
 local fs = require "wb.fs"
 
 local DIR = "tests/fixtures/compare/"
@@ -36,9 +35,7 @@ local function generic(metrics, samples)
   return json.decode(json.encode({ metrics = metrics, samples = samples or {} }))
 end
 
-local function run_wb(...)
-  return assert(proc.run { argv = { T.wb_binary(), "compare", ... }, stdout = "capture", stderr = "capture", timeout = 30 })
-end
+local function run_wb(...) return T.wb({ "compare", ... }, { timeout = 30 }) end
 
 T.case("wb bench summaries: metrics per command, samples attached, exact Markdown", function()
   local base = compare.load(DIR .. "bench_base.json")

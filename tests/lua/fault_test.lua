@@ -33,22 +33,20 @@ T.case("SIGINT mid-campaign, then --resume: nothing completed is lost or run twi
   local dir, marker = d .. "/int", d .. "/marker"
   local p = assert(proc.spawn { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=6", "sleep=0.3",
     "marker=" .. marker }, stdout = "null", stderr = "capture" })
-  local deadline = wb.clock.now() + 20e9
-  while #lines(marker) < 3 and wb.clock.now() < deadline do wb.clock.sleep(0.02) end
+  T.wait_until("3 cases done", 20, function() return #lines(marker) >= 3 end)
   p:kill(2)
   local res = p:wait()
   T.eq(res.code, 130, res.stderr)
-  local m = assert(json.read(dir .. "/manifest.json"))
+  local m = T.manifest(dir)
   T.eq(m.status, "interrupted")
   local done = {}
   for _, r in ipairs(m.runs) do if r.status == "success" then done[r.name] = true end end
   local before = #lines(marker)
-  res = assert(proc.run { argv = { T.wb_binary(), "run", RECIPE, "--resume", dir, "cases=6", "sleep=0.3",
-    "marker=" .. marker }, stdout = "capture", stderr = "capture" })
+  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=6", "sleep=0.3", "marker=" .. marker })
   T.eq(res.code, 0, res.stderr)
   local after = lines(marker)
   for i = before + 1, #after do T.ok(not done[after[i]], after[i] .. " ran twice") end
-  m = assert(json.read(dir .. "/manifest.json"))
+  m = T.manifest(dir)
   T.eq(m.status, "complete")
   for _, r in ipairs(m.runs) do T.eq(r.status, "success", r.name) end
 end)
@@ -59,8 +57,7 @@ T.case("a full disk: a clear error, the previous manifest intact", function()
     T.skip("cannot mount a small tmpfs (needs root)")
   end
   local dir = d .. "/full"
-  local res = proc.run { argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "cases=3", "sleep=0",
-    "+big=" .. string.rep("x", 20000) }, stdout = "capture", stderr = "capture" }
+  local res = T.wb({ "run", RECIPE, "-o", dir, "cases=3", "sleep=0", "+big=" .. string.rep("x", 20000) })
   local manifest_text = fs.read(dir .. "/manifest.json")
   os.execute("umount '" .. d .. "'")
   T.ok(res.code == 1 or res.code == 2, "exit " .. tostring(res.code))
@@ -106,10 +103,10 @@ return wb.recipe { run = function(ctx)
   c:run("c", function(rec) end)
 end }
 ]])
-  local res = proc.run { argv = { T.wb_binary(), "run", recipe, "-o", d .. "/run" }, stdout = "capture", stderr = "capture" }
+  local res = T.wb({ "run", recipe, "-o", d .. "/run" })
   T.eq(res.code, 1)
   T.match(res.stderr, "^wb: " .. recipe:gsub("%p", "%%%0") .. ":6: the parser choked on line 7\n$")
-  local m = assert(json.read(d .. "/run/manifest.json"))
+  local m = T.manifest(d .. "/run")
   T.eq(m.status, "failed")
   T.eq(m.runs[1].status, "success")
   T.eq(m.runs[1].metrics.x, 1)

@@ -31,15 +31,6 @@ local function rgb(hex)
   return tonumber(hex:sub(2, 3), 16), tonumber(hex:sub(4, 5), 16), tonumber(hex:sub(6, 7), 16)
 end
 
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
-end
-
 T.case("parse: stacks, counts, total; the count is the last field, names may hold spaces", function()
   local stacks, total = flame.parse("main;do work;x y 12\nmain;f 10 20\n  main;g\t7  \n")
   T.eq(stacks, {
@@ -68,7 +59,7 @@ T.case("svg: identical prefixes merge into one frame, siblings sorted by name", 
   local doc = flame.svg("a;b 1\na;c 1\na;b 2\nzeta 4\nalpha 2\n")
   local list, by = frames_of(doc)
   T.eq(#list, 6, "all, a, b, c, alpha, zeta")
-  T.eq(count(doc, "<title>a ("), 1)
+  T.eq(T.count(doc, "<title>a ("), 1)
   T.eq({ by.all.n, by.a.n, by.b.n, by.c.n, by.alpha.n, by.zeta.n }, { 10, 4, 3, 1, 2, 4 })
   T.eq({ by.a.d, by.b.d, by.zeta.d }, { 1, 2, 1 })
   T.ok(by.a.x < by.alpha.x and by.alpha.x < by.zeta.x, "a < alpha < zeta")
@@ -94,7 +85,7 @@ end)
 T.case("svg: hostile names are escaped, control bytes and invalid UTF-8 replaced", function()
   local hostile = [[<&>"']] .. ";</title><script>alert(1)</script>;x\1y\255z;é 5\nok 1\n"
   local doc = flame.svg(hostile, { title = "t <&> \"'" })
-  T.eq(count(doc, "<script"), 1, "only wb's own script")
+  T.eq(T.count(doc, "<script"), 1, "only wb's own script")
   T.ok(not doc:find("alert(1)</script>", 1, true))
   T.ok(doc:find("&lt;&amp;&gt;&quot;&#39; (5 samples", 1, true))
   T.ok(doc:find("<title>t &lt;&amp;&gt; &quot;&#39;</title>", 1, true))
@@ -170,7 +161,7 @@ T.case("svg: interactive and self-contained; an empty profile still renders", fu
   end
   T.match(doc, 'Reset Zoom')
   T.ok(not doc:find("href", 1, true) and not doc:find("url%(%s*[^#]"), "no external references")
-  T.eq(count(doc, "://"), 1, "no URL but the SVG namespace")
+  T.eq(T.count(doc, "://"), 1, "no URL but the SVG namespace")
   local empty = flame.svg("")
   T.eq(#frames_of(empty), 0)
   T.match(empty, "no samples")

@@ -3,16 +3,10 @@
 local T = require "wb.test"
 local json = require "wb.json"
 local core = require "wb.core"
+local fs = require "wb.fs"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = here .. "/../fixtures/json/"
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 T.case("decode scalars and containers", function()
   local v = json.decode(' {"s": "x", "i": 42, "f": 2.5, "t": true, "n": null, "a": [1, [], {}]} ')
@@ -180,11 +174,11 @@ end)
 
 T.case("pretty and compact output of a fixture", function()
   local v = assert(json.read(fixtures .. "small.json"))
-  T.eq(json.encode(v, { pretty = true }) .. "\n", slurp(fixtures .. "small.pretty.json"))
-  T.eq(json.encode(v) .. "\n", slurp(fixtures .. "small.compact.json"))
+  T.eq(json.encode(v, { pretty = true }) .. "\n", assert(fs.read(fixtures .. "small.pretty.json")))
+  T.eq(json.encode(v) .. "\n", assert(fs.read(fixtures .. "small.compact.json")))
   T.eq(json.encode({ a = { 1 }, b = {} }, { pretty = true, indent = 4 }), '{\n    "a": [\n        1\n    ],\n    "b": {}\n}')
-  T.eq(json.encode(json.decode(slurp(fixtures .. "small.pretty.json")), { pretty = true }) .. "\n",
-    slurp(fixtures .. "small.pretty.json"), "pretty output is a fixed point")
+  T.eq(json.encode(json.decode(assert(fs.read(fixtures .. "small.pretty.json"))), { pretty = true }) .. "\n",
+    assert(fs.read(fixtures .. "small.pretty.json")), "pretty output is a fixed point")
   T.raises(function() json.encode({}, { indent = -1 }) end, "indent must be 0..16")
 end)
 
@@ -244,18 +238,18 @@ T.case("write: a file atomically, streamed, with a final newline", function()
   local doc = json.object()
   doc.n, doc.values = 3, big
   T.eq(json.write(p, doc, { pretty = true }), true)
-  local text = slurp(p)
+  local text = assert(fs.read(p))
   T.eq(text:sub(-1), "\n")
   T.eq(text, json.encode(doc, { pretty = true }) .. "\n")
   T.eq(json.read(p).values[100000], 100000.5)
   T.eq(json.write(p, { a = 1 }), true)
-  T.eq(slurp(p), '{"a":1}\n')
+  T.eq(assert(fs.read(p)), '{"a":1}\n')
   local cyclic = {}
   cyclic.self = cyclic
   T.raises(function() json.write(p, cyclic) end, "json: cycle")
-  T.eq(slurp(p), '{"a":1}\n', "the old file is kept")
+  T.eq(assert(fs.read(p)), '{"a":1}\n', "the old file is kept")
   local names = {}
-  for _, n in ipairs(require("wb.fs").list(d)) do names[#names + 1] = n end
+  for _, n in ipairs(fs.list(d)) do names[#names + 1] = n end
   T.eq(names, { "doc.json" }, "no temporary file is left behind")
   local ok, err = json.write(d .. "/missing/doc.json", {})
   T.eq(ok, nil)

@@ -8,9 +8,7 @@ local SMALL = { "dataset.variants=4000", "dataset.samples=1000", "workload.threa
 local SIX = { "binary_cpu", "binary_gpu", "binary_gpu_cached", "linear_cpu", "linear_gpu", "linear_gpu_cached" }
 
 local function run_wb(args, env, recipe)
-  local argv = { T.wb_binary(), "run", "recipes/" .. (recipe or "matrix") .. ".lua" }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, env = env, stdout = "capture", stderr = "capture", timeout = 120 })
+  return T.wb({ "run", "recipes/" .. (recipe or "matrix") .. ".lua", table.unpack(args) }, { env = env, timeout = 120 })
 end
 
 local function with(list, ...)
@@ -18,8 +16,6 @@ local function with(list, ...)
   for _, a in ipairs({ ... }) do out[#out + 1] = a end
   return out
 end
-
-local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
 
 local function runs_by_name(m)
   local out = {}
@@ -34,7 +30,7 @@ T.case("the six-run matrix on the bundled engine: runs, stages, rows, cache stat
   local res = run_wb(with(SMALL, "-o", dir))
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "report: " .. dir:gsub("%p", "%%%0") .. "/report.md")
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(m.dry_run, false)
   T.eq(m.previous_manifest_path, wb.null)
@@ -92,10 +88,10 @@ T.case("the second run carries comparisons against the first", function()
   local dir = parent .. "/m2"
   local res = run_wb(with(SMALL, "-o", dir))
   T.ok(res.code == 0 or res.code == 1, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(m.previous_manifest_path, parent .. "/m1/manifest.json")
-  T.eq(m.compatibility_scope, manifest(parent .. "/m1").compatibility_scope)
+  T.eq(m.compatibility_scope, T.manifest(parent .. "/m1").compatibility_scope)
   local seen = {}
   for _, c in ipairs(m.comparisons) do
     seen[c.run_name .. " " .. c.metric] = c
@@ -117,7 +113,7 @@ end)
 T.case("a planted 10% compute slowdown is flagged as a regression", function()
   local dir = parent .. "/m3"
   local res = run_wb(with(SMALL, "-o", dir), { GWAS_ENGINE_SLOWDOWN = "1.10" })
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.previous_manifest_path, parent .. "/m2/manifest.json")
   local flagged, seen = {}, {}
   for _, c in ipairs(m.comparisons) do
@@ -144,7 +140,7 @@ T.case("--dry-run writes the plan, the commands and the budget, and runs nothing
   T.match(plan.sections[2].cases[1].command, "%-%-cache%-dir " .. dir:gsub("%p", "%%%0") .. "/cache/binary_gpu ")
   T.ok(not plan.sections[1].cases[1].command:find("--cache-dir", 1, true), "cpu runs have no cache")
   T.match(fs.read(dir .. "/plan.md"), "Within budget")
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.dry_run, true)
   for _, r in ipairs(m.runs) do
     T.eq(r.status, "dry_run")
@@ -161,7 +157,7 @@ T.case("machine=slurm_cpu --dry-run writes one batch script per wave", function(
   T.ok(fs.exists(dir .. "/jobs/batch-001.sbatch"), "wave 1 script")
   T.ok(fs.exists(dir .. "/jobs/batch-002.sbatch"), "wave 2 script")
   T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), "#SBATCH %-%-array=0%-3")
-  local by = runs_by_name(manifest(dir))
+  local by = runs_by_name(T.manifest(dir))
   T.eq(by.binary_gpu_cached.slurm_script, "jobs/batch-002.sbatch")
 end)
 
@@ -194,7 +190,7 @@ matrix:
   local dir = parent .. "/explicit"
   local res = run_wb({ "-o", dir, "--config-name", "matrix_test_explicit" }, { WB_PROFILE_PATH = profiles })
   T.eq(res.code, 1, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "failed")
   local names = {}
   for i, r in ipairs(m.runs) do names[i] = r.name .. "=" .. r.status end
@@ -239,7 +235,7 @@ T.case("the plink2 matrix on a dataset made by the data recipe", function()
   local dir = parent .. "/p1"
   local res = run_wb({ "-o", dir, "-cn", "matrix_plink2" }, env)
   T.eq(res.code, 0, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   local names = {}
   for i, r in ipairs(m.runs) do names[i] = r.name end
   T.eq(names, { "binary_t1", "binary_t2", "linear_t1", "linear_t2" })

@@ -4,9 +4,7 @@ local perf = require "wb.perf"
 local proc = require "wb.proc"
 local json = require "wb.json"
 
-local root = os.getenv("WB_ROOT") or require("wb.fs").cwd()
-local build = os.getenv("WB_BUILD") or "build"
-local SPLIT = root .. "/" .. build .. "/examples/cpu_split"
+local SPLIT = T.example("cpu_split")
 
 local HARDWARE = { "cycles", "instructions", "cache-misses", "branch-misses" }
 
@@ -17,10 +15,6 @@ local function count(argv, opts)
   assert(p:release())
   local res = p:wait()
   return c:read(), res
-end
-
-local function is_root()
-  return (io.open("/proc/self/status"):read("a"):match("\nUid:%s+(%d+)")) == "0"
 end
 
 T.case("counters of a held child: task-clock matches its CPU time, software events count", function()
@@ -92,7 +86,7 @@ T.case("multiplexed hardware counters are scaled and flagged", function()
 end)
 
 T.case("unprivileged: kernel-side events unavailable with the reason, the rest user space only", function()
-  if not is_root() then T.skip("needs root to run a check as nobody") end
+  if not T.is_root() then T.skip("needs root to run a check as nobody") end
   local dir = T.tmpdir()
   os.execute("chmod 777 " .. dir)
   local script = dir .. "/counters.lua"

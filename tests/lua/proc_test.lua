@@ -1,23 +1,12 @@
 local T = require "wb.test"
 local proc = require "wb.proc"
+local fs = require "wb.fs"
+local clock = require "wb.clock"
 
 local function sh(script, extra)
   local spec = { argv = { "sh", "-c", script } }
   for k, v in pairs(extra or {}) do spec[k] = v end
   return spec
-end
-
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write_file(path, data)
-  local f = assert(io.open(path, "wb"))
-  f:write(data)
-  f:close()
 end
 
 local function lines_of(s)
@@ -26,17 +15,13 @@ local function lines_of(s)
   return out
 end
 
-local function my_pid() return tonumber(read_file("/proc/self/stat"):match("^(%d+)")) end
-
-local function readlink(path)
-  return proc.run({ argv = { "readlink", path }, stdout = "capture" }).stdout
-end
+local function my_pid() return tonumber(assert(fs.read("/proc/self/stat")):match("^(%d+)")) end
 
 -- What descriptor n of a child started with `spec` (running sleep) refers to.
 local function child_fd(spec, n)
   spec.argv = { "sleep", "10" }
   local p <close> = assert(proc.spawn(spec))
-  return readlink("/proc/" .. p.pid .. "/fd/" .. n)
+  return assert(fs.readlink("/proc/" .. p.pid .. "/fd/" .. n))
 end
 
 -- A sleep duration no other process uses, so its processes can be found by command line.
@@ -48,15 +33,12 @@ local function survivors(m)
   return r.stdout
 end
 
--- Waits (up to ~10 s) until `count` processes `sleep MARKER` run; returns how many do.
+-- Waits (up to 10 s) until `count` processes `sleep MARKER` run; returns how many do.
 local function await_survivors(m, count)
-  local n
-  for _ = 1, 200 do
-    n = select(2, survivors(m):gsub("\n", ""))
-    if n >= count then break end
-    proc.run { argv = { "sleep", "0.05" } }
-  end
-  return n
+  return T.wait_until(count .. " processes sleep " .. m, 10, function()
+    local n = T.count(survivors(m), "\n")
+    return n >= count and n
+  end)
 end
 
 T.case("argv runs without a shell; arguments arrive intact", function()
@@ -86,7 +68,7 @@ end)
 
 T.case("argv[1] is looked up in the child's PATH when env sets it", function()
   local dir = T.tmpdir()
-  write_file(dir .. "/wbtool", "#!/bin/sh\necho tool:$1\n")
+  assert(fs.write(dir .. "/wbtool", "#!/bin/sh\necho tool:$1\n"))
   os.execute("chmod +x " .. dir .. "/wbtool")
   local r = proc.run { argv = { "wbtool", "z" }, env = { PATH = dir .. ":/usr/bin:/bin" }, stdout = "capture" }
   T.eq(r.stdout, "tool:z\n")
@@ -108,7 +90,7 @@ end)
 T.case("stdin: null (default), file, data (1 MiB through cat), inherit", function()
   T.eq(proc.run({ argv = { "cat" }, stdout = "capture" }).stdout, "")
   local dir = T.tmpdir()
-  write_file(dir .. "/in", "from file\n")
+  assert(fs.write(dir .. "/in", "from file\n"))
   T.eq(proc.run({ argv = { "cat" }, stdin = { file = dir .. "/in" }, stdout = "capture" }).stdout, "from file\n")
   local chunk = {}
   for i = 1, 16384 do chunk[i] = string.format("%063d\n", i) end
@@ -119,31 +101,31 @@ T.case("stdin: null (default), file, data (1 MiB through cat), inherit", functio
   T.eq(proc.run({ argv = { "cat" }, stdin = { data = "" }, stdout = "capture" }).stdout, "")
   local res, err, errno = proc.run { argv = { "cat" }, stdin = { file = dir .. "/missing" } }
   T.eq({ res, err, errno }, { nil, "spawn: stdin " .. dir .. "/missing: No such file or directory", 2 })
-  T.eq(child_fd({ stdin = "inherit" }, 0), readlink("/proc/" .. my_pid() .. "/fd/0"))
-  T.eq(child_fd({}, 0), "/dev/null\n")
+  T.eq(child_fd({ stdin = "inherit" }, 0), assert(fs.readlink("/proc/" .. my_pid() .. "/fd/0")))
+  T.eq(child_fd({}, 0), "/dev/null")
 end)
 
 T.case("stdout/stderr: inherit, null, file, append, capture, tee", function()
   local pid = my_pid()
-  T.eq(child_fd({}, 1), readlink("/proc/" .. pid .. "/fd/1"))
-  T.eq(child_fd({ stdout = "inherit", stderr = "inherit" }, 2), readlink("/proc/" .. pid .. "/fd/2"))
-  T.eq(child_fd({ stdout = "null" }, 1), "/dev/null\n")
-  T.eq(child_fd({ stderr = "null" }, 2), "/dev/null\n")
+  T.eq(child_fd({}, 1), assert(fs.readlink("/proc/" .. pid .. "/fd/1")))
+  T.eq(child_fd({ stdout = "inherit", stderr = "inherit" }, 2), assert(fs.readlink("/proc/" .. pid .. "/fd/2")))
+  T.eq(child_fd({ stdout = "null" }, 1), "/dev/null")
+  T.eq(child_fd({ stderr = "null" }, 2), "/dev/null")
   T.eq(proc.run(sh("true", { stderr = "capture" })).stdout, nil)
   local dir = T.tmpdir()
   local f = dir .. "/out"
   proc.run(sh("echo one; echo err1 >&2", { stdout = { file = f }, stderr = { file = dir .. "/err" } }))
   proc.run(sh("echo two", { stdout = { file = f, append = true } }))
-  T.eq(read_file(f), "one\ntwo\n")
-  T.eq(read_file(dir .. "/err"), "err1\n")
+  T.eq(assert(fs.read(f)), "one\ntwo\n")
+  T.eq(assert(fs.read(dir .. "/err")), "err1\n")
   proc.run(sh("echo three", { stdout = { file = f } }))
-  T.eq(read_file(f), "three\n")
+  T.eq(assert(fs.read(f)), "three\n")
   local both = proc.run(sh("echo out; echo err >&2", { stdout = "capture", stderr = "capture" }))
   T.eq({ both.stdout, both.stderr }, { "out\n", "err\n" })
   local tee = proc.run(sh("echo t1; echo t2 >&2", { stdout = { tee = f, append = true }, stderr = { tee = dir .. "/e2" } }))
   T.eq({ tee.stdout, tee.stderr }, { "t1\n", "t2\n" })
-  T.eq(read_file(f), "three\nt1\n")
-  T.eq(read_file(dir .. "/e2"), "t2\n")
+  T.eq(assert(fs.read(f)), "three\nt1\n")
+  T.eq(assert(fs.read(dir .. "/e2")), "t2\n")
   local r, err, errno = proc.run { argv = { "true" }, stdout = { file = dir .. "/no/such/dir" } }
   T.eq({ r, err, errno }, { nil, "spawn: stdout " .. dir .. "/no/such/dir: No such file or directory", 2 })
   r, err = proc.run { argv = { "true" }, stderr = { tee = dir } }
@@ -168,7 +150,7 @@ T.case("stderr = \"stdout\" merges into stdout's destination", function()
   T.eq(r.stderr, nil)
   local dir = T.tmpdir()
   proc.run(sh("echo o; echo e >&2", { stdout = { file = dir .. "/m" }, stderr = "stdout" }))
-  T.eq(read_file(dir .. "/m"), "o\ne\n")
+  T.eq(assert(fs.read(dir .. "/m")), "o\ne\n")
   local seen = {}
   proc.run(sh("echo o; echo e >&2", { stdout = function(l) seen[#seen + 1] = l end, stderr = "stdout" }))
   T.eq(seen, { "o", "e" })
@@ -297,10 +279,7 @@ T.case("kill reaches what a finished child left in its group", function()
   T.eq(p:wait().code, 0)
   T.eq(await_survivors(m, 1), 1)
   T.eq(p:kill(9), true)
-  for _ = 1, 100 do
-    if survivors(m) == "" then break end
-    proc.run { argv = { "sleep", "0.02" } }
-  end
+  T.wait_until("the group's processes to end", 10, function() return survivors(m) == "" end)
   T.eq(survivors(m), "")
   T.eq({ p:kill() }, { nil, "kill: No such process", 3 })
 end)
@@ -397,13 +376,13 @@ end)
 T.case("SIGINT to wb while it waits: the child's group ends, wb exits 130", function()
   local dir = T.tmpdir()
   local m = marker()
-  write_file(dir .. "/recipe.lua", string.format([[
+  assert(fs.write(dir .. "/recipe.lua", string.format([[
 local wb = require "wb"
 return wb.recipe { run = function(ctx)
   wb.proc.run { argv = { "sh", "-c", "trap '' TERM; sleep %s & sleep %s" }, grace = 0.5 }
   return 0
 end }
-]], m, m))
+]], m, m)))
   local wb = assert(proc.spawn { argv = { T.wb_binary(), "run", dir .. "/recipe.lua" }, cwd = dir,
     stdout = "capture", stderr = "capture", timeout = 30 })
   T.eq(await_survivors(m, 2), 2, "both sleepers started")
@@ -428,11 +407,9 @@ end
 T.case("held: the child waits at the gate, named like the program, until release", function()
   local p <close> = assert(proc.spawn { argv = { "sh", "-c", 'echo "$0|$1"', "zero", "two words" },
     held = true, stdout = "capture" })
-  T.match(read_file("/proc/" .. p.pid .. "/cmdline"), "^wb%z__gate%z/[^%z]*/sh%zsh%z%-c%z")
-  T.eq(read_file("/proc/" .. p.pid .. "/comm"), "sh\n")
-  local clock = require "wb.clock"
-  local t = clock.timer()
-  while proc_state(p.pid) ~= "S" and t:elapsed() < 5 do clock.sleep(0.01) end
+  T.match(assert(fs.read("/proc/" .. p.pid .. "/cmdline")), "^wb%z__gate%z/[^%z]*/sh%zsh%z%-c%z")
+  T.eq(assert(fs.read("/proc/" .. p.pid .. "/comm")), "sh\n")
+  T.wait_until("the child to block at the gate", 5, function() return proc_state(p.pid) == "S" end)
   T.eq(proc_state(p.pid), "S", "blocked at the gate")
   T.raises(function() p:wait() end, "is held: call p:release() first")
   T.raises(function() proc.wait_all { p } end, "is held")
@@ -462,7 +439,7 @@ end)
 
 T.case("held: the timeout starts at the release", function()
   local p <close> = assert(proc.spawn { argv = { "sleep", "0.2" }, held = true, timeout = 0.5 })
-  require("wb.clock").sleep(0.7)
+  clock.sleep(0.7)
   T.ok(p:running(), "not timed out while held")
   assert(p:release())
   local res = p:wait()
@@ -476,7 +453,7 @@ end)
 T.case("held: killed at the gate, release reports it; close ends a held child", function()
   local p <close> = assert(proc.spawn { argv = { "true" }, held = true })
   assert(p:kill(9))
-  while p:running() do require("wb.clock").sleep(0.01) end
+  while p:running() do clock.sleep(0.01) end
   local ok, err = p:release()
   T.eq(ok, nil)
   T.match(err, "^release: ")
@@ -503,7 +480,7 @@ T.case("runner: the same command many times, one result table reused", function(
   T.eq({ second.ok, second.code, second.exited }, { false, 1, true })
   T.ok(second.pid ~= pid)
   for _ = 1, 8 do r:run() end
-  T.eq(read_file(d .. "/count"), "10\n")
+  T.eq(assert(fs.read(d .. "/count")), "10\n")
   T.match(tostring(r), "^wb.proc.runner %(sh%)$")
 end)
 

@@ -5,9 +5,7 @@ local wb = require "wb"
 local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local function run_wb(args)
-  local argv = { T.wb_binary(), "run", "recipes/profile_app_full.lua" }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", timeout = 300 })
+  return T.wb({ "run", "recipes/profile_app_full.lua", table.unpack(args) }, { timeout = 300 })
 end
 
 T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports", function()
@@ -39,7 +37,7 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
   local html = fs.read(dir .. "/report.html")
   T.match(html, "Bottleneck summary")
   T.match(html, 'data="profiles/app.oncpu.svg"')
-  local m = assert(json.read(dir .. "/manifest.json"))
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.ok(#m.profilers >= 5, "profiler registry recorded in the manifest")
   local trace = assert(json.read(dir .. "/trace.json"))

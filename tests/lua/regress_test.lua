@@ -42,24 +42,13 @@ int main(void) { struct timespec t = {0, %dL * 1000000L}; nanosleep(&t, 0); retu
 end
 
 local function run_regress(args, tmp)
-  local argv = { T.wb_binary(), "regress" }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, env = { TMPDIR = tmp }, stdout = "capture", stderr = "capture", timeout = 120 })
+  return T.wb({ "regress", table.unpack(args) }, { env = { TMPDIR = tmp }, timeout = 120 })
 end
 
 local function worktrees(repo)
   local n = 0
   for _ in git(repo, "worktree", "list", "--porcelain"):gmatch("worktree ") do n = n + 1 end
   return n
-end
-
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
 end
 
 T.case("the +30% step is named at commit 5; the build failure is recorded and skipped; no worktree remains", function()
@@ -111,13 +100,13 @@ T.case("the +30% step is named at commit 5; the build failure is recorded and sk
   local chart = fs.read(d .. "/run/regress.svg")
   T.match(chart, "^<svg ")
   T.ok(chart:find("at " .. shas[5]:sub(1, 7), 1, true), "the step is marked on the chart")
-  T.eq(count(chart, "<circle") - 1, 7, "one point per measured commit (plus the legend's)")
+  T.eq(T.count(chart, "<circle") - 1, 7, "one point per measured commit (plus the legend's)")
   T.ok(chart:find("build failed", 1, true), "the failed build is marked")
   T.match(fs.read(d .. "/run/report.html"), "<h2>Steps</h2>")
   T.ok(res.stdout:find(md, 1, true) == 1, "stdout is the Markdown report")
   T.eq(worktrees(repo), 1)
   T.eq(fs.list(tmp), {}, "temporary directories removed")
-  T.eq(json.read(d .. "/run/manifest.json").status, "complete")
+  T.eq(T.manifest(d .. "/run").status, "complete")
 end)
 
 T.case("results accumulate: measured commits are reused, new ones measured, force re-measures", function()
@@ -139,14 +128,14 @@ T.case("results accumulate: measured commits are reused, new ones measured, forc
   for i = 6, 8 do files[i] = fs.read(d .. "/results/acc/" .. shas[i] .. ".json") end
   local again, r2 = run("HEAD~3..HEAD")
   T.eq({ again.measured, again.reused }, { 0, 3 })
-  T.eq(count(r2.stderr, " reused ("), 3)
+  T.eq(T.count(r2.stderr, " reused ("), 3)
   T.ok(r2.wall < r1.wall, string.format("reusing (%.3f s) is faster than measuring (%.3f s)", r2.wall, r1.wall))
   for i = 6, 8 do T.eq(fs.read(d .. "/results/acc/" .. shas[i] .. ".json"), files[i], "result " .. i .. " untouched") end
   T.eq(again.commits[1].mean, first.commits[1].mean)
   T.eq(again.commits[2].status, "build_failed")
-  T.eq(count(fs.read(d .. "/run1/events.jsonl"), '"event":"commit_measured"'), 3)
-  T.eq(count(fs.read(d .. "/run2/events.jsonl"), '"event":"commit_reused"'), 3)
-  T.eq(json.read(d .. "/run2/manifest.json").runs[1].reused, true)
+  T.eq(T.count(fs.read(d .. "/run1/events.jsonl"), '"event":"commit_measured"'), 3)
+  T.eq(T.count(fs.read(d .. "/run2/events.jsonl"), '"event":"commit_reused"'), 3)
+  T.eq(T.manifest(d .. "/run2").runs[1].reused, true)
   local wider = run("HEAD~5..HEAD")
   T.eq({ wider.measured, wider.reused }, { 2, 3 })
   T.eq(wider.commits[1].commit, shas[4])
@@ -167,7 +156,7 @@ T.case("an interrupt removes the worktree and leaves no result", function()
     "build=[]", "bench=[sleep, '10']", "runs=1", "warmup=0", "machine_name=intr", "results_dir=" .. d .. "/results",
     "-o", d .. "/run" }, env = { TMPDIR = tmp }, stdout = "null", stderr = "capture" })
   local t = wb.clock.timer()
-  while #fs.glob(tmp .. "/wb-regress.*/*/app.c") == 0 and t:elapsed() < 20 do wb.clock.sleep(0.02) end
+  T.wait_until("the worktree", 20, function() return #fs.glob(tmp .. "/wb-regress.*/*/app.c") > 0 end)
   wb.clock.sleep(0.2)
   T.eq(worktrees(repo), 2, "the worktree exists while the benchmark runs")
   p:kill()
@@ -177,7 +166,7 @@ T.case("an interrupt removes the worktree and leaves no result", function()
   T.eq(worktrees(repo), 1)
   T.eq(fs.list(tmp), {})
   T.ok(not fs.exists(d .. "/results/intr/" .. shas[8] .. ".json"), "no result for the interrupted commit")
-  T.eq(json.read(d .. "/run/manifest.json").status, "interrupted")
+  T.eq(T.manifest(d .. "/run").status, "interrupted")
 end)
 
 T.case("usage errors: no benchmark, unknown commit, missing repository", function()

@@ -3,20 +3,11 @@ local wb = require "wb"
 local report = require "wb.report"
 local json = require "wb.json"
 
-local root = os.getenv("WB_ROOT") or "."
+local root = T.root()
 local FIXTURE = root .. "/tests/fixtures/report/summary.json"
 local HOSTILE = '<script>alert(1)</script> & "x"'
 
 local function load() return assert(json.read(FIXTURE)) end
-
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
-end
 
 -- RFC 4180 reader: rows of fields.
 local function parse_csv(text)
@@ -189,7 +180,7 @@ T.case("html: table, three charts, self-contained", function()
   T.match(html, "<table>")
   T.match(html, "<td class=\"r\">812%.5 ± 3%.4</td>")
   T.match(html, "Mean ± σ %[ms%]")
-  T.eq(count(html, "<svg "), 3)
+  T.eq(T.count(html, "<svg "), 3)
   T.match(html, "<title>Distribution of wall time per command</title>")
   T.match(html, "<title>Mean time relative to the reference</title>")
   T.match(html, "<title>Mean wall time by threads</title>")
@@ -213,7 +204,7 @@ T.case("html: a hostile command name is escaped everywhere", function()
   T.ok(not html:find(HOSTILE, 1, true), "no raw name")
   local escaped = "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;x&quot;"
   T.match(html, "<title>Report " .. escaped:gsub("%p", "%%%0") .. "</title>")
-  T.ok(count(html, escaped) >= 6, "table, comparisons, charts, title, settings")
+  T.ok(T.count(html, escaped) >= 6, "table, comparisons, charts, title, settings")
   local md = report.markdown(s)
   T.match(md, "| `<script>alert%(1%)</script> & \"x\"` %(reference%) |")
   local rows = parse_csv(report.csv(s))
@@ -227,7 +218,7 @@ T.case("html: without comparisons or scan only the distribution is drawn", funct
   s.comparisons = json.array()
   s.scan = json.null
   local html = report.html(s)
-  T.eq(count(html, "<svg "), 1)
+  T.eq(T.count(html, "<svg "), 1)
   T.ok(not html:find("Relative", 1, true), "no relative column")
   T.ok(not report.markdown(s):find("Relative", 1, true))
 end)
@@ -296,7 +287,7 @@ T.case("sparse summaries: missing stats, samples and sections still render", fun
   T.eq(hf.results[1].stddev, json.null)
   T.eq(#hf.results[2].times, 0)
   local html = report.html(s)
-  T.eq(count(html, "<svg "), 0)
+  T.eq(T.count(html, "<svg "), 0)
   T.match(html, "fastest <code>a</code>")
   T.eq(json.decode(report.json(s)), s)
 end)
@@ -315,6 +306,6 @@ T.case("html: a long bench draws at most 500 evenly spaced runs, named by their 
   T.ok(not html:find("<title>run 602: ", 1, true), "run 602 is not drawn (every third run is)")
   T.ok(not html:find("<title>run 1200: ", 1, true))
   local before = load()
-  T.eq(count(html, "<circle") - count(report.html(before), "<circle"), 400 - #before.commands[1].samples.wall,
+  T.eq(T.count(html, "<circle") - T.count(report.html(before), "<circle"), 400 - #before.commands[1].samples.wall,
     "every third of 1,200 runs")
 end)

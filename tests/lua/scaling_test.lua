@@ -2,24 +2,11 @@ local T = require "wb.test"
 local wb = require "wb"
 local fs, json, proc = wb.fs, wb.json, wb.proc
 
-local function run_scaling(dir, args)
-  local argv = { T.wb_binary(), "scaling", "-o", dir }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", timeout = 120 })
-end
+local function run_scaling(dir, args) return T.wb({ "scaling", "-o", dir, table.unpack(args) }, { timeout = 120 }) end
 
 local function nproc()
   local res = assert(proc.run { argv = { "nproc" }, stdout = "capture" })
   return tonumber(res.stdout:match("%d+"))
-end
-
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
 end
 
 local function mean(xs)
@@ -75,14 +62,14 @@ T.case("strong scaling on the bundled workload: JSON, speedup, efficiency, table
   local chart = fs.read(d .. "/scaling.svg")
   T.match(chart, "^<svg ")
   T.ok(chart:find("ideal (y = p)", 1, true), "the ideal line is labelled")
-  T.eq(count(chart, 'class="series"'), 2)
-  T.ok(count(chart, "<circle") >= 4, "measured and ideal points")
+  T.eq(T.count(chart, 'class="series"'), 2)
+  T.ok(T.count(chart, "<circle") >= 4, "measured and ideal points")
   T.ok(chart:find("2 workers: speedup", 1, true), "the measured point carries its value")
   local page = fs.read(d .. "/report.html")
   T.match(page, "<h2>Strong scaling</h2>")
-  T.eq(count(page, "<svg "), 2 + count(page, "Distribution of wall time per command") +
-    count(page, "Mean time relative to the reference"))
-  local m = json.read(d .. "/manifest.json")
+  T.eq(T.count(page, "<svg "), 2 + T.count(page, "Distribution of wall time per command") +
+    T.count(page, "Mean time relative to the reference"))
+  local m = T.manifest(d)
   T.eq(m.status, "complete")
   T.eq(m.runs[2].name, "workers=2")
   T.near(m.runs[2].metrics.speedup, p2.speedup, 1e-12)
@@ -147,8 +134,7 @@ T.case("bad configurations are usage errors; --dry-run plans without measuring",
   res = run_scaling(d .. "/e", { "mode=weak", "command=[echo, '{workers}']" })
   T.eq(res.code, 2)
   T.match(res.stderr, "weak scaling needs a {size} placeholder")
-  local argv = { T.wb_binary(), "scaling", "--dry-run", "-o", d .. "/plan", "workers=[1,2,4]" }
-  res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture" })
+  res = T.wb({ "scaling", "--dry-run", "-o", d .. "/plan", "workers=[1,2,4]" })
   T.eq(res.code, 0, res.stderr)
   local plan = json.read(d .. "/plan/plan.json")
   T.eq(#plan.sections[1].cases, 3)

@@ -3,29 +3,16 @@
 local T = require "wb.test"
 local wb = require "wb"
 local slurm = require "wb.slurm"
-local fs, json, proc = wb.fs, wb.json, wb.proc
+local fs, json = wb.fs, wb.json
 
-local ROOT = os.getenv("WB_ROOT") or fs.cwd()
+local ROOT = T.root()
 local CASES = ROOT .. "/tests/fixtures/recipes/slurm_cases.lua"
 local EXEC = tonumber("755", 8)
 
-local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
-
-local function events(dir, name)
-  local out = {}
-  for line in (fs.read(dir .. "/events.jsonl") or ""):gmatch("[^\n]+") do
-    local e = json.decode(line)
-    if e and (not name or e.event == name) then out[#out + 1] = e end
-  end
-  return out
-end
-
 local function stats(dir)
-  local e = events(dir, "slurm_finished")
+  local e = T.events(dir, "slurm_finished")
   return T.ok(e[1], "no slurm_finished event").fields
 end
-
-local function line_count(path) return select(2, (fs.read(path) or ""):gsub("\n", "")) end
 
 -- ---- wb job ------------------------------------------------------------------------------
 
@@ -38,11 +25,7 @@ local function cases_file(cases)
   return dir .. "/jobs/batch-001.json", dir
 end
 
-local function wb_job(args, env)
-  local argv = { T.wb_binary(), "job" }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 30 })
-end
+local function wb_job(args, env) return T.wb({ "job", table.unpack(args) }, { env = env, timeout = 30 }) end
 
 T.case("wb job runs one case and writes its result like campaign:spawn fills a record", function()
   local path, dir = cases_file({
@@ -143,11 +126,9 @@ end
 
 local function run_fake(f, args)
   local dir = T.tmpdir() .. "/run"
-  local argv = { T.wb_binary(), "run", CASES, "-o", dir, "machine=slurm_cpu", "machine.poll.min=0.05", "machine.poll.max=0.2" }
-  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
-  local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", timeout = 60, cwd = ROOT,
-    env = { PATH = f .. ":" .. os.getenv("PATH"), SLURM_CONF = "/nonexistent" } })
-  return res, dir
+  local env = { PATH = f .. ":" .. os.getenv("PATH"), SLURM_CONF = "/nonexistent" }
+  return T.wb({ "run", CASES, "-o", dir, "machine=slurm_cpu", "machine.poll.min=0.05", "machine.poll.max=0.2",
+    table.unpack(args or {}) }, { cwd = ROOT, env = env }), dir
 end
 
 local function scontrol_line(id, array_job, task, state, reason, code)
@@ -163,7 +144,7 @@ T.case("fake cluster: OUT_OF_MEMORY and BOOT_FAIL end failed with Slurm's state 
   }
   local res, dir = run_fake(f, { "cases=2" })
   T.eq(res.code, 1, res.stderr)
-  local a, b = manifest(dir).runs[1], manifest(dir).runs[2]
+  local a, b = T.manifest(dir).runs[1], T.manifest(dir).runs[2]
   T.eq({ a.status, a.slurm_state, a.slurm_reason, a.slurm_exit_code, a.node, a.slurm_state_source },
     { "failed", "OUT_OF_MEMORY", "OutOfMemory", "0:125", "n1", "scontrol" })
   T.match(a.error, "^slurm: job OUT_OF_MEMORY %(OutOfMemory%) without a result; see jobs/slurm%-1_0%.out")
@@ -178,10 +159,10 @@ T.case("fake cluster: NODE_FAIL is resubmitted up to max_retries, then the run f
   }
   local res, dir = run_fake(f, { "cases=1", "machine.max_retries=1" })
   T.eq(res.code, 1, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq({ r.status, r.slurm_state, r.slurm_attempts, r.job_id }, { "failed", "NODE_FAIL", 2, 2 })
-  T.eq(line_count(f .. "/sbatch.log"), 2)
-  T.eq(#events(dir, "slurm_retry"), 1)
+  T.eq(T.count(fs.read(f .. "/sbatch.log") or "", "\n"), 2)
+  T.eq(#T.events(dir, "slurm_retry"), 1)
   T.ok(fs.exists(dir .. "/jobs/batch-002.sbatch"), "the retry is a new batch")
 end)
 
@@ -193,11 +174,11 @@ T.case("fake cluster: with accounting, final states wait for sacct to catch up (
   }
   local res, dir = run_fake(f, { "cases=1", "fail_case=1", "fail_code=5" })
   T.eq(res.code, 1, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq({ r.status, r.return_code, r.slurm_state, r.slurm_exit_code, r.slurm_state_source, r.slurm_reason },
     { "failed", 5, "FAILED", "5:0", "sacct", "NonZeroExitCode" })
   T.eq(fs.read(dir .. "/logs/case001.stdout.log"), "out 1\n")
-  T.eq(line_count(f .. "/sacct.log"), 3)
+  T.eq(T.count(fs.read(f .. "/sacct.log") or "", "\n"), 3)
   T.eq(stats(dir).polls, 1)
 end)
 
@@ -209,8 +190,8 @@ T.case("fake cluster: sacct disabled falls back to scontrol; no scontrol falls b
   }
   local res, dir = run_fake(f, { "cases=2" })
   T.eq(res.code, 0, res.stderr)
-  for _, r in ipairs(manifest(dir).runs) do T.eq({ r.status, r.slurm_state_source }, { "success", "scontrol" }) end
-  local src = events(dir, "slurm_state_source")
+  for _, r in ipairs(T.manifest(dir).runs) do T.eq({ r.status, r.slurm_state_source }, { "success", "scontrol" }) end
+  local src = T.events(dir, "slurm_state_source")
   T.eq({ src[1].fields.source, src[2].fields.source }, { "sacct", "scontrol" })
   T.match(src[2].fields.detail, "accounting storage is disabled")
 
@@ -218,7 +199,7 @@ T.case("fake cluster: sacct disabled falls back to scontrol; no scontrol falls b
   assert(fs.remove(f .. "/next"))
   local res2, dir2 = run_fake(f, { "cases=2" })
   T.eq(res2.code, 0, res2.stderr)
-  for _, r in ipairs(manifest(dir2).runs) do
+  for _, r in ipairs(T.manifest(dir2).runs) do
     T.eq({ r.status, r.slurm_state, r.slurm_exit_code, r.slurm_state_source }, { "success", "COMPLETED", wb.null, "squeue" })
   end
 end)

@@ -4,7 +4,7 @@
 local T = require "wb.test"
 local wb = require "wb"
 local slurm = require "wb.slurm"
-local fs, json, proc, clock = wb.fs, wb.json, wb.proc, wb.clock
+local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local CLUSTER = os.getenv("WB_SLURM_DIR")
 if not CLUSTER or os.getenv("SLURM_CONF") ~= CLUSTER .. "/etc/slurm.conf" then
@@ -12,28 +12,15 @@ if not CLUSTER or os.getenv("SLURM_CONF") ~= CLUSTER .. "/etc/slurm.conf" then
   return
 end
 
-local ROOT = os.getenv("WB_ROOT") or fs.cwd()
+local ROOT = T.root()
 local CASES = ROOT .. "/tests/fixtures/recipes/slurm_cases.lua"
 local MATRIX = ROOT .. "/tests/fixtures/recipes/slurm_matrix.lua"
 local EXEC = tonumber("755", 8)
 
-local function manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
-
-local function events(dir, name)
-  local out = {}
-  for line in (fs.read(dir .. "/events.jsonl") or ""):gmatch("[^\n]+") do
-    local e = json.decode(line)
-    if e and (not name or e.event == name) then out[#out + 1] = e end
-  end
-  return out
-end
-
 local function stats(dir)
-  local e = events(dir, "slurm_finished")
+  local e = T.events(dir, "slurm_finished")
   return T.ok(e[1], "no slurm_finished event").fields
 end
-
-local function line_count(path) return select(2, (fs.read(path) or ""):gsub("\n", "")) end
 
 local ACCOUNTING = os.getenv("WB_SLURM_MODE") == "accounting"
 local SOURCE = ACCOUNTING and "sacct" or "scontrol"
@@ -47,45 +34,29 @@ end
 local SLURM = { "machine=slurm_cpu", "machine.poll.min=0.2", "machine.poll.max=1", "machine.mem=256",
   "machine.controller_timeout=60" }
 
-local function argv_of(recipe, args)
-  local argv = { T.wb_binary(), "run", recipe }
-  for _, a in ipairs(SLURM) do argv[#argv + 1] = a end
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return argv
+-- The arguments of `wb run recipe [-o dir]` on the cluster, then args.
+local function run_args(recipe, args, dir)
+  local out = dir and { "run", recipe, "-o", dir } or { "run", recipe }
+  table.move(SLURM, 1, #SLURM, #out + 1, out)
+  table.move(args, 1, #args, #out + 1, out)
+  return out
 end
 
 -- Runs the fixture recipe on the cluster; returns the result and the run directory.
 local function run_cases(args, env, recipe)
   local dir = T.tmpdir() .. "/run"
-  local argv = argv_of(recipe or CASES, args)
-  table.insert(argv, 4, "-o")
-  table.insert(argv, 5, dir)
-  local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 300, cwd = ROOT })
-  return res, dir
+  return T.wb(run_args(recipe or CASES, args, dir), { env = env, timeout = 300, cwd = ROOT }), dir
 end
 
 local function start_cases(args, env)
   local dir = T.tmpdir() .. "/run"
-  local argv = argv_of(CASES, args)
-  table.insert(argv, 4, "-o")
-  table.insert(argv, 5, dir)
-  return assert(proc.spawn { argv = argv, stdout = "capture", stderr = "capture", env = env, timeout = 300, cwd = ROOT }), dir
+  return assert(proc.spawn { argv = { T.wb_binary(), table.unpack(run_args(CASES, args, dir)) }, stdout = "capture",
+    stderr = "capture", env = env, timeout = 300, cwd = ROOT }), dir
 end
 
--- Polls fn every 0.1 s until it returns a true value; fails after timeout seconds, or as soon as
--- the wb process p (when given) has exited.
-local function wait_until(what, timeout, fn, p)
-  local t = clock.timer()
-  while true do
-    local v = fn()
-    if v then return v end
-    if p and not p:running() then
-      local res = p:wait()
-      error("wb exited " .. tostring(res.code) .. " before " .. what .. ": " .. res.stderr, 2)
-    end
-    if t:elapsed() > timeout then error("timed out after " .. timeout .. " s waiting for " .. what, 2) end
-    clock.sleep(0.1)
-  end
+-- Waits until the single case of the campaign p has written its first output line.
+local function wait_started(p, dir)
+  T.wait_until("the job to run", 60, function() return (fs.read(dir .. "/logs/case001.stdout.log") or "") ~= "" end, p)
 end
 
 local function sh(cmd)
@@ -103,8 +74,8 @@ local function job_states(id)
 end
 
 local function submitted_job(dir, p)
-  return wait_until("the job submission", 60, function()
-    local e = events(dir, "slurm_submitted")[1]
+  return T.wait_until("the job submission", 60, function()
+    local e = T.events(dir, "slurm_submitted")[1]
     return e and e.fields.job_id
   end, p)
 end
@@ -145,7 +116,7 @@ plain_case("hostile arguments, environment, names and paths round-trip through r
   T.ok(id, err)
   local want = table.concat(HOSTILE, "\0") .. "\0" .. env.H1 .. "\0" .. env.H2 .. "\0" .. name .. "\0" .. d .. "\0"
   local out = d .. "/out " .. id .. ".txt"
-  wait_until("the job", 60, function() return job_states(id)[tostring(id)] == "COMPLETED" end)
+  T.wait_until("the job", 60, function() return job_states(id)[tostring(id)] == "COMPLETED" end)
   T.eq(fs.read(out), want)
 
   -- The executor: the same strings through the cases file, `wb job` and the campaign logs.
@@ -176,7 +147,7 @@ end)
 T.case("a successful job: measured like a local run, Slurm fields recorded", function()
   local res, dir = run_cases({ "cases=1" })
   T.eq(res.code, 0, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   local r = m.runs[1]
   T.eq(r.name, "case001")
@@ -192,29 +163,28 @@ T.case("a successful job: measured like a local run, Slurm fields recorded", fun
   T.eq(fs.read(dir .. "/" .. r.stdout_log), "out 1\n")
   T.eq(r.metrics.output_lines, 1)
   T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), "\nexec .* job .*/jobs/batch%-001%.json 0\n")
-  T.eq(events(dir, "slurm_state_source")[1].fields.source, SOURCE)
+  T.eq(T.events(dir, "slurm_state_source")[1].fields.source, SOURCE)
 end)
 
 T.case("a failing job keeps its exit code", function()
   local res, dir = run_cases({ "cases=1", "fail_case=1", "fail_code=3" })
   T.eq(res.code, 1, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq(r.status, "failed")
   T.eq(r.return_code, 3)
   T.eq(r.slurm_state, "FAILED")
   T.eq(r.slurm_exit_code, "3:0")
-  T.eq(manifest(dir).status, "failed")
+  T.eq(T.manifest(dir).status, "failed")
 end)
 
 T.case("a cancelled job ends CANCELLED and failed", function()
-  local p, dir = start_cases({ "cases=1", "script=echo started; sleep 120" })
+  local p <close>, dir = start_cases({ "cases=1", "script=echo started; sleep 120" })
   local id = submitted_job(dir, p)
-  wait_until("the job to run", 60, function() return (fs.read(dir .. "/logs/case001.stdout.log") or "") ~= "" end, p)
+  wait_started(p, dir)
   sh("scancel " .. id)
   local res = p:wait()
-  p:close()
   T.eq(res.code, 1, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq(r.status, "failed")
   T.eq(r.slurm_state, "CANCELLED")
   -- scancel signals every process of the job: the case ends by SIGTERM, or its shell exits 143
@@ -225,7 +195,7 @@ end)
 T.case("an 8-task array sweep: one submission, one manifest", function()
   local res, dir = run_cases({ "cases=8" })
   T.eq(res.code, 0, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(#m.runs, 8)
   local s = stats(dir)
   T.eq(s.sbatch_calls, 1)
@@ -251,55 +221,52 @@ T.case("rejected submissions: exit 2 with Slurm's message, nothing submitted", f
     T.eq(res.code, 2, c[1] .. ": " .. res.stderr)
     T.match(res.stderr, "^wb: sbatch: error: ")
     T.ok(res.stderr:find(c[2] .. "\n", 1, true), res.stderr)
-    T.eq(#events(dir, "slurm_submitted"), 0)
-    T.eq(manifest(dir).status, "failed")
-    for _, r in ipairs(manifest(dir).runs) do T.eq(r.status, "pending") end
+    T.eq(#T.events(dir, "slurm_submitted"), 0)
+    T.eq(T.manifest(dir).status, "failed")
+    for _, r in ipairs(T.manifest(dir).runs) do T.eq(r.status, "pending") end
   end
 end)
 
 T.case("SIGINT cancels every job the campaign submitted; --resume submits the rest", function()
   local quick = "script='if [ \"$CASE_INDEX\" = 1 ]; then echo quick; else sleep 120; fi'"
-  local p, dir = start_cases({ "cases=3", quick })
+  local p <close>, dir = start_cases({ "cases=3", quick })
   local id = submitted_job(dir, p)
-  wait_until("case001 done and the others running", 60, function()
+  T.wait_until("case001 done and the others running", 60, function()
     local st = job_states(id)
     local m = json.read(dir .. "/manifest.json")
     return m and m.runs[1].status == "success" and st[id .. "_1"] == "RUNNING" and st[id .. "_2"] == "RUNNING"
   end, p)
   p:kill(2)
   local res = p:wait()
-  p:close()
   T.eq(res.code, 130, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.status, "interrupted")
   T.eq({ m.runs[1].status, m.runs[2].status, m.runs[3].status }, { "success", "running", "running" })
-  T.eq(events(dir, "slurm_cancelled")[1].fields.job_ids, { id })
-  wait_until("the running tasks CANCELLED", 30, function()
+  T.eq(T.events(dir, "slurm_cancelled")[1].fields.job_ids, { id })
+  T.wait_until("the running tasks CANCELLED", 30, function()
     local st = job_states(id)
     return st[id .. "_0"] == "COMPLETED" and st[id .. "_1"] == "CANCELLED" and st[id .. "_2"] == "CANCELLED"
   end)
 
-  local argv = argv_of(CASES, { "cases=3", "script=echo resumed", "--resume", dir })
-  local r2 = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture", timeout = 120, cwd = ROOT })
+  local r2 = T.wb(run_args(CASES, { "cases=3", "script=echo resumed", "--resume", dir }), { timeout = 120, cwd = ROOT })
   T.eq(r2.code, 0, r2.stderr)
-  m = manifest(dir)
+  m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(fs.read(dir .. "/logs/case001.stdout.log"), "quick\n")
   T.eq(fs.read(dir .. "/logs/case002.stdout.log"), "resumed\n")
   T.eq(fs.read(dir .. "/logs/case003.stdout.log"), "resumed\n")
-  T.eq(#events(dir, "run_skipped"), 1)
+  T.eq(#T.events(dir, "run_skipped"), 1)
   T.eq(#json.read(dir .. "/jobs/batch-002.json").cases, 2)
   T.eq({ m.runs[2].array_task_id, m.runs[3].array_task_id }, { 0, 1 })
 end)
 
 T.case("the same matrix on machine=local and machine=slurm_cpu: same runs and metrics", function()
   local d = T.tmpdir()
-  local rl = assert(proc.run { argv = { T.wb_binary(), "run", MATRIX, "-o", d .. "/local" }, stdout = "capture",
-    stderr = "capture", timeout = 60, cwd = ROOT })
+  local rl = T.wb({ "run", MATRIX, "-o", d .. "/local" }, { cwd = ROOT })
   T.eq(rl.code, 0, rl.stderr)
   local rs, sdir = run_cases({}, nil, MATRIX)
   T.eq(rs.code, 0, rs.stderr)
-  local a, b = manifest(d .. "/local"), manifest(sdir)
+  local a, b = T.manifest(d .. "/local"), T.manifest(sdir)
   T.eq(#a.runs, 8)
   T.eq(#b.runs, #a.runs)
   local shared = { "name", "status", "command_arguments", "return_code", "metrics", "stdout_log", "stderr_log" }
@@ -322,11 +289,11 @@ plain_case("a 200-task array is tracked with one squeue call per poll", function
     { mode = EXEC }))
   local res, dir = run_cases({ "cases=200", "script=true" }, { PATH = d .. ":" .. os.getenv("PATH") })
   T.eq(res.code, 0, res.stderr)
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(#m.runs, 200)
   for _, r in ipairs(m.runs) do T.eq(r.status, "success", r.name) end
   local s = stats(dir)
-  local calls = line_count(log)
+  local calls = T.count(fs.read(log) or "", "\n")
   T.ok(s.polls >= 1, "polled")
   T.eq(calls, s.polls, "squeue calls seen by the wrapper = polls")
   T.eq(s.squeue_calls, s.polls)
@@ -355,8 +322,8 @@ plain_case("transient failures of sbatch and squeue are retried", function()
   local s = stats(dir)
   T.eq(s.sbatch_calls, 2)
   T.eq(s.poll_failures, 3)
-  T.eq(#events(dir, "slurm_poll_failed"), 3)
-  for _, r in ipairs(manifest(dir).runs) do T.eq(r.status, "success") end
+  T.eq(#T.events(dir, "slurm_poll_failed"), 3)
+  for _, r in ipairs(T.manifest(dir).runs) do T.eq(r.status, "success") end
 end)
 
 plain_case("--dry-run writes the batch scripts and submits nothing", function()
@@ -370,7 +337,7 @@ plain_case("--dry-run writes the batch scripts and submits nothing", function()
   T.match(script, "^#!/bin/sh\n#SBATCH %-%-job%-name=wb%-slurm_cases\n")
   T.match(script, "\n#SBATCH %-%-array=0%-2\n")
   T.ok(fs.exists(dir .. "/jobs/batch-001.json"))
-  local m = manifest(dir)
+  local m = T.manifest(dir)
   T.eq(m.dry_run, true)
   for _, r in ipairs(m.runs) do
     T.eq(r.status, "dry_run")
@@ -378,7 +345,7 @@ plain_case("--dry-run writes the batch scripts and submits nothing", function()
   end
   -- The script is complete: submitted by hand, it runs the cases.
   local id = sh("sbatch --parsable " .. dir .. "/jobs/batch-001.sbatch"):match("%d+")
-  wait_until("the hand-submitted array", 60, function()
+  T.wait_until("the hand-submitted array", 60, function()
     local s = job_states(id)
     return s[id .. "_0"] == "COMPLETED" and s[id .. "_1"] == "COMPLETED" and s[id .. "_2"] == "COMPLETED"
   end)
@@ -391,7 +358,7 @@ plain_case("a job over its time limit ends TIMEOUT", function()
   local res = run.p:wait()
   run.p:close()
   T.eq(res.code, 1, res.stderr)
-  local r = manifest(run.dir).runs[1]
+  local r = T.manifest(run.dir).runs[1]
   T.eq(r.status, "failed")
   T.eq(r.slurm_state, "TIMEOUT")
   T.eq(r.timed_out, true)
@@ -408,19 +375,18 @@ end
 
 T.case("NODE_FAIL is retried up to max_retries", function()
   local d = T.tmpdir()
-  local p, dir = start_cases({ "cases=1", "machine.max_retries=1", retry_script(d .. "/marker") })
-  wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
+  local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", retry_script(d .. "/marker") })
+  T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
   local node = node_name()
   sh("scontrol update nodename=" .. node .. " state=down reason=wbtest")
   sh("scontrol update nodename=" .. node .. " state=resume")
   local res = p:wait()
-  p:close()
   T.eq(res.code, 0, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq(r.status, "success")
   T.eq(r.slurm_attempts, 2)
   T.eq(fs.read(dir .. "/logs/case001.stdout.log"), "second\n")
-  local ev = events(dir, "slurm_retry")
+  local ev = T.events(dir, "slurm_retry")
   T.eq(#ev, 1)
   T.eq(ev[1].fields.slurm_state, "NODE_FAIL")
   T.eq(stats(dir).submitted_jobs, 2)
@@ -428,39 +394,37 @@ end)
 
 T.case("PREEMPTED is retried; a second preemption past max_retries fails", function()
   local d = T.tmpdir()
-  local p, dir = start_cases({ "cases=1", "machine.max_retries=1", "machine.mem=16G", retry_script(d .. "/marker") })
-  wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
+  local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", "machine.mem=16G", retry_script(d .. "/marker") })
+  T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
   local urgent = sh("sbatch --parsable -p urgent --mem=16G -o /dev/null --wrap 'sleep 1'")
   T.match(urgent, "^%d+")
   local res = p:wait()
-  p:close()
   T.eq(res.code, 0, res.stderr)
-  local r = manifest(dir).runs[1]
+  local r = T.manifest(dir).runs[1]
   T.eq(r.status, "success")
   T.eq(r.slurm_attempts, 2)
-  T.eq(events(dir, "slurm_retry")[1].fields.slurm_state, "PREEMPTED")
+  T.eq(T.events(dir, "slurm_retry")[1].fields.slurm_state, "PREEMPTED")
 
-  local p2, dir2 = start_cases({ "cases=1", "machine.max_retries=0", "machine.mem=16G", "script=echo first; sleep 120" })
-  wait_until("the job to run", 60, function() return (fs.read(dir2 .. "/logs/case001.stdout.log") or "") ~= "" end, p2)
+  local p2 <close>, dir2 = start_cases({ "cases=1", "machine.max_retries=0", "machine.mem=16G", "script=echo first; sleep 120" })
+  wait_started(p2, dir2)
   sh("sbatch --parsable -p urgent --mem=16G -o /dev/null --wrap 'sleep 1'")
   local res2 = p2:wait()
-  p2:close()
   T.eq(res2.code, 1, res2.stderr)
-  local r2 = manifest(dir2).runs[1]
+  local r2 = T.manifest(dir2).runs[1]
   T.eq(r2.status, "failed")
   T.eq(r2.slurm_state, "PREEMPTED")
-  T.eq(#events(dir2, "slurm_retry"), 0)
+  T.eq(#T.events(dir2, "slurm_retry"), 0)
 end)
 
 T.case("a campaign survives a controller restart", function()
   -- Stopped right after the submission, the controller recovers the jobs from its state files;
   -- wb's squeue calls meanwhile fail or wait for it. (Once it has launched jobs it takes some
   -- 15 s to stop, and a task ending meanwhile is reported only when slurmstepd retries.)
-  local p, dir = start_cases({ "cases=2", "script=sleep 3; echo done" })
+  local p <close>, dir = start_cases({ "cases=2", "script=sleep 3; echo done" })
   submitted_job(dir, p)
   local pid = assert(fs.read(CLUSTER .. "/run/slurmctld.pid")):match("%d+")
   sh("kill " .. pid)
-  wait_until("slurmctld to exit", 60, function()
+  T.wait_until("slurmctld to exit", 60, function()
     local stat = fs.read("/proc/" .. pid .. "/stat")
     return not stat or stat:match("^%d+ %(.*%) ([ZX])")
   end)
@@ -468,9 +432,8 @@ T.case("a campaign survives a controller restart", function()
   T.eq(st.code, 0, st.stderr)
   T.ok(fs.read(CLUSTER .. "/run/slurmctld.pid"):match("%d+") ~= pid, "a new slurmctld")
   local res = p:wait()
-  p:close()
   T.eq(res.code, 0, res.stderr)
-  for _, r in ipairs(manifest(dir).runs) do
+  for _, r in ipairs(T.manifest(dir).runs) do
     T.eq(r.status, "success")
     T.eq(fs.read(dir .. "/" .. r.stdout_log), "done\n")
   end

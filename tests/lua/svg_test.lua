@@ -1,15 +1,6 @@
 local T = require "wb.test"
 local svg = require "wb.svg"
 
-local function count(s, plain)
-  local n, i = 0, 1
-  while true do
-    local a, b = s:find(plain, i, true)
-    if not a then return n end
-    n, i = n + 1, b + 1
-  end
-end
-
 T.case("nice ticks: 0–1 in steps of 0.2", function()
   local ticks, step = svg.nice_ticks(0, 1)
   T.eq(ticks, { 0, 0.2, 0.4, 0.6, 0.8, 1 })
@@ -121,8 +112,8 @@ T.case("box plot: one point per run, outliers highlighted, escaped labels", func
     { label = "a<b", values = { 10, 11, 12, 13, 40 }, outliers = { [5] = true } },
     { label = "c", values = { 20, 21, 22 } },
   } }
-  T.eq(count(s, "<circle"), 8 + 2, "8 runs plus 2 legend markers")
-  T.eq(count(s, 'fill="' .. svg.colors.outlier .. '"'), 1 + 1, "the outlier and its legend marker")
+  T.eq(T.count(s, "<circle"), 8 + 2, "8 runs plus 2 legend markers")
+  T.eq(T.count(s, 'fill="' .. svg.colors.outlier .. '"'), 1 + 1, "the outlier and its legend marker")
   T.match(s, "a&lt;b", "label escaped")
   T.ok(not s:find("a<b", 1, true))
   T.match(s, "Wall time %[ms%]")
@@ -143,7 +134,7 @@ T.case("bar chart: bars from the reference, error bars, notes", function()
   T.match(s, "2.00× faster")
   T.match(s, ">0.4</text>")
   T.match(s, ">1.6</text>")
-  T.eq(count(s, "<rect"), 2)
+  T.eq(T.count(s, "<rect"), 2)
 end)
 
 T.case("line chart: series, bands, legend, x ticks at the values", function()
@@ -157,8 +148,8 @@ T.case("line chart: series, bands, legend, x ticks at the values", function()
   T.match(s, "min–max")
   T.match(s, ">threads</text>")
   for _, v in ipairs { "1", "2", "4" } do T.match(s, ">" .. v .. "</text>") end
-  T.eq(count(s, 'fill-opacity="0.15"'), 1, "one band (the second series has none)")
-  T.eq(count(s, 'fill="none"'), 2, "two lines")
+  T.eq(T.count(s, 'fill-opacity="0.15"'), 1, "one band (the second series has none)")
+  T.eq(T.count(s, 'fill="none"'), 2, "two lines")
 end)
 
 T.case("line chart: a log x axis spaces doublings evenly", function()

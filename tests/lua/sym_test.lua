@@ -4,9 +4,7 @@ local sym = require "wb.sym"
 local proc = require "wb.proc"
 local fs = require "wb.fs"
 
-local root = os.getenv("WB_ROOT") or fs.cwd()
-local build = os.getenv("WB_BUILD") or "build"
-local SPLIT = root .. "/" .. build .. "/examples/cpu_split"
+local SPLIT = T.example("cpu_split")
 
 local function run(argv)
   local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture" })
@@ -102,15 +100,14 @@ T.case("snapshot of a running process: user frames by name, module+0xoff, [unkno
   local p <close> = assert(proc.spawn { argv = { SPLIT, "--cpu", "0", "--sleep", "30" } })
   local q <close> = assert(proc.spawn { argv = { stripped, "wait" } })
   local s <close> = sym.new()
-  local function snapshot(pid)
-    for _ = 1, 200 do
+  local function snapshot(pid, what)
+    T.wait_until(what, 10, function()
       local n = s:snapshot(pid)
-      if n and n >= 3 and load_base(pid, pid == p.pid and SPLIT or stripped) then return n end
-      require("wb.clock").sleep(0.01)
-    end
+      return n and n >= 3 and load_base(pid, pid == p.pid and SPLIT or stripped) and n
+    end)
   end
-  T.ok(snapshot(p.pid), "maps of the example")
-  T.ok(snapshot(q.pid), "maps of the stripped program")
+  snapshot(p.pid, "maps of the example")
+  snapshot(q.pid, "maps of the stripped program")
   local base = load_base(p.pid, SPLIT)
   local names = nm(SPLIT)
   local name, module, off = s:resolve(p.pid, base + names.spin_b + 3)
@@ -136,13 +133,11 @@ end)
 T.case("the vDSO is named from this process's own image", function()
   local p <close> = assert(proc.spawn { argv = { "sleep", "30" } })
   local s <close> = sym.new()
-  local lo, hi
-  for _ = 1, 200 do
+  local lo, hi = table.unpack(T.wait_until("a [vdso] mapping of sleep", 10, function()
     local maps = fs.read("/proc/" .. p.pid .. "/maps") or ""
-    lo, hi = maps:match("(%x+)%-(%x+) [^\n]*%[vdso%]")
-    if lo and maps:find("sleep") then break end
-    require("wb.clock").sleep(0.01)
-  end
+    local l, h = maps:match("(%x+)%-(%x+) [^\n]*%[vdso%]")
+    return l and maps:find("sleep") and { l, h }
+  end))
   T.ok(lo, "a [vdso] mapping")
   assert(s:snapshot(p.pid))
   local found = {}

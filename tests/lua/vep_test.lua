@@ -3,17 +3,14 @@ local fs = require "wb.fs"
 local json = require "wb.json"
 local proc = require "wb.proc"
 
-local ROOT = os.getenv("WB_ROOT") or "."
+local ROOT = T.root()
 local FIXTURE = ROOT .. "/tests/fixtures/vep/small.log"
-local EMIT = T.wb_binary():gsub("[^/]+$", "") .. "examples/vep_emit"
+local EMIT = T.example("vep_emit")
 
 -- res, dir = breakdown(args) : `wb run recipes/vep_breakdown.lua -o DIR ARGS` from the repository root
 local function breakdown(args)
   local dir = T.tmpdir() .. "/run"
-  local argv = { T.wb_binary(), "run", "recipes/vep_breakdown.lua", "-o", dir }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  local res = assert(proc.run { argv = argv, cwd = ROOT, stdout = "capture", stderr = "capture", timeout = 120 })
-  return res, dir
+  return T.wb({ "run", "recipes/vep_breakdown.lua", "-o", dir, table.unpack(args) }, { cwd = ROOT, timeout = 120 }), dir
 end
 
 local function stage(list, name)
@@ -86,7 +83,7 @@ T.case("log mode: exact figures for the hand-written fixture", function()
   T.match(md, "| variation_take%s+|%s+3 | 0%.111 s |")
   T.ok(res.stdout:find(md, 1, true), "the breakdown is printed")
   T.match(assert(fs.read(dir .. "/summary.md")), "^# VEP breakdown summary\n\n%- Engine%-bound")
-  local m = assert(json.read(dir .. "/manifest.json"))
+  local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.eq(m.runs[1].metrics.engine_seconds, 0.508)
 end)
@@ -162,7 +159,7 @@ T.case("run mode: a failing or timed-out command is exit 1, with the breakdown o
   T.eq(res.code, 1)
   T.match(res.stderr, "the command exited 3")
   check_fixture(assert(json.read(dir .. "/breakdown.json")))
-  T.eq(assert(json.read(dir .. "/manifest.json")).status, "failed")
+  T.eq(T.manifest(dir).status, "failed")
   local r2, dir2 = breakdown({ "timeout=0.3", "--", "sh", "-c", "cat '" .. FIXTURE .. "' >&2; exec sleep 30" })
   T.eq(r2.code, 1)
   T.match(r2.stderr, "the command timed out")

@@ -4,16 +4,10 @@ local T = require "wb.test"
 local yaml = require "wb.yaml"
 local json = require "wb.json"
 local core = require "wb.core"
+local fs = require "wb.fs"
 
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 local fixtures = here .. "/../fixtures/yaml/"
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- An ordered table from a flat key, value, key, value... list.
 local function ordered(kv)
@@ -292,7 +286,7 @@ end
 
 T.case("dump: exact text of a fixture", function()
   local v = dump_fixture_value()
-  T.eq(yaml.dump(v), slurp(fixtures .. "dump.yaml"))
+  T.eq(yaml.dump(v), assert(fs.read(fixtures .. "dump.yaml")))
   local back = assert(yaml.load(yaml.dump(v)))
   T.ok(back.special[3] ~= back.special[3], "nan stays nan")
   back.special[3], v.special[3] = nil, nil

@@ -11,6 +11,7 @@
 # On failure prints the tails of the daemons' logs and exits 1. Needs root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 dir=${WB_SLURM_DIR:-${TMPDIR:-/tmp}/wb-slurm}
 port=${WB_SLURM_PORT:-16817}
 timeout=${WB_SLURM_START_TIMEOUT:-90}
@@ -29,15 +30,6 @@ if [ "$mode" = accounting ]; then
     command -v "$prog" >/dev/null || { echo "start.sh: $prog not found (make deps)" >&2; exit 1; }
   done
 fi
-
-# Alive: the pid file names a process that is neither a zombie nor dead.
-alive() {
-  local pid state
-  pid=$(cat "$1" 2>/dev/null) || return 1
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  state=$(sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/$pid/stat" 2>/dev/null) || return 1
-  [ "$state" != Z ] && [ "$state" != X ]
-}
 
 if [ -f "$dir/mode" ] && [ "$(cat "$dir/mode")" != "$mode" ]; then
   WB_SLURM_DIR=$dir bash "$here/stop.sh"

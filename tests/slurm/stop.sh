@@ -4,35 +4,19 @@
 # and no slurmstepd of this cluster is left, and removes the directory (WB_SLURM_KEEP=1 keeps it).
 # Safe to run when nothing is up. Exit 1 if a process could not be stopped.
 set -uo pipefail
+source "$(dirname "$0")/lib.sh"
 dir=${WB_SLURM_DIR:-${TMPDIR:-/tmp}/wb-slurm}
 [ -d "$dir" ] || exit 0
 run=$dir/run
 export SLURM_CONF=$dir/etc/slurm.conf
 
-state_of() { sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null; }
-alive_pid() {
-  local s
-  s=$(state_of "$1") || return 1
-  [ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-
 # Stops the processes (TERM, up to 15 s, then KILL); returns 1 if one survives KILL.
 stop_pids() {
-  local pid left i
+  local pid
   for pid in "$@"; do alive_pid "$pid" && kill -TERM "$pid" 2>/dev/null; done
-  for ((i = 0; i < 150; i++)); do
-    left=0
-    for pid in "$@"; do alive_pid "$pid" && left=1; done
-    [ $left -eq 0 ] && return 0
-    sleep 0.1
-  done
+  wait_dead 150 "$@" && return 0
   for pid in "$@"; do alive_pid "$pid" && kill -KILL "$pid" 2>/dev/null; done
-  for ((i = 0; i < 50; i++)); do
-    left=0
-    for pid in "$@"; do alive_pid "$pid" && left=1; done
-    [ $left -eq 0 ] && return 0
-    sleep 0.1
-  done
+  wait_dead 50 "$@" && return 0
   for pid in "$@"; do alive_pid "$pid" && echo "stop.sh: pid $pid survived SIGKILL" >&2; done
   return 1
 }
@@ -84,7 +68,7 @@ fi
 for d in slurmd slurmctld slurmdbd mariadb; do
   pid=$(pid_of "$d") && { stop_pids "$pid" || status=1; }
 done
-pid=$(cat "$dir/munge/munged.pid" 2>/dev/null) && [ -n "$pid" ] && alive_pid "$pid" && { stop_pids "$pid" || status=1; }
+alive "$dir/munge/munged.pid" && { stop_pids "$(cat "$dir/munge/munged.pid")" || status=1; }
 steps=$(stepds)
 if [ -n "$steps" ]; then
   # Left behind when slurmd could not end its jobs (slurmstepd blocks SIGTERM): KILL them and

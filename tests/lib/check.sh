@@ -1,0 +1,14 @@
+# shellcheck shell=bash
+# Counting checks of the shell test suites (sourced): `check NAME CMD...` runs CMD, prints
+# `ok - NAME` or `not ok - NAME` with the tail of its output; `finish` prints the
+# `N passed, N failed` line and fails if a check did.
+passed=0 failed=0
+check() { # name command...
+  local name=$1 log; shift
+  if log=$("$@" 2>&1); then passed=$((passed + 1)); echo "ok - $name"
+  else failed=$((failed + 1)); echo "not ok - $name"; echo "$log" | sed 's/^/    /' | tail -n 20; fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
