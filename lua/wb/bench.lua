@@ -287,6 +287,19 @@ function M.run(spec)
     for _, c in ipairs(cmds) do
       if #c.samples.wall < c.planned then round[#round + 1] = c end
     end
+    if #round == 0 and not spec.runs then
+      -- the first run only estimated the count: when the runs add up to less than min_time
+      -- (a slow first run), plan again from their mean, so that automatic counts honour it
+      for _, c in ipairs(cmds) do
+        local n = #c.samples.wall
+        local mean = stats.mean(c.samples.wall)
+        local more = n * mean < (spec.min_time or 3) and planned_runs(spec, mean) or n
+        if more > n then
+          total, c.planned = total + more - c.planned, more
+          round[#round + 1] = c
+        end
+      end
+    end
     if #round == 0 then break end
     if order == "random" then
       for i = #round, 2, -1 do

@@ -36,6 +36,13 @@ T.case("automatic run count: at least min_runs and min_time", function()
   T.ok(n >= 5 and n >= 20 and n <= 30, "runs: " .. n)
   s = bench.run { commands = { "sleep 0.02" }, min_runs = 7, min_time = 0.01 }
   T.eq(s.commands[1].stats.wall.n, 7)
+  -- a first run slower than the rest (the command sleeps only the first time) must not cut the
+  -- measured total short of min_time
+  local d = T.tmpdir()
+  s = bench.run { commands = { "sh -c 'test -e " .. d .. "/warm || { touch " .. d .. "/warm; sleep 0.3; }'" },
+    min_runs = 3, min_time = 0.6 }
+  local w = s.commands[1].stats.wall
+  T.ok(w.n * w.mean >= 0.6, string.format("%d runs, %.3f s measured", w.n, w.n * w.mean))
 end)
 
 T.case("setup, prepare, conclude, cleanup and warmup run in order, interleaved commands", function()
