@@ -293,7 +293,12 @@ local function change_text(row)
   if row.p then
     local lo, hi = row.ci_lo, row.ci_hi
     if row.ratio < 1 then lo, hi = 1 / hi, 1 / lo end
-    s = s .. string.format(" (95%% CI %.2f–%.2f×, p = %.2g)", lo, hi, row.p)
+    local finite = lo == lo and hi == hi and math.abs(lo) < math.huge and math.abs(hi) < math.huge
+    if finite then
+      s = s .. string.format(" (95%% CI %.2f–%.2f×, p = %.2g)", lo, hi, row.p)
+    else -- a side with zeros in its samples has no ratio interval
+      s = s .. string.format(" (p = %.2g)", row.p)
+    end
   end
   return s
 end

@@ -2,19 +2,24 @@
 --
 -- Metrics are classed by name: counts (rows, counts: any change is flagged), time (seconds, wall,
 -- user, sys, ...: a change is a regression or an improvement only beyond the threshold, default
--- 2%, and, when both sides carry samples, only when statistically significant), memory (rss,
--- bytes: beyond the threshold), and other numbers (reported, never a verdict).
+-- 2%, and, when both sides carry samples, only when statistically significant), rates
+-- (throughput, mb_s, ops_per_s, qps, ...: the same, but higher is better), memory (rss, bytes: beyond
+-- the threshold), and other numbers (reported, never a verdict).
 local M = {}
 
 M.DEFAULT_THRESHOLD = 0.02
 M.ALPHA = 0.05
 
--- kind = verdict.classify(metric_name) : "count" | "time" | "memory" | "other"
+-- kind = verdict.classify(metric_name) : "count" | "rate" | "time" | "memory" | "other"
 function M.classify(name)
   local n = name:lower()
   if n:find("row_count") or n:find("rows$") or n:find("_count$") or n:find("^count") or
       n:find("file_count") then
     return "count"
+  end
+  if n:find("throughput") or n:find("bandwidth") or n:find("per_s") or n:find("_ps$") or
+      n:find("[kmgt]i?b_s$") or n:find("speed") or n:find("[iqr]ps$") then
+    return "rate"
   end
   if n:find("rss") or n:find("bytes") or n:find("memory") or n:find("_kb$") or n:find("_mb$") then
     return "memory"
@@ -69,8 +74,9 @@ function M.compare(metric, base, new, opts)
   end
   local sig = significance(opts.base_samples, opts.new_samples, opts)
   if sig then row.p, row.ci_lo, row.ci_hi = sig.p, sig.ci_lo, sig.ci_hi end
-  local worse = row.ratio >= 1 + threshold
-  local better = row.ratio <= 1 - threshold
+  local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
+  local worse, better = up, down
+  if kind == "rate" then worse, better = down, up end
   if not worse and not better then
     row.verdict = "unchanged"
   elseif sig and not (sig.p < M.ALPHA and (sig.ci_lo > 1 or sig.ci_hi < 1)) then
@@ -98,6 +104,10 @@ function M.describe(row)
   if row.kind == "memory" then
     if row.ratio >= 1 then return string.format("%.2f× larger", row.ratio) end
     return string.format("%.2f× smaller", 1 / row.ratio)
+  end
+  if row.kind == "rate" then
+    if row.ratio >= 1 then return string.format("%.2f× higher", row.ratio) end
+    return string.format("%.2f× lower", 1 / row.ratio)
   end
   return string.format("%.3g×", row.ratio)
 end

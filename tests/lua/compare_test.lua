@@ -264,3 +264,30 @@ T.case("exit status: 0, 1 with --fail-on-regression on a regression, --threshold
   res = run_wb("--threshold", "20%", DIR .. "generic_base.json", DIR .. "generic_new.json")
   T.match(res.stdout, "\n1 regression, 0 improvements, 5 unchanged, 1 changed")
 end)
+
+T.case("rates: higher is better (throughput, MB/s, per second, qps); a drop is a regression", function()
+  local verdict = require "wb.verdict"
+  for _, name in ipairs { "throughput.mb_s", "read_mb_s", "ops_per_sec", "bandwidth", "qps", "gib_s" } do
+    T.eq(verdict.classify(name), "rate", name)
+  end
+  T.eq(verdict.classify("wall_s"), "time")
+  local down = verdict.compare("throughput.mb_s", 100, 80)
+  T.eq({ down.verdict, verdict.describe(down) }, { "regression", "1.25× lower" })
+  local up = verdict.compare("throughput.mb_s", 100, 120)
+  T.eq({ up.verdict, verdict.describe(up) }, { "improvement", "1.20× higher" })
+  T.eq(verdict.compare("throughput.mb_s", 100, 101).verdict, "unchanged")
+end)
+
+T.case("a side whose samples are all zero: the change shows its p-value without a ratio interval", function()
+  local d = T.tmpdir()
+  local function doc(sys)
+    return { schema_name = "wb.bench", schema_version = 1, commands = { { name = "c",
+      samples = { wall = { 1, 1.1, 0.9, 1 }, sys = sys }, stats = {} } } }
+  end
+  json.write(d .. "/a.json", doc({ 0.1, 0.2, 0.15, 0.12 }))
+  json.write(d .. "/b.json", doc({ 0, 0, 0, 0 }))
+  local res = T.wb { "compare", d .. "/a.json", d .. "/b.json" }
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "| c sys mean +|[^|]+|[^|]+| → 0 %(p = [%d.e-]+%) +|")
+  T.ok(not res.stdout:find("nan", 1, true) and not res.stdout:find("inf", 1, true), res.stdout)
+end)
