@@ -97,9 +97,13 @@ end
 -- A metric set: {path, format, metrics = {name = {value, samples, kind, unit}}}.
 local function new_set(path, format) return { path = path, format = format, metrics = {} } end
 
-local function add(set, name, value, samples, kind, unit)
+-- stat: the statistic of the samples the value is ("mean", the default, or "median"), which the
+-- significance test's ratio interval uses; samples of any other figure (min, max) are not kept.
+local function add(set, name, value, samples, kind, unit, stat)
   if type(value) ~= "number" or set.metrics[name] then return end
-  set.metrics[name] = { value = value, samples = sample_list(samples), kind = kind, unit = unit }
+  stat = stat or "mean"
+  if stat ~= "mean" and stat ~= "median" then samples = nil end
+  set.metrics[name] = { value = value, samples = sample_list(samples), kind = kind, unit = unit, stat = stat }
 end
 
 -- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
@@ -180,7 +184,7 @@ local function add_command(set, name, cmd)
     return xs and stats[which](xs)
   end
   add(set, name .. " wall mean", stat("wall", "mean"), samples.wall, "time", "s")
-  add(set, name .. " wall median", stat("wall", "median"), samples.wall, "time", "s")
+  add(set, name .. " wall median", stat("wall", "median"), samples.wall, "time", "s", "median")
   add(set, name .. " user mean", stat("user", "mean"), samples.user, "time", "s")
   add(set, name .. " sys mean", stat("sys", "mean"), samples.sys, "time", "s")
   -- an upper bound (wb's own peak RSS standing in for a small child's) is no figure to compare
@@ -218,7 +222,7 @@ local function load_hyperfine(set, doc)
   for i, res in ipairs(doc.results) do
     if is_object(res) then
       local name = record_name(res, i, seen)
-      for _, f in ipairs(HYPERFINE_WALL) do add(set, name .. " " .. f, res[f], res.times, "time", "s") end
+      for _, f in ipairs(HYPERFINE_WALL) do add(set, name .. " " .. f, res[f], res.times, "time", "s", f) end
       for _, f in ipairs(HYPERFINE_CPU) do add(set, name .. " " .. f, res[f], nil, "time", "s") end
     end
   end
@@ -335,7 +339,7 @@ function M.compare(base, new, opts)
   for _, name in ipairs(names) do
     local b, n = base.metrics[name], new.metrics[name]
     local r = verdict.compare(name, b.value, n.value, {
-      threshold = threshold, kind = b.kind, base_samples = b.samples, new_samples = n.samples })
+      threshold = threshold, kind = b.kind, base_samples = b.samples, new_samples = n.samples, stat = b.stat })
     r.unit = b.unit
     r.change = change_text(r)
     r.verdict_text = verdict_text(r)

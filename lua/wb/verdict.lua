@@ -40,11 +40,12 @@ local function significance(base_samples, new_samples, opts)
   local stats = require "wb.stats"
   local mw = stats.mann_whitney(base_samples, new_samples)
   local lo, hi = stats.bootstrap_ci(base_samples, new_samples,
-    { stat = "ratio_mean", level = 0.95, resamples = opts.resamples or 2000, seed = opts.seed or 1 })
+    { stat = "ratio_" .. (opts.stat or "mean"), level = 0.95, resamples = opts.resamples or 2000, seed = opts.seed or 1 })
   return { p = mw.p, ci_lo = lo, ci_hi = hi }
 end
 
--- row = verdict.compare(metric, base, new [, {threshold, base_samples, new_samples, kind}])
+-- row = verdict.compare(metric, base, new [, {threshold, base_samples, new_samples, kind, stat}])
+-- (stat: "mean" (default) or "median", the statistic whose ratio the samples' interval is for)
 -- row: {metric, kind, base, new, delta, ratio, p, ci_lo, ci_hi, verdict, note, significant}
 -- (significant = false when the change is beyond the threshold but not statistically significant)
 -- verdict: "regression" | "improvement" | "unchanged" | "changed" | "inconclusive"
