@@ -33,21 +33,23 @@ return wb.recipe {
       local rec = c:record(cmd.name)
       rec.status = "success"
       rec.command_arguments = cmd.argv
+      local st = cmd.stats
       rec.metrics = {
-        wall_mean_seconds = cmd.stats.wall.mean, wall_median_seconds = cmd.stats.wall.median,
-        user_mean_seconds = cmd.stats.user.mean, sys_mean_seconds = cmd.stats.sys.mean,
-        maxrss_kb_mean = cmd.stats.maxrss_kb.mean,
+        wall_mean_seconds = st.wall.mean, wall_median_seconds = st.wall.median,
+        wall_min_seconds = st.wall.min, wall_max_seconds = st.wall.max,
+        user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
       }
-      rec.samples = { wall_mean_seconds = cmd.samples.wall }
+      -- the samples every tested metric needs, once each (wall_mean_seconds and
+      -- wall_median_seconds share wall_seconds)
+      rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
+        sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb }
+      rec.maxrss_upper_bound = cmd.maxrss_upper_bound
     end
-    wb.report.write_all(c.dir, summary)
-    local result = c:finish()
-    io.write(wb.report.markdown(summary))
+    local previous = c:compare_previous()
+    wb.check(wb.report.write_all(c.dir, summary, { previous = previous }))
+    c:finish()
+    io.write(wb.report.markdown(summary, { previous = previous }))
     io.write("\nreport: ", c.dir, "/report.html\n")
-    if result.regressions > 0 then
-      io.write(string.format("%d regression(s) against the previous run (%s)\n", result.regressions,
-        tostring(c.manifest.previous_manifest_path)))
-    end
     return 0
   end,
 }

@@ -168,7 +168,7 @@ local function find_steps(cfg, rows)
   local bounds = { 1 }
   for _, s in ipairs(raw) do bounds[#bounds + 1] = s.index end
   bounds[#bounds + 1] = #series + 1
-  local steps = json.array()
+  local steps, judged = json.array(), {}
   for k, s in ipairs(raw) do
     local before, after = {}, {}
     for i = bounds[k], bounds[k + 1] - 1 do
@@ -186,9 +186,18 @@ local function find_steps(cfg, rows)
     for i = prev.index + 1, first.index do st.candidates[#st.candidates + 1] = rows[i].commit end
     st.before, st.after, st.ratio = s.before, s.after, s.ratio
     st.kind = s.ratio > 1 and "regression" or "improvement"
-    st.p_value = wb.stats.mann_whitney(before, after).p
-    st.significant = st.p_value < ALPHA and math.abs(s.ratio - 1) >= cfg.threshold
     steps[#steps + 1] = st
+    judged[#judged + 1] = wb.verdict.compare("wall mean", s.before, s.after, { kind = "time", stat = "mean",
+      threshold = cfg.threshold, alpha = ALPHA, base_samples = before, new_samples = after, seed = cfg.seed })
+  end
+  -- every step is judged by the comparison engine, all together (Benjamini–Hochberg over the steps)
+  wb.verdict.judge(judged, { threshold = cfg.threshold, alpha = ALPHA })
+  for k, st in ipairs(steps) do
+    local row = judged[k]
+    st.p_value, st.q_value = row.p or null, row.q or null
+    st.ci_lo, st.ci_hi = row.ci_lo or null, row.ci_hi or null
+    st.significant = row.verdict == "regression" or row.verdict == "improvement"
+    st.verdict, st.reason = row.verdict, row.reason
   end
   return steps
 end
@@ -196,10 +205,10 @@ end
 local function pct(ratio) return string.format("%+.1f%%", (ratio - 1) * 100) end
 
 local function step_sentence(st, unit, threshold)
-  local text = string.format("%s: %.3f → %.3f %s (%s, p = %.2g)", st.kind,
-    st.before * unit.factor, st.after * unit.factor, unit.name, pct(st.ratio), st.p_value)
+  local text = string.format("%s: %.3f → %.3f %s (%s; %s)", st.kind,
+    st.before * unit.factor, st.after * unit.factor, unit.name, pct(st.ratio), st.reason)
   if not st.significant then
-    text = text .. string.format("; not significant (needs p < %g and a change of at least %g%%)", ALPHA, threshold * 100)
+    text = text .. string.format("; a step counts when it is beyond %g%%, p < %g and its CI excludes 1", threshold * 100, ALPHA)
   end
   if #st.candidates > 1 then
     text = text .. string.format("; the %d commits before it were not measured and may hold the change", #st.candidates - 1)

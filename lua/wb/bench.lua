@@ -201,26 +201,30 @@ local function warnings_for(c, st, outliers)
   return w
 end
 
+-- The comparison of a command with the reference, by the comparison engine's test (wb.verdict:
+-- Mann–Whitney and a bootstrap CI of the ratio of means; no threshold: any significant
+-- difference is one).
 local function compare(c, ref, seed)
+  local verdict = require "wb.verdict"
   local cmp = json.object()
   cmp.name, cmp.reference = c.name, ref.name
   local a, b = c.samples.wall, ref.samples.wall
   cmp.ratio_mean = stats.mean(a) / stats.mean(b)
   cmp.ratio_median = stats.median(a) / stats.median(b)
-  local lo, hi = stats.bootstrap_ci(b, a, { stat = "ratio_mean", level = 0.95, resamples = 5000, seed = seed })
-  cmp.ci_lo, cmp.ci_hi, cmp.ci_level = lo, hi, 0.95
-  local mw = stats.mann_whitney(b, a)
-  cmp.p_value = mw.p
-  local significant = mw.p < 0.05 and (lo > 1 or hi < 1)
+  local t, why = verdict.test(b, a, { stat = "mean", resamples = 5000, seed = seed })
+  if not t then -- a single run each: nothing to test
+    cmp.verdict, cmp.note = "no significant difference", why .. ": run more"
+    cmp.text = string.format("%s and %s: ratio %.2f; %s", c.name, ref.name, cmp.ratio_mean, cmp.note)
+    return cmp
+  end
+  cmp.ci_lo, cmp.ci_hi, cmp.ci_level, cmp.p_value = t.ci_lo, t.ci_hi, verdict.CI_LEVEL, t.p
+  local significant = not t.underpowered and t.p < verdict.ALPHA and (t.ci_lo > 1 or t.ci_hi < 1)
   if not significant then
     cmp.verdict = "no significant difference"
     cmp.text = string.format("%s and %s show no significant difference (ratio %.2f, 95%% CI %.2f–%.2f, p = %.2g)",
-      c.name, ref.name, cmp.ratio_mean, lo, hi, mw.p)
-    -- the smallest two-sided p the exact rank test can give is 2 / C(na + nb, na)
-    local na, nb, ways = #a, #b, 1
-    for i = 1, na do ways = ways * (nb + i) / i end
-    if 2 / ways >= 0.05 then
-      cmp.note = string.format("with %d and %d runs no difference can reach p < 0.05: run more", na, nb)
+      c.name, ref.name, cmp.ratio_mean, t.ci_lo, t.ci_hi, t.p)
+    if t.underpowered then
+      cmp.note = t.underpowered .. ": run more"
       cmp.text = cmp.text .. "; " .. cmp.note
     end
   else
@@ -228,7 +232,7 @@ local function compare(c, ref, seed)
     cmp.verdict = slower and "slower" or "faster"
     cmp.text = string.format("%s is %.2f× %s than %s (95%% CI %.2f–%.2f, p = %.2g)", c.name,
       slower and cmp.ratio_mean or 1 / cmp.ratio_mean, cmp.verdict, ref.name,
-      slower and lo or 1 / hi, slower and hi or 1 / lo, mw.p)
+      slower and t.ci_lo or 1 / t.ci_hi, slower and t.ci_hi or 1 / t.ci_lo, t.p)
   end
   return cmp
 end

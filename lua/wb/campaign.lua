@@ -395,45 +395,51 @@ local function find_baseline(self)
   return best, best_path
 end
 
-local function compare_with(self, base)
-  local verdict = require "wb.verdict"
+-- The comparison of this campaign's runs with the baseline's (wb.compare's engine, exactly as
+-- `wb compare PREVIOUS/manifest.json THIS/manifest.json` gives it), or nil without a baseline.
+local function compare_with(self, base, base_path)
+  local compare = require "wb.compare"
+  return compare.compare(compare.from_document(base, base_path),
+    compare.from_document(self.manifest, self.dir .. "/manifest.json"),
+    { threshold = self.spec.threshold, allow_empty = true })
+end
+
+-- The manifest's comparisons[]: one row a metric of a run both runs have (run_name, metric,
+-- previous_value, current_value, and the wb.compare row's ratio, test, verdict and reason).
+local function comparison_rows(result)
+  local compare = require "wb.compare"
   local rows = json.array()
-  local by_name = {}
-  for _, r in ipairs(base.runs or {}) do by_name[r.name] = r end
-  local threshold = self.spec.threshold
-  for _, r in ipairs(self.manifest.runs) do
-    local b = by_name[r.name]
-    if b and r.status == "success" and b.status == "success" then
-      local metrics = r.metrics or {}
-      for _, metric in ipairs(util.sorted_keys(metrics)) do
-        local cur = metrics[metric]
-        local prev = b.metrics and b.metrics[metric]
-        if type(cur) == "number" and type(prev) == "number" then
-          local v = verdict.compare(metric, prev, cur, {
-            threshold = threshold,
-            base_samples = b.samples and b.samples[metric],
-            new_samples = r.samples and r.samples[metric],
-          })
-          local row = json.object()
-          row.run_name = r.name
-          row.metric = metric
-          row.current_value = cur
-          row.previous_value = prev
-          row.delta = v.delta
-          row.ratio = v.ratio or json.null
-          row.verdict = v.verdict
-          row.p_value = v.p
-          row.note = v.note
-          rows[#rows + 1] = row
-        end
-      end
-    end
+  for _, r in ipairs(result.rows) do
+    local row = compare.row_object(r)
+    row.run_name = r.record or json.null
+    row.metric = r.metric
+    row.previous_value, row.current_value = r.base, r.new
+    row.base, row.new, row.record, row.quantity = nil, nil, nil, nil
+    rows[#rows + 1] = row
   end
   return rows
 end
 
+-- result = c:compare_previous() : the wb.compare result against the latest compatible complete
+-- run (nil when there is none, or in a dry run); computed once, and what c:finish() records.
+-- Recipes call it before finish to put the comparison in their reports.
+function Campaign:compare_previous()
+  if self.previous == nil then
+    self.previous = false
+    if not self.manifest.dry_run then
+      local base, path = find_baseline(self)
+      if base then
+        self.previous = compare_with(self, base, path)
+        self.previous_path = path
+      end
+    end
+  end
+  return self.previous or nil
+end
+
 -- summary = c:finish([status]) : final status ("complete", or "failed" when a run failed),
--- comparisons against the baseline, manifest written. summary = {status, regressions, dir}.
+-- comparisons against the baseline (c:compare_previous()), manifest written.
+-- summary = {status, regressions, dir, comparison (the wb.compare result, or nil)}.
 function Campaign:finish(status)
   local m = self.manifest
   local failed = false
@@ -442,21 +448,18 @@ function Campaign:finish(status)
   end
   m.status = status or (failed and "failed" or "complete")
   local regressions = 0
-  if not m.dry_run then
-    local base, path = find_baseline(self)
-    if base then
-      m.previous_manifest_path = path
-      m.comparisons = compare_with(self, base)
-      for _, c in ipairs(m.comparisons) do
-        if c.verdict == "regression" then regressions = regressions + 1 end
-      end
-    end
+  local previous = self:compare_previous()
+  if previous then
+    m.previous_manifest_path = self.previous_path
+    m.comparisons = comparison_rows(previous)
+    m.comparison_summary = require("wb.compare").summary_object(previous)
+    regressions = previous.summary.regressions
   end
   m.finished_at_utc = clock.utc()
   self:save()
   self:event("campaign_finished", { status = m.status, regressions = regressions })
   current = nil
-  return { status = m.status, regressions = regressions, dir = self.dir }
+  return { status = m.status, regressions = regressions, dir = self.dir, comparison = previous }
 end
 
 -- Called by the recipe runner when a recipe raised: marks the open campaign interrupted (SIGINT,

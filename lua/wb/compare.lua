@@ -26,21 +26,14 @@ M.SCHEMA_VERSION = 1
 M.USAGE = "usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]"
 
 local WB_SCHEMAS = { ["wb.bench"] = 1, ["wb.manifest"] = 1 }
-local NOT_SIGNIFICANT = "beyond threshold but not significant"
 
 local function fail(msg) errors.raise(2, "compare: " .. msg, 0) end
 
 local is_array = util.is_list
 local function is_object(v) return type(v) == "table" and not is_array(v) end
 
--- The values of v when it is a non-empty array of numbers, else nil.
-local function sample_list(v)
-  if not is_array(v) or #v == 0 then return nil end
-  for _, x in ipairs(v) do
-    if type(x) ~= "number" then return nil end
-  end
-  return v
-end
+-- The values of v when it is a non-empty list of numbers (or wb.stats samples), else nil.
+local sample_list = verdict.values_of
 
 ---- units -----------------------------------------------------------------------------------
 
@@ -59,7 +52,7 @@ local TO_BYTES = { B = 1, KiB = 1024, MiB = 1024 ^ 2, GiB = 1024 ^ 3 }
 
 -- The unit a metric's name states (the word nearest its end that names one), for its kind.
 local function unit_of(path, kind)
-  local units = kind == "time" and TIME_UNITS or kind == "memory" and MEMORY_UNITS
+  local units = kind == "time" and TIME_UNITS or (kind == "memory" or kind == "count") and MEMORY_UNITS
   if not units then return nil end
   local unit
   for word in path:lower():gmatch("[%a]+") do unit = units[word] or unit end
@@ -94,24 +87,38 @@ end
 
 ---- loaders ---------------------------------------------------------------------------------
 
--- A metric set: {path, format, metrics = {name = {value, samples, kind, unit}}}.
+-- A metric set: {path, format, metrics = {name = {record, metric, value, samples, kind, unit,
+-- stat}}}. Every input names one quantity alike: "<record> <metric>", where a wb.bench
+-- summary, a manifest of wb bench and a hyperfine export of the same commands give the same
+-- "<command> wall mean", "wall median", "wall min", "wall max", "user mean", "sys mean" and
+-- "maxrss_kb mean" (KiB).
 local function new_set(path, format) return { path = path, format = format, metrics = {} } end
 
--- stat: the statistic of the samples the value is ("mean", the default, or "median"), which the
--- significance test's ratio interval uses; samples of any other figure (min, max) are not kept.
-local function add(set, name, value, samples, kind, unit, stat)
+-- The statistic a value of samples xs is, when its name does not say: the nearer of their
+-- median and mean.
+local function stat_from_samples(value, xs)
+  if not xs then return nil end
+  local stats = require "wb.stats"
+  return math.abs(value - stats.median(xs)) < math.abs(value - stats.mean(xs)) and "median" or "mean"
+end
+
+-- stat: the statistic the value is ("mean", "median", or an information-only one such as
+-- "max"); from the metric's name, else from its samples.
+local function add(set, record, metric, value, samples, kind, unit, stat)
+  local name = record and (record .. " " .. metric) or metric
   if type(value) ~= "number" or set.metrics[name] then return end
-  stat = stat or "mean"
-  if stat ~= "mean" and stat ~= "median" then samples = nil end
-  set.metrics[name] = { value = value, samples = sample_list(samples), kind = kind, unit = unit, stat = stat }
+  samples = sample_list(samples)
+  stat = stat or verdict.stat_of(metric) or stat_from_samples(value, samples) or "mean"
+  set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
+    unit = unit, stat = stat }
 end
 
 -- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
-local function add_named(set, name, path, value, samples)
+local function add_named(set, record, path, value, samples)
   local leaf = path:match("([^%.%[%]]+)[%]]*$") or path
   local kind = verdict.classify(leaf)
   if kind == "other" then kind = verdict.classify(path) end
-  add(set, name, value, samples, kind, unit_of(path, kind))
+  add(set, record, path, value, samples, kind, unit_of(path, kind))
 end
 
 -- Calls fn(path, number) for every numeric leaf of v, in document order.
@@ -127,13 +134,23 @@ local function each_number(v, path, fn)
   end
 end
 
--- Adds the numeric leaves of v as "<prefix><path>", with samples looked up by path; skip: a
+-- The samples of a metric path in samples{}: under its own name, else under the name without
+-- its statistic ("wall_mean_seconds" and "wall_median_seconds" share "wall_seconds").
+local function samples_for(samples, path)
+  if not samples then return nil end
+  local own = samples[path]
+  if own ~= nil then return own end
+  local bare = path:gsub("_mean", "", 1):gsub("_median", "", 1)
+  return bare ~= path and samples[bare] or nil
+end
+
+-- Adds the numeric leaves of v as "<record> <path>", with samples looked up by path; skip: a
 -- set of top-level keys left out.
-local function add_leaves(set, v, prefix, samples, skip)
+local function add_leaves(set, record, v, samples, skip)
   each_number(v, "", function(path, x)
     if path == "" then path = "value" end
     if skip and skip[path:match("^[^%.%[]+")] then return end
-    add_named(set, prefix .. path, path, x, samples and samples[path])
+    add_named(set, record, path, x, samples_for(samples, path))
   end)
 end
 
@@ -164,12 +181,32 @@ local function record_name(rec, i, seen)
   return name, key
 end
 
+-- A manifest's names for the quantities of a wb.bench command, and the names they compare under.
+local BENCH_METRICS = {
+  wall_mean_seconds = { "wall mean", "time", "s" }, wall_median_seconds = { "wall median", "time", "s" },
+  wall_min_seconds = { "wall min", "time", "s" }, wall_max_seconds = { "wall max", "time", "s" },
+  user_mean_seconds = { "user mean", "time", "s" }, sys_mean_seconds = { "sys mean", "time", "s" },
+  maxrss_kb_mean = { "maxrss_kb mean", "memory", "KiB" },
+}
+
 -- A run record with a metrics{}: its numeric metrics and wall_time_seconds, samples{} beside.
+-- A peak RSS that is only an upper bound (wb's own standing in for a small child's) is left out.
 local function add_run(set, name, rec)
   local samples = is_object(rec.samples) and rec.samples or nil
-  add_leaves(set, rec.metrics, name .. " ", samples)
-  add(set, name .. " wall_time_seconds", rec.wall_time_seconds, samples and samples.wall_time_seconds,
-    "time", "s")
+  local metrics = is_object(rec.metrics) and rec.metrics or {}
+  local rest = {}
+  for k, v in pairs(metrics) do
+    local alias = BENCH_METRICS[k]
+    if alias then
+      if not (rec.maxrss_upper_bound == true and alias[2] == "memory") then
+        add(set, name, alias[1], v, samples_for(samples, k), alias[2], alias[3])
+      end
+    elseif type(k) == "string" then
+      rest[k] = v
+    end
+  end
+  add_leaves(set, name, rest, samples)
+  add(set, name, "wall_time_seconds", rec.wall_time_seconds, samples and samples.wall_time_seconds, "time", "s")
 end
 
 -- The metrics of one wb.bench command: its stats{} (or statistics of its samples) and samples.
@@ -181,15 +218,15 @@ local function add_command(set, name, cmd)
     local s = is_object(st[field]) and st[field][which]
     if type(s) == "number" then return s end
     local xs = sample_list(samples[field])
-    return xs and stats[which](xs)
+    return xs and stats.summary(xs)[which]
   end
-  add(set, name .. " wall mean", stat("wall", "mean"), samples.wall, "time", "s")
-  add(set, name .. " wall median", stat("wall", "median"), samples.wall, "time", "s", "median")
-  add(set, name .. " user mean", stat("user", "mean"), samples.user, "time", "s")
-  add(set, name .. " sys mean", stat("sys", "mean"), samples.sys, "time", "s")
-  -- an upper bound (wb's own peak RSS standing in for a small child's) is no figure to compare
+  for _, which in ipairs({ "mean", "median", "min", "max" }) do
+    add(set, name, "wall " .. which, stat("wall", which), samples.wall, "time", "s", which)
+  end
+  add(set, name, "user mean", stat("user", "mean"), samples.user, "time", "s", "mean")
+  add(set, name, "sys mean", stat("sys", "mean"), samples.sys, "time", "s", "mean")
   if cmd.maxrss_upper_bound ~= true then
-    add(set, name .. " maxrss_kb mean", stat("maxrss_kb", "mean"), samples.maxrss_kb, "memory", "KiB")
+    add(set, name, "maxrss_kb mean", stat("maxrss_kb", "mean"), samples.maxrss_kb, "memory", "KiB", "mean")
   end
 end
 
@@ -200,17 +237,23 @@ local function load_bench(set, doc)
   end
 end
 
+-- Successful runs; a trial or warm-up record of a run is left out (the run carries its trials'
+-- samples).
 local function load_manifest(set, doc)
   local seen = {}
   for i, rec in ipairs(is_array(doc.runs) and doc.runs or {}) do
-    if is_object(rec) and rec.status == "success" then
+    if is_object(rec) and rec.status == "success" and rec.role ~= "trial" and rec.role ~= "warmup" then
       add_run(set, record_name(rec, i, seen), rec)
     end
   end
 end
 
-local HYPERFINE_WALL = { "mean", "median", "min", "max" }
-local HYPERFINE_CPU = { "user", "system" }
+-- hyperfine's fields, as the quantities wb names them ({field, metric, stat, with times{}}).
+local HYPERFINE = {
+  { "mean", "wall mean", "mean", true }, { "median", "wall median", "median", true },
+  { "min", "wall min", "min" }, { "max", "wall max", "max" },
+  { "user", "user mean", "mean" }, { "system", "sys mean", "mean" },
+}
 
 local function is_hyperfine(doc)
   local first = is_array(doc.results) and doc.results[1]
@@ -218,12 +261,20 @@ local function is_hyperfine(doc)
 end
 
 local function load_hyperfine(set, doc)
+  local stats = require "wb.stats"
   local seen = {}
   for i, res in ipairs(doc.results) do
     if is_object(res) then
       local name = record_name(res, i, seen)
-      for _, f in ipairs(HYPERFINE_WALL) do add(set, name .. " " .. f, res[f], res.times, "time", "s", f) end
-      for _, f in ipairs(HYPERFINE_CPU) do add(set, name .. " " .. f, res[f], nil, "time", "s") end
+      for _, f in ipairs(HYPERFINE) do
+        add(set, name, f[2], res[f[1]], f[4] and res.times or nil, "time", "s", f[3])
+      end
+      local mem = sample_list(res.memory_usage_byte)
+      if mem then
+        local kib = {}
+        for j, b in ipairs(mem) do kib[j] = b / 1024 end
+        add(set, name, "maxrss_kb mean", stats.mean(kib), kib, "memory", "KiB", "mean")
+      end
     end
   end
 end
@@ -232,7 +283,7 @@ local function load_records(set, list)
   local seen = {}
   for i, rec in ipairs(list) do
     if not is_object(rec) then
-      add_leaves(set, rec, "#" .. i .. " ")
+      add_leaves(set, "#" .. i, rec)
     elseif is_object(rec.metrics) then
       add_run(set, record_name(rec, i, seen), rec)
     else
@@ -240,20 +291,20 @@ local function load_records(set, list)
       local samples = is_object(rec.samples) and rec.samples or nil
       local skip = { samples = samples ~= nil }
       if key then skip[key] = true end
-      add_leaves(set, rec, name .. " ", samples, skip)
+      add_leaves(set, name, rec, samples, skip)
     end
   end
 end
 
 local function load_generic(set, doc)
   if is_object(doc) and is_object(doc.metrics) then
-    add_leaves(set, doc.metrics, "", is_object(doc.samples) and doc.samples or nil)
+    add_leaves(set, nil, doc.metrics, is_object(doc.samples) and doc.samples or nil)
   elseif is_object(doc) and is_array(doc.runs) then
     load_records(set, doc.runs)
   elseif is_object(doc) and is_array(doc.results) then
     load_records(set, doc.results)
   else
-    add_leaves(set, doc, "")
+    add_leaves(set, nil, doc)
   end
 end
 
@@ -290,8 +341,8 @@ end
 
 local function or_null(v) return v == nil and json.null or v end
 
--- The change column: verdict.describe plus, with samples on both sides, the 95% CI of the
--- ratio (inverted along with it for "faster"/"smaller") and the Mann–Whitney p-value.
+-- The change column: verdict.describe plus, for a tested row, the 95% CI of the ratio (inverted
+-- along with it for "faster"/"smaller") and the Mann–Whitney p-value.
 local function change_text(row)
   local s = verdict.describe(row):gsub("%s+$", "")
   if row.p then
@@ -307,19 +358,12 @@ local function change_text(row)
   return s
 end
 
-local function verdict_text(row)
-  if row.verdict == "unchanged" and row.note == NOT_SIGNIFICANT then
-    return "unchanged (not significant)"
-  end
-  return row.verdict
-end
-
-local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
-
--- result = compare.compare(base_set, new_set [, {threshold}]) : {base, new, threshold, rows,
--- summary}; rows sorted by metric name, each a verdict.compare row (metric, kind, base, new,
--- delta, ratio, p, ci_lo, ci_hi, verdict, note) with unit, change and verdict_text added;
--- raises (exit 2) when no metric is in both sets
+-- result = compare.compare(base_set, new_set [, {threshold, alpha, allow_empty}]) : {base, new,
+-- threshold, rows, judged, summary}; rows sorted by metric name, each a verdict row (metric,
+-- kind, stat, base, new, delta, ratio, tested, p, q, ci_lo, ci_hi, verdict, reason, note) with
+-- record, name, unit and change added; all rows judged together (verdict.judge: the
+-- Benjamini–Hochberg correction when several are tested). Raises (exit 2) when no metric is in
+-- both sets, unless allow_empty.
 function M.compare(base, new, opts)
   opts = opts or {}
   local threshold = opts.threshold or verdict.DEFAULT_THRESHOLD
@@ -330,48 +374,107 @@ function M.compare(base, new, opts)
   for name in pairs(new.metrics) do
     if not base.metrics[name] then only_new = only_new + 1 end
   end
-  if #names == 0 then
+  if #names == 0 and not opts.allow_empty then
     fail(string.format("no metric in common between %s and %s", base.path, new.path))
   end
   table.sort(names)
-  local counts = { regression = 0, improvement = 0, unchanged = 0, changed = 0, inconclusive = 0 }
   local rows = {}
   for _, name in ipairs(names) do
     local b, n = base.metrics[name], new.metrics[name]
-    local r = verdict.compare(name, b.value, n.value, {
-      threshold = threshold, kind = b.kind, base_samples = b.samples, new_samples = n.samples, stat = b.stat })
-    r.unit = b.unit
-    r.change = change_text(r)
-    r.verdict_text = verdict_text(r)
-    counts[r.verdict] = counts[r.verdict] + 1
+    local r = verdict.compare(b.metric, b.value, n.value, { threshold = threshold, alpha = opts.alpha,
+      kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples })
+    r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
   end
-  local parts = { plural(counts.regression, "regression"), plural(counts.improvement, "improvement"),
-    counts.unchanged .. " unchanged" }
-  if counts.changed > 0 then parts[#parts + 1] = counts.changed .. " changed" end
-  if counts.inconclusive > 0 then parts[#parts + 1] = counts.inconclusive .. " inconclusive" end
-  local text = table.concat(parts, ", ")
+  local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha })
+  for _, r in ipairs(rows) do r.change = change_text(r) end
+  local c = judged.counts
+  local text = verdict.summary_text(judged)
   if only_base + only_new > 0 then
-    text = text .. string.format(" (%s not in both files)", plural(only_base + only_new, "metric"))
+    text = text .. string.format(" (%d metric%s not in both files)", only_base + only_new,
+      only_base + only_new == 1 and "" or "s")
   end
   return {
-    base = base, new = new, threshold = threshold, rows = rows,
-    summary = { compared = #rows, regressions = counts.regression, improvements = counts.improvement,
-      unchanged = counts.unchanged, changed = counts.changed, inconclusive = counts.inconclusive,
-      only_base = only_base, only_new = only_new, text = text },
+    base = base, new = new, threshold = threshold, rows = rows, judged = judged,
+    summary = { compared = #rows, tested = judged.tested, correction = judged.correction,
+      alpha = judged.alpha, regressions = c.regression, improvements = c.improvement,
+      unchanged = c.unchanged, not_tested = c["not tested"], changed = c.changed,
+      inconclusive = c.inconclusive, only_base = only_base, only_new = only_new, text = text },
   }
 end
 
 ---- output ----------------------------------------------------------------------------------
 
--- text = compare.markdown(result) : the table and the summary line
+local HEADER = { "metric", "base", "new", "verdict", "why" }
+
+local function cells_of(r)
+  return { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason }
+end
+
+-- text = compare.markdown(result) : the table (each row with the reason for its verdict) and the
+-- summary line
 function M.markdown(result)
-  local cells = { { "metric", "base", "new", "change", "verdict" } }
-  for _, r in ipairs(result.rows) do
-    cells[#cells + 1] = { r.metric, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit),
-      r.change, r.verdict_text }
-  end
+  local cells = { HEADER }
+  for _, r in ipairs(result.rows) do cells[#cells + 1] = cells_of(r) end
   return report.table(cells, { align = { "l", "r", "r", "l", "l" } }) .. "\n" .. result.summary.text .. "\n"
+end
+
+-- html = compare.html(result) : the same table and summary as an HTML fragment (escaped), with
+-- each row's verdict as its class
+function M.html(result)
+  local esc = require("wb.svg").escape
+  local out = { '<div class="scroll"><table class="compare">\n<thead><tr>' }
+  for _, h in ipairs(HEADER) do out[#out + 1] = "<th>" .. esc(h) .. "</th>" end
+  out[#out + 1] = "</tr></thead>\n<tbody>\n"
+  for _, r in ipairs(result.rows) do
+    local cells = cells_of(r)
+    out[#out + 1] = '<tr class="' .. r.verdict:gsub(" ", "-") .. '">'
+    for j, v in ipairs(cells) do
+      local text = esc(v)
+      if j == 4 and (r.verdict == "regression" or r.verdict == "improvement") then text = "<b>" .. text .. "</b>" end
+      out[#out + 1] = (j == 2 or j == 3) and ('<td class="r">' .. text .. "</td>") or ("<td>" .. text .. "</td>")
+    end
+    out[#out + 1] = "</tr>\n"
+  end
+  out[#out + 1] = "</tbody>\n</table></div>\n<p>" .. esc(result.summary.text) .. "</p>\n"
+  return table.concat(out)
+end
+
+-- o = compare.row_object(r) : a row as the JSON object of wb.compare documents and manifests
+function M.row_object(r)
+  local o = json.object()
+  o.metric = r.name
+  o.record = or_null(r.record)
+  o.quantity = r.metric
+  o.kind = r.kind
+  o.stat = r.stat
+  o.unit = or_null(r.unit)
+  o.base = r.base
+  o.new = r.new
+  o.delta = or_null(r.delta)
+  o.ratio = or_null(r.ratio)
+  o.tested = r.tested
+  o.n_base = or_null(r.n_base)
+  o.n_new = or_null(r.n_new)
+  o.p_value = or_null(r.p)
+  o.q_value = or_null(r.q)
+  o.ci_lo = or_null(r.ci_lo)
+  o.ci_hi = or_null(r.ci_hi)
+  o.verdict = r.verdict
+  o.reason = r.reason
+  o.note = or_null(r.note)
+  o.change = r.change
+  return o
+end
+
+local SUMMARY_KEYS = { "compared", "tested", "correction", "alpha", "regressions", "improvements",
+  "unchanged", "not_tested", "changed", "inconclusive", "only_base", "only_new", "text" }
+
+-- o = compare.summary_object(result) : the summary as a JSON object
+function M.summary_object(result)
+  local s = json.object()
+  for _, k in ipairs(SUMMARY_KEYS) do s[k] = or_null(result.summary[k]) end
+  return s
 end
 
 -- doc = compare.document(result) : the wb.compare document printed by --json
@@ -387,29 +490,8 @@ function M.document(result)
   end
   doc.threshold = result.threshold
   doc.rows = json.array()
-  for _, r in ipairs(result.rows) do
-    local o = json.object()
-    o.metric = r.metric
-    o.kind = r.kind
-    o.unit = or_null(r.unit)
-    o.base = r.base
-    o.new = r.new
-    o.delta = or_null(r.delta)
-    o.ratio = or_null(r.ratio)
-    o.p_value = or_null(r.p)
-    o.ci_lo = or_null(r.ci_lo)
-    o.ci_hi = or_null(r.ci_hi)
-    o.verdict = r.verdict
-    o.note = or_null(r.note)
-    o.change = r.change
-    doc.rows[#doc.rows + 1] = o
-  end
-  local s = json.object()
-  for _, k in ipairs({ "compared", "regressions", "improvements", "unchanged", "changed",
-    "inconclusive", "only_base", "only_new", "text" }) do
-    s[k] = result.summary[k]
-  end
-  doc.summary = s
+  for _, r in ipairs(result.rows) do doc.rows[#doc.rows + 1] = M.row_object(r) end
+  doc.summary = M.summary_object(result)
   return doc
 end
 

@@ -40,6 +40,8 @@ li{padding:7px 0;border-bottom:1px solid var(--rule)}
 li:last-child{border-bottom:0}
 .chip{display:inline-block;min-width:104px;text-align:center;font-size:13px;font-weight:600;padding:1px 10px;border-radius:999px;margin-right:10px}
 .chip.faster{background:#e3f6ef}.chip.slower{background:#fdece3}.chip.same{background:#eef2f6;color:var(--muted)}
+table.compare td:last-child{white-space:normal}
+tr.regression td:nth-child(4){color:#b34700}tr.improvement td:nth-child(4){color:#00795a}
 section.warnings{background:#fffaeb;border-color:#eed9a2}
 section.warnings li{border-color:#f3e6c2}
 figure{margin:0;overflow-x:auto}
@@ -390,8 +392,9 @@ local function figure(chart, caption)
   return "<figure>\n" .. chart .. "\n<figcaption>" .. caption .. "</figcaption>\n</figure>\n"
 end
 
--- text = html.page(summary [, {title, sections}]) : the whole HTML document; `sections` (HTML
--- strings, already escaped) are placed first, after the header, for recipes with their own results
+-- text = html.page(summary [, {title, sections, previous}]) : the whole HTML document; `sections`
+-- (HTML strings, already escaped) are placed first, after the header, for recipes with their own
+-- results; `previous` (a wb.compare result) adds the comparison with the previous run
 function M.page(summary, opts)
   local title = (opts and opts.title) or "Benchmark report"
   local model = report.model(summary)
@@ -407,6 +410,10 @@ function M.page(summary, opts)
   out[#out + 1] = section("Summary", summary_table(summary, model))
   local cmps = comparisons_list(summary)
   if cmps then out[#out + 1] = section("Comparisons", cmps) end
+  local previous = opts and opts.previous
+  if previous and #previous.rows > 0 then
+    out[#out + 1] = section(report.previous_title(previous), require("wb.compare").html(previous))
+  end
   local warnings = warnings_list(model)
   if warnings then out[#out + 1] = section("Warnings", warnings, "warnings") end
   local dist, sampled = distribution_chart(summary, model)

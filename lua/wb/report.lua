@@ -251,8 +251,14 @@ function M.table(rows, opts)
   return table.concat(out, "\n") .. "\n"
 end
 
--- text = report.markdown(summary) : the summary table, the comparisons as sentences, warnings
-function M.markdown(summary)
+-- s = report.previous_title(result) : the heading of a comparison with the previous run
+function M.previous_title(result)
+  return "Compared with the previous run (" .. tostring(result.base.path):gsub("/manifest%.json$", "") .. ")"
+end
+
+-- text = report.markdown(summary [, {previous}]) : the summary table, the comparisons as
+-- sentences, the comparison with the previous run (a wb.compare result), warnings
+function M.markdown(summary, opts)
   local model = M.model(summary)
   local rows, align = { {} }, {}
   for j, col in ipairs(model.columns) do
@@ -273,6 +279,11 @@ function M.markdown(summary)
     for _, c in ipairs(cmps) do
       out[#out + 1] = "- " .. M.comparison_sentence(c, M.md_code, function(s) return "**" .. s .. "**" end)
     end
+  end
+  local previous = opts and opts.previous
+  if previous and #previous.rows > 0 then
+    out[#out + 1] = "\n**" .. M.md_text(M.previous_title(previous)) .. "**\n"
+    out[#out + 1] = (require("wb.compare").markdown(previous):gsub("\n$", ""))
   end
   local warned = false
   for _, r in ipairs(model.rows) do
@@ -467,7 +478,9 @@ local function hyperfine_document(summary)
     r.max = get(w, "max") or NULL
     -- wb.stats.samples are written as they are; tables read back from a summary are copied
     r.times = type(times) == "userdata" and times or mapped(times, function(t) return t end)
-    local rss = get(c, "samples", "maxrss_kb")
+    -- an upper bound (wb's own peak RSS standing in for a small child's) is no measurement of
+    -- the command: hyperfine's field is left out, as a reader would compare it
+    local rss = get(c, "maxrss_upper_bound") ~= true and get(c, "samples", "maxrss_kb") or nil
     if type(rss) == "userdata" and rss:kind() == "integer" then
       r.memory_usage_byte = rss:scaled(1024)
     elseif rss then
@@ -498,7 +511,7 @@ end
 -- text = report.hyperfine_json(summary) : hyperfine's --export-json layout: {"results": [{command,
 -- mean, stddev, median, user, system, min, max, times, memory_usage_byte, exit_codes
 -- [, parameters]}]}; command is the command's name, parameter values are strings, stddev is
--- null for a single run
+-- null for a single run; memory_usage_byte is left out when the peak RSS is only an upper bound
 function M.hyperfine_json(summary)
   return json.encode(hyperfine_document(summary), { pretty = true }) .. "\n"
 end

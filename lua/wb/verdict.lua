@@ -1,16 +1,34 @@
--- Comparison semantics shared by campaigns (previous-run baseline) and `wb compare`.
+-- The comparison engine: one rule for every "did it get faster?" answer wb gives (a campaign's
+-- previous-run comparison, `wb compare` on any pair of inputs, wb bench's reference comparison,
+-- wb regress's steps).
 --
--- Metrics are classed by name: counts (rows, counts: any change is flagged), time (seconds, wall,
--- user, sys, ...: a change is a regression or an improvement only beyond the threshold, default
--- 2%, and, when both sides carry samples, only when statistically significant), rates
--- (throughput, mb_s, ops_per_s, qps, ...: the same, but higher is better), memory (rss, bytes: beyond
--- the threshold), and other numbers (reported, never a verdict).
+-- Metrics are classed by name (verdict.classify): exact metrics (row counts, sizes in bytes: any
+-- change is flagged), time (seconds, wall, user, sys, ...), rates (throughput, mb_s, qps, ...:
+-- higher is better), memory (rss, heap, allocations) and other numbers (reported, never a
+-- verdict).
+--
+-- A time, rate or memory metric gets a verdict only when it is *tested*: both sides carry
+-- repeated samples, enough of them that the rank test can reach the significance level. A tested
+-- change is a regression or an improvement only when the ratio is beyond the threshold (default
+-- 2%), the Mann–Whitney p-value (after the Benjamini–Hochberg correction when several metrics
+-- are judged together) is below alpha (0.05), and the bootstrap CI of the ratio lies wholly on
+-- the same side of 1. Every other row is shown with its ratio and marked "not tested": no
+-- verdict, not counted. Summary statistics (min, max, stddev) are information only.
 local M = {}
 
 M.DEFAULT_THRESHOLD = 0.02
 M.ALPHA = 0.05
+M.CI_LEVEL = 0.95
+M.RESAMPLES = 2000
+M.CORRECTION = "Benjamini–Hochberg"
+
+-- Statistics that describe a distribution but are no estimate to test.
+local INFO_STATS = { min = true, max = true, stddev = true, std = true, mad = true }
+M.INFO_STATS = INFO_STATS
 
 -- kind = verdict.classify(metric_name) : "count" | "rate" | "time" | "memory" | "other"
+-- ("count" is every exact metric: row and file counts, sizes in bytes of outputs, files and
+-- binaries; "memory" is what a process holds: RSS, heap, allocations, swap)
 function M.classify(name)
   local n = name:lower()
   if n:find("row_count") or n:find("rows$") or n:find("_count$") or n:find("^count") or
@@ -21,9 +39,11 @@ function M.classify(name)
       n:find("[kmgt]i?b_s$") or n:find("speed") or n:find("[iqr]ps$") then
     return "rate"
   end
-  if n:find("rss") or n:find("bytes") or n:find("memory") or n:find("_kb$") or n:find("_mb$") then
+  if n:find("rss") or n:find("memory") or n:find("heap") or n:find("alloc") or n:find("resident") or
+      n:find("swap") or n:find("_kb$") or n:find("_mb$") then
     return "memory"
   end
+  if n:find("bytes") then return "count" end
   if n:find("second") or n:find("_s$") or n:find("_ms$") or n:find("_ns$") or n:find("time") or
       n:find("wall") or n:find("^user") or n:find("^sys") or n:find("latency") or
       n:find("duration") or n:find("mean") or n:find("median") then
@@ -32,64 +52,222 @@ function M.classify(name)
   return "other"
 end
 
-local function significance(base_samples, new_samples, opts)
-  if type(base_samples) ~= "table" or type(new_samples) ~= "table" or #base_samples < 3 or
-      #new_samples < 3 then
-    return nil
+-- stat = verdict.stat_of(metric_name) : "median", "mean", or the information-only statistic
+-- ("min", "max", "stddev", ...) a name's last word states; nil when it states none
+function M.stat_of(name)
+  local last
+  for word in name:lower():gmatch("[%a%d]+") do
+    if word == "mean" or word == "median" or INFO_STATS[word] then last = word end
   end
-  local stats = require "wb.stats"
-  local mw = stats.mann_whitney(base_samples, new_samples)
-  local lo, hi = stats.bootstrap_ci(base_samples, new_samples,
-    { stat = "ratio_" .. (opts.stat or "mean"), level = 0.95, resamples = opts.resamples or 2000, seed = opts.seed or 1 })
-  return { p = mw.p, ci_lo = lo, ci_hi = hi }
+  return last
 end
 
--- row = verdict.compare(metric, base, new [, {threshold, base_samples, new_samples, kind, stat}])
--- (stat: "mean" (default) or "median", the statistic whose ratio the samples' interval is for)
--- row: {metric, kind, base, new, delta, ratio, p, ci_lo, ci_hi, verdict, note, significant}
--- (significant = false when the change is beyond the threshold but not statistically significant)
--- verdict: "regression" | "improvement" | "unchanged" | "changed" | "inconclusive"
+-- The values of s (a list of numbers or wb.stats samples) as a list of finite numbers, or nil.
+local function values_of(s)
+  if type(s) == "userdata" and s.totable then s = s:totable() end
+  if type(s) ~= "table" or #s == 0 then return nil end
+  for _, x in ipairs(s) do
+    if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then return nil end
+  end
+  return s
+end
+M.values_of = values_of
+
+-- p = verdict.min_p(na, nb) : the smallest two-sided p the exact rank test can give with na and
+-- nb samples, 2 / C(na + nb, na)
+function M.min_p(na, nb)
+  local ways = 1
+  for i = 1, na do ways = ways * (nb + i) / i end
+  return math.min(1, 2 / ways)
+end
+
+-- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha}]) :
+-- {p, ci_lo, ci_hi, n_base, n_new, underpowered} (the CI is of new/base of stat, "mean" or
+-- "median"; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
+-- change); nil and the reason when there is nothing to test
+function M.test(base_samples, new_samples, opts)
+  opts = opts or {}
+  local alpha = opts.alpha or M.ALPHA
+  local b, n = values_of(base_samples), values_of(new_samples)
+  if not b or not n or #b < 2 or #n < 2 then
+    local side = (not b or #b < 2) and ((not n or #n < 2) and "either side" or "the base") or "the new side"
+    return nil, "no repeated samples on " .. side
+  end
+  local stats = require "wb.stats"
+  local mw = stats.mann_whitney(b, n)
+  local lo, hi = stats.bootstrap_ci(b, n, { stat = "ratio_" .. (opts.stat or "mean"), level = M.CI_LEVEL,
+    resamples = opts.resamples or M.RESAMPLES, seed = opts.seed or 1 })
+  local t = { p = mw.p, ci_lo = lo, ci_hi = hi, n_base = #b, n_new = #n }
+  if M.min_p(#b, #n) >= alpha then
+    t.underpowered = string.format("%d vs %d runs cannot reach p < %g", #b, #n, alpha)
+  end
+  return t
+end
+
+local function ratio_text(row)
+  if row.ratio == nil then return nil end
+  return M.describe(row)
+end
+
+local function g2(x) return string.format("%.2g", x) end
+
+local function ci_text(row)
+  local lo, hi = row.ci_lo, row.ci_hi
+  if lo == nil or lo ~= lo or hi ~= hi or math.abs(lo) == math.huge or math.abs(hi) == math.huge then return nil end
+  if row.ratio and row.ratio < 1 and lo > 0 then lo, hi = 1 / hi, 1 / lo end
+  return string.format("CI %.2f–%.2f×", lo, hi)
+end
+
+-- Sets row.verdict, row.reason (and row.significant) from the row's ratio, test and q-value.
+local function decide(row, opts)
+  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
+  local alpha = opts.alpha or M.ALPHA
+  local change = ratio_text(row)
+  local function say(verdict, why)
+    row.verdict = verdict
+    row.reason = change and (change .. (why and (": " .. why) or "")) or why or verdict
+  end
+  if row.verdict == "inconclusive" then return end
+  if row.kind == "count" then
+    if row.new == row.base then say("unchanged", "exact metric") else say("regression", "exact metric changed") end
+    return
+  end
+  if row.kind == "other" then
+    say(row.new == row.base and "unchanged" or "changed", "no verdict for this kind of metric")
+    return
+  end
+  if row.info then
+    say("not tested", row.info .. ": information only")
+    return
+  end
+  if not row.tested then
+    say("not tested", (row.p and ("p = " .. g2(row.p) .. ", but ") or "") .. (row.untested or "no samples"))
+    return
+  end
+  local q = row.q or row.p
+  local ptext = "p = " .. g2(row.p) .. ((row.q and row.q ~= row.p) and (", q = " .. g2(row.q)) or "")
+  local ci = ci_text(row)
+  local stated = ptext .. (ci and (", " .. ci) or "")
+  local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
+  local worse, better = up, down
+  if row.kind == "rate" then worse, better = down, up end
+  row.significant = q < alpha and ((up and row.ci_lo > 1) or (down and row.ci_hi < 1))
+  if not worse and not better then
+    row.significant = nil
+    say("unchanged", string.format("%s, within the %g%% threshold", ptext, threshold * 100))
+  elseif not row.significant then
+    local why
+    if q >= alpha then
+      why = row.q and row.q ~= row.p and string.format("%s after %s: not significant", ptext, M.CORRECTION)
+          or ptext .. ": not significant"
+    else
+      why = string.format("%s, but %s includes 1: not significant", ptext, ci or "the CI")
+    end
+    say("unchanged", why)
+  else
+    say(worse and "regression" or "improvement", stated .. ": " .. (worse and "regression" or "improvement"))
+  end
+end
+
+-- row = verdict.compare(metric, base, new [, opts]) : one judged row, as if alone (no correction)
+-- opts: threshold, alpha, kind, stat ("mean" (default) or "median": the statistic base and new
+-- are, whose ratio the samples' CI is for; an information-only statistic such as "max" is never
+-- tested), base_samples, new_samples (lists or wb.stats samples), seed, resamples.
+-- row: {metric, kind, stat, base, new, delta, ratio, tested, p, ci_lo, ci_hi, n_base, n_new,
+-- verdict, reason, note, significant}
+-- verdict: "regression" | "improvement" | "unchanged" | "not tested" | "changed" | "inconclusive"
 function M.compare(metric, base, new, opts)
   opts = opts or {}
-  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
   local kind = opts.kind or M.classify(metric)
-  local row = { metric = metric, kind = kind, base = base, new = new }
+  local stat = opts.stat or M.stat_of(metric) or "mean"
+  local row = { metric = metric, kind = kind, stat = stat, base = base, new = new, tested = false }
   if type(base) ~= "number" or type(new) ~= "number" then
-    row.verdict, row.note = "inconclusive", "missing on one side"
+    row.verdict, row.reason, row.note = "inconclusive", "missing on one side", "missing on one side"
     return row
   end
   row.delta = new - base
   row.ratio = base ~= 0 and new / base or nil
-  if kind == "count" then
-    row.verdict = new == base and "unchanged" or "regression"
-    if new ~= base then row.note = "exact metric changed" end
-    return row
+  if kind ~= "count" and kind ~= "other" then
+    if INFO_STATS[stat] then
+      row.info = stat
+    else
+      local t, why = M.test(opts.base_samples, opts.new_samples, { stat = stat, seed = opts.seed,
+        resamples = opts.resamples, alpha = opts.alpha })
+      if t then
+        row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
+        row.untested = t.underpowered or (not row.ratio and "the base is 0: no ratio") or nil
+        row.tested = row.untested == nil
+      else
+        row.untested = why
+      end
+    end
   end
-  if kind == "other" then
-    row.verdict = new == base and "unchanged" or "changed"
-    return row
-  end
-  if not row.ratio then
-    row.verdict = new == base and "unchanged" or "inconclusive"
-    return row
-  end
-  local sig = significance(opts.base_samples, opts.new_samples, opts)
-  if sig then row.p, row.ci_lo, row.ci_hi = sig.p, sig.ci_lo, sig.ci_hi end
-  local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
-  local worse, better = up, down
-  if kind == "rate" then worse, better = down, up end
-  if not worse and not better then
-    row.verdict = "unchanged"
-  elseif sig and not (sig.p < M.ALPHA and (sig.ci_lo > 1 or sig.ci_hi < 1)) then
-    row.verdict, row.note = "unchanged", "beyond threshold but not significant"
-    row.significant = false
-  else
-    row.verdict = worse and "regression" or "improvement"
-  end
+  decide(row, opts)
   return row
 end
 
--- s = verdict.describe(row) : "1.23× slower", "2.00× faster", "+5 rows", "unchanged"
+-- q = verdict.bh(ps) : Benjamini–Hochberg adjusted p-values (q[i] for ps[i])
+function M.bh(ps)
+  local m = #ps
+  local order = {}
+  for i = 1, m do order[i] = i end
+  table.sort(order, function(a, b) return ps[a] < ps[b] or (ps[a] == ps[b] and a < b) end)
+  local q, running = {}, 1
+  for k = m, 1, -1 do
+    local i = order[k]
+    running = math.min(running, ps[i] * m / k)
+    q[i] = running
+  end
+  return q
+end
+
+-- info = verdict.judge(rows [, {threshold, alpha}]) : the final verdicts of rows judged together.
+-- With more than one tested row the p-values are adjusted for multiple testing
+-- (Benjamini–Hochberg, false-discovery rate alpha) and each row's q is set.
+-- info: {tested, correction (nil when one row or none was tested), alpha, counts, text}
+function M.judge(rows, opts)
+  opts = opts or {}
+  local tested, ps = {}, {}
+  for _, r in ipairs(rows) do
+    if r.tested and r.p then
+      tested[#tested + 1] = r
+      ps[#ps + 1] = r.p
+    end
+  end
+  local correction
+  if #tested > 1 then
+    correction = M.CORRECTION
+    local q = M.bh(ps)
+    for i, r in ipairs(tested) do r.q = q[i] end
+  end
+  local counts = { regression = 0, improvement = 0, unchanged = 0, ["not tested"] = 0, changed = 0, inconclusive = 0 }
+  for _, r in ipairs(rows) do
+    if r.tested then decide(r, opts) end
+    counts[r.verdict] = counts[r.verdict] + 1
+  end
+  return { tested = #tested, correction = correction, alpha = opts.alpha or M.ALPHA, counts = counts }
+end
+
+local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
+
+-- text = verdict.summary_text(info) : "1 regression, 0 improvements, 6 unchanged, 4 not tested;
+-- 7 metrics tested together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%"
+function M.summary_text(info)
+  local c = info.counts
+  local parts = { plural(c.regression, "regression"), plural(c.improvement, "improvement"),
+    c.unchanged .. " unchanged" }
+  if c["not tested"] > 0 then parts[#parts + 1] = c["not tested"] .. " not tested" end
+  if c.changed > 0 then parts[#parts + 1] = c.changed .. " changed" end
+  if c.inconclusive > 0 then parts[#parts + 1] = c.inconclusive .. " inconclusive" end
+  local text = table.concat(parts, ", ")
+  if info.correction then
+    text = text .. string.format("; %d metrics tested together, p-values adjusted by %s for a false-discovery rate of %g%%",
+      info.tested, info.correction, info.alpha * 100)
+  end
+  return text
+end
+
+-- s = verdict.describe(row) : "1.23× slower", "2.00× faster", "+5", "unchanged"
 function M.describe(row)
   if row.verdict == "inconclusive" and not row.ratio then return "inconclusive" end
   if row.kind == "count" then

@@ -56,25 +56,40 @@ end)
 
 T.case("the second run compares against the first compatible one", function()
   local d = T.tmpdir()
-  T.eq(run_wb({ "-o", d .. "/a", "cases=2" }).code, 0)
-  T.eq(run_wb({ "-o", d .. "/b", "cases=2" }).code, 0)
-  T.eq(run_wb({ "-o", d .. "/c", "cases=2", "sleep=0.2" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/a", "cases=2", "trials=5" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/b", "cases=2", "trials=5" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/c", "cases=2", "trials=5", "sleep=0.2" }).code, 0)
   local b = T.manifest(d .. "/b")
   T.eq(b.previous_manifest_path, d .. "/a/manifest.json")
   local metrics = {}
   for _, c in ipairs(b.comparisons) do metrics[c.run_name .. ":" .. c.metric] = c end
-  T.ok(metrics["case1:wall_seconds"], "time metric compared")
+  T.ok(metrics["case1:wall_seconds"].tested, "time metric with samples tested")
+  T.ok(metrics["case1:wall_seconds"].p_value >= 0 and metrics["case1:wall_seconds"].verdict ~= "regression")
   T.eq(metrics["case1:output_row_count"].verdict, "unchanged")
+  T.eq(b.comparison_summary.regressions, 0)
   local c = T.manifest(d .. "/c")
   T.eq(c.previous_manifest_path, wb.null, "a different config is a different compatibility scope")
-  T.eq(run_wb({ "-o", d .. "/e", "cases=2", "sleep=0.2", "--baseline", d .. "/a" }).code, 0)
+  T.eq(run_wb({ "-o", d .. "/e", "cases=2", "trials=5", "sleep=0.2", "--baseline", d .. "/a" }).code, 0)
   local e = T.manifest(d .. "/e")
   T.eq(e.previous_manifest_path, d .. "/a/manifest.json")
   local slower = 0
   for _, row in ipairs(e.comparisons) do
-    if row.metric == "wall_seconds" and row.verdict == "regression" then slower = slower + 1 end
+    if row.metric == "wall_seconds" and row.verdict == "regression" then
+      slower = slower + 1
+      T.ok(row.ratio > 1.85 and row.ratio < 2.05, row.ratio) -- sleep 0.1 -> 0.2 plus a shell's start
+      T.ok(row.p_value < 0.01 and row.ci_lo > 1.8, row.reason)
+      T.match(row.reason, "^[12]%.%d%d× slower: p = [%d.e-]+, CI [12]%.%d%d–[12]%.%d%d×: regression$")
+    end
   end
   T.eq(slower, 2, "sleep 0.1 -> 0.2 is a time regression")
+  -- one run per case: the same change is shown, with no verdict
+  T.eq(run_wb({ "-o", d .. "/f", "cases=2", "sleep=0.2", "--baseline", d .. "/a" }).code, 0)
+  for _, row in ipairs(T.manifest(d .. "/f").comparisons) do
+    if row.metric == "wall_seconds" then
+      T.eq({ row.verdict, row.tested }, { "not tested", false })
+      T.match(row.reason, "^2%.%d%d× slower: no repeated samples on the new side$")
+    end
+  end
 end)
 
 T.case("--dry-run writes the plan and runs nothing", function()

@@ -9,16 +9,16 @@ local function pair(kind, opts)
   return compare.compare(compare.load(DIR .. kind .. "_base.json"), compare.load(DIR .. kind .. "_new.json"), opts)
 end
 
--- {metric = verdict_text} for the rows of a result
+-- {name = verdict} for the rows of a result
 local function verdicts(result)
   local out = {}
-  for _, r in ipairs(result.rows) do out[r.metric] = r.verdict_text end
+  for _, r in ipairs(result.rows) do out[r.name] = r.verdict end
   return out
 end
 
-local function row(result, metric)
+local function row(result, name)
   for _, r in ipairs(result.rows) do
-    if r.metric == metric then return r end
+    if r.name == name then return r end
   end
   error("no row " .. metric)
 end
@@ -42,44 +42,54 @@ T.case("wb bench summaries: metrics per command, samples attached, exact Markdow
   T.eq(base.format, "wb.bench")
   T.eq(names(base), {
     "gzip -k data maxrss_kb mean", "gzip -k data sys mean", "gzip -k data user mean",
-    "gzip -k data wall mean", "gzip -k data wall median",
+    "gzip -k data wall max", "gzip -k data wall mean", "gzip -k data wall median", "gzip -k data wall min",
     "xz -k data maxrss_kb mean", "xz -k data sys mean", "xz -k data user mean",
-    "xz -k data wall mean", "xz -k data wall median" })
+    "xz -k data wall max", "xz -k data wall mean", "xz -k data wall median", "xz -k data wall min" })
   local wall = base.metrics["xz -k data wall mean"]
   T.eq({ wall.value, wall.kind, wall.unit, #wall.samples }, { 0.2, "time", "s", 10 })
   T.eq(base.metrics["xz -k data maxrss_kb mean"].unit, "KiB")
   T.eq(base.metrics["xz -k data wall median"].samples, wall.samples)
   local bare = compare.from_document(json.decode([[{"schema_name": "wb.bench", "schema_version": 1,
     "commands": [{"name": "a", "samples": {"wall": [0.3, 0.1, 0.2]}}, 5]}]]), "b.json")
-  T.eq(names(bare), { "a wall mean", "a wall median" }, "statistics from the samples when stats{} is absent")
+  T.eq(names(bare), { "a wall max", "a wall mean", "a wall median", "a wall min" },
+    "statistics from the samples when stats{} is absent")
   T.near(bare.metrics["a wall mean"].value, 0.2, 1e-12)
 
   local result = pair("bench")
   T.eq(verdicts(result), {
     ["gzip -k data maxrss_kb mean"] = "unchanged", ["gzip -k data sys mean"] = "unchanged",
     ["gzip -k data user mean"] = "unchanged", ["gzip -k data wall mean"] = "unchanged",
-    ["gzip -k data wall median"] = "unchanged",
+    ["gzip -k data wall median"] = "unchanged", ["gzip -k data wall min"] = "not tested",
+    ["gzip -k data wall max"] = "not tested",
     ["xz -k data maxrss_kb mean"] = "unchanged", ["xz -k data sys mean"] = "unchanged",
     ["xz -k data user mean"] = "regression", ["xz -k data wall mean"] = "regression",
-    ["xz -k data wall median"] = "regression" })
+    ["xz -k data wall median"] = "regression", ["xz -k data wall min"] = "not tested",
+    ["xz -k data wall max"] = "not tested" })
   local slow = row(result, "xz -k data wall mean")
   T.near(slow.ratio, 1.1, 1e-9)
   T.ok(slow.p < 0.001 and slow.ci_lo > 1.09 and slow.ci_hi < 1.11, "significant with a tight CI")
+  -- ten tested rows: Benjamini–Hochberg over them (the three equal p of 10 are each scaled by 10/3)
+  T.near(slow.q, slow.p * 10 / 3, 1e-12)
+  T.eq({ result.summary.tested, result.summary.correction }, { 10, "Benjamini–Hochberg" })
   T.eq(compare.markdown(result), [[
-| metric                      |     base |      new | change                                        | verdict    |
-| :-------------------------- | -------: | -------: | :-------------------------------------------- | :--------- |
-| gzip -k data maxrss_kb mean |  1.8 MiB |  1.8 MiB | 1.00× larger (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| gzip -k data sys mean       |   3.0 ms |   3.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| gzip -k data user mean      |  46.0 ms |  46.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| gzip -k data wall mean      |  50.0 ms |  50.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| gzip -k data wall median    |  50.0 ms |  50.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | 1.00× larger (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| xz -k data sys mean         |   8.0 ms |   8.0 ms | 1.00× slower (95% CI 1.00–1.00×, p = 1)       | unchanged  |
-| xz -k data user mean        | 190.0 ms | 209.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
-| xz -k data wall median      | 200.0 ms | 220.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
+| metric                      |     base |      new | verdict    | why                                                               |
+| :-------------------------- | -------: | -------: | :--------- | :---------------------------------------------------------------- |
+| gzip -k data maxrss_kb mean |  1.8 MiB |  1.8 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |
+| gzip -k data sys mean       |   3.0 ms |   3.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
+| gzip -k data user mean      |  46.0 ms |  46.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
+| gzip -k data wall max       |  50.1 ms |  50.1 ms | not tested | 1.00× slower: max: information only                               |
+| gzip -k data wall mean      |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
+| gzip -k data wall median    |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
+| gzip -k data wall min       |  49.9 ms |  49.9 ms | not tested | 1.00× slower: min: information only                               |
+| xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |
+| xz -k data sys mean         |   8.0 ms |   8.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
+| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
+| xz -k data wall max         | 200.6 ms | 220.7 ms | not tested | 1.10× slower: max: information only                               |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
+| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
+| xz -k data wall min         | 199.4 ms | 219.3 ms | not tested | 1.10× slower: min: information only                               |
 
-3 regressions, 0 improvements, 7 unchanged
+3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 ]])
 end)
 
@@ -96,12 +106,15 @@ T.case("wb manifests: successful runs' metrics{} and wall time; a changed row co
   T.eq(base.metrics["binary_cpu output_total_bytes"].unit, "B")
   local result = compare.compare(base, new)
   local rows = row(result, "linear_cpu output_row_count")
-  T.eq({ rows.kind, rows.verdict, rows.change, rows.note }, { "count", "regression", "-2", "exact metric changed" })
-  T.eq(row(result, "linear_cpu stage_seconds.fit").change, "4.00× faster")
+  T.eq({ rows.kind, rows.verdict, rows.change, rows.reason }, { "count", "regression", "-2", "-2: exact metric changed" })
+  -- a 4x change without samples is shown, never judged
+  local fit = row(result, "linear_cpu stage_seconds.fit")
+  T.eq({ fit.change, fit.verdict, fit.reason }, { "4.00× faster", "not tested",
+    "4.00× faster: no repeated samples on either side" })
   local wall = row(result, "binary_cpu wall_time_seconds")
-  T.ok(wall.p ~= nil, "samples on both sides give a p-value")
-  T.eq(wall.verdict, "unchanged")
-  T.eq(result.summary.text, "1 regression, 2 improvements, 7 unchanged (2 metrics not in both files)")
+  T.eq({ wall.verdict, wall.p, wall.reason }, { "not tested", nil, "1.01× slower: 3 vs 3 runs cannot reach p < 0.05" },
+    "samples on both sides, too few for the rank test")
+  T.eq(result.summary.text, "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)")
   T.eq({ result.summary.only_base, result.summary.only_new }, { 2, 0 })
 end)
 
@@ -116,18 +129,29 @@ end)
 T.case("hyperfine: per command mean/median/min/max/user/system, times as samples of mean and median", function()
   local base = compare.load(DIR .. "hyperfine_base.json")
   T.eq(base.format, "hyperfine")
-  T.eq(#names(base), 12)
-  T.eq(#base.metrics["sort -n data.txt mean"].samples, 8)
-  T.eq({ #base.metrics["sort -n data.txt median"].samples, base.metrics["sort -n data.txt median"].stat }, { 8, "median" })
-  -- the samples' ratio interval is for a mean or a median, not for the extremes
-  T.eq(base.metrics["sort -n data.txt min"].samples, nil)
-  T.eq(base.metrics["sort -n data.txt user"].samples, nil)
+  -- hyperfine's names map onto wb's: mean -> wall mean, median -> wall median, user -> user
+  -- mean, system -> sys mean, min/max -> wall min/max
+  T.eq(names(base), {
+    "sort -n --parallel=2 data.txt sys mean", "sort -n --parallel=2 data.txt user mean",
+    "sort -n --parallel=2 data.txt wall max", "sort -n --parallel=2 data.txt wall mean",
+    "sort -n --parallel=2 data.txt wall median", "sort -n --parallel=2 data.txt wall min",
+    "sort -n data.txt sys mean", "sort -n data.txt user mean", "sort -n data.txt wall max",
+    "sort -n data.txt wall mean", "sort -n data.txt wall median", "sort -n data.txt wall min" })
+  T.eq(#base.metrics["sort -n data.txt wall mean"].samples, 8)
+  T.eq({ #base.metrics["sort -n data.txt wall median"].samples, base.metrics["sort -n data.txt wall median"].stat },
+    { 8, "median" })
+  T.eq(base.metrics["sort -n data.txt wall min"].stat, "min")
+  T.eq(base.metrics["sort -n data.txt user mean"].samples, nil)
   local result = pair("hyperfine")
-  T.eq(row(result, "sort -n data.txt mean").change:match("^[^(]+"), "2.00× faster ")
-  T.eq(row(result, "sort -n data.txt mean").verdict, "improvement")
-  T.eq(row(result, "sort -n data.txt user").change, "2.00× faster")
-  T.eq(row(result, "sort -n --parallel=2 data.txt mean").verdict, "unchanged")
-  T.eq(result.summary.text, "0 regressions, 5 improvements, 7 unchanged")
+  T.eq(row(result, "sort -n data.txt wall mean").change:match("^[^(]+"), "2.00× faster ")
+  T.eq(row(result, "sort -n data.txt wall mean").verdict, "improvement")
+  -- min, max and the CPU times (one figure per command, no samples) are shown, not judged
+  T.eq({ row(result, "sort -n data.txt user mean").change, row(result, "sort -n data.txt user mean").verdict },
+    { "2.00× faster", "not tested" })
+  T.eq(row(result, "sort -n data.txt wall max").reason, "2.00× faster: max: information only")
+  T.eq(row(result, "sort -n --parallel=2 data.txt wall mean").verdict, "unchanged")
+  T.eq(result.summary.text, "0 regressions, 2 improvements, 2 unchanged, 8 not tested; 4 metrics tested " ..
+    "together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%")
 end)
 
 T.case("generic JSON: numeric leaves by dotted path, booleans and strings skipped", function()
@@ -137,13 +161,14 @@ T.case("generic JSON: numeric leaves by dotted path, booleans and strings skippe
     "scores[2]", "sizes.binary_bytes", "sizes.sections[1].size_kb", "sizes.sections[2].size_kb" })
   local result = pair("generic")
   T.eq(verdicts(result), {
-    ["build.compile_seconds"] = "improvement", ["build.warnings_count"] = "regression",
+    ["build.compile_seconds"] = "not tested", ["build.warnings_count"] = "regression",
     ["scores[1]"] = "unchanged", ["scores[2]"] = "changed", ["sizes.binary_bytes"] = "regression",
-    ["sizes.sections[1].size_kb"] = "unchanged", ["sizes.sections[2].size_kb"] = "unchanged" })
+    ["sizes.sections[1].size_kb"] = "not tested", ["sizes.sections[2].size_kb"] = "not tested" })
   T.eq(row(result, "build.warnings_count").change, "+1")
-  T.eq(row(result, "sizes.binary_bytes").change, "1.10× larger")
+  -- a size in bytes is exact: any change is flagged
+  T.eq({ row(result, "sizes.binary_bytes").kind, row(result, "sizes.binary_bytes").change }, { "count", "+104858" })
   T.eq(row(result, "build.compile_seconds").change, "1.14× faster")
-  T.eq(result.summary.text, "2 regressions, 1 improvement, 3 unchanged, 1 changed (2 metrics not in both files)")
+  T.eq(result.summary.text, "2 regressions, 0 improvements, 1 unchanged, 3 not tested, 1 changed (2 metrics not in both files)")
 end)
 
 T.case("generic JSON: metrics{} with samples{}, else runs[] by name, else results[]", function()
@@ -186,18 +211,21 @@ T.case("significance: a 3% shift is a regression with low noise, not with huge n
     return compare.compare(base, new).rows[1]
   end
   local quiet = judge(0.01)
-  T.eq(quiet.verdict_text, "regression")
+  T.eq(quiet.verdict, "regression")
   T.ok(quiet.p < 0.05)
+  T.match(quiet.reason, "^1%.03× slower: p = [%d.e-]+, CI 1%.0%d–1%.0%d×: regression$")
   local noisy = judge(1)
-  T.eq(noisy.verdict_text, "unchanged (not significant)")
+  T.eq(noisy.verdict, "unchanged")
   T.ok(noisy.p > 0.05)
   T.match(noisy.change, "^1%.03× slower %(95%% CI ")
+  T.match(noisy.reason, "^1%.03× slower: p = 0%.%d+: not significant$")
   local r = compare.compare(compare.from_document(generic({ wall_seconds = 0.1 }), "b"),
     compare.from_document(generic({ wall_seconds = 0.103 }), "n")).rows[1]
-  T.eq({ r.verdict_text, r.change, r.p }, { "regression", "1.03× slower", nil }, "no samples: threshold only")
-  T.eq(compare.compare(compare.from_document(generic({ wall_seconds = 0.1 }), "b"),
-    compare.from_document(generic({ wall_seconds = 0.103 }), "n"), { threshold = 0.05 }).rows[1].verdict,
-    "unchanged")
+  T.eq({ r.verdict, r.change, r.p, r.reason }, { "not tested", "1.03× slower", nil,
+    "1.03× slower: no repeated samples on either side" }, "no samples: no verdict")
+  T.eq(compare.compare(compare.from_document(generic({ wall_seconds = 0.1 }, { wall_seconds = samples(0.01, 1) }), "b"),
+    compare.from_document(generic({ wall_seconds = 0.103 }, { wall_seconds = samples(0.01, 1.03) }), "n"),
+    { threshold = 0.05 }).rows[1].verdict, "unchanged", "within a 5% threshold")
 end)
 
 T.case("values carry units: times auto-scaled, memory in KiB/MiB, counts plain", function()
@@ -221,18 +249,20 @@ T.case("--json: a wb.compare document", function()
   T.eq(#back.rows, 10)
   local r = back.rows[6]
   T.eq(r.metric, "linear_cpu output_row_count")
-  T.eq({ r.kind, r.base, r.new, r.delta, r.verdict, r.change }, { "count", 50000, 49998, -2, "regression", "-2" })
-  T.eq({ r.unit, r.p_value, r.ci_lo }, { json.null, json.null, json.null })
-  T.eq(back.summary, { compared = 10, regressions = 1, improvements = 2, unchanged = 7, changed = 0,
-    inconclusive = 0, only_base = 2, only_new = 0,
-    text = "1 regression, 2 improvements, 7 unchanged (2 metrics not in both files)" })
+  T.eq({ r.record, r.quantity, r.kind, r.base, r.new, r.delta, r.verdict, r.change, r.reason, r.tested },
+    { "linear_cpu", "output_row_count", "count", 50000, 49998, -2, "regression", "-2", "-2: exact metric changed", false })
+  T.eq({ r.unit, r.p_value, r.q_value, r.ci_lo }, { json.null, json.null, json.null, json.null })
+  T.eq(back.summary, { compared = 10, tested = 0, correction = json.null, alpha = 0.05, regressions = 1,
+    improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, only_base = 2, only_new = 0,
+    text = "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)" })
 
   local res = run_wb(DIR .. "bench_base.json", DIR .. "bench_new.json", "--json", "--fail-on-regression")
   T.eq(res.code, 1, res.stderr)
   local out = assert(json.decode(res.stdout))
   T.eq(out.summary.regressions, 3)
-  T.eq(out.rows[10].metric, "xz -k data wall median")
-  T.ok(out.rows[10].p_value < 0.001)
+  T.eq(out.rows[13].metric, "xz -k data wall median")
+  T.ok(out.rows[13].p_value < 0.001 and out.rows[13].q_value < 0.001)
+  T.eq(out.rows[13].reason, "1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression")
 end)
 
 T.case("bad input is exit 2 with one line", function()
@@ -261,11 +291,13 @@ end)
 T.case("exit status: 0, 1 with --fail-on-regression on a regression, --threshold", function()
   local res = run_wb(DIR .. "generic_base.json", DIR .. "generic_new.json")
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stdout, "\n2 regressions, 1 improvement, 3 unchanged, 1 changed")
+  T.match(res.stdout, "\n2 regressions, 0 improvements, 1 unchanged, 3 not tested, 1 changed")
   T.eq(run_wb(DIR .. "generic_base.json", DIR .. "generic_new.json", "--fail-on-regression").code, 1)
   T.eq(run_wb(DIR .. "hyperfine_base.json", DIR .. "hyperfine_new.json", "--fail-on-regression").code, 0)
-  res = run_wb("--threshold", "20%", DIR .. "generic_base.json", DIR .. "generic_new.json")
-  T.match(res.stdout, "\n1 regression, 0 improvements, 5 unchanged, 1 changed")
+  T.eq(run_wb(DIR .. "bench_base.json", DIR .. "bench_new.json", "--fail-on-regression").code, 1)
+  res = run_wb("--threshold", "20%", DIR .. "bench_base.json", DIR .. "bench_new.json", "--fail-on-regression")
+  T.eq(res.code, 0, "a 10% slowdown is within a 20% threshold")
+  T.match(res.stdout, "\n0 regressions, 0 improvements, 10 unchanged, 4 not tested")
 end)
 
 T.case("rates: higher is better (throughput, MB/s, per second, qps); a drop is a regression", function()
@@ -274,11 +306,16 @@ T.case("rates: higher is better (throughput, MB/s, per second, qps); a drop is a
     T.eq(verdict.classify(name), "rate", name)
   end
   T.eq(verdict.classify("wall_s"), "time")
-  local down = verdict.compare("throughput.mb_s", 100, 80)
+  local function xs(level) return { level * 0.99, level, level * 1.01, level * 0.995, level * 1.005 } end
+  local function judge(base, new)
+    return verdict.compare("throughput.mb_s", base, new, { base_samples = xs(base), new_samples = xs(new) })
+  end
+  local down = judge(100, 80)
   T.eq({ down.verdict, verdict.describe(down) }, { "regression", "1.25× lower" })
-  local up = verdict.compare("throughput.mb_s", 100, 120)
+  local up = judge(100, 120)
   T.eq({ up.verdict, verdict.describe(up) }, { "improvement", "1.20× higher" })
-  T.eq(verdict.compare("throughput.mb_s", 100, 101).verdict, "unchanged")
+  T.eq(judge(100, 101).verdict, "unchanged")
+  T.eq(verdict.compare("throughput.mb_s", 100, 80).verdict, "not tested", "no samples: no verdict")
 end)
 
 T.case("a side whose samples are all zero: the change shows its p-value without a ratio interval", function()
@@ -291,6 +328,6 @@ T.case("a side whose samples are all zero: the change shows its p-value without 
   json.write(d .. "/b.json", doc({ 0, 0, 0, 0 }))
   local res = T.wb { "compare", d .. "/a.json", d .. "/b.json" }
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stdout, "| c sys mean +|[^|]+|[^|]+| → 0 %(p = [%d.e-]+%) +|")
-  T.ok(not res.stdout:find("nan", 1, true) and not res.stdout:find("inf", 1, true), res.stdout)
+  T.match(res.stdout, "| c sys mean +|[^|]+|[^|]+| [%a ]+ | → 0: p = [%d.e-]+[^|]* +|")
+  T.ok(not res.stdout:find("%f[%a]nan%f[%A]") and not res.stdout:find("%f[%a]inf%f[%A]"), res.stdout)
 end)
