@@ -373,14 +373,16 @@ local function report(c, profile, trials)
   if #m.comparisons > 0 then
     out[#out + 1] = "## Comparison with the previous run"
     out[#out + 1] = ""
-    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict" } }
+    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why" } }
     for _, row in ipairs(m.comparisons) do
       local ratio = opt(row.ratio)
       cmp[#cmp + 1] = { row.run_name, row.metric, wb.report.number(row.previous_value),
         wb.report.number(row.current_value), ratio and string.format("%.3f", ratio) or "–",
-        row.verdict == "regression" and "**regression**" or row.verdict }
+        row.verdict == "regression" and "**regression**" or row.verdict, row.reason }
     end
-    out[#out + 1] = wb.report.table(cmp, { align = { "l", "l", "r", "r", "r", "l" } })
+    out[#out + 1] = wb.report.table(cmp, { align = { "l", "l", "r", "r", "r", "l", "l" } })
+    out[#out + 1] = ""
+    out[#out + 1] = m.comparison_summary.text
   end
   return table.concat(out, "\n")
 end

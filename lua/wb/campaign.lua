@@ -378,17 +378,21 @@ local function find_baseline(self)
     if not m then errors.raise(2, "--baseline: " .. err, 0) end
     return m, path
   end
-  local best, best_path
+  -- the latest to finish: by finished_at_utc (whole seconds), then by the manifest's mtime
+  local best, best_path, best_key
   local parent = util.dirname(self.dir)
   for _, name in ipairs(fs.list(parent) or {}) do
     local path = parent .. "/" .. name .. "/manifest.json"
     local dir = parent .. "/" .. name
-    if name ~= "latest" and dir ~= self.dir and fs.exists(path) then
+    local st = name ~= "latest" and dir ~= self.dir and fs.stat(path)
+    if st then
       local m = M.read_manifest(path)
       if m and m.recipe == self.manifest.recipe and m.status == "complete" and not m.dry_run and
-          m.compatibility_scope == self.manifest.compatibility_scope and
-          (not best or m.created_at_utc > best.created_at_utc) then
-        best, best_path = m, path
+          m.compatibility_scope == self.manifest.compatibility_scope then
+        local key = { tostring(m.finished_at_utc or m.created_at_utc), st.mtime or 0 }
+        if not best or key[1] > best_key[1] or (key[1] == best_key[1] and key[2] > best_key[2]) then
+          best, best_path, best_key = m, path, key
+        end
       end
     end
   end

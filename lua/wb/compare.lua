@@ -94,6 +94,9 @@ end
 -- "maxrss_kb mean" (KiB).
 local function new_set(path, format) return { path = path, format = format, metrics = {} } end
 
+-- A process's user and system times (per run, in seconds), which the kernel splits at its tick.
+local CPU_SPLIT = { ["user mean"] = true, ["sys mean"] = true, user_seconds = true, sys_seconds = true }
+
 -- The statistic a value of samples xs is, when its name does not say: the nearer of their
 -- median and mean.
 local function stat_from_samples(value, xs)
@@ -110,7 +113,7 @@ local function add(set, record, metric, value, samples, kind, unit, stat)
   samples = sample_list(samples)
   stat = stat or verdict.stat_of(metric) or stat_from_samples(value, samples) or "mean"
   set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
-    unit = unit, stat = stat }
+    unit = unit, stat = stat, resolution = CPU_SPLIT[metric] and verdict.CPU_SPLIT_RESOLUTION or nil }
 end
 
 -- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
@@ -345,7 +348,7 @@ local function or_null(v) return v == nil and json.null or v end
 -- along with it for "faster"/"smaller") and the Mann–Whitney p-value.
 local function change_text(row)
   local s = verdict.describe(row):gsub("%s+$", "")
-  if row.p then
+  if row.p and row.ratio then
     local lo, hi = row.ci_lo, row.ci_hi
     if row.ratio < 1 then lo, hi = 1 / hi, 1 / lo end
     local finite = lo == lo and hi == hi and math.abs(lo) < math.huge and math.abs(hi) < math.huge
@@ -382,7 +385,8 @@ function M.compare(base, new, opts)
   for _, name in ipairs(names) do
     local b, n = base.metrics[name], new.metrics[name]
     local r = verdict.compare(b.metric, b.value, n.value, { threshold = threshold, alpha = opts.alpha,
-      kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples })
+      kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples, resolution = b.resolution,
+      resolution_of = b.resolution and "the kernel's user/system split (its scheduler tick)" })
     r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
   end
@@ -396,7 +400,7 @@ function M.compare(base, new, opts)
   end
   return {
     base = base, new = new, threshold = threshold, rows = rows, judged = judged,
-    summary = { compared = #rows, tested = judged.tested, correction = judged.correction,
+    summary = { compared = #rows, tested = judged.tested, tests = judged.tests, correction = judged.correction,
       alpha = judged.alpha, regressions = c.regression, improvements = c.improvement,
       unchanged = c.unchanged, not_tested = c["not tested"], changed = c.changed,
       inconclusive = c.inconclusive, only_base = only_base, only_new = only_new, text = text },
@@ -467,7 +471,7 @@ function M.row_object(r)
   return o
 end
 
-local SUMMARY_KEYS = { "compared", "tested", "correction", "alpha", "regressions", "improvements",
+local SUMMARY_KEYS = { "compared", "tested", "tests", "correction", "alpha", "regressions", "improvements",
   "unchanged", "not_tested", "changed", "inconclusive", "only_base", "only_new", "text" }
 
 -- o = compare.summary_object(result) : the summary as a JSON object

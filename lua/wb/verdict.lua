@@ -11,8 +11,9 @@
 -- repeated samples, enough of them that the rank test can reach the significance level. A tested
 -- change is a regression or an improvement only when the ratio is beyond the threshold (default
 -- 2%), the Mann–Whitney p-value (after the Benjamini–Hochberg correction when several metrics
--- are judged together) is below alpha (0.05), and the bootstrap CI of the ratio lies wholly on
--- the same side of 1. Every other row is shown with its ratio and marked "not tested": no
+-- are judged together) is below alpha (0.05), and the 95% bootstrap CI of the ratio lies wholly
+-- beyond the threshold on the same side (a minimum-effect test: two runs of the same work differ
+-- by small systematic amounts, machine load and caches, that no within-run test can see). Every other row is shown with its ratio and marked "not tested": no
 -- verdict, not counted. Summary statistics (min, max, stddev) are information only.
 local M = {}
 
@@ -21,6 +22,10 @@ M.ALPHA = 0.05
 M.CI_LEVEL = 0.95
 M.RESAMPLES = 2000
 M.CORRECTION = "Benjamini–Hochberg"
+-- The resolution of a process's user and system times: the kernel samples which of the two a
+-- process is in at the scheduler tick (1/HZ: 4 ms at HZ=250, the usual distribution kernels'
+-- setting; only their sum is exact), so a change of either smaller than one tick is no verdict.
+M.CPU_SPLIT_RESOLUTION = 0.004
 
 -- Statistics that describe a distribution but are no estimate to test.
 local INFO_STATS = { min = true, max = true, stddev = true, std = true, mad = true }
@@ -149,9 +154,18 @@ local function decide(row, opts)
   local ci = ci_text(row)
   local stated = ptext .. (ci and (", " .. ci) or "")
   local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
+  if (up or down) and row.resolution and math.abs(row.delta) < row.resolution then
+    row.significant = nil
+    say("unchanged", string.format("%s, but the change is below the %g s resolution of %s", ptext,
+      row.resolution, row.resolution_of or "this measurement"))
+    return
+  end
   local worse, better = up, down
   if row.kind == "rate" then worse, better = down, up end
-  row.significant = q < alpha and ((up and row.ci_lo > 1) or (down and row.ci_hi < 1))
+  -- a minimum-effect test: the whole CI must lie beyond the threshold, not only beyond 1, so
+  -- that a change is a verdict only when it is, with 95% confidence, larger than the threshold
+  local clear = (up and row.ci_lo >= 1 + threshold) or (down and row.ci_hi <= 1 - threshold)
+  row.significant = q < alpha and clear
   if not worse and not better then
     row.significant = nil
     say("unchanged", string.format("%s, within the %g%% threshold", ptext, threshold * 100))
@@ -160,8 +174,11 @@ local function decide(row, opts)
     if q >= alpha then
       why = row.q and row.q ~= row.p and string.format("%s after %s: not significant", ptext, M.CORRECTION)
           or ptext .. ": not significant"
-    else
+    elseif (up and row.ci_lo <= 1) or (down and row.ci_hi >= 1) then
       why = string.format("%s, but %s includes 1: not significant", ptext, ci or "the CI")
+    else
+      why = string.format("%s, but %s is not wholly beyond the %g%% threshold: not significant", ptext,
+        ci or "the CI", threshold * 100)
     end
     say("unchanged", why)
   else
@@ -172,7 +189,9 @@ end
 -- row = verdict.compare(metric, base, new [, opts]) : one judged row, as if alone (no correction)
 -- opts: threshold, alpha, kind, stat ("mean" (default) or "median": the statistic base and new
 -- are, whose ratio the samples' CI is for; an information-only statistic such as "max" is never
--- tested), base_samples, new_samples (lists or wb.stats samples), seed, resamples.
+-- tested), base_samples, new_samples (lists or wb.stats samples), seed, resamples, resolution
+-- (the smallest absolute change the measurement resolves, in the metric's unit; resolution_of
+-- names it).
 -- row: {metric, kind, stat, base, new, delta, ratio, tested, p, ci_lo, ci_hi, n_base, n_new,
 -- verdict, reason, note, significant}
 -- verdict: "regression" | "improvement" | "unchanged" | "not tested" | "changed" | "inconclusive"
@@ -180,7 +199,8 @@ function M.compare(metric, base, new, opts)
   opts = opts or {}
   local kind = opts.kind or M.classify(metric)
   local stat = opts.stat or M.stat_of(metric) or "mean"
-  local row = { metric = metric, kind = kind, stat = stat, base = base, new = new, tested = false }
+  local row = { metric = metric, kind = kind, stat = stat, base = base, new = new, tested = false,
+    resolution = opts.resolution, resolution_of = opts.resolution_of }
   if type(base) ~= "number" or type(new) ~= "number" then
     row.verdict, row.reason, row.note = "inconclusive", "missing on one side", "missing on one side"
     return row
@@ -194,6 +214,7 @@ function M.compare(metric, base, new, opts)
       local t, why = M.test(opts.base_samples, opts.new_samples, { stat = stat, seed = opts.seed,
         resamples = opts.resamples, alpha = opts.alpha })
       if t then
+        row.samples = { opts.base_samples, opts.new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
         row.untested = t.underpowered or (not row.ratio and "the base is 0: no ratio") or nil
         row.tested = row.untested == nil
@@ -222,36 +243,46 @@ function M.bh(ps)
 end
 
 -- info = verdict.judge(rows [, {threshold, alpha}]) : the final verdicts of rows judged together.
--- With more than one tested row the p-values are adjusted for multiple testing
--- (Benjamini–Hochberg, false-discovery rate alpha) and each row's q is set.
--- info: {tested, correction (nil when one row or none was tested), alpha, counts, text}
+-- With more than one test the p-values are adjusted for multiple testing (Benjamini–Hochberg,
+-- false-discovery rate alpha) and each tested row's q is set.
+-- info: {tested (rows), tests (distinct pairs of samples), correction (nil when one test or none
+-- was made), alpha, counts}
 function M.judge(rows, opts)
   opts = opts or {}
-  local tested, ps = {}, {}
+  -- one test per pair of samples: rows judged on the same samples (a mean and a median of the
+  -- same runs) share one p-value and count once
+  local tests, ps, test_of = {}, {}, {}
   for _, r in ipairs(rows) do
     if r.tested and r.p then
-      tested[#tested + 1] = r
-      ps[#ps + 1] = r.p
+      local b, n = table.unpack(r.samples or { r, r })
+      test_of[b] = test_of[b] or {}
+      local i = test_of[b][n]
+      if not i then
+        i = #ps + 1
+        test_of[b][n], ps[i] = i, r.p
+      end
+      tests[#tests + 1] = { row = r, index = i }
     end
   end
   local correction
-  if #tested > 1 then
+  if #ps > 1 then
     correction = M.CORRECTION
     local q = M.bh(ps)
-    for i, r in ipairs(tested) do r.q = q[i] end
+    for _, t in ipairs(tests) do t.row.q = q[t.index] end
   end
   local counts = { regression = 0, improvement = 0, unchanged = 0, ["not tested"] = 0, changed = 0, inconclusive = 0 }
   for _, r in ipairs(rows) do
     if r.tested then decide(r, opts) end
     counts[r.verdict] = counts[r.verdict] + 1
   end
-  return { tested = #tested, correction = correction, alpha = opts.alpha or M.ALPHA, counts = counts }
+  return { tested = #tests, tests = #ps, correction = correction, alpha = opts.alpha or M.ALPHA, counts = counts }
 end
 
 local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
 
 -- text = verdict.summary_text(info) : "1 regression, 0 improvements, 6 unchanged, 4 not tested;
--- 7 metrics tested together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%"
+-- 7 metrics tested together (4 tests), p-values adjusted by Benjamini–Hochberg for a
+-- false-discovery rate of 5%"
 function M.summary_text(info)
   local c = info.counts
   local parts = { plural(c.regression, "regression"), plural(c.improvement, "improvement"),
@@ -261,8 +292,8 @@ function M.summary_text(info)
   if c.inconclusive > 0 then parts[#parts + 1] = c.inconclusive .. " inconclusive" end
   local text = table.concat(parts, ", ")
   if info.correction then
-    text = text .. string.format("; %d metrics tested together, p-values adjusted by %s for a false-discovery rate of %g%%",
-      info.tested, info.correction, info.alpha * 100)
+    text = text .. string.format("; %d metrics tested together (%d tests), p-values adjusted by %s for a " ..
+      "false-discovery rate of %g%%", info.tested, info.tests, info.correction, info.alpha * 100)
   end
   return text
 end

@@ -68,9 +68,11 @@ T.case("wb bench summaries: metrics per command, samples attached, exact Markdow
   local slow = row(result, "xz -k data wall mean")
   T.near(slow.ratio, 1.1, 1e-9)
   T.ok(slow.p < 0.001 and slow.ci_lo > 1.09 and slow.ci_hi < 1.11, "significant with a tight CI")
-  -- ten tested rows: Benjamini–Hochberg over them (the three equal p of 10 are each scaled by 10/3)
-  T.near(slow.q, slow.p * 10 / 3, 1e-12)
-  T.eq({ result.summary.tested, result.summary.correction }, { 10, "Benjamini–Hochberg" })
+  -- ten tested rows, eight tests (a wall mean and median share their samples): Benjamini–Hochberg
+  -- over the eight, the two equal smallest p (wall, user) each scaled by 8/2
+  T.near(slow.q, slow.p * 8 / 2, 1e-12)
+  T.eq(row(result, "xz -k data wall median").q, slow.q)
+  T.eq({ result.summary.tested, result.summary.tests, result.summary.correction }, { 10, 8, "Benjamini–Hochberg" })
   T.eq(compare.markdown(result), [[
 | metric                      |     base |      new | verdict    | why                                                               |
 | :-------------------------- | -------: | -------: | :--------- | :---------------------------------------------------------------- |
@@ -83,13 +85,13 @@ T.case("wb bench summaries: metrics per command, samples attached, exact Markdow
 | gzip -k data wall min       |  49.9 ms |  49.9 ms | not tested | 1.00× slower: min: information only                               |
 | xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |
 | xz -k data sys mean         |   8.0 ms |   8.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
+| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
 | xz -k data wall max         | 200.6 ms | 220.7 ms | not tested | 1.10× slower: max: information only                               |
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
-| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
+| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
 | xz -k data wall min         | 199.4 ms | 219.3 ms | not tested | 1.10× slower: min: information only                               |
 
-3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
+3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 ]])
 end)
 
@@ -112,8 +114,8 @@ T.case("wb manifests: successful runs' metrics{} and wall time; a changed row co
   T.eq({ fit.change, fit.verdict, fit.reason }, { "4.00× faster", "not tested",
     "4.00× faster: no repeated samples on either side" })
   local wall = row(result, "binary_cpu wall_time_seconds")
-  T.eq({ wall.verdict, wall.p, wall.reason }, { "not tested", nil, "1.01× slower: 3 vs 3 runs cannot reach p < 0.05" },
-    "samples on both sides, too few for the rank test")
+  T.eq({ wall.verdict, wall.tested, wall.reason }, { "not tested", false,
+    "1.01× slower: p = 1, but 3 vs 3 runs cannot reach p < 0.05" }, "samples on both sides, too few for the rank test")
   T.eq(result.summary.text, "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)")
   T.eq({ result.summary.only_base, result.summary.only_new }, { 2, 0 })
 end)
@@ -151,7 +153,7 @@ T.case("hyperfine: per command mean/median/min/max/user/system, times as samples
   T.eq(row(result, "sort -n data.txt wall max").reason, "2.00× faster: max: information only")
   T.eq(row(result, "sort -n --parallel=2 data.txt wall mean").verdict, "unchanged")
   T.eq(result.summary.text, "0 regressions, 2 improvements, 2 unchanged, 8 not tested; 4 metrics tested " ..
-    "together, p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%")
+    "together (2 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%")
 end)
 
 T.case("generic JSON: numeric leaves by dotted path, booleans and strings skipped", function()
@@ -252,7 +254,7 @@ T.case("--json: a wb.compare document", function()
   T.eq({ r.record, r.quantity, r.kind, r.base, r.new, r.delta, r.verdict, r.change, r.reason, r.tested },
     { "linear_cpu", "output_row_count", "count", 50000, 49998, -2, "regression", "-2", "-2: exact metric changed", false })
   T.eq({ r.unit, r.p_value, r.q_value, r.ci_lo }, { json.null, json.null, json.null, json.null })
-  T.eq(back.summary, { compared = 10, tested = 0, correction = json.null, alpha = 0.05, regressions = 1,
+  T.eq(back.summary, { compared = 10, tested = 0, tests = 0, correction = json.null, alpha = 0.05, regressions = 1,
     improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, only_base = 2, only_new = 0,
     text = "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)" })
 
@@ -262,7 +264,7 @@ T.case("--json: a wb.compare document", function()
   T.eq(out.summary.regressions, 3)
   T.eq(out.rows[13].metric, "xz -k data wall median")
   T.ok(out.rows[13].p_value < 0.001 and out.rows[13].q_value < 0.001)
-  T.eq(out.rows[13].reason, "1.10× slower: p = 0.00018, q = 0.00059, CI 1.10–1.10×: regression")
+  T.eq(out.rows[13].reason, "1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression")
 end)
 
 T.case("bad input is exit 2 with one line", function()
