@@ -88,6 +88,8 @@ T.case("the +30% step is named at commit 5; the build failure is recorded and sk
   T.ok(step.ratio > 1.1 and step.ratio < 1.6, "ratio " .. step.ratio)
   T.eq(step.significant, true)
   T.ok(step.p_value < 0.05)
+  T.ok(step.ci_lo > 1.02, "the CI clears the threshold") -- judged by wb.verdict, the one engine
+  T.match(step.reason, "^1%.%d%d× slower: p = [%d.e-]+.*: regression$")
   T.eq(step.previous_commit, shas[4])
   T.eq(step.candidates, { shas[5] })
   T.eq(step.subject, "commit 5: slower sleep")
