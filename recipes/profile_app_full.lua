@@ -49,6 +49,7 @@ local function run_trials(c, tool, argv, summary_path)
       if not res.ok then return false end
       local stages, source = trial_stages(tool, summary_path, c.dir .. "/" .. rec.stderr_log)
       t.stage_source = t.stage_source or source
+      rec.role = measured and "trial" or "warmup"
       rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
       if measured then
         t.wall:add(res.wall)
@@ -318,6 +319,17 @@ return wb.recipe {
       return 0
     end
     local trials = run_trials(c, tool, argv, summary_path)
+    -- the trials as one record with their samples: what a later run's comparison tests (the trial
+    -- records themselves are not compared one by one)
+    local headline = c:record("trials")
+    headline.status, headline.role, headline.trials = "success", "run", #trials.wall
+    headline.metrics, headline.samples = {}, {}
+    local per_trial = { wall_seconds = trials.wall, cpu_seconds = trials.cpu, maxrss_kb = trials.rss }
+    for _, stage in ipairs(trials.order) do per_trial["stage_" .. stage:gsub("[^%w_]", "_") .. "_seconds"] = trials.stages[stage] end
+    for k, xs in pairs(per_trial) do
+      headline.metrics[k] = wb.stats.median(xs)
+      headline.samples[k] = xs:totable()
+    end
     local cap
     if capture_wanted then
       c:run("capture", function(rec)
