@@ -54,6 +54,11 @@ local function first_line(argv)
   return text:match("^%s*([^\n]-)%s*\n") or text:match("^%s*(.-)%s*$")
 end
 
+-- The 1-minute load average (/proc/loadavg), or nil.
+local function load_average()
+  return tonumber((fs.read("/proc/loadavg") or ""):match("^(%S+)"))
+end
+
 -- The machine, the code and the tools this run used.
 local function preflight(spec)
   local p = json.object()
@@ -153,6 +158,9 @@ function M.open(ctx, spec)
     m.runs = json.array()
     m.comparisons = json.array()
     m.profilers = json.array(spec.profilers or {})
+    m.load_average = json.object()
+    m.load_average.cpus = pre.cpu_count
+    m.load_average.start = load_average()
     self.manifest = m
     local parent = util.dirname(self.dir)
     fs.symlink(util.basename(self.dir), parent .. "/latest")
@@ -460,6 +468,7 @@ function Campaign:finish(status)
     regressions = previous.summary.regressions
   end
   m.finished_at_utc = clock.utc()
+  if type(m.load_average) == "table" then m.load_average.finish = load_average() end
   self:save()
   self:event("campaign_finished", { status = m.status, regressions = regressions })
   current = nil

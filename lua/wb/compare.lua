@@ -243,6 +243,7 @@ end
 -- Successful runs; a trial or warm-up record of a run is left out (the run carries its trials'
 -- samples).
 local function load_manifest(set, doc)
+  set.load_average = is_object(doc.load_average) and doc.load_average or nil
   local seen = {}
   for i, rec in ipairs(is_array(doc.runs) and doc.runs or {}) do
     if is_object(rec) and rec.status == "success" and rec.role ~= "trial" and rec.role ~= "warmup" then
@@ -342,6 +343,19 @@ end
 
 ---- comparison ------------------------------------------------------------------------------
 
+-- "ran with a load average of 3.1 on 2 CPUs" when a manifest's load average (at its start or
+-- finish) reached its CPU count (the work measured counts for one), else nil
+local function busy_text(load)
+  if type(load) ~= "table" or not math.type(load.cpus) or load.cpus < 1 then return nil end
+  local worst
+  for _, k in ipairs({ "start", "finish" }) do
+    local v = load[k]
+    if type(v) == "number" and (not worst or v > worst) then worst = v end
+  end
+  if not worst or worst < load.cpus + 1 then return nil end
+  return string.format("ran with a load average of %.1f on %d CPU%s", worst, load.cpus, load.cpus == 1 and "" or "s")
+end
+
 local function or_null(v) return v == nil and json.null or v end
 
 -- The change column: verdict.describe plus, for a tested row, the 95% CI of the ratio (inverted
@@ -394,16 +408,24 @@ function M.compare(base, new, opts)
   for _, r in ipairs(rows) do r.change = change_text(r) end
   local c = judged.counts
   local text = verdict.summary_text(judged)
+  local notes = {}
+  for _, side in ipairs({ { "base", base }, { "new", new } }) do
+    local busy = busy_text(side[2].load_average)
+    if busy then notes[#notes + 1] = string.format("the %s run %s", side[1], busy) end
+  end
   if only_base + only_new > 0 then
     text = text .. string.format(" (%d metric%s not in both files)", only_base + only_new,
       only_base + only_new == 1 and "" or "s")
+  end
+  if #notes > 0 then
+    text = text .. "; note: " .. table.concat(notes, ", ") .. ": other load may account for differences between them"
   end
   return {
     base = base, new = new, threshold = threshold, rows = rows, judged = judged,
     summary = { compared = #rows, tested = judged.tested, tests = judged.tests, correction = judged.correction,
       alpha = judged.alpha, regressions = c.regression, improvements = c.improvement,
       unchanged = c.unchanged, not_tested = c["not tested"], changed = c.changed,
-      inconclusive = c.inconclusive, only_base = only_base, only_new = only_new, text = text },
+      inconclusive = c.inconclusive, only_base = only_base, only_new = only_new, notes = notes, text = text },
   }
 end
 
@@ -478,6 +500,7 @@ local SUMMARY_KEYS = { "compared", "tested", "tests", "correction", "alpha", "re
 function M.summary_object(result)
   local s = json.object()
   for _, k in ipairs(SUMMARY_KEYS) do s[k] = or_null(result.summary[k]) end
+  s.notes = json.array(result.summary.notes or {})
   return s
 end
 

@@ -255,7 +255,7 @@ T.case("--json: a wb.compare document", function()
     { "linear_cpu", "output_row_count", "count", 50000, 49998, -2, "regression", "-2", "-2: exact metric changed", false })
   T.eq({ r.unit, r.p_value, r.q_value, r.ci_lo }, { json.null, json.null, json.null, json.null })
   T.eq(back.summary, { compared = 10, tested = 0, tests = 0, correction = json.null, alpha = 0.05, regressions = 1,
-    improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, only_base = 2, only_new = 0,
+    improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, only_base = 2, only_new = 0, notes = {},
     text = "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)" })
 
   local res = run_wb(DIR .. "bench_base.json", DIR .. "bench_new.json", "--json", "--fail-on-regression")
@@ -332,4 +332,17 @@ T.case("a side whose samples are all zero: the change shows its p-value without 
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "| c sys mean +|[^|]+|[^|]+| [%a ]+ | → 0: p = [%d.e-]+[^|]* +|")
   T.ok(not res.stdout:find("%f[%a]nan%f[%A]") and not res.stdout:find("%f[%a]inf%f[%A]"), res.stdout)
+end)
+
+T.case("a manifest whose machine was busy (load average at least its CPUs + 1) is named in the summary", function()
+  local function manifest(load)
+    return json.decode(json.encode({ schema_name = "wb.manifest", schema_version = 1, load_average = load,
+      runs = { { name = "r", status = "success", metrics = { wall_seconds = 1 } } } }))
+  end
+  local quiet = compare.from_document(manifest({ cpus = 2, start = 0.4, finish = 1.2 }), "a")
+  local busy = compare.from_document(manifest({ cpus = 2, start = 1.0, finish = 3.6 }), "b")
+  local r = compare.compare(quiet, busy)
+  T.eq(r.summary.notes, { "the new run ran with a load average of 3.6 on 2 CPUs" })
+  T.match(r.summary.text, "; note: the new run ran with a load average of 3%.6 on 2 CPUs: other load may account")
+  T.eq(compare.compare(quiet, quiet).summary.notes, {})
 end)
