@@ -1,37 +1,38 @@
 # `wb compare BASE NEW`: the Markdown table, --fail-on-regression, --json and the exit-2 errors.
 
 $ wb compare tests/fixtures/compare/manifest_base.json tests/fixtures/compare/manifest_new.json
-| metric                        |     base |      new | change                                  | verdict     |
-| :---------------------------- | -------: | -------: | :-------------------------------------- | :---------- |
-| binary_cpu output_row_count   |    50000 |    50000 | unchanged                               | unchanged   |
-| binary_cpu output_total_bytes |  3.0 MiB |  3.0 MiB | 1.00× larger                            | unchanged   |
-| binary_cpu stage_seconds.fit  |  2.500 s |  2.500 s | 1.00× slower                            | unchanged   |
-| binary_cpu stage_seconds.load |  1.500 s |  1.500 s | 1.00× slower                            | unchanged   |
-| binary_cpu wall_time_seconds  |  4.200 s |  4.250 s | 1.01× slower (95% CI 0.96–1.04×, p = 1) | unchanged   |
-| linear_cpu output_row_count   |    50000 |    49998 | -2                                      | regression  |
-| linear_cpu output_total_bytes |  2.0 MiB |  2.0 MiB | 1.00× larger                            | unchanged   |
-| linear_cpu stage_seconds.fit  | 400.0 ms | 100.0 ms | 4.00× faster                            | improvement |
-| linear_cpu stage_seconds.load |  1.500 s |  1.500 s | 1.00× slower                            | unchanged   |
-| linear_cpu wall_time_seconds  |  2.000 s |  1.600 s | 1.25× faster                            | improvement |
+| metric                        |     base |      new | verdict    | why                                                        |
+| :---------------------------- | -------: | -------: | :--------- | :--------------------------------------------------------- |
+| binary_cpu output_row_count   |    50000 |    50000 | unchanged  | unchanged: exact metric                                    |
+| binary_cpu output_total_bytes |  3.0 MiB |  3.0 MiB | unchanged  | unchanged: exact metric                                    |
+| binary_cpu stage_seconds.fit  |  2.500 s |  2.500 s | not tested | 1.00× slower: no repeated samples on either side           |
+| binary_cpu stage_seconds.load |  1.500 s |  1.500 s | not tested | 1.00× slower: no repeated samples on either side           |
+| binary_cpu wall_time_seconds  |  4.200 s |  4.250 s | not tested | 1.01× slower: p = 1, but 3 vs 3 runs cannot reach p < 0.05 |
+| linear_cpu output_row_count   |    50000 |    49998 | regression | -2: exact metric changed                                   |
+| linear_cpu output_total_bytes |  2.0 MiB |  2.0 MiB | unchanged  | unchanged: exact metric                                    |
+| linear_cpu stage_seconds.fit  | 400.0 ms | 100.0 ms | not tested | 4.00× faster: no repeated samples on either side           |
+| linear_cpu stage_seconds.load |  1.500 s |  1.500 s | not tested | 1.00× slower: no repeated samples on either side           |
+| linear_cpu wall_time_seconds  |  2.000 s |  1.600 s | not tested | 1.25× faster: no repeated samples on either side           |
 ...
-1 regression, 2 improvements, 7 unchanged (2 metrics not in both files)
+1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)
 
 $ wb compare tests/fixtures/compare/hyperfine_base.json tests/fixtures/compare/hyperfine_new.json --fail-on-regression
 ...
-| sort -n data.txt mean                | 120.1 ms |  60.0 ms | 2.00× faster (95% CI 1.99–2.01×, p = 0.00016) | improvement |
+| sort -n data.txt wall max                 | 121.5 ms |  60.8 ms | not tested  | 2.00× faster: max: information only                                |
+| sort -n data.txt wall mean                | 120.1 ms |  60.0 ms | improvement | 2.00× faster: p = 0.00016, q = 0.00031, CI 1.99–2.01×: improvement |
 ...
-0 regressions, 5 improvements, 7 unchanged
+0 regressions, 2 improvements, 2 unchanged, 8 not tested; 4 metrics tested together (2 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 
 $ wb compare tests/fixtures/compare/bench_base.json tests/fixtures/compare/bench_new.json --fail-on-regression
 ...
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | 1.10× slower (95% CI 1.10–1.10×, p = 0.00018) | regression |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
 ...
-3 regressions, 0 improvements, 7 unchanged
+3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 [1]
 
 $ wb compare --threshold 0.2 --fail-on-regression tests/fixtures/compare/bench_base.json tests/fixtures/compare/bench_new.json
 ...
-0 regressions, 0 improvements, 10 unchanged
+0 regressions, 0 improvements, 10 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 
 $ wb compare tests/fixtures/compare/generic_base.json tests/fixtures/compare/generic_new.json --json
 {
@@ -49,12 +50,16 @@ $ wb compare tests/fixtures/compare/generic_base.json tests/fixtures/compare/gen
   "rows": [
     {
       "metric": "build.compile_seconds",
+      "record": null,
+      "quantity": "build.compile_seconds",
       "kind": "time",
+      "stat": "mean",
       "unit": "s",
       "base": 12.5,
       "new": 11.0,
 ...
-      "verdict": "improvement",
+      "verdict": "not tested",
+      "reason": "1.14× faster: no repeated samples on either side",
       "note": null,
       "change": "1.14× faster"
     },
@@ -63,14 +68,20 @@ $ wb compare tests/fixtures/compare/generic_base.json tests/fixtures/compare/gen
 ...
   "summary": {
     "compared": 7,
+    "tested": 0,
+    "tests": 0,
+    "correction": null,
+    "alpha": 0.05,
     "regressions": 2,
-    "improvements": 1,
-    "unchanged": 3,
+    "improvements": 0,
+    "unchanged": 1,
+    "not_tested": 3,
     "changed": 1,
     "inconclusive": 0,
     "only_base": 1,
     "only_new": 1,
-    "text": "2 regressions, 1 improvement, 3 unchanged, 1 changed (2 metrics not in both files)"
+    "text": "2 regressions, 0 improvements, 1 unchanged, 3 not tested, 1 changed (2 metrics not in both files)",
+    "notes": []
   }
 }
 
