@@ -43,6 +43,8 @@
 ---@field util wb.util
 ---@field sweep wb.sweep
 ---@field config wb.config
+---@field verdict wb.verdict
+---@field compare wb.compare
 local wb = {}
 
 ---@param spec wb.RecipeSpec
@@ -277,7 +279,7 @@ function capture.profilers(names) end
 ---@class wb.report
 local report = {}
 ---@return string
-function report.markdown(summary) end
+function report.markdown(summary, opts) end
 ---@return string
 function report.csv(summary) end
 ---@return string
@@ -417,5 +419,56 @@ function sweep.expand(axes, opts) end
 local config = {}
 ---@return table cfg, table info
 function config.compose(args) end
+
+---@class wb.VerdictRow
+---@field metric string
+---@field kind "count"|"rate"|"time"|"memory"|"other"
+---@field stat string "mean", "median" or an information-only statistic
+---@field base number
+---@field new number
+---@field ratio number?
+---@field tested boolean
+---@field p number?
+---@field q number? Benjamini–Hochberg adjusted, when judged with others
+---@field ci_lo number?
+---@field ci_hi number?
+---@field verdict "regression"|"improvement"|"unchanged"|"not tested"|"changed"|"inconclusive"
+---@field reason string why the row got its verdict
+
+---@class wb.verdict
+local verdict = {}
+---@return "count"|"rate"|"time"|"memory"|"other"
+function verdict.classify(name) end
+---@return string?
+function verdict.stat_of(name) end
+---@return number
+function verdict.min_p(na, nb) end
+---@return {p: number, ci_lo: number, ci_hi: number, n_base: integer, n_new: integer, underpowered: string?}?, string?
+function verdict.test(base_samples, new_samples, opts) end
+---@return wb.VerdictRow
+function verdict.compare(metric, base, new, opts) end
+---@return number[]
+function verdict.bh(ps) end
+---@return {tested: integer, tests: integer, correction: string?, alpha: number, counts: table}
+function verdict.judge(rows, opts) end
+---@return string
+function verdict.summary_text(info) end
+---@return string
+function verdict.describe(row) end
+
+---@class wb.compare
+local compare = {}
+---@return table set
+function compare.load(path) end
+---@return table set
+function compare.from_document(doc, path) end
+---@return {rows: wb.VerdictRow[], summary: table}
+function compare.compare(base_set, new_set, opts) end
+---@return string
+function compare.markdown(result) end
+---@return string
+function compare.html(result) end
+---@return table
+function compare.document(result) end
 
 return wb
