@@ -92,13 +92,14 @@ struct wb_json_scalar {
  * each member value. */
 struct wb_json_sink {
   void (*scalar)(void *ctx, const struct wb_json_scalar *v);
-  void (*key)(void *ctx, const struct wb_json_scalar *k);
+  /* returns 0, or nonzero when the object already has the key (the parse fails there) */
+  int (*key)(void *ctx, const struct wb_json_scalar *k);
   void (*open)(void *ctx, int object);
   void (*close)(void *ctx, int object);
 };
 
 /* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_DEPTH) and feeds
- * the sink. Integral numbers without fraction or exponent and |v| <= 2^53 are INT, other numbers
+ * the sink; a key the sink reports as repeated in its object is an error ("duplicate key"). Integral numbers without fraction or exponent and |v| <= 2^53 are INT, other numbers
  * FLOAT. Returns 0, or -1 with err set to "json: line L col C: what" (1-based, bytes). Errors
  * the sink raises pass through. */
 int wb_json_parse(const char *text, size_t len, const struct wb_json_sink *sink, void *ctx,

@@ -44,8 +44,14 @@ static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
   attach(bd);
 }
 
-static void build_key(void *ctx, const struct wb_json_scalar *k) {
-  push_string(((struct builder *)ctx)->L, k);
+/* Pushes the key; nonzero (the key popped) when the object below already has it. */
+static int build_key(void *ctx, const struct wb_json_scalar *k) {
+  lua_State *L = ((struct builder *)ctx)->L;
+  push_string(L, k);
+  lua_pushvalue(L, -1);
+  int taken = lua_rawget(L, -3) != LUA_TNIL;
+  lua_pop(L, taken ? 2 : 1);
+  return taken;
 }
 
 static void build_open(void *ctx, int object) {

@@ -203,7 +203,8 @@ static void parse_object(struct parser *ps) {
       if (ps->p >= ps->end || *ps->p != '"') unexpected(ps);
       struct wb_json_scalar key;
       scan_string(ps, &key);
-      ps->sink->key(ps->ctx, &key);
+      if (ps->sink->key(ps->ctx, &key))
+        parse_fail(ps, key.s - 1, "duplicate key \"%.*s\"", (int)(key.n > 60 ? 60 : key.n), key.s);
       expect(ps, ':');
       parse_value(ps);
     } while (more(ps, '}'));
@@ -391,13 +392,15 @@ static void writer_scalar(void *ctx, const struct wb_json_scalar *v) {
   }
 }
 
-static void writer_key(void *ctx, const struct wb_json_scalar *k) {
+/* The reformatter streams and keeps no keys: a repeated key is written as it stands. */
+static int writer_key(void *ctx, const struct wb_json_scalar *k) {
   struct writer *w = ctx;
   write_separator(w);
   write_token_string(w, k);
   wb_buf_addc(&w->b, ':');
   if (w->pretty) wb_buf_addc(&w->b, ' ');
   w->after_key = 1;
+  return 0;
 }
 
 static void writer_open(void *ctx, int object) {

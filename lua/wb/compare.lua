@@ -105,22 +105,47 @@ local function stat_from_samples(value, xs)
   return math.abs(value - stats.median(xs)) < math.abs(value - stats.mean(xs)) and "median" or "mean"
 end
 
+local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+
+-- Raises (exit 2) unless x is a finite number, and a non-negative one for a time, memory or
+-- rate: a file holding anything else is not a measurement to compare.
+local function check_number(set, name, x, kind, what)
+  local bad = type(x) ~= "number" and "not a number" or not finite(x) and "not a finite number"
+      or (x < 0 and (kind == "time" or kind == "memory" or kind == "rate")) and ("a negative " .. kind)
+  if bad then
+    fail(string.format("%s: %s%s is %s (%s)", set.path, name, what or "", bad, tostring(x == json.null and "null" or x)))
+  end
+end
+
+-- The samples of a metric (a non-empty list), every one checked; nil when there are none.
+local function checked_samples(set, name, samples, kind)
+  if samples == nil or samples == json.null then return nil end
+  if type(samples) == "userdata" and samples.totable then samples = samples:totable() end
+  if not is_array(samples) then fail(string.format("%s: the samples of %s are not a list", set.path, name)) end
+  for i, x in ipairs(samples) do check_number(set, name, x, kind, string.format(" sample %d", i)) end
+  return #samples > 0 and samples or nil
+end
+
 -- stat: the statistic the value is ("mean", "median", or an information-only one such as
 -- "max"); from the metric's name, else from its samples.
 local function add(set, record, metric, value, samples, kind, unit, stat)
   local name = record and (record .. " " .. metric) or metric
   if type(value) ~= "number" or set.metrics[name] then return end
-  samples = sample_list(samples)
+  check_number(set, name, value, kind)
+  samples = checked_samples(set, name, samples, kind)
   stat = stat or verdict.stat_of(metric) or stat_from_samples(value, samples) or "mean"
   set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
     unit = unit, stat = stat, resolution = CPU_SPLIT[metric] and verdict.CPU_SPLIT_RESOLUTION or nil }
 end
 
 -- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
-local function add_named(set, record, path, value, samples)
+-- loose: a number found anywhere in a document (not under metrics{}), where a negative value
+-- is a signed quantity (an offset, a delta) rather than a broken measurement: it is "other".
+local function add_named(set, record, path, value, samples, loose)
   local leaf = path:match("([^%.%[%]]+)[%]]*$") or path
   local kind = verdict.classify(leaf)
   if kind == "other" then kind = verdict.classify(path) end
+  if loose and value < 0 and kind ~= "count" then kind = "other" end
   add(set, record, path, value, samples, kind, unit_of(path, kind))
 end
 
@@ -148,12 +173,12 @@ local function samples_for(samples, path)
 end
 
 -- Adds the numeric leaves of v as "<record> <path>", with samples looked up by path; skip: a
--- set of top-level keys left out.
-local function add_leaves(set, record, v, samples, skip)
+-- set of top-level keys left out; loose as for add_named.
+local function add_leaves(set, record, v, samples, skip, loose)
   each_number(v, "", function(path, x)
     if path == "" then path = "value" end
     if skip and skip[path:match("^[^%.%[]+")] then return end
-    add_named(set, record, path, x, samples_for(samples, path))
+    add_named(set, record, path, x, samples_for(samples, path), loose)
   end)
 end
 
@@ -287,7 +312,7 @@ local function load_records(set, list)
   local seen = {}
   for i, rec in ipairs(list) do
     if not is_object(rec) then
-      add_leaves(set, "#" .. i, rec)
+      add_leaves(set, "#" .. i, rec, nil, nil, true)
     elseif is_object(rec.metrics) then
       add_run(set, record_name(rec, i, seen), rec)
     else
@@ -295,7 +320,7 @@ local function load_records(set, list)
       local samples = is_object(rec.samples) and rec.samples or nil
       local skip = { samples = samples ~= nil }
       if key then skip[key] = true end
-      add_leaves(set, name, rec, samples, skip)
+      add_leaves(set, name, rec, samples, skip, true)
     end
   end
 end
@@ -308,7 +333,7 @@ local function load_generic(set, doc)
   elseif is_object(doc) and is_array(doc.results) then
     load_records(set, doc.results)
   else
-    add_leaves(set, nil, doc)
+    add_leaves(set, nil, doc, nil, nil, true)
   end
 end
 

@@ -221,7 +221,7 @@ function M.table(rows, opts)
   for i, row in ipairs(rows) do
     for j = 1, ncol do
       local s = row[j] == nil and "" or tostring(row[j])
-      s = s:gsub("[\r\n]+", " "):gsub("|", "\\|")
+      if s:find("[\r\n|]") then s = s:gsub("[\r\n]+", " "):gsub("|", "\\|") end
       cells[i][j] = s
       width[j] = math.max(width[j] or 3, utf8.len(s) or #s)
     end

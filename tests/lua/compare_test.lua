@@ -346,3 +346,28 @@ T.case("a manifest whose machine was busy (load average at least its CPUs + 1) i
   T.match(r.summary.text, "; note: the new run ran with a load average of 3%.6 on 2 CPUs: other load may account")
   T.eq(compare.compare(quiet, quiet).summary.notes, {})
 end)
+
+T.case("values that are no measurement: one line, exit 2 (infinite, NaN-like, negative, bad samples, repeated keys)", function()
+  local d = T.tmpdir()
+  local ok = d .. "/ok.json"
+  assert(fs.write(ok, '{"metrics": {"wall_seconds": 1}}'))
+  local function refused(text)
+    assert(fs.write(d .. "/bad.json", text))
+    local res = run_wb(d .. "/bad.json", ok, "--json")
+    T.eq({ res.code, res.stdout }, { 2, "" }, res.stderr)
+    T.eq(select(2, res.stderr:gsub("\n", "")), 1, "one line: " .. res.stderr)
+    return res.stderr
+  end
+  T.match(refused('{"metrics": {"wall_seconds": 1e400}}'), "bad%.json: wall_seconds is not a finite number %(inf%)")
+  T.match(refused('{"metrics": {"wall_seconds": -1}}'), "bad%.json: wall_seconds is a negative time %(%-1%)")
+  T.match(refused('{"metrics": {"peak_rss_kb": -5}}'), "peak_rss_kb is a negative memory")
+  T.match(refused('{"metrics": {"wall_seconds": 1}, "samples": {"wall_seconds": [1, "x"]}}'),
+    "wall_seconds sample 2 is not a number %(x%)")
+  T.match(refused('{"metrics": {"wall_seconds": 1}, "samples": {"wall_seconds": [1, -0.5]}}'),
+    "wall_seconds sample 2 is a negative time")
+  T.match(refused('{"metrics": {"wall_seconds": 1, "wall_seconds": 2}}'), 'line 1 col 33: duplicate key "wall_seconds"')
+  -- a signed number found anywhere in a document (not under metrics{}) is an offset, not a time
+  assert(fs.write(d .. "/loose.json", '{"clock_offset_ms": -3, "run": {"wall_seconds": 2}}'))
+  local set = compare.load(d .. "/loose.json")
+  T.eq({ set.metrics.clock_offset_ms.kind, set.metrics["run.wall_seconds"].kind }, { "other", "time" })
+end)

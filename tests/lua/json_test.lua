@@ -32,7 +32,10 @@ T.case("key order is kept from the source and re-encoded", function()
   v.first = 0
   v.alpha = nil
   T.eq(json.encode(v), '{"zeta":1,"mid":3,"first":0}')
-  T.eq(json.encode(json.decode('{"a":1,"a":2,"b":3}')), '{"a":2,"b":3}', "last duplicate wins")
+  -- a repeated key would silently drop a value: it is an error where it stands
+  T.eq({ json.decode('{"a":1,"a":2,"b":3}') }, { nil, 'json: line 1 col 8: duplicate key "a"' })
+  T.eq({ json.decode('{"o": {"k": null, "k": 1}}') }, { nil, 'json: line 1 col 19: duplicate key "k"' })
+  T.eq(json.encode(json.decode('[{"a": 1}, {"a": 2}]')), '[{"a":1},{"a":2}]', "the same key in two objects")
 end)
 
 T.case("plain tables encode with sorted keys", function()
