@@ -306,7 +306,12 @@ int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err,
   if (!e) e = run_workers(ws, n);
   if (!e) e = collect(ws, n, spec, out);
   int zerr;
-  if (e == EIO && out->gzip) snprintf(err, errlen, "%s: gzip: %s", path, gzerror(ws[0].gz, &zerr));
+  if (e == EIO && out->gzip) {
+    /* zlib names a stream opened by descriptor "<fd:N>": the path says it better */
+    const char *what = gzerror(ws[0].gz, &zerr);
+    if (strncmp(what, "<fd:", 4) == 0 && strstr(what, ": ")) what = strstr(what, ": ") + 2;
+    snprintf(err, errlen, "%s: gzip: %s", path, what);
+  }
   else if (e) fail(err, errlen, path, e);
   for (int i = 0; ws && i < n; i++) {
     if (ws[i].gz) gzclose(ws[i].gz);

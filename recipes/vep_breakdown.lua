@@ -86,7 +86,7 @@ local function analyse(path, threads)
   b.schema_name = "wb.vep_breakdown"
   b.schema_version = 1
   b.source = json.object({ path = path, bytes = res.bytes, lines = res.lines, gzip = res.gzip,
-    scan_threads = res.threads })
+    scan_threads = res.threads, lines_too_long = res.truncated })
   local pl = r.pipeline.line and fields_of(r.pipeline.line)
   if pl then
     local p = json.object()
@@ -141,7 +141,14 @@ local function analyse(path, threads)
   b.concurrency_plan = fields_of(r.plan.line) or json.null
   b.vcf_sink = fields_of(r.sink.line) or json.null
   b.progress_bar_rows = r.done.line and tonumber(r.done.line:match("(%d+)")) or json.null
+  -- a stage line none of whose values could be read (`evaluate_prepared=NaNs`) says nothing
+  b.unreadable_lines = json.object()
+  for _, name in ipairs({ "engine", "tx" }) do
+    local rule = r[name]
+    if rule.n > 0 and #stages_of(rule.keys) == 0 then b.unreadable_lines[rule.tag] = rule.n end
+  end
   b.profile_lines = r.pipeline.n + r.plan.n + r.sink.n + r.timers.n + r.lance.n + r.engine.n + r.tx.n
+  for _, n in pairs(b.unreadable_lines) do b.profile_lines = b.profile_lines - n end
   return b
 end
 
@@ -242,11 +249,26 @@ end
 
 -- ---- Markdown ------------------------------------------------------------------------------------
 
+-- What of a capture could not be read, one sentence each ({} when all of it was).
+local function incomplete(b)
+  local out = {}
+  if (b.source.lines_too_long or 0) > 0 then
+    out[#out + 1] = string.format("%d line%s longer than the scanner's limit %s skipped", b.source.lines_too_long,
+      b.source.lines_too_long == 1 and "" or "s", b.source.lines_too_long == 1 and "was" or "were")
+  end
+  for tag, n in pairs(b.unreadable_lines) do
+    out[#out + 1] = string.format("%d `%s` line%s held no readable value (e.g. NaN or inf)", n, tag, n == 1 and "" or "s")
+  end
+  table.sort(out)
+  return out
+end
+
 local function markdown(b, title)
   local out = { "# " .. title, "" }
   local function add(s) out[#out + 1] = s end
   add(string.format("Source: `%s` (%d bytes, %d lines%s); %d profile lines.", b.source.path, b.source.bytes,
     b.source.lines, b.source.gzip and ", gzip" or "", b.profile_lines))
+  for _, w in ipairs(incomplete(b)) do add("**Incomplete:** " .. w .. ".") end
   add("")
   add("## Pipeline (VEP_PROFILE)")
   add("")
@@ -464,9 +486,9 @@ return wb.recipe {
         annotate_seconds = opt(p.annotate), output_rows = opt(p.output_rows),
         variation_take_total_seconds = take.total_seconds, engine_stages_seconds = a.engine.total_seconds })
     end)
-    if not a then
+    if not a then -- a capture that cannot be read (missing, corrupt or cut gzip) is bad input
       c:finish()
-      wb.fail(tostring(c:record("breakdown").error), 0)
+      wb.usage(tostring(c:record("breakdown").error), 0)
     end
     local md = markdown(a, "VEP profile breakdown")
     c:write("breakdown.md", md)
@@ -477,7 +499,15 @@ return wb.recipe {
       local b, err = analyse(other, cfg.threads)
       if not b then
         c:finish()
-        wb.fail("compare: " .. err, 0)
+        wb.usage("compare: " .. err, 0)
+      end
+      if b.profile_lines == 0 then
+        io.stderr:write("wb: vep_breakdown: compare: no VEP profile lines in ", other, "\n")
+        status = 1
+      end
+      for _, w in ipairs(incomplete(b)) do
+        io.stderr:write("wb: vep_breakdown: compare: ", other, ": ", w, "\n")
+        status = 1
       end
       read_breakdown(b, cfg, nil)
       local cj, cmd = compare(a, b)
@@ -487,6 +517,10 @@ return wb.recipe {
     end
     if a.profile_lines == 0 then
       io.stderr:write("wb: vep_breakdown: no VEP profile lines in ", log, " (were the VEP_*_PROFILE variables set?)\n")
+      status = 1
+    end
+    for _, w in ipairs(incomplete(a)) do -- a breakdown of part of the capture is no success
+      io.stderr:write("wb: vep_breakdown: ", log, ": ", w, "\n")
       status = 1
     end
     if command and command.exit_code ~= 0 then

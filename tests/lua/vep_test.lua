@@ -211,3 +211,45 @@ T.case("emitter: profile families follow the environment; seeded output is repro
   T.ok(lines >= 500 and lines < 600, tostring(lines))
   T.eq(proc.run { argv = { EMIT, "--bytes", "lots" }, stderr = "capture" }.code, 2)
 end)
+
+T.case("partial input is never a success: cut or corrupt gzip (exit 2, the path named), unreadable values, an empty compare=, an over-long line", function()
+  local d = T.tmpdir()
+  local gz = d .. "/small.log.gz"
+  T.ok(assert(proc.run { argv = { "sh", "-c", 'gzip -c "$1" > "$2"', "sh", FIXTURE, gz } }).ok)
+  local whole = assert(fs.read(gz))
+  assert(fs.write(d .. "/cut.log.gz", whole:sub(1, #whole // 2)))
+  local res = breakdown({ "log=" .. d .. "/cut.log.gz" })
+  T.eq(res.code, 2, res.stderr)
+  T.eq(res.stderr, "wb: " .. d .. "/cut.log.gz: gzip: unexpected end of file\n")
+  assert(fs.write(d .. "/bad.log.gz", "\31\139 not deflate at all"))
+  res = breakdown({ "log=" .. d .. "/bad.log.gz" })
+  T.eq(res.code, 2, res.stderr)
+  T.ok(not res.stderr:find("<fd:", 1, true), res.stderr)
+  T.match(res.stderr, "^wb: " .. d:gsub("%p", "%%%0") .. "/bad%.log%.gz: gzip: ")
+
+  assert(fs.write(d .. "/nan.log", "[VEP_ENGINE_PROFILE] rows=1 evaluate_prepared=NaNs\n" ..
+    "[VEP_ENGINE_PROFILE] rows=1 evaluate_prepared=infs\n"))
+  local dir
+  res, dir = breakdown({ "log=" .. d .. "/nan.log" })
+  T.eq(res.code, 1, res.stderr)
+  T.match(res.stderr, "2 `%[VEP_ENGINE_PROFILE%]` lines held no readable value")
+  local b = assert(json.read(dir .. "/breakdown.json"))
+  T.eq({ b.profile_lines, b.unreadable_lines["[VEP_ENGINE_PROFILE]"] }, { 0, 2 })
+  T.match(assert(fs.read(dir .. "/breakdown.md")), "%*%*Incomplete:%*%* 2 `%[VEP_ENGINE_PROFILE%]` lines")
+
+  assert(fs.write(d .. "/none.log", "no profile here\n"))
+  res = breakdown({ "log=" .. FIXTURE, "compare=" .. d .. "/none.log" })
+  T.eq(res.code, 1, "a comparison with nothing to compare is no success")
+  T.match(res.stderr, "compare: no VEP profile lines in " .. d:gsub("%p", "%%%0") .. "/none%.log")
+
+  -- one profile line past the scanner's 64 MiB line limit, between two captures that are read
+  local long = d .. "/long.log"
+  local f = assert(io.open(long, "wb"))
+  local fixture = assert(fs.read(FIXTURE))
+  f:write(fixture, "[VEP_ENGINE_PROFILE] rows=1 note=", ("y"):rep(64 * 1024 * 1024 + 16), "\n", fixture)
+  f:close()
+  res, dir = breakdown({ "log=" .. long })
+  T.eq(res.code, 1, res.stderr)
+  T.match(res.stderr, "1 line longer than the scanner's limit was skipped")
+  T.eq(assert(json.read(dir .. "/breakdown.json")).source.lines_too_long, 1)
+end)
