@@ -156,8 +156,8 @@ local function decide(row, opts)
   local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
   if (up or down) and row.resolution and math.abs(row.delta) < row.resolution then
     row.significant = nil
-    say("unchanged", string.format("%s, but the change is below the %g s resolution of %s", ptext,
-      row.resolution, row.resolution_of or "this measurement"))
+    say("unchanged", string.format("%s, but the change is below the %s resolution of %s", ptext,
+      require("wb.util").format_seconds(row.resolution), row.resolution_of or "this measurement"))
     return
   end
   local worse, better = up, down

@@ -99,6 +99,25 @@ T.case("many rows judged together: Benjamini–Hochberg decides, and the summary
   T.match(verdict.summary_text(info), "; 10 metrics tested together %(10 tests%), p%-values adjusted by Benjamini–Hochberg")
 end)
 
+T.case("a user or system time change below the kernel's 4 ms tick is no verdict; above it, it is", function()
+  local compare = require "wb.compare"
+  local function doc(user)
+    local xs = {}
+    for i = 1, 10 do xs[i] = user * (1 + (i - 5.5) / 100) end
+    return json.decode(json.encode({ schema_name = "wb.bench", schema_version = 1,
+      commands = { { name = "c", samples = { wall = spread(1, 10, 0.01), user = xs } } } }))
+  end
+  local function user_row(a, b)
+    local r = compare.compare(compare.from_document(doc(a), "a"), compare.from_document(doc(b), "b"))
+    for _, row in ipairs(r.rows) do if row.name == "c user mean" then return row end end
+  end
+  local small = user_row(0.001, 0.0015) -- 1.5x, but 0.5 ms: within one tick
+  T.eq(small.verdict, "unchanged")
+  T.match(small.reason, "^1%.50× slower: p = [%d.e-]+.*, but the change is below the 4%.0 ms resolution of the kernel's user/system split")
+  local big = user_row(0.100, 0.150)
+  T.eq(big.verdict, "regression", big.reason)
+end)
+
 ---- end to end ------------------------------------------------------------------------------
 
 local function wb_run(args, opts) return T.wb(args, { timeout = 120, cwd = opts and opts.cwd, env = opts and opts.env }) end
