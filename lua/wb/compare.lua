@@ -127,26 +127,45 @@ local function checked_samples(set, name, samples, kind)
 end
 
 -- stat: the statistic the value is ("mean", "median", or an information-only one such as
--- "max"); from the metric's name, else from its samples.
+-- "max"); from the metric's name, else (or when false: the name was read and states none) from
+-- its samples.
 local function add(set, record, metric, value, samples, kind, unit, stat)
   local name = record and (record .. " " .. metric) or metric
   if type(value) ~= "number" or set.metrics[name] then return end
   check_number(set, name, value, kind)
   samples = checked_samples(set, name, samples, kind)
-  stat = stat or verdict.stat_of(metric) or stat_from_samples(value, samples) or "mean"
+  if stat == nil then stat = verdict.stat_of(metric) end -- false: the name states none
+  stat = stat or stat_from_samples(value, samples) or "mean"
   set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
     unit = unit, stat = stat, resolution = CPU_SPLIT[metric] and verdict.CPU_SPLIT_RESOLUTION or nil }
+end
+
+-- The kind, unit and stated statistic of a path, cached by its shape: they depend on its words,
+-- not its digits, and a large document repeats a few shapes ("variants[#].wall_seconds") many
+-- times. The cache is emptied when it holds CACHE_MAX shapes.
+local CACHE_MAX = 4096
+local named_cache, cached = {}, 0
+local function describe_path(path)
+  local shape = path:gsub("%d+", "#")
+  local hit = named_cache[shape]
+  if not hit then
+    local leaf = shape:match("([^%.%[%]]+)[%]]*$") or shape
+    local kind = verdict.classify(leaf)
+    if kind == "other" then kind = verdict.classify(shape) end
+    hit = { kind, unit_of(shape, kind) or false, verdict.stat_of(shape) or false }
+    if cached >= CACHE_MAX then named_cache, cached = {}, 0 end
+    named_cache[shape], cached = hit, cached + 1
+  end
+  return hit[1], hit[2] or nil, hit[3] or nil
 end
 
 -- Adds a metric whose kind and unit come from its path (the last key first, then the whole path).
 -- loose: a number found anywhere in a document (not under metrics{}), where a negative value
 -- is a signed quantity (an offset, a delta) rather than a broken measurement: it is "other".
 local function add_named(set, record, path, value, samples, loose)
-  local leaf = path:match("([^%.%[%]]+)[%]]*$") or path
-  local kind = verdict.classify(leaf)
-  if kind == "other" then kind = verdict.classify(path) end
+  local kind, unit, stat = describe_path(path)
   if loose and value < 0 and kind ~= "count" then kind = "other" end
-  add(set, record, path, value, samples, kind, unit_of(path, kind))
+  add(set, record, path, value, samples, kind, unit, stat or false)
 end
 
 -- Calls fn(path, number) for every numeric leaf of v, in document order.
@@ -529,8 +548,26 @@ function M.summary_object(result)
   return s
 end
 
--- doc = compare.document(result) : the wb.compare document printed by --json
-function M.document(result)
+-- compare.write_document(result, write) : the document's pretty JSON (exactly
+-- json.encode(compare.document(result), {pretty = true})), passed to write(piece) a row at a
+-- time, so that a large comparison is never one string
+function M.write_document(result, write)
+  local doc = M.document(result, true)
+  local text = json.encode(doc, { pretty = true })
+  local open = '\n  "rows": ['
+  local at = text:find(open .. "],\n", 1, true)
+  write(text:sub(1, at + #open - 1))
+  for i, r in ipairs(result.rows) do
+    local row = json.encode(M.row_object(r), { pretty = true }):gsub("\n", "\n    ")
+    write((i == 1 and "\n    " or ",\n    ") .. row)
+  end
+  write(#result.rows > 0 and "\n  ]" or "]")
+  write(text:sub(at + #open + 1))
+end
+
+-- doc = compare.document(result [, without_rows]) : the wb.compare document printed by --json
+-- (rows = [] when without_rows)
+function M.document(result, without_rows)
   local doc = json.object()
   doc.schema_name = M.SCHEMA_NAME
   doc.schema_version = M.SCHEMA_VERSION
@@ -542,7 +579,9 @@ function M.document(result)
   end
   doc.threshold = result.threshold
   doc.rows = json.array()
-  for _, r in ipairs(result.rows) do doc.rows[#doc.rows + 1] = M.row_object(r) end
+  if not without_rows then
+    for _, r in ipairs(result.rows) do doc.rows[#doc.rows + 1] = M.row_object(r) end
+  end
   doc.summary = M.summary_object(result)
   return doc
 end
@@ -593,7 +632,8 @@ function M.main(args)
   end
   local result = M.compare(M.load(files[1]), M.load(files[2]), opts)
   if opts.json then
-    io.write(json.encode(M.document(result), { pretty = true }), "\n")
+    M.write_document(result, function(piece) io.write(piece) end)
+    io.write("\n")
   else
     io.write(M.markdown(result))
   end

@@ -371,3 +371,18 @@ T.case("values that are no measurement: one line, exit 2 (infinite, NaN-like, ne
   local set = compare.load(d .. "/loose.json")
   T.eq({ set.metrics.clock_offset_ms.kind, set.metrics["run.wall_seconds"].kind }, { "other", "time" })
 end)
+
+T.case("--json streams the document a row at a time, byte for byte what encoding it whole gives", function()
+  for _, kind in ipairs({ "bench", "manifest", "hyperfine", "generic" }) do
+    local result = pair(kind)
+    local pieces = {}
+    compare.write_document(result, function(s) pieces[#pieces + 1] = s end)
+    T.eq(table.concat(pieces), json.encode(compare.document(result), { pretty = true }), kind)
+    T.ok(#pieces >= #result.rows, "one piece a row at least")
+  end
+  local empty = compare.compare(compare.from_document(generic({}), "a"), compare.from_document(generic({}), "b"),
+    { allow_empty = true })
+  local pieces = {}
+  compare.write_document(empty, function(s) pieces[#pieces + 1] = s end)
+  T.eq(table.concat(pieces), json.encode(compare.document(empty), { pretty = true }))
+end)
