@@ -18,6 +18,7 @@ int luaopen_wb_fs(lua_State *L);
 int luaopen_wb_json(lua_State *L);
 int luaopen_wb_perf(lua_State *L);
 int luaopen_wb_proc(lua_State *L);
+int luaopen_wb_python(lua_State *L);
 int luaopen_wb_scan(lua_State *L);
 int luaopen_wb_stats(lua_State *L);
 int luaopen_wb_sym(lua_State *L);

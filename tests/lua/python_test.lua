@@ -1,0 +1,233 @@
+-- wb.python: Python stacks read from outside CPython processes (3.11 from Debian, 3.12 and 3.13
+-- where pyenv installed them), checked against planted ground truth: a 2:1 split of CPU between
+-- two functions, a 0.3 s sleep, two threads, a forked child; the struct offsets against the
+-- interpreters' own headers.
+local T = require "wb.test"
+local wb = require "wb"
+local fs, proc = wb.fs, wb.proc
+local py = require "wb.python"
+
+local DEBIAN = "/usr/bin/python3"
+local PYENV = (os.getenv("PYENV_ROOT") or "/root/.pyenv") .. "/versions"
+
+-- The pyenv interpreter of minor version 3.<minor>, or nil.
+local function pyenv(minor)
+  for _, name in ipairs(fs.list(PYENV) or {}) do
+    local exe = PYENV .. "/" .. name .. "/bin/python3." .. minor
+    if name:match("^3%." .. minor .. "%.%d+$") and fs.exists(exe) then return exe end
+  end
+end
+
+local function script(text)
+  local path = T.tmpdir() .. "/script.py"
+  assert(fs.write(path, text))
+  return path
+end
+
+-- r = sampled(python, path, args, hz) : the sampler's result over the whole run of the script
+local function sampled(python, path, args, hz)
+  local argv = { python, path }
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "capture", timeout = 60 })
+  local s = assert(py.sampler(p.pid, { hz = hz or 199 }))
+  local res = p:wait()
+  local r = s:stop()
+  T.eq(res.code, 0, res.stderr)
+  return r
+end
+
+-- Sum of the weights of the stacks (of kind "oncpu" or "offcpu") whose frames include pattern.
+local function under(r, kind, pattern)
+  local total = 0
+  for stack, w in pairs(r[kind]) do
+    if stack:find(pattern, 1, true) then total = total + w end
+  end
+  return total
+end
+
+local SPLIT = [[
+import sys, time
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def py_alpha():
+    return leaf(40000)
+def py_beta():
+    return leaf(20000)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    py_alpha()
+    py_beta()
+]]
+
+-- The 2:1 split, within 5 points, of the on-CPU samples under py_alpha and py_beta.
+local function check_split(python)
+  local r = sampled(python, script(SPLIT), { "4" })
+  local a, b = under(r, "oncpu", ";py_alpha (script.py:7)"), under(r, "oncpu", ";py_beta (script.py:9)")
+  -- 4 s at 199 Hz is 796 ticks; at least 300 samples keep the 5 points beyond 2.8 standard errors
+  T.ok(a + b >= 300, string.format("%d samples of the two functions in %d ticks", a + b, r.ticks))
+  local share = a / (a + b)
+  T.ok(math.abs(share - 2 / 3) <= 0.05, string.format("py_alpha's share %.3f, planted 0.667", share))
+  T.ok(under(r, "oncpu", "py_alpha (script.py:7);leaf (script.py:2)") > 0.9 * a, "leaf is under its caller")
+  for stack in pairs(r.oncpu) do
+    if stack:find(";py_alpha (", 1, true) then
+      T.match(stack, "^python %d+;main thread %d+;<module> %(script%.py:1%);py_alpha %(script%.py:7%)")
+    end
+  end
+  T.eq(#r.processes, 1)
+  return r
+end
+
+T.case("Debian's python3 (3.11): a 2:1 split between two Python functions, within 5 points", function()
+  local r = check_split(DEBIAN)
+  T.match(r.processes[1].version, "^3%.11%.")
+end)
+
+T.case("CPython 3.12 (pyenv): the same split", function()
+  local exe = pyenv(12)
+  if not exe then T.skip("no CPython 3.12 under " .. PYENV .. " (pyenv)") end
+  T.match(check_split(exe).processes[1].version, "^3%.12%.")
+end)
+
+T.case("CPython 3.13 (pyenv): the same split, offsets from its _Py_DebugOffsets", function()
+  local exe = pyenv(13)
+  if not exe then T.skip("no CPython 3.13 under " .. PYENV .. " (pyenv)") end
+  T.match(check_split(exe).processes[1].version, "^3%.13%.")
+end)
+
+T.case("off-CPU: 0.3 s asleep under the function that sleeps, within 10%", function()
+  local r = sampled(DEBIAN, script([[
+import time
+def sleeper():
+    time.sleep(0.3)
+def spinner():
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass
+sleeper()
+spinner()
+]]))
+  local slept = under(r, "offcpu", ";sleeper (script.py:2)")
+  T.ok(math.abs(slept - 0.3) <= 0.03, string.format("%.3f s off-CPU under sleeper, planted 0.300", slept))
+  T.ok(under(r, "oncpu", ";spinner (script.py:4)") >= 0.25 * 199, "the spinner is on-CPU")
+  T.eq(under(r, "offcpu", ";spinner ("), 0, "never off-CPU while spinning") -- it holds the GIL
+end)
+
+T.case("threads: each thread's own Python stack", function()
+  local r = sampled(DEBIAN, script([[
+import threading, time
+def work_a():
+    end = time.monotonic() + 1
+    while time.monotonic() < end:
+        pass
+def work_b():
+    time.sleep(1)
+ta, tb = threading.Thread(target=work_a), threading.Thread(target=work_b)
+ta.start(); tb.start(); ta.join(); tb.join()
+]]))
+  local tids = {}
+  for stack in pairs(r.oncpu) do
+    if stack:find(";work_a (script.py:2)", 1, true) then tids[stack:match(";thread (%d+);")] = "a" end
+  end
+  for stack in pairs(r.offcpu) do
+    if stack:find(";work_b (script.py:6)", 1, true) then tids[stack:match(";thread (%d+);")] = "b" end
+  end
+  local seen = {}
+  for _, v in pairs(tids) do seen[v] = true end
+  local shown = {}
+  for stack, w in pairs(r.oncpu) do shown[#shown + 1] = "on " .. w .. " " .. stack end
+  for stack, w in pairs(r.offcpu) do shown[#shown + 1] = "off " .. w .. " " .. stack end
+  T.ok(seen.a and seen.b, "work_a on-CPU and work_b off-CPU in threads of their own:\n" .. table.concat(shown, "\n"))
+  T.ok(under(r, "offcpu", ";work_b (script.py:6)") > 0.8, "work_b's second asleep")
+  T.ok(under(r, "offcpu", "main thread") > 0.8, "the main thread waits in join")
+end)
+
+T.case("a forked child (multiprocessing): its Python stacks too, under its own pid", function()
+  local r = sampled(DEBIAN, script([[
+import multiprocessing, time
+def child_work():
+    end = time.monotonic() + 1
+    while time.monotonic() < end:
+        pass
+if __name__ == "__main__":
+    p = multiprocessing.get_context("fork").Process(target=child_work)
+    p.start(); p.join()
+]]))
+  T.ok(#r.processes >= 2, "parent and child attached")
+  local child
+  for stack, n in pairs(r.oncpu) do
+    if stack:find(";child_work (script.py:2)", 1, true) then child = { stack:match("^python (%d+);"), n } end
+  end
+  T.ok(child and child[2] >= 100, "the child's child_work on-CPU")
+  T.ok(tonumber(child[1]) ~= r.processes[1].pid, "under the child's pid")
+end)
+
+T.case("what is not CPython 3.11+ is detected and said, never mis-read", function()
+  local p = assert(proc.spawn { argv = { "sleep", "5" } })
+  local info, err = py.probe(p.pid)
+  T.eq(info, nil)
+  T.match(err, "^pid %d+: no CPython image %(python3%.X or libpython3%.X%.so%) in its mappings$")
+  p:kill(9)
+  p:wait()
+  local old = pyenv(10)
+  if old then -- 3.10 has no Py_Version
+    local q = assert(proc.spawn { argv = { old, "-c", "import time; time.sleep(5)" } })
+    wb.clock.sleep(0.3)
+    info, err = py.probe(q.pid)
+    T.eq(info, nil)
+    T.match(err, "CPython before 3%.11")
+    q:kill(9)
+    q:wait()
+  end
+  T.eq(py.layout(10), nil)
+end)
+
+-- The offsets of py.layout(minor) against offsetof() of the interpreter's own headers.
+local FIELDS = {
+  runtime_interpreters_head = "_PyRuntimeState, interpreters.head",
+  interp_next = "PyInterpreterState, next", interp_threads_head = "PyInterpreterState, threads.head",
+  tstate_next = "PyThreadState, next", tstate_native_thread_id = "PyThreadState, native_thread_id",
+  tstate_cframe = "PyThreadState, cframe", cframe_current_frame = "_PyCFrame, current_frame",
+  frame_previous = "_PyInterpreterFrame, previous", frame_code = "_PyInterpreterFrame, f_code",
+  frame_owner = "_PyInterpreterFrame, owner", code_filename = "PyCodeObject, co_filename",
+  code_qualname = "PyCodeObject, co_qualname", code_firstlineno = "PyCodeObject, co_firstlineno",
+  unicode_length = "PyASCIIObject, length", unicode_state = "PyASCIIObject, state",
+}
+
+local function check_headers(minor, include)
+  local names = {}
+  for k in pairs(FIELDS) do names[#names + 1] = k end
+  table.sort(names)
+  local c = { "#define Py_BUILD_CORE 1", "#include <Python.h>", "#include <internal/pycore_runtime.h>",
+    "#include <internal/pycore_interp.h>", "#include <internal/pycore_frame.h>", "#include <stddef.h>",
+    "#include <stdio.h>", "int main(void) {" }
+  for _, k in ipairs(names) do
+    c[#c + 1] = string.format('  printf("%s %%zu\\n", offsetof(%s));', k, FIELDS[k])
+  end
+  c[#c + 1] = '  printf("ascii_size %zu\\ncompact_size %zu\\n", sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject));'
+  c[#c + 1] = "  return 0;\n}\n"
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/off.c", table.concat(c, "\n")))
+  local cc = assert(proc.run { argv = { "cc", "-I" .. include, d .. "/off.c", "-o", d .. "/off" }, stderr = "capture" })
+  T.eq(cc.code, 0, cc.stderr)
+  local out = assert(proc.run { argv = { d .. "/off" }, stdout = "capture" }).stdout
+  local lay = assert(py.layout(minor))
+  local n = 0
+  for k, v in out:gmatch("(%S+) (%d+)") do
+    T.eq(lay[k], tonumber(v), string.format("3.%d %s", minor, k))
+    n = n + 1
+  end
+  T.eq(n, #names + 2)
+end
+
+T.case("the 3.11 and 3.12 offsets are those of the interpreters' own headers", function()
+  local inc11 = "/usr/include/python3.11"
+  if not fs.exists(inc11 .. "/internal/pycore_frame.h") then
+    T.skip("no CPython 3.11 internal headers (Debian package python3.11-dev)")
+  end
+  check_headers(11, inc11)
+  local exe = pyenv(12)
+  if exe then check_headers(12, (exe:gsub("/bin/python3%.12$", "/include/python3.12"))) end
+end)
