@@ -92,9 +92,12 @@ typedef struct pyproc {
   uint64_t runtime, code_type;
   char binary[256];
   char version[16];
-  /* code objects seen, by address: their label "qualname (file:line)" */
+  /* code objects seen (an open-addressing table by address, 0 = empty): their label
+   * "qualname (file:line)", and what the label was read from (a freed code object's address is
+   * reused: a hit is checked against these) */
   uint64_t *code_addr;
   char **code_label;
+  uint64_t (*code_key)[3]; /* qualname and filename pointers, first line */
   size_t code_cap, code_n;
 } pyproc;
 
@@ -262,10 +265,11 @@ static int py_attach(pyproc *p, pid_t pid, char *why, size_t whylen) {
 }
 
 static void py_release(pyproc *p) {
-  for (size_t i = 0; i < p->code_n; i++) free(p->code_label[i]);
+  for (size_t i = 0; i < p->code_cap; i++) free(p->code_label[i]);
   free(p->code_addr);
   free(p->code_label);
-  p->code_addr = NULL, p->code_label = NULL, p->code_n = p->code_cap = 0;
+  free(p->code_key);
+  p->code_addr = NULL, p->code_label = NULL, p->code_key = NULL, p->code_n = p->code_cap = 0;
 }
 
 /* Reads a str object as UTF-8 into out (at most outlen - 1 bytes); -1 when it is not one wb can
@@ -299,39 +303,64 @@ static int read_str(const pyproc *p, uint64_t obj, char *out, size_t outlen) {
   return 0;
 }
 
+/* Doubles the code cache (an open-addressing table by address); 0, or -1 out of memory. */
+static int code_grow(pyproc *p) {
+  size_t cap = p->code_cap ? p->code_cap * 2 : 1024;
+  uint64_t *addr = calloc(cap, sizeof *addr);
+  char **label = calloc(cap, sizeof *label);
+  uint64_t(*key)[3] = calloc(cap, sizeof *key);
+  if (!addr || !label || !key) {
+    free(addr), free(label), free(key);
+    return -1;
+  }
+  for (size_t i = 0; i < p->code_cap; i++) {
+    if (!p->code_addr[i]) continue;
+    size_t j = (size_t)((p->code_addr[i] >> 4) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+    while (addr[j]) j = (j + 1) & (cap - 1);
+    addr[j] = p->code_addr[i], label[j] = p->code_label[i];
+    memcpy(key[j], p->code_key[i], sizeof key[j]);
+  }
+  free(p->code_addr), free(p->code_label), free(p->code_key);
+  p->code_addr = addr, p->code_label = label, p->code_key = key, p->code_cap = cap;
+  return 0;
+}
+
 /* The label of a code object, "qualname (file:line)" with the file's base name, cached; NULL
- * when obj is no code object. */
+ * when obj is no code object. One read of the object's head checks its type and, on a cache
+ * hit, that it is still the object the label was made from. */
 static const char *code_label(pyproc *p, uint64_t obj) {
-  for (size_t i = 0; i < p->code_n; i++)
-    if (p->code_addr[i] == obj) return p->code_label[i];
-  uint64_t type;
-  if (peek_u64(p->pid, obj + p->lay.ob_type, &type) || type != p->code_type) return NULL;
-  uint64_t qual, file;
-  int32_t line;
+  const layout *l = &p->lay;
+  uint64_t span = l->code_qualname + 8;
+  if (l->code_filename + 8 > span) span = l->code_filename + 8;
+  unsigned char head[512];
+  if (span > sizeof head || peek(p->pid, obj, head, span)) return NULL;
+  uint64_t type = *(uint64_t *)(void *)(head + l->ob_type);
+  if (type != p->code_type) return NULL;
+  uint64_t qual = *(uint64_t *)(void *)(head + l->code_qualname);
+  uint64_t file = *(uint64_t *)(void *)(head + l->code_filename);
+  int32_t line = *(int32_t *)(void *)(head + l->code_firstlineno);
+  if (p->code_n * 2 >= p->code_cap && code_grow(p) != 0) return NULL;
+  size_t slot = (size_t)((obj >> 4) * 0x9e3779b97f4a7c15ull) & (p->code_cap - 1);
+  while (p->code_addr[slot] && p->code_addr[slot] != obj) slot = (slot + 1) & (p->code_cap - 1);
+  if (p->code_addr[slot] && p->code_key[slot][0] == qual && p->code_key[slot][1] == file &&
+      p->code_key[slot][2] == (uint64_t)(int64_t)line)
+    return p->code_label[slot];
+  /* a new code object, or another one at a freed one's address */
   char qn[NAME_MAX_LEN], fn[NAME_MAX_LEN];
-  if (peek_u64(p->pid, obj + p->lay.code_qualname, &qual) || peek_u64(p->pid, obj + p->lay.code_filename, &file) ||
-      peek(p->pid, obj + p->lay.code_firstlineno, &line, 4) || read_str(p, qual, qn, sizeof qn) ||
-      read_str(p, file, fn, sizeof fn))
-    return NULL;
+  if (read_str(p, qual, qn, sizeof qn) || read_str(p, file, fn, sizeof fn)) return NULL;
   const char *base = strrchr(fn, '/');
   char label[2 * NAME_MAX_LEN + 32];
   snprintf(label, sizeof label, "%s (%s:%d)", qn, base ? base + 1 : fn, (int)line);
   /* ';' separates folded frames */
   for (char *c = label; *c; c++)
     if (*c == ';') *c = ',';
-  if (p->code_n == p->code_cap) {
-    size_t cap = p->code_cap ? p->code_cap * 2 : 256;
-    uint64_t *a = realloc(p->code_addr, cap * sizeof *a);
-    if (!a) return NULL;
-    p->code_addr = a;
-    char **s = realloc(p->code_label, cap * sizeof *s);
-    if (!s) return NULL;
-    p->code_label = s, p->code_cap = cap;
-  }
   char *copy = strdup(label);
   if (!copy) return NULL;
-  p->code_addr[p->code_n] = obj;
-  p->code_label[p->code_n++] = copy;
+  if (p->code_addr[slot]) free(p->code_label[slot]);
+  else p->code_n++;
+  p->code_addr[slot] = obj;
+  p->code_label[slot] = copy;
+  p->code_key[slot][0] = qual, p->code_key[slot][1] = file, p->code_key[slot][2] = (uint64_t)(int64_t)line;
   return copy;
 }
 

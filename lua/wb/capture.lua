@@ -11,6 +11,7 @@
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
 local bpf = require "wb.bpf"
+local python = require "wb.python"
 local clock = require "wb.clock"
 local flame = require "wb.flame"
 local fold = require "wb.capture_fold"
@@ -318,7 +319,7 @@ local function options(spec)
   if spec.argv == nil and spec.cmd == nil then error("wb.capture: argv (or cmd with shell = true) expected", 3) end
   local o = { requested = spec.method or "auto", freq = spec.freq or M.DEFAULT_FREQ, name = spec.name or "capture",
     dir = spec.dir, top = spec.top or 20, root = spec.root or "auto",
-    want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false }
+    want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false, python = spec.python ~= false }
   if not METHODS[o.requested] then error("wb.capture: unknown method '" .. tostring(o.requested) .. "'", 3) end
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
@@ -351,6 +352,8 @@ local function record(spec, o, res, method, session)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
+  -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
+  local py_sampler <close> = o.python and python.sampler(p.pid, { hz = o.freq }) or nil
   local snapped = false
   repeat
     local done = proc.wait_any({ p }, 0.1)
@@ -358,6 +361,7 @@ local function record(spec, o, res, method, session)
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
   until done
   res.result = p:wait()
+  r.python = py_sampler and py_sampler:stop()
   r.ended = clock.now()
   if session then session:stop() end
   res.counters = counters and counters:read() or nil
@@ -383,6 +387,44 @@ local function processes(res, r, o, on_records)
   for _, f in ipairs(sb.forks) do names[f.pid] = names[f.pid] or names[f.ppid] or "?" end
   res.trace = write(o.dir .. "/" .. o.name .. ".trace.json",
     flame.trace(process_trace(sb, r.started, r.ended, names)))
+end
+
+-- The Python profiles: wb.python's samples of every CPython 3.11+ process of the tree by Python
+-- stack (root "python PID", then the thread), written and summarised as the native ones are:
+-- <name>.python.{oncpu,offcpu}.{folded,svg,speedscope.json}. res.python stays nil when no process
+-- ran CPython; {skipped = why} when one did and could not be read (stripped, unsupported).
+local function python_profiles(res, r, o)
+  local py = r.python
+  if not py then return end
+  if #py.processes == 0 then
+    for _, s in ipairs(py.skipped) do
+      if s.image ~= "" then
+        res.python = { skipped = s.reason }
+        res.warnings[#res.warnings + 1] = "no Python frames: " .. s.reason
+        return
+      end
+    end
+    return
+  end
+  res.python = { processes = py.processes, thread_samples = py.thread_samples, truncated = py.truncated }
+  local po = setmetatable({ name = o.name .. ".python", title = "Python: " .. o.title }, { __index = o })
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local lines, total = {}, 0
+    for stack, w in pairs(py[kind]) do
+      local n = kind == "offcpu" and math.floor(w * 1e9 + 0.5) or w -- off-CPU in ns, as natively
+      if n > 0 then
+        lines[#lines + 1] = stack .. " " .. n
+        total = total + n
+      end
+    end
+    table.sort(lines)
+    local text = #lines > 0 and table.concat(lines, "\n") .. "\n" or ""
+    local stacks = flame.parse(text)
+    local t = outputs(kind, text, { total = total, unresolved = 0, stacks = stacks }, po)
+    t.top = fold.top(stacks, o.top, { first = 3 }) -- after the process and the thread
+    if kind == "offcpu" then t.total_seconds = total / 1e9 end
+    res.python[kind] = t
+  end
 end
 
 -- The on-CPU and off-CPU profiles from what record() returned.
@@ -417,6 +459,7 @@ local function profiles(res, r, o, off_skip)
     res.offcpu = { skipped = off_skip }
   end
   processes(res, r, o, on_records)
+  python_profiles(res, r, o)
   return sampled
 end
 

@@ -65,6 +65,22 @@ function M.text(res, opts)
       end
     end
   end
+  local py = res.python
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = py and py[kind]
+    if p and p.samples > 0 then
+      add("")
+      if kind == "oncpu" then
+        add("Python on-CPU: %s samples; top Python functions (self, total share of samples)", grouped(p.samples))
+      else
+        add("Python off-CPU: %s; top Python functions (self, total share of off-CPU time)", seconds(p.total_seconds))
+      end
+      for i, row in ipairs(p.top) do
+        if i > n then break end
+        add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
+      end
+    end
+  end
   if #res.warnings > 0 then
     add("")
     for _, w in ipairs(res.warnings) do add("warning: %s", w) end
@@ -150,6 +166,17 @@ function M.html(res, opts)
       local lead = kind == "oncpu" and string.format("%s samples", grouped(p.samples)) or
         string.format("%s off the CPU: blocked %s, waiting on the run queue %s", seconds(p.total_seconds),
           seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
+      out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
+        .. flame_frame(p.svg, name .. " flame graph"))
+    end
+  end
+  local py = res.python
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = py and py[kind]
+    if p and p.samples > 0 then
+      local name = kind == "oncpu" and "Python on-CPU" or "Python off-CPU"
+      local lead = kind == "oncpu" and string.format("%s samples of Python stacks", grouped(p.samples)) or
+        string.format("%s off the CPU in Python code", seconds(p.total_seconds))
       out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
         .. flame_frame(p.svg, name .. " flame graph"))
     end

@@ -231,3 +231,33 @@ T.case("the 3.11 and 3.12 offsets are those of the interpreters' own headers", f
   local exe = pyenv(12)
   if exe then check_headers(12, (exe:gsub("/bin/python3%.12$", "/include/python3.12"))) end
 end)
+
+T.case("wb.capture and wb profile: Python profiles beside the native ones, flame graphs of py_alpha (script.py:7)", function()
+  local path = script(SPLIT)
+  local dir = T.tmpdir()
+  local res = assert(require("wb.capture").run { argv = { DEBIAN, path, "4" }, dir = dir, name = "cap",
+    stdout = "null", counters = false })
+  T.ok(res.python and res.python.oncpu, "a Python on-CPU profile")
+  local share = {}
+  for _, row in ipairs(res.python.oncpu.top) do share[row.name] = row.total_fraction end
+  local a, b = share["py_alpha (script.py:7)"], share["py_beta (script.py:9)"]
+  T.ok(a and b and math.abs(a / (a + b) - 2 / 3) <= 0.05, string.format("py_alpha %.3f of the two", a / (a + b)))
+  T.eq(res.python.processes[1].pid, res.processes and res.processes[1] or res.python.processes[1].pid)
+  local svg = assert(fs.read(dir .. "/cap.python.oncpu.svg"))
+  T.match(svg, "py_alpha %(script%.py:7%)")
+  T.match(assert(fs.read(dir .. "/cap.python.oncpu.folded")), "\n?python %d+;main thread %d+;<module> %(script%.py:1%);py_alpha")
+  -- the command line
+  local run = T.tmpdir() .. "/run"
+  local cli = T.wb({ "run", T.root() .. "/recipes/profile.lua", "-o", run, "--", DEBIAN, path, "2" }, { timeout = 60 })
+  T.eq(cli.code, 0, cli.stderr)
+  T.match(cli.stdout, "\nPython on%-CPU: [%d,]+ samples; top Python functions")
+  T.match(cli.stdout, "%%  py_alpha %(script%.py:7%)\n")
+  T.match(assert(fs.read(run .. "/report.html")), "<h2>Python on%-CPU</h2>")
+end)
+
+T.case("a program that is not Python gets no Python profile and no warning about it", function()
+  local res = assert(require("wb.capture").run { argv = { "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done" },
+    stdout = "null", counters = false })
+  T.eq(res.python, nil)
+  for _, w in ipairs(res.warnings) do T.ok(not w:find("Python", 1, true), w) end
+end)
