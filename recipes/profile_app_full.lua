@@ -189,7 +189,7 @@ local function bottlenecks(tool, trials, cap)
   return b
 end
 
-local function markdown(argv, trials, b, cap, cg)
+local function markdown(argv, trials, b, cap, cg, cp)
   local T = wb.report.table
   local out = { "# Application profile", "", "`" .. util.shell_join(argv) .. "`", "" }
   local function heading(title)
@@ -249,6 +249,20 @@ local function markdown(argv, trials, b, cap, cg)
     end
     out[#out + 1] = T(rows)
   end
+  local py = cap and cap.python
+  if py and py.oncpu and py.oncpu.samples > 0 then
+    heading("## Python functions (sampled on-CPU, " .. py.oncpu.folded:match("profiles/.*$") .. ")")
+    local rows = { { "function", "self", "total" } }
+    for i, f in ipairs(py.oncpu.top) do
+      if i > 10 then break end
+      rows[#rows + 1] = { f.name, percent(f.self_fraction), percent(f.total_fraction) }
+    end
+    out[#out + 1] = T(rows)
+  end
+  if cp and cp.top then
+    heading("## cProfile (deterministic; cumulative time, " .. cp.file .. ")")
+    out[#out + 1] = (wb.cprofile.table_text(cp, 15):gsub("\n$", ""))
+  end
   if cg and cg.top then
     heading("## callgrind (instructions)")
     local rows = { { "function", "instructions", "share" } }
@@ -257,7 +271,7 @@ local function markdown(argv, trials, b, cap, cg)
   end
   local notes = {}
   for _, x in ipairs(cap and cap.warnings or {}) do notes[#notes + 1] = "- " .. x end
-  for _, p in ipairs({ cap and cap.oncpu, cap and cap.offcpu, cg }) do
+  for _, p in ipairs({ cap and cap.oncpu, cap and cap.offcpu, cg, cp }) do
     if p and p.skipped then notes[#notes + 1] = "- skipped: " .. p.skipped end
   end
   if #notes > 0 then
@@ -313,6 +327,11 @@ return wb.recipe {
       for _, a in ipairs(argv) do vargv[#vargv + 1] = a end
       sections[#sections + 1] = { name = "callgrind", cases = { { name = "callgrind", argv = vargv } }, subprocess_runs = 1, profiler_runs = 1 }
     end
+    local cprofile = tool.cprofile and wb.cprofile.python_of(argv) ~= nil
+    if cprofile then
+      names[#names + 1] = "cprofile"
+      sections[#sections + 1] = { name = "cProfile", cases = { { name = "cprofile", argv = argv } }, subprocess_runs = 1, profiler_runs = 1 }
+    end
     c:declare(names)
     if c:plan { sections = sections } then
       print("plan: " .. c.dir .. "/plan.md")
@@ -344,8 +363,9 @@ return wb.recipe {
       end)
     end
     local cg = callgrind and run_callgrind(c, tool, argv) or (tool.callgrind and { skipped = "valgrind is not on PATH" }) or nil
+    local cp = tool.cprofile and wb.cprofile.run(c, argv, { cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout })
     local b = bottlenecks(tool, trials, cap)
-    local md = markdown(argv, trials, b, cap, cg)
+    local md = markdown(argv, trials, b, cap, cg, cp)
     local doc = json.object()
     doc.schema_name = SCHEMA
     doc.schema_version = 1
@@ -362,6 +382,7 @@ return wb.recipe {
     doc.capture = cap and { method = cap.method, counters = cap.counters, oncpu = without_text(cap.oncpu),
       offcpu = without_text(cap.offcpu), warnings = json.array(cap.warnings) } or json.null
     doc.callgrind = cg or json.null
+    doc.cprofile = cp or json.null
     c:write_json("summary.json", doc)
     c:write("summary.md", md)
     c:write("report.html", html(md, trials, argv, cap))

@@ -79,6 +79,18 @@ local function probe_perf_event()
       or "wb.perf: ring-buffer stack sampling (one event and one ring per CPU)" }
 end
 
+local function probe_cprofile()
+  local py = proc.which("python3")
+  if not py then return { name = "python_cprofile", available = false, notes = "python3 not found in PATH" } end
+  local r = proc.run { argv = { py, "-c", "import cProfile, pstats, sys; print(sys.version.split()[0])" },
+    stdout = "capture", stderr = "capture", timeout = 10 }
+  if not (r and r.ok) then
+    return { name = "python_cprofile", available = false, path = py, notes = "python3 cannot import cProfile" }
+  end
+  return { name = "python_cprofile", available = true, path = py, version = r.stdout:match("%S+"),
+    notes = "python3 -m cProfile: deterministic function timings of a Python command (wb.cprofile)" }
+end
+
 M.PROBES = {
   { "ebpf", probe_ebpf },
   { "perf_event", probe_perf_event },
@@ -86,6 +98,7 @@ M.PROBES = {
   { "callgrind", tool("callgrind", "valgrind", "valgrind --tool=callgrind") },
   { "massif", tool("massif", "valgrind", "valgrind --tool=massif") },
   { "py-spy", tool("py-spy", "py-spy") },
+  { "python_cprofile", probe_cprofile },
   { "nsys", tool("nsys", "nsys") },
   { "ncu", tool("ncu", "ncu") },
 }

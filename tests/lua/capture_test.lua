@@ -258,7 +258,7 @@ T.case("registry: every profiler has a record; unavailable ones are skipped with
     if e.available then T.eq(e.skipped, nil) else T.eq(e.skipped, e.notes) end
     if e.available and e.path then T.ok(fs.exists(e.path)) end
   end
-  T.eq(names, { "ebpf", "perf_event", "perf", "callgrind", "massif", "py-spy", "nsys", "ncu" })
+  T.eq(names, { "ebpf", "perf_event", "perf", "callgrind", "massif", "py-spy", "python_cprofile", "nsys", "ncu" })
   local missing = capture.with("nsys", function() return "ran" end)
   if capture.profiler("nsys").available then T.eq(missing, "ran")
   else T.eq({ missing.name, missing.available, missing.skipped }, { "nsys", false, "nsys not found in PATH" }) end

@@ -261,3 +261,40 @@ T.case("a program that is not Python gets no Python profile and no warning about
   T.eq(res.python, nil)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("Python", 1, true), w) end
 end)
+
+T.case("cProfile pass (profile_app_full tool.cprofile=true): the .prof, its table, the planted 0.2 s wait", function()
+  local cp = require "wb.cprofile"
+  T.eq({ cp.python_of({ "/usr/bin/python3", "-u", "-X", "dev", "app.py", "x" }) },
+    { "/usr/bin/python3", { "-u", "-X", "dev" }, { "app.py", "x" } })
+  T.eq(select(2, cp.python_of({ "./app" })), "not a Python command (./app): a cProfile pass needs python3 SCRIPT ...")
+  T.match(select(2, cp.python_of({ "python3", "-m", "pkg" })), "needs a script file, not %-m$")
+  local path = script([[
+import time
+def compute(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def wait():
+    time.sleep(0.2)
+compute(200000)
+wait()
+]])
+  local dir = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile_app_full.lua", "-o", dir, "tool.command=[" .. DEBIAN .. ", " .. path .. "]",
+    "tool.summary_path=null", "tool.cprofile=true", "tool.trials=2", "tool.warmup=0" }, { cwd = T.root(), timeout = 120 })
+  T.eq(res.code, 0, res.stderr)
+  local doc = assert(require("wb.json").read(dir .. "/summary.json"))
+  local by = {}
+  for _, r in ipairs(doc.cprofile.top) do by[r.name] = r end
+  T.ok(math.abs(by.wait.cumulative_seconds - 0.2) <= 0.02, "wait: " .. by.wait.cumulative_seconds .. " s, planted 0.2")
+  T.eq({ by.wait.line, by.compute.calls }, { 7, 1 })
+  T.ok(fs.exists(dir .. "/profiles/cprofile.prof"), "the .prof is kept for pstats and snakeviz")
+  T.match(assert(fs.read(dir .. "/profiles/cprofile.txt")), "| wait %(script%.py:7%) +|")
+  T.match(res.stdout, "## cProfile %(deterministic; cumulative time, profiles/cprofile%.prof%)")
+  T.match(res.stdout, "## Python functions %(sampled on%-CPU")
+  local m = T.manifest(dir)
+  local seen = {}
+  for _, p in ipairs(m.profilers) do seen[p.name] = p.available end
+  T.eq(seen.python_cprofile, true)
+end)
