@@ -309,7 +309,7 @@ T.case("wb profile: run directory, manifest with profilers and method, top funct
   T.match(res.stdout, "task%-clock +%d")
   local m = T.manifest(dir)
   T.eq(m.status, "complete")
-  T.eq(#m.profilers, 8)
+  T.eq(#m.profilers, 9)
   local run = m.runs[1]
   T.eq({ run.name, run.status, run.method }, { "profile", "success", wb.bpf.available() and "bpf" or "perf_event" })
   T.ok(fs.exists(dir .. "/" .. run.profiles.oncpu.svg))

@@ -277,7 +277,7 @@ def compute(n):
     return s
 def wait():
     time.sleep(0.2)
-compute(200000)
+compute(2000000)
 wait()
 ]])
   local dir = T.tmpdir() .. "/run"
