@@ -45,6 +45,8 @@
 ---@field config wb.config
 ---@field verdict wb.verdict
 ---@field compare wb.compare
+---@field python wb.python
+---@field cprofile wb.cprofile
 local wb = {}
 
 ---@param spec wb.RecipeSpec
@@ -470,5 +472,30 @@ function compare.markdown(result) end
 function compare.html(result) end
 ---@return table
 function compare.document(result) end
+
+---@class wb.PythonSampler
+local PythonSampler = {}
+---@return {oncpu: table<string, integer>, offcpu: table<string, number>, ticks: integer, thread_samples: integer, truncated: integer, processes: table[], skipped: table[]}
+function PythonSampler:stop() end
+
+---@class wb.python
+local python = {}
+---@return {version: string, binary: string}?, string?
+function python.probe(pid) end
+---@return {tid: integer, frames: string[], truncated: boolean}[]?, string?
+function python.stacks(pid) end
+---@return wb.PythonSampler?, string?
+function python.sampler(pid, opts) end
+---@return table?
+function python.layout(minor) end
+
+---@class wb.cprofile
+local cprofile = {}
+---@return string?, string[]|string, string[]?
+function cprofile.python_of(argv) end
+---@return table
+function cprofile.run(c, argv, opts) end
+---@return string
+function cprofile.table_text(cp, n) end
 
 return wb
