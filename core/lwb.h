@@ -16,6 +16,7 @@ int luaopen_wb_bpf(lua_State *L);
 int luaopen_wb_clock(lua_State *L);
 int luaopen_wb_fs(lua_State *L);
 int luaopen_wb_json(lua_State *L);
+int luaopen_wb_memory(lua_State *L);
 int luaopen_wb_perf(lua_State *L);
 int luaopen_wb_proc(lua_State *L);
 int luaopen_wb_python(lua_State *L);

@@ -11,7 +11,6 @@
  * object must have PyCode_Type as its type), so a torn read while the target runs gives a
  * shorter or a skipped stack, never garbage. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "lopt.h"
+#include "proctree.h"
 #include "lwb.h"
 
 #define MAX_FRAMES 128
@@ -533,40 +533,9 @@ static void consider(sampler *s, pid_t pid) {
 
 /* Attaches to the root and to every descendant of it that is not known yet. */
 static void discover(sampler *s) {
-  consider(s, s->root);
-  DIR *d = opendir("/proc");
-  if (!d) return;
-  pid_t pids[4096], parents[4096];
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) && n < 4096) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t k = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (k <= 0) continue;
-    buf[k] = 0;
-    char *rp = strrchr(buf, ')');
-    int ppid;
-    if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1) pids[n] = atoi(e->d_name), parents[n++] = ppid;
-  }
-  closedir(d);
-  /* descendants: repeat until no new one is found (a tree is a few levels deep) */
-  pid_t tree[4096];
-  int nt = 0;
-  tree[nt++] = s->root;
-  for (int grew = 1; grew;) {
-    grew = 0;
-    for (int i = 0; i < n; i++) {
-      int in = 0, parent_in = 0;
-      for (int j = 0; j < nt; j++) in |= tree[j] == pids[i], parent_in |= tree[j] == parents[i];
-      if (!in && parent_in && nt < 4096) tree[nt++] = pids[i], grew = 1;
-    }
-  }
-  for (int i = 1; i < nt; i++) consider(s, tree[i]);
+  pid_t tree[1024];
+  int n = wb_descendants(s->root, tree, 1024);
+  for (int i = 0; i < n; i++) consider(s, tree[i]);
 }
 
 /* One sample of every thread of every attached process, each weighted by dt seconds off-CPU. */

@@ -11,6 +11,7 @@
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
 local bpf = require "wb.bpf"
+local memory = require "wb.memory"
 local python = require "wb.python"
 local clock = require "wb.clock"
 local flame = require "wb.flame"
@@ -332,7 +333,8 @@ local function options(spec)
   if spec.argv == nil and spec.cmd == nil then error("wb.capture: argv (or cmd with shell = true) expected", 3) end
   local o = { requested = spec.method or "auto", freq = spec.freq or M.DEFAULT_FREQ, name = spec.name or "capture",
     dir = spec.dir, top = spec.top or 20, root = spec.root or "auto",
-    want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false, python = spec.python ~= false }
+    want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false, python = spec.python ~= false,
+    memory = spec.memory ~= false, memory_hz = spec.memory_hz or 20 }
   if not METHODS[o.requested] then error("wb.capture: unknown method '" .. tostring(o.requested) .. "'", 3) end
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
@@ -367,6 +369,8 @@ local function record(spec, o, res, method, session)
   assert(p:release())
   -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
   local py_sampler <close> = o.python and python.sampler(p.pid, { hz = o.freq }) or nil
+  -- RSS, PSS and swap of every process of the tree over time
+  local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   local snapped = false
   repeat
     local done = proc.wait_any({ p }, 0.1)
@@ -375,6 +379,7 @@ local function record(spec, o, res, method, session)
   until done
   res.result = p:wait()
   r.python = py_sampler and py_sampler:stop()
+  r.memory = mem_sampler and mem_sampler:stop()
   r.ended = clock.now()
   if session then session:stop() end
   res.counters = counters and counters:read() or nil
@@ -440,6 +445,48 @@ local function python_profiles(res, r, o)
   end
 end
 
+-- The memory profile: the tree's RSS over time and each process's peak, written as
+-- <name>.memory.json (everything, with each process's series), <name>.memory.csv (the tree's
+-- totals per sample) and <name>.memory.svg. res.memory = {hz, samples, peak_rss_kb, peak_t,
+-- peak_pss_kb, processes = {{pid, ppid, comm, peak_rss_kb, peak_t, hwm_kb, peak_pss_kb,
+-- first_t, last_t}}, json, csv, svg}; the root's own peak (its VmHWM, not the wait4 figure that
+-- holds wb's) also goes to res.result.own_peak_rss_kb.
+local function memory_profile(res, r, o)
+  local m = r.memory
+  if not m then return end
+  local procs = {}
+  for i, p in ipairs(m.processes) do
+    procs[i] = { pid = p.pid, ppid = p.ppid, comm = p.comm, peak_rss_kb = p.peak_rss_kb, peak_t = p.peak_t,
+      hwm_kb = p.hwm_kb, peak_pss_kb = p.peak_pss_kb >= 0 and p.peak_pss_kb or nil, first_t = p.first_t,
+      last_t = p.last_t }
+    if p.pid == r.pid and p.hwm_kb > 0 then res.result.own_peak_rss_kb = p.hwm_kb end
+  end
+  -- a tree PSS that leaves out a process (its smaps_rollup was too slow to read) is not shown
+  if m.pss_partial then m.timeline.pss_kb, m.peak.pss_kb = nil, nil end
+  res.memory = { hz = m.hz, samples = m.ticks, peak_rss_kb = m.peak.rss_kb, peak_t = m.peak.t,
+    peak_pss_kb = m.peak.pss_kb, pss_partial = m.pss_partial or nil, processes = procs }
+  if m.ticks == 0 then
+    res.memory.skipped = "the command exited before the first memory sample (1/" .. m.hz .. " s)"
+    return
+  end
+  if not o.dir then return end
+  local base = o.dir .. "/" .. o.name .. ".memory"
+  local doc = json.object()
+  doc.schema_name, doc.schema_version = "wb.memory", 1
+  doc.hz, doc.samples, doc.peak = m.hz, m.ticks, m.peak
+  doc.timeline = m.timeline
+  doc.processes = m.processes
+  res.memory.json = write(base .. ".json", json.encode(doc) .. "\n")
+  local lines = { "t_seconds,tree_rss_kb,tree_pss_kb,tree_swap_kb" }
+  for i, t in ipairs(m.timeline.t) do
+    lines[#lines + 1] = string.format("%.4f,%d,%s,%d", t, m.timeline.rss_kb[i],
+      m.timeline.pss_kb and tostring(m.timeline.pss_kb[i]) or "", m.timeline.swap_kb[i])
+  end
+  res.memory.csv = write(base .. ".csv", table.concat(lines, "\n") .. "\n")
+  res.memory.svg = write(base .. ".svg", require("wb.memory_chart").svg(m, { title = "Memory: " .. o.title,
+    stages = o.stages }) .. "\n")
+end
+
 -- The on-CPU and off-CPU profiles from what record() returned.
 local function profiles(res, r, o, off_skip)
   local data, sb = r.data, r.side
@@ -473,6 +520,7 @@ local function profiles(res, r, o, off_skip)
   end
   processes(res, r, o, on_records)
   python_profiles(res, r, o)
+  memory_profile(res, r, o)
   return sampled
 end
 

@@ -29,6 +29,21 @@ end
 
 local function pct(x) return string.format("%5.1f%%", x * 100) end
 
+-- s = capture_report.kib_text(kb) : "812 KiB", "201.3 MiB", "2.10 GiB"
+function M.kib_text(kb)
+  if kb < 1024 then return string.format("%d KiB", kb) end
+  if kb < 1024 * 1024 then return string.format("%.1f MiB", kb / 1024) end
+  return string.format("%.2f GiB", kb / 1024 / 1024)
+end
+
+-- list = capture_report.largest(processes) : the processes by peak RSS, largest first
+function M.largest(processes)
+  local list = {}
+  for i, p in ipairs(processes) do list[i] = p end
+  table.sort(list, function(a, b) return a.peak_rss_kb > b.peak_rss_kb or (a.peak_rss_kb == b.peak_rss_kb and a.pid < b.pid) end)
+  return list
+end
+
 -- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary
 function M.text(res, opts)
   opts = opts or {}
@@ -81,6 +96,21 @@ function M.text(res, opts)
       end
     end
   end
+  local mem = res.memory
+  if mem then
+    add("")
+    if mem.skipped then
+      add("memory: skipped: %s", mem.skipped)
+    else
+      add("memory: tree peak RSS %s at %s%s (%d samples at %g Hz); largest processes (peak RSS, own peak)",
+        M.kib_text(mem.peak_rss_kb), seconds(mem.peak_t), mem.peak_pss_kb and (", PSS " .. M.kib_text(mem.peak_pss_kb)) or "",
+        mem.samples, mem.hz)
+      for i, p in ipairs(M.largest(mem.processes)) do
+        if i > 5 then break end
+        add("  %10s %10s  %s %d", M.kib_text(p.peak_rss_kb), M.kib_text(p.hwm_kb), p.comm, p.pid)
+      end
+    end
+  end
   if #res.warnings > 0 then
     add("")
     for _, w in ipairs(res.warnings) do add("warning: %s", w) end
@@ -102,6 +132,7 @@ td.r{text-align:right;white-space:nowrap}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:13px;word-break:break-all}
 iframe{width:100%;border:1px solid #eaeef2;border-radius:6px;margin-top:12px;background:#fff}
 ul{margin:0;padding-left:20px}
+figure.memory{margin:8px 0 12px}figure.memory svg{width:100%;height:auto}
 ]]
 
 local section = require("wb.html").section
@@ -180,6 +211,27 @@ function M.html(res, opts)
       out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
         .. flame_frame(p.svg, name .. " flame graph"))
     end
+  end
+  local mem = res.memory
+  if mem and mem.skipped then
+    out[#out + 1] = section("Memory", '<p class="meta">skipped: ' .. esc(mem.skipped) .. "</p>\n")
+  elseif mem then
+    local rows = { "<table>\n<thead><tr><th>process</th><th>peak RSS</th><th>at</th><th>own peak (VmHWM)</th>"
+      .. "<th>peak PSS</th><th>seen</th></tr></thead>\n<tbody>\n" }
+    for i, p in ipairs(M.largest(mem.processes)) do
+      if i > n then break end
+      rows[#rows + 1] = string.format('<tr><td><code>%s %d</code></td><td class="r">%s</td><td class="r">%s</td>'
+        .. '<td class="r">%s</td><td class="r">%s</td><td class="r">%s – %s</td></tr>\n', esc(p.comm), p.pid,
+        M.kib_text(p.peak_rss_kb), seconds(p.peak_t), M.kib_text(p.hwm_kb),
+        p.peak_pss_kb and M.kib_text(p.peak_pss_kb) or "–", seconds(p.first_t), seconds(p.last_t))
+    end
+    rows[#rows + 1] = "</tbody>\n</table>\n"
+    local chart = mem.svg and fs.read(mem.svg)
+    out[#out + 1] = section("Memory", string.format('<p class="meta">tree peak RSS %s at %s%s · %d samples at %g Hz</p>\n',
+      esc(M.kib_text(mem.peak_rss_kb)), esc(seconds(mem.peak_t)),
+      mem.peak_pss_kb and esc(", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)
+      .. (chart and ('<figure class="memory">' .. chart:gsub("^<%?xml[^>]*>%s*", "") .. "</figure>\n") or "")
+      .. table.concat(rows))
   end
   local prof = { "<table>\n<thead><tr><th>profiler</th><th>available</th><th>version</th><th>notes</th></tr></thead>\n<tbody>\n" }
   for _, e in ipairs(res.profilers or {}) do

@@ -46,6 +46,7 @@
 ---@field verdict wb.verdict
 ---@field compare wb.compare
 ---@field python wb.python
+---@field memory wb.memory
 ---@field cprofile wb.cprofile
 local wb = {}
 
@@ -497,5 +498,15 @@ function cprofile.python_of(argv) end
 function cprofile.run(c, argv, opts) end
 ---@return string
 function cprofile.table_text(cp, n) end
+
+---@class wb.MemorySampler
+local MemorySampler = {}
+---@return {hz: number, t0: number, ticks: integer, timeline: table, peak: table, pss_partial: boolean, processes: table[]}
+function MemorySampler:stop() end
+
+---@class wb.memory
+local memory = {}
+---@return wb.MemorySampler?, string?
+function memory.sampler(pid, opts) end
 
 return wb

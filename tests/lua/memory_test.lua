@@ -1,0 +1,124 @@
+-- wb.memory: the RSS of a process tree over time, against programs the test builds with planted
+-- ground truth: a 200 MiB rise and fall at times the program reports by its own clock, a forked
+-- child's memory under its own pid; and the memory section of wb.capture / wb profile.
+local T = require "wb.test"
+local wb = require "wb"
+local fs, proc = wb.fs, wb.proc
+
+local GROW = [[
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static void sleep_ms(int ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, 0); }
+static void touch(size_t mib, int hold_ms) {
+  size_t n = mib << 20;
+  volatile char *p = malloc(n);
+  fprintf(stderr, "alloc_start %.6f\n", now());
+  for (size_t i = 0; i < n; i += 4096) p[i] = 1;
+  fprintf(stderr, "alloc_end %.6f\n", now());
+  sleep_ms(hold_ms);
+  fprintf(stderr, "free %.6f\n", now());
+  free((void *)p);
+}
+int main(int argc, char **argv) {
+  sleep_ms(300);
+  if (argc > 1) { /* fork: the child holds 100 MiB, the parent stays small */
+    pid_t c = fork();
+    if (c == 0) { touch(100, 600); _exit(0); }
+    waitpid(c, 0, 0);
+    sleep_ms(100);
+    return 0;
+  }
+  touch(200, 500);
+  sleep_ms(300);
+  return 0;
+}
+]]
+
+local function build()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/grow.c", GROW))
+  local cc = assert(proc.run { argv = { "cc", "-O2", "-o", d .. "/grow", d .. "/grow.c" }, stderr = "capture" })
+  T.eq(cc.code, 0, cc.stderr)
+  return d .. "/grow"
+end
+
+local EXE = build()
+
+-- r, marks = sampled(args) : the sampler's result over the run, and the program's own times
+-- (seconds on the sampler's clock: from its t0)
+local function sampled(args)
+  local argv = { EXE }
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "capture" })
+  local s = assert(wb.memory.sampler(p.pid, { hz = 20 }))
+  local res = p:wait()
+  local r = s:stop()
+  T.eq(res.code, 0, res.stderr)
+  local marks = {}
+  for k, v in res.stderr:gmatch("(%S+) ([%d.]+)") do marks[k] = tonumber(v) - r.t0 end
+  return r, marks
+end
+
+-- The first sample time at which the tree's RSS crosses kb upwards (rising) or downwards.
+local function crossing(tl, kb, rising)
+  for i, v in ipairs(tl.rss_kb) do
+    if (rising and v > kb) or (not rising and i > 1 and tl.rss_kb[i - 1] > kb and v <= kb) then return tl.t[i] end
+  end
+end
+
+T.case("a 200 MiB rise and fall: the peak within 5% of 200 MiB plus the base, the rise and fall within 100 ms", function()
+  local r, m = sampled()
+  local tl = r.timeline
+  T.ok(r.ticks >= 18, r.ticks .. " samples over about 1.1 s at 20 Hz")
+  local base = tl.rss_kb[1]
+  local want = 200 * 1024 + base
+  T.ok(math.abs(r.peak.rss_kb - want) <= 0.05 * want, string.format("peak %d KiB, planted %d", r.peak.rss_kb, want))
+  T.ok(r.peak.t >= m.alloc_start and r.peak.t <= m.free + 0.05, string.format("peak at %.3f s, held %.3f–%.3f",
+    r.peak.t, m.alloc_start, m.free))
+  local up, down = crossing(tl, 100 * 1024, true), crossing(tl, 100 * 1024, false)
+  T.ok(up and up >= m.alloc_start and up <= m.alloc_end + 0.1, string.format("up at %s, allocated %.3f–%.3f",
+    tostring(up), m.alloc_start, m.alloc_end))
+  T.ok(down and down >= m.free and down <= m.free + 0.1, string.format("down at %s, freed %.3f", tostring(down), m.free))
+  T.ok(tl.rss_kb[#tl.rss_kb] < 50 * 1024, "back down at the end")
+  local me = r.processes[1]
+  T.eq(#r.processes, 1)
+  T.ok(math.abs(me.hwm_kb - want) <= 0.05 * want, "the process's own peak (VmHWM): " .. me.hwm_kb)
+end)
+
+T.case("a forked child's memory is under its own pid, the parent's stays small", function()
+  local r, m = sampled({ "fork" })
+  T.eq(#r.processes, 2, "parent and child")
+  local parent, child = r.processes[1], r.processes[2]
+  T.eq(child.ppid, parent.pid)
+  T.ok(math.abs(child.peak_rss_kb - 100 * 1024) <= 0.08 * 100 * 1024, "child peak " .. child.peak_rss_kb)
+  T.ok(parent.peak_rss_kb < 20 * 1024, "parent peak " .. parent.peak_rss_kb)
+  T.ok(child.first_t >= 0.25 and child.last_t <= m.free + 0.1, "the child is seen while it lives")
+  T.ok(#child.series.t == #child.series.rss_kb and #child.series.t >= 5)
+end)
+
+T.case("wb profile: the memory section, timeline files and the own peak of the root", function()
+  local dir = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "-o", dir, "--", EXE }, { timeout = 60 })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "\nmemory: tree peak RSS 2%d%d%.%d MiB at [%d.]+ ms")
+  local doc = assert(wb.json.read(dir .. "/profiles/profile.memory.json"))
+  T.eq({ doc.schema_name, doc.schema_version, doc.hz }, { "wb.memory", 1, 20 })
+  T.eq(#doc.timeline.t, doc.samples)
+  local csv = assert(fs.read(dir .. "/profiles/profile.memory.csv"))
+  T.match(csv, "^t_seconds,tree_rss_kb,tree_pss_kb,tree_swap_kb\n")
+  local rows, top = 0, 0
+  for rss in csv:gmatch("\n[%d.]+,(%d+),") do
+    rows, top = rows + 1, math.max(top, tonumber(rss))
+  end
+  T.eq(rows, doc.samples)
+  T.eq(top, doc.peak.rss_kb, "the CSV's largest tree RSS is the peak")
+  local svg = assert(fs.read(dir .. "/profiles/profile.memory.svg"))
+  T.match(svg, "^<svg ")
+  T.match(svg, "peak 20%d MiB at")
+  T.match(assert(fs.read(dir .. "/report.html")), "<h2>Memory</h2>")
+end)
