@@ -6,19 +6,15 @@
  * every process sampled at least once, even between samples, and is the child's alone (the
  * wait4 figure also holds the spawner's peak). */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "lopt.h"
 #include "lwb.h"
 #include "proctree.h"
+#include "ticker.h"
 
 #define MAX_TREE 1024
 #define PSS_BUDGET_S 0.004 /* a process whose smaps_rollup takes longer is sampled without PSS */
@@ -38,9 +34,7 @@ typedef struct point { /* one process at one tick */
 } point;
 
 typedef struct msampler {
-  pthread_t thread;
-  pthread_mutex_t lock;
-  int running, stop;
+  wb_ticker ticker;
   pid_t root;
   double hz, t0;
   int want_pss;
@@ -54,12 +48,6 @@ typedef struct msampler {
   int pss_partial; /* a tick whose PSS total leaves out a process (pss_off) */
 } msampler;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The value in kB of the line "key:   N kB" in text, or -1. */
 static int64_t kb_field(const char *text, const char *key) {
   const char *p = strstr(text, key);
@@ -72,12 +60,7 @@ static int64_t kb_field(const char *text, const char *key) {
 static int read_status(pid_t pid, int64_t *rss, int64_t *hwm, int64_t *swap, pid_t *ppid, char *comm, size_t commlen) {
   char path[64], buf[4096];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t k = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (k <= 0) return -1;
-  buf[k] = 0;
+  if (wb_read_small(path, buf, sizeof buf) <= 0) return -1;
   *rss = kb_field(buf, "\nVmRSS:");
   if (*rss < 0) return -1;
   *hwm = kb_field(buf, "\nVmHWM:");
@@ -100,13 +83,7 @@ static int read_status(pid_t pid, int64_t *rss, int64_t *hwm, int64_t *swap, pid
 static int64_t read_pss(pid_t pid) {
   char path[64], buf[2048];
   snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t k = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (k <= 0) return -1;
-  buf[k] = 0;
-  return kb_field(buf, "\nPss:");
+  return wb_read_small(path, buf, sizeof buf) > 0 ? kb_field(buf, "\nPss:") : -1;
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -125,11 +102,12 @@ static int proc_index(msampler *s, pid_t pid) {
   return -1;
 }
 
-/* One sample of the tree. */
-static void tick(msampler *s) {
+/* One sample of the tree (a wb_ticker call). */
+static void tick(void *arg, double now) {
+  msampler *s = arg;
   pid_t tree[MAX_TREE];
   int n = wb_descendants(s->root, tree, MAX_TREE);
-  double t = now_s() - s->t0;
+  double t = now - s->t0;
   size_t cap1 = s->cap;
   if (grow((void **)&s->t, &cap1, s->ticks + 1, sizeof *s->t)) return;
   size_t cap2 = s->cap, cap3 = s->cap, cap4 = s->cap;
@@ -164,9 +142,9 @@ static void tick(msampler *s) {
     if (swap > m->peak_swap_kb) m->peak_swap_kb = swap;
     int64_t pss = -1;
     if (s->want_pss && !m->pss_off) {
-      double a = now_s();
+      double a = wb_ticker_now();
       pss = read_pss(tree[i]);
-      if (now_s() - a > PSS_BUDGET_S) m->pss_off = 1;
+      if (wb_ticker_now() - a > PSS_BUDGET_S) m->pss_off = 1;
       if (pss > m->peak_pss_kb) m->peak_pss_kb = pss;
     }
     if (s->want_pss && pss < 0) s->pss_partial = 1;
@@ -186,37 +164,10 @@ static void tick(msampler *s) {
   s->ticks++;
 }
 
-static void *sampler_main(void *arg) {
-  msampler *s = arg;
-  double period = 1.0 / s->hz, next = now_s();
-  for (;;) {
-    pthread_mutex_lock(&s->lock);
-    int stop = s->stop;
-    if (!stop) tick(s);
-    pthread_mutex_unlock(&s->lock);
-    if (stop) break;
-    next += period;
-    double wait = next - now_s();
-    if (wait < 0) next = now_s(), wait = 0;
-    struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-    nanosleep(&ts, NULL);
-  }
-  return NULL;
-}
-
 static void sampler_free(msampler *s) {
   free(s->t), free(s->rss), free(s->pss), free(s->swap), free(s->procs), free(s->points);
   s->t = NULL, s->rss = s->pss = s->swap = NULL, s->procs = NULL, s->points = NULL;
   s->ticks = s->cap = s->npoints = s->cappoints = 0, s->nprocs = s->capprocs = 0;
-}
-
-static void sampler_join(msampler *s) {
-  if (!s->running) return;
-  pthread_mutex_lock(&s->lock);
-  s->stop = 1;
-  pthread_mutex_unlock(&s->lock);
-  pthread_join(s->thread, NULL);
-  s->running = 0;
 }
 
 /* ---- Lua API -------------------------------------------------------------------------- */
@@ -233,15 +184,13 @@ static int l_sampler(lua_State *L) {
   msampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SAMPLER_MT);
-  s->root = pid, s->hz = hz, s->want_pss = pss, s->t0 = now_s();
-  pthread_mutex_init(&s->lock, NULL);
-  int e = pthread_create(&s->thread, NULL, sampler_main, s);
+  s->root = pid, s->hz = hz, s->want_pss = pss, s->t0 = wb_ticker_now();
+  int e = wb_ticker_start(&s->ticker, hz, tick, s);
   if (e) {
     lua_pushnil(L);
     lua_pushfstring(L, "memory sampler: %s", strerror(e));
     return 2;
   }
-  s->running = 1;
   return 1;
 }
 
@@ -260,7 +209,7 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
  * peak (the kernel's VmHWM) as last seen; peak_pss_kb -1 when PSS was not read. */
 static int l_sampler_stop(lua_State *L) {
   msampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
-  sampler_join(s);
+  wb_ticker_stop(&s->ticker);
   lua_createtable(L, 0, 6);
   wb_set_num(L, "hz", s->hz);
   wb_set_num(L, "t0", s->t0);
@@ -338,7 +287,7 @@ static int l_sampler_stop(lua_State *L) {
 
 static int l_sampler_gc(lua_State *L) {
   msampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
-  sampler_join(s);
+  wb_ticker_stop(&s->ticker);
   sampler_free(s);
   return 0;
 }

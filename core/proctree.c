@@ -1,13 +1,12 @@
 /* The process tree under a pid, from /proc/PID/stat (see core/proctree.h). */
 #define _GNU_SOURCE
 #include "proctree.h"
+#include "ticker.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_SCAN 8192
 
@@ -15,12 +14,7 @@
 static int parent_of(const char *name) {
   char path[300], buf[512];
   snprintf(path, sizeof path, "/proc/%s/stat", name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t k = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (k <= 0) return -1;
-  buf[k] = 0;
+  if (wb_read_small(path, buf, sizeof buf) <= 0) return -1;
   const char *rp = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
   int ppid;
   return rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 ? ppid : -1;

@@ -15,18 +15,17 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lopt.h"
 #include "proctree.h"
+#include "ticker.h"
 #include "lwb.h"
 
 #define MAX_FRAMES 128
@@ -431,12 +430,7 @@ static int py_stacks(pyproc *p, pythread *out, int max) {
 static char thread_state(pid_t pid, int64_t tid) {
   char path[80], buf[512];
   snprintf(path, sizeof path, "/proc/%d/task/%lld/stat", (int)pid, (long long)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t k = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (k <= 0) return 0;
-  buf[k] = 0;
+  if (wb_read_small(path, buf, sizeof buf) <= 0) return 0;
   char *rp = strrchr(buf, ')');
   return rp && rp[1] == ' ' ? rp[2] : 0;
 }
@@ -451,11 +445,9 @@ typedef struct stack_count {
 } stack_count;
 
 typedef struct sampler {
-  pthread_t thread;
-  pthread_mutex_t lock;
-  int running, stop;
+  wb_ticker ticker;
   pid_t root;
-  double hz;
+  double last; /* when the previous sample was taken */
   pyproc procs[MAX_PROCS];
   int nprocs;
   pid_t skipped[MAX_PROCS]; /* processes looked at that are not (readable) CPython ... */
@@ -562,33 +554,12 @@ static void tick(sampler *s, double dt) {
   s->ticks++;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void *sampler_main(void *arg) {
+/* One sample of every attached process (a wb_ticker call); descendants are looked for every 10. */
+static void sample(void *arg, double now) {
   sampler *s = arg;
-  double period = 1.0 / s->hz, last = now_s(), next = last;
-  for (int64_t k = 0;; k++) {
-    pthread_mutex_lock(&s->lock);
-    int stop = s->stop;
-    if (!stop) {
-      if (k % 10 == 0) discover(s);
-      double t = now_s();
-      tick(s, t - last);
-      last = t;
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (stop) break;
-    next += period;
-    double wait = next - now_s();
-    if (wait < 0) next = now_s(), wait = 0; /* behind: no burst of catch-up samples */
-    struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-    nanosleep(&ts, NULL);
-  }
-  return NULL;
+  if (s->ticks % 10 == 0) discover(s);
+  tick(s, s->ticks ? now - s->last : 0);
+  s->last = now;
 }
 
 static void sampler_free(sampler *s) {
@@ -676,25 +647,14 @@ static int l_sampler(lua_State *L) {
   sampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SAMPLER_MT);
-  s->root = pid, s->hz = hz;
-  pthread_mutex_init(&s->lock, NULL);
-  int e = pthread_create(&s->thread, NULL, sampler_main, s);
+  s->root = pid;
+  int e = wb_ticker_start(&s->ticker, hz, sample, s);
   if (e) {
     lua_pushnil(L);
     lua_pushfstring(L, "python sampler: %s", strerror(e));
     return 2;
   }
-  s->running = 1;
   return 1;
-}
-
-static void sampler_join(sampler *s) {
-  if (!s->running) return;
-  pthread_mutex_lock(&s->lock);
-  s->stop = 1;
-  pthread_mutex_unlock(&s->lock);
-  pthread_join(s->thread, NULL);
-  s->running = 0;
 }
 
 /* -- r = s:stop() : {oncpu = {[folded] = samples}, offcpu = {[folded] = seconds}, ticks,
@@ -704,7 +664,7 @@ static void sampler_join(sampler *s) {
  * weighted by the time since the previous sample. */
 static int l_sampler_stop(lua_State *L) {
   sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
-  sampler_join(s);
+  wb_ticker_stop(&s->ticker);
   lua_createtable(L, 0, 7);
   lua_newtable(L);
   lua_newtable(L);
@@ -743,7 +703,7 @@ static int l_sampler_stop(lua_State *L) {
 
 static int l_sampler_gc(lua_State *L) {
   sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
-  sampler_join(s);
+  wb_ticker_stop(&s->ticker);
   sampler_free(s);
   return 0;
 }

@@ -44,6 +44,14 @@ function M.largest(processes)
   return list
 end
 
+-- The first n rows of a top-functions list, one line each: self and total share, name.
+local function top_lines(add, rows, n)
+  for i, row in ipairs(rows) do
+    if i > n then break end
+    add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
+  end
+end
+
 -- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary
 function M.text(res, opts)
   opts = opts or {}
@@ -73,10 +81,7 @@ function M.text(res, opts)
           add("off-CPU: %s (blocked %s, run queue %s); top functions (self, total share of off-CPU time)",
             seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
         end
-        for i, row in ipairs(p.top) do
-          if i > n then break end
-          add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
-        end
+        top_lines(add, p.top, n)
       end
     end
   end
@@ -90,10 +95,7 @@ function M.text(res, opts)
       else
         add("Python off-CPU: %s; top Python functions (self, total share of off-CPU time)", seconds(p.total_seconds))
       end
-      for i, row in ipairs(p.top) do
-        if i > n then break end
-        add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
-      end
+      top_lines(add, p.top, n)
     end
   end
   local mem = res.memory
