@@ -5,13 +5,14 @@
 #   Mutant: what the mutation does (the operator and where)
 #   Suites: the suites that must kill it (lua/x_test.lua, c/x_test, cli/x.t, integration/x.sh)
 #   Sample: yes          (optional: part of the fixed CI sample, `--sample`)
-#   Equivalent: why      (optional: a mutant no test can kill; reported, not counted against)
+#   Accepted: why        (optional: a survivor that is acceptable — an equivalent mutant, or one
+#                        this machine cannot observe; reported, not counted as a failure)
 # The driver makes a scratch git worktree of HEAD plus the uncommitted changes to tracked files,
 # builds it once and runs the union of the selected suites there (all must pass unmutated), then
 # for each mutant: git apply, an incremental build, the mutant's suites (stopping at the first
 # that fails: killed), git apply -R. A mutant that does not apply or does not build is an error.
 # Prints a line per mutant, every survivor with its diff, and `mutation score: K/N killed (P%)`.
-# Exit status 0 when every mutant not marked Equivalent was killed. MUTATE_DIR keeps the scratch
+# Exit status 0 when every mutant not marked Accepted was killed. MUTATE_DIR keeps the scratch
 # worktree (default: a temporary one, removed at the end); MUTATE_JOBS=2 the make -j.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -107,7 +108,7 @@ for p in "${selected[@]}"; do
   fi
   (cd "$work" && git apply -R "$root/$p") || { echo "mutate: cannot revert $name" >&2; exit 2; }
   secs=$(($(date +%s) - start))
-  eq=$(header "$p" Equivalent)
+  eq=$(header "$p" Accepted)
   case $verdict in
   killed)
     killed=$((killed + 1))
@@ -118,7 +119,7 @@ for p in "${selected[@]}"; do
   *)
     if [ -n "$eq" ]; then
       accepted=$((accepted + 1))
-      echo "survived $name (accepted, equivalent: $eq) (${secs} s)"
+      echo "survived $name (accepted: $eq) (${secs} s)"
     else
       survived=$((survived + 1))
       echo "SURVIVED $name: $(header "$p" Mutant) (${secs} s)"
@@ -134,12 +135,12 @@ if [ ${#survivors[@]} -gt 0 ]; then
   echo "== survivors"
   for p in "${survivors[@]}"; do
     echo "--- $(basename "$p" .patch): $(header "$p" Mutant)"
-    eq=$(header "$p" Equivalent)
-    [ -n "$eq" ] && echo "    equivalent: $eq"
+    eq=$(header "$p" Accepted)
+    [ -n "$eq" ] && echo "    accepted: $eq"
     sed -n '/^diff --git /,$p' "$p" | sed 's/^/    /'
   done
 fi
 pct=0
 [ $total -gt 0 ] && pct=$((100 * killed / total))
-echo "mutation score: $killed/$total killed ($pct%), $survived survived, $accepted accepted as equivalent, $errors errors ($(($(date +%s) - t0)) s)"
+echo "mutation score: $killed/$total killed ($pct%), $survived survived, $accepted accepted, $errors errors ($(($(date +%s) - t0)) s)"
 [ $survived -eq 0 ] && [ $errors -eq 0 ]
