@@ -211,6 +211,13 @@ T.case("timeout: the child gets SIGTERM at the deadline, by its own clock", func
   T.between(r.wall, 0.5, 0.5 + 0.6, "wall")
 end)
 
+T.case("timeout = 0: the child is ended at once; no timeout given: it is not", function()
+  local r = proc.run { argv = { "sleep", "5" }, timeout = 0 }
+  T.eq({ r.timed_out, r.signal }, { true, 15 })
+  T.between(r.wall, 0, 1, "wall")
+  T.eq(proc.run({ argv = { "sleep", "0.05" } }).timed_out, false)
+end)
+
 T.case("timeout ends a plain sleep: SIGTERM, timed_out, wall near the timeout", function()
   local r = proc.run { argv = { "sleep", "10" }, timeout = 0.3 }
   T.eq({ r.timed_out, r.signal, r.exited, r.ok }, { true, 15, false, false })
