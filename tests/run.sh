@@ -5,8 +5,8 @@
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
 # the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it;
 # WB_TEST_SKIP="name ..." leaves suites out by the name printed after `==`, each counted as one
-# skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." replaces the
-# list of Lua test files.
+# skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." and
+# WB_TEST_INTEGRATION="file ..." replace the lists of Lua test files and integration scripts.
 # A suite that runs no case fails. Every skip (a suite's `skip - ...` lines and the suites left
 # out) is listed at the end as `SUITE: skip - ...`; with CI=true a skip that no entry of
 # tests/skips.allow matches is a failure (that file documents why each allowed skip is
@@ -39,6 +39,12 @@ tally() { # reads a suite's output from $log, adds its counts
     failed=$((failed + 1))
   fi
   grep -E '^skip - ' "$log" | sed "s|^|$1: |" >>"$skips"
+  local bare
+  bare=$(grep -E '^skip - ' "$log" | grep -vE '^skip - [^:]+: .*[^ ]' || true)
+  if [ -n "$bare" ]; then # a skip must say what is missing: `skip - WHAT: reason`
+    echo "not ok - $1: a skip without its reason: $bare"
+    failed=$((failed + 1))
+  fi
 }
 
 run_suite() { # name command...
@@ -89,7 +95,7 @@ if [ -z "$only" ] || [ "$only" = cli ]; then
   run_suite cli bash tests/cli/run.sh tests/cli/*.t
 fi
 if [ -z "$only" ] || [ "$only" = integration ]; then
-  for t in tests/integration/*.sh; do
+  for t in ${WB_TEST_INTEGRATION:-tests/integration/*.sh}; do
     [ -f "$t" ] && run_suite "integration/$(basename "$t")" timeout 900 bash "$t"
   done
 fi

@@ -81,3 +81,7 @@ $ env -u WB_TEST_FILTER CI=true WB_TEST_PASS=asan WB_TEST_ONLY=fuzz WB_TEST_SKIP
 $ env -u WB_TEST_PASS -u WB_TEST_FILTER CI=true WB_TEST_ONLY=fuzz WB_TEST_SKIP=fuzz bash tests/run.sh | tail -n 2
 not ok - undocumented skip (CI=true, not in tests/skips.allow): fuzz: skip - left out by WB_TEST_SKIP
 0 passed, 1 failed, 1 skipped
+
+# A skip line must say what is missing (`skip - WHAT: reason`).
+$ env -u CI -u WB_TEST_SKIP -u WB_TEST_PASS -u WB_TEST_FILTER WB_TEST_ONLY=integration WB_TEST_INTEGRATION=tests/fixtures/harness/bare_skip.sh bash tests/run.sh | grep '^not ok'
+not ok - integration/bare_skip.sh: a skip without its reason: skip - frobnicator
