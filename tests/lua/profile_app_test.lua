@@ -54,6 +54,16 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
     "profiles/app.oncpu.folded", "profiles/app.oncpu.svg" }) do
     T.ok(fs.exists(dir .. "/" .. f), f)
   end
+  -- the flame graph's total is the sum of the folded stacks it was drawn from, and the app's
+  -- CPU-heavy functions are frames of both
+  local folded = assert(fs.read(dir .. "/profiles/app.oncpu.folded"))
+  local total = 0
+  for n in folded:gmatch(" (%d+)\n") do total = total + tonumber(n) end
+  T.ok(total > 0, "samples in the folded stacks")
+  local svg = assert(fs.read(dir .. "/profiles/app.oncpu.svg"))
+  T.eq(tonumber(svg:match("<title>all %((%d+) samples, 100%.00%%%)</title>")), total, "the flame graph's total")
+  T.match(folded, ";parse[%.%w]*[; ]")
+  T.match(svg, "<title>parse[%.%w]* %(%d+ samples")
   local html = fs.read(dir .. "/report.html")
   T.match(html, "Bottleneck summary")
   T.match(html, 'data="profiles/app.oncpu.svg"')
