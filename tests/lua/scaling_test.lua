@@ -143,8 +143,10 @@ T.case("bad configurations are usage errors; --dry-run plans without measuring",
 end)
 
 -- Ground truth planted in the command: strong scaling where 2 workers take half the time
--- (speedup 2 less a few ms of start-up), weak scaling where the doubled size doubles the time
--- (efficiency 0.5). The checks compare the report with these planted figures, not with itself.
+-- (speedup 2), weak scaling where the doubled size doubles the time (efficiency 0.5). Each run
+-- adds a few ms of start-up, on either side of a ratio, so the planted figures are checked
+-- within a tolerance around them; the checks compare the report with these planted figures,
+-- not with itself.
 T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and the table", function()
   local d = T.tmpdir()
   local res = run_scaling(d .. "/strong", { "workers=[1,2]", "runs=3", "warmup=0",
@@ -154,9 +156,9 @@ T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and 
   local p1, p2 = doc.points[1], doc.points[2]
   T.between(p1.mean, 0.24, 0.24 + 0.06, "1 worker: planted 0.24 s")
   T.between(p2.mean, 0.12, 0.12 + 0.06, "2 workers: planted 0.12 s")
-  T.between(p2.speedup, 1.6, 2.0 + 1e-9, "speedup, planted 2")
-  T.between(p2.efficiency, 0.8, 1.0 + 1e-9, "efficiency, planted 1")
-  T.between(p2.karp_flatt, -1e-9, 0.25, "serial fraction, planted 0")
+  T.between(p2.speedup, 1.6, 2.25, "speedup, planted 2")
+  T.between(p2.efficiency, 0.8, 1.125, "efficiency, planted 1")
+  T.between(p2.karp_flatt, -0.12, 0.25, "serial fraction, planted 0")
   T.match(fs.read(d .. "/strong/scaling.md"), "\n|       2 | +%S* | +[%d.]+ ± [%d.]+ | [12]%.%d%d %[")
   local speedup_cell = fs.read(d .. "/strong/scaling.md"):match("\n|       2 |[^|]*|[^|]*| ([%d.]+) %[")
   T.near(tonumber(speedup_cell), p2.speedup, 0.005 + 1e-9, "the table's speedup")
@@ -167,6 +169,6 @@ T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and 
   p1, p2 = doc.points[1], doc.points[2]
   T.between(p1.mean, 0.1, 0.1 + 0.06, "size 100: planted 0.1 s")
   T.between(p2.mean, 0.2, 0.2 + 0.06, "size 200: planted 0.2 s")
-  T.between(p2.efficiency, 0.5, 0.5 + 0.15, "weak efficiency, planted 0.5")
+  T.near(p2.efficiency, 0.5, 0.1, "weak efficiency, planted 0.5")
   T.near(p2.speedup, 2 * p2.efficiency, 1e-12)
 end)
