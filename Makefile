@@ -26,7 +26,7 @@ LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua)))
 C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 
-.PHONY: all deps demo test test-c test-lua test-cli asan bench bench-smoke install clean help
+.PHONY: all deps demo test test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
 all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(EXAMPLES)
 
 help:
@@ -38,6 +38,8 @@ help:
 	@echo "make fuzz      each libFuzzer target for FUZZ_SECONDS=$(FUZZ_SECONDS) (clang, into build-fuzz/)"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds (part of make test)"
 	@echo "make valgrind  C unit tests and CLI runs under valgrind memcheck"
+	@echo "make mutate    every curated mutant (tests/mutate/*.patch): the mutation score and survivors"
+	@echo "make mutate-sample  the fixed CI sample of those mutants (part of .ci/run)"
 	@echo "make bench     the benchmark suite (bench/*.lua), writes bench/RESULTS.md"
 	@echo "make install   PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 
@@ -92,6 +94,8 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/examples $(BUILD)/bpf:
 demo: deps all
 	@$(BUILD)/wb run recipes/profile_app_full.lua
 
+tests-c: $(C_TESTS)
+
 test: deps all $(C_TESTS)
 	@WB_BUILD=$(BUILD) bash tests/run.sh
 
@@ -122,6 +126,14 @@ fuzz-smoke: fuzz-build
 
 valgrind: all $(C_TESTS)
 	@WB_BUILD=$(BUILD) bash tests/valgrind/run.sh
+
+# Mutation testing (tests/mutate/run.sh): curated patches applied one at a time in a scratch git
+# worktree, each mutant's suites run against it.
+mutate: deps
+	@bash tests/mutate/run.sh
+
+mutate-sample: deps
+	@bash tests/mutate/run.sh --sample
 
 bench: all
 	@$(BUILD)/wb run bench/run.lua

@@ -53,6 +53,9 @@ return wb.recipe {
         lines[#lines + 1] = ""
       end
     end
+    -- the section `make mutate` writes (tests/mutate/run.sh) is kept as it was
+    local mutation = (wb.fs.read(cfg.results) or ""):match("\n(## Mutation testing.*)$")
+    if mutation then lines[#lines + 1] = mutation end
     local text = table.concat(lines, "\n")
     wb.check(wb.fs.write(cfg.results, text))
     io.write(text)

@@ -12,6 +12,18 @@
 /* perf_event_open(2) with PERF_FLAG_FD_CLOEXEC; returns the fd or -1 with errno. */
 int wb_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd);
 
+/* A counter reading scaled for multiplexing (core/perf.c). */
+struct wb_perf_scaled {
+  double value;            /* raw * enabled / running when scaled, else raw */
+  double running_fraction; /* running / enabled, 1 when never enabled */
+  int scaled;              /* running < enabled: the event shared the PMU */
+  int never_ran;           /* enabled but never running: no value at all */
+};
+
+/* Scales raw by the times an event was enabled and running (PERF_FORMAT_TOTAL_TIME_ENABLED and
+ * _RUNNING, in ns). Pure: tests/c/perf_scale_test.c checks it without a PMU. */
+struct wb_perf_scaled wb_perf_scale(uint64_t raw, uint64_t enabled, uint64_t running);
+
 /* The online CPUs (from /sys/devices/system/cpu/online) into cpus[0..max); returns the count, at
  * least 1 (CPU 0 when the file is unreadable). */
 int wb_online_cpus(int *cpus, int max);

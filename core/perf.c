@@ -207,6 +207,18 @@ static int l_counters(lua_State *L) {
   return 1;
 }
 
+struct wb_perf_scaled wb_perf_scale(uint64_t raw, uint64_t enabled, uint64_t running) {
+  struct wb_perf_scaled r = {.value = (double)raw, .running_fraction = 1.0};
+  if (enabled > 0) r.running_fraction = (double)running / (double)enabled;
+  if (enabled > 0 && running == 0) {
+    r.never_ran = 1;
+    return r;
+  }
+  r.scaled = running < enabled;
+  if (r.scaled) r.value = (double)raw * (double)enabled / (double)running;
+  return r;
+}
+
 /* Reads an open counter into the table on the stack top; 0 with c->reason set when it has no
  * value. */
 static int read_counter(lua_State *L, struct counter *c) {
@@ -224,18 +236,17 @@ static int read_counter(lua_State *L, struct counter *c) {
              paranoid());
     return 0;
   }
-  if (v[1] > 0 && v[2] == 0) {
+  struct wb_perf_scaled sc = wb_perf_scale(v[0], v[1], v[2]);
+  if (sc.never_ran) {
     snprintf(c->reason, sizeof c->reason, "never scheduled on the PMU (no free counter)");
     return 0;
   }
-  int scaled = v[2] < v[1];
-  double value = scaled ? (double)v[0] * (double)v[1] / (double)v[2] : (double)v[0];
   wb_set_bool(L, "available", 1);
-  if (scaled) wb_set_num(L, "value", value);
+  if (sc.scaled) wb_set_num(L, "value", sc.value);
   else wb_set_int(L, "value", (lua_Integer)v[0]);
   wb_set_int(L, "raw", (lua_Integer)v[0]);
-  wb_set_bool(L, "scaled", scaled);
-  wb_set_num(L, "running_fraction", v[1] ? (double)v[2] / (double)v[1] : 1.0);
+  wb_set_bool(L, "scaled", sc.scaled);
+  wb_set_num(L, "running_fraction", sc.running_fraction);
   wb_set_int(L, "enabled_ns", (lua_Integer)v[1]);
   wb_set_int(L, "running_ns", (lua_Integer)v[2]);
   if (c->user_only) wb_set_bool(L, "user_only", 1);

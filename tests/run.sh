@@ -4,7 +4,13 @@
 # transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
 # the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it;
-# WB_TEST_SKIP="name ..." skips suites by the name printed after `==`.
+# WB_TEST_SKIP="name ..." leaves suites out by the name printed after `==`, each counted as one
+# skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." and
+# WB_TEST_INTEGRATION="file ..." replace the lists of Lua test files and integration scripts.
+# A suite that runs no case fails. Every skip (a suite's `skip - ...` lines and the suites left
+# out) is listed at the end as `SUITE: skip - ...`; with CI=true a skip that no entry of
+# tests/skips.allow matches is a failure (that file documents why each allowed skip is
+# acceptable on the CI machine).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${WB_BUILD:-build}
@@ -12,8 +18,8 @@ export WB_BIN="$PWD/$BUILD/wb" WB_BUILD="$BUILD" WB_ROOT="$PWD"
 export PATH="$PWD/$BUILD:$PATH"
 only=${WB_TEST_ONLY:-}
 passed=0 failed=0 skipped=0
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$(mktemp) skips=$(mktemp)
+trap 'rm -f "$log" "$skips"' EXIT
 
 tally() { # reads a suite's output from $log, adds its counts
   local line
@@ -28,12 +34,28 @@ tally() { # reads a suite's output from $log, adds its counts
   f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$line")
   s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$line")
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+  if [ $((p + f + ${s:-0})) -eq 0 ]; then
+    echo "not ok - $1: no case ran"
+    failed=$((failed + 1))
+  fi
+  grep -E '^skip - ' "$log" | sed "s|^|$1: |" >>"$skips"
+  local bare
+  bare=$(grep -E '^skip - ' "$log" | grep -vE '^skip - [^:]+: .*[^ ]' || true)
+  if [ -n "$bare" ]; then # a skip must say what is missing: `skip - WHAT: reason`
+    echo "not ok - $1: a skip without its reason: $bare"
+    failed=$((failed + 1))
+  fi
 }
 
 run_suite() { # name command...
   local name=$1
   shift
-  case " ${WB_TEST_SKIP:-} " in *" $name "*) echo "== $name (skipped: WB_TEST_SKIP)"; return ;; esac
+  case " ${WB_TEST_SKIP:-} " in *" $name "*)
+    echo "== $name (skipped: WB_TEST_SKIP)"
+    echo "$name: skip - left out by WB_TEST_SKIP${WB_TEST_PASS:+ (pass: $WB_TEST_PASS)}" >>"$skips"
+    skipped=$((skipped + 1))
+    return ;;
+  esac
   echo "== $name"
   "$@" >"$log" 2>&1
   local rc=$?
@@ -51,7 +73,7 @@ if [ -z "$only" ] || [ "$only" = c ]; then
   done
 fi
 if [ -z "$only" ] || [ "$only" = lua ]; then
-  for t in tests/lua/*_test.lua; do
+  for t in ${WB_TEST_LUA:-tests/lua/*_test.lua}; do
     [ -f "$t" ] && run_suite "lua/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
   done
 fi
@@ -73,9 +95,34 @@ if [ -z "$only" ] || [ "$only" = cli ]; then
   run_suite cli bash tests/cli/run.sh tests/cli/*.t
 fi
 if [ -z "$only" ] || [ "$only" = integration ]; then
-  for t in tests/integration/*.sh; do
+  for t in ${WB_TEST_INTEGRATION:-tests/integration/*.sh}; do
     [ -f "$t" ] && run_suite "integration/$(basename "$t")" timeout 900 bash "$t"
   done
+fi
+if [ -s "$skips" ]; then
+  echo "== skips"
+  sed 's/^/   /' "$skips"
+fi
+if [ "${CI:-}" = true ] && [ -s "$skips" ]; then
+  # tests/skips.allow: `ERE ## why` per line; an entry without its why is itself a failure.
+  allow=tests/skips.allow patterns=$(mktemp)
+  trap 'rm -f "$log" "$skips" "$patterns"' EXIT
+  while IFS= read -r entry; do
+    case $entry in '#'* | '') continue ;; esac
+    pat=${entry%%' ## '*} why=${entry#*' ## '}
+    if [ "$pat" = "$entry" ] || [ -z "${why// /}" ]; then
+      echo "not ok - $allow: an entry without its reason (\`ERE ## why\`): $entry"
+      failed=$((failed + 1))
+      continue
+    fi
+    printf '%s\n' "$pat" >>"$patterns"
+  done < <(cat "$allow" 2>/dev/null)
+  while IFS= read -r line; do
+    if ! [ -s "$patterns" ] || ! grep -qE -f "$patterns" <<<"$line"; then
+      echo "not ok - undocumented skip (CI=true, not in $allow): $line"
+      failed=$((failed + 1))
+    fi
+  done <"$skips"
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -1,7 +1,10 @@
 -- A small test harness run by wb itself: `wb test tests/lua/x_test.lua ...`.
 -- A test file calls T.case(name, fn) for each case; fn fails by raising (T.eq, T.ok, ...) and
--- may call T.skip(reason). Prints `ok`/`not ok`/`skip` lines and ends with
--- `N passed, N failed, N skipped`; exit status 1 when any case failed.
+-- may call T.skip(reason), the reason naming what is missing. Prints `ok`/`not ok`/`skip` lines
+-- and ends with `N passed, N failed, N skipped`; exit status 1 when any case failed. A file that
+-- registers no case fails, and so does a WB_TEST_FILTER that matches no case. The numeric
+-- assertions (T.near, T.between, T.finite) fail on NaN and infinities unless told
+-- `{nonfinite = true}`.
 local fs, json, proc, clock = require "wb.fs", require "wb.json", require "wb.proc", require "wb.clock"
 
 local M = {}
@@ -11,7 +14,12 @@ local SKIP = {}
 
 function M.case(name, fn) cases[#cases + 1] = { name = name, fn = fn, file = M.current_file } end
 
-function M.skip(reason) error(setmetatable({ reason = reason }, SKIP), 0) end
+function M.skip(reason)
+  if type(reason) ~= "string" or not reason:find("%S") then
+    error("T.skip needs a reason naming what is missing", 2)
+  end
+  error(setmetatable({ reason = reason }, SKIP), 0)
+end
 
 local function show(v)
   if type(v) == "string" then return string.format("%q", v) end
@@ -39,11 +47,48 @@ function M.ok(cond, msg)
   return cond
 end
 
+local function finite(x) return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge end
+M.isfinite = finite
+
+-- msg is a string, or a table {msg = string, nonfinite = true}; nonfinite lets a numeric
+-- assertion accept NaN or an infinity where the expectation itself is one.
+local function options(msg)
+  if type(msg) == "table" then return msg.msg and msg.msg .. ": " or "", msg.nonfinite end
+  return msg and msg .. ": " or "", false
+end
+
+-- T.near(actual, expected, tol [, msg]) : |actual - expected| <= tol, all three finite. With
+-- {nonfinite = true}, a non-finite expected matches the same value (NaN matches NaN).
 function M.near(actual, expected, tol, msg)
-  if type(actual) ~= "number" or math.abs(actual - expected) > tol then
-    error(string.format("%sexpected %s ± %s, got %s", msg and msg .. ": " or "", tostring(expected),
-      tostring(tol), tostring(actual)), 2)
+  local prefix, nonfinite = options(msg)
+  local good
+  if nonfinite and type(actual) == "number" and not finite(expected) then
+    good = actual == expected or (actual ~= actual and expected ~= expected)
+  else
+    good = finite(actual) and finite(expected) and finite(tol) and tol >= 0 and math.abs(actual - expected) <= tol
   end
+  if not good then
+    error(string.format("%sexpected %s ± %s, got %s", prefix, tostring(expected), tostring(tol), tostring(actual)), 2)
+  end
+  return actual
+end
+
+-- T.between(actual, lo, hi [, msg]) : lo <= actual <= hi, all finite (lo or hi may be
+-- -math.huge/math.huge for an open side; actual must still be finite unless {nonfinite = true}).
+function M.between(actual, lo, hi, msg)
+  local prefix, nonfinite = options(msg)
+  local good = type(actual) == "number" and type(lo) == "number" and type(hi) == "number" and lo == lo and hi == hi
+      and (nonfinite or finite(actual)) and actual >= lo and actual <= hi
+  if not good then
+    error(string.format("%sexpected a value in [%s, %s], got %s", prefix, tostring(lo), tostring(hi), tostring(actual)), 2)
+  end
+  return actual
+end
+
+-- T.finite(actual [, msg]) : a number that is neither NaN nor an infinity.
+function M.finite(actual, msg)
+  if not finite(actual) then error(options(msg) .. "expected a finite number, got " .. show(actual), 2) end
+  return actual
 end
 
 function M.match(s, pattern, msg)
@@ -130,48 +175,62 @@ function M.wait_until(what, timeout, fn, p)
   end
 end
 
+local function run_case(c, counts)
+  local ok, err = xpcall(c.fn, function(e)
+    if getmetatable(e) == SKIP then return e end
+    if type(e) == "table" then e = e.msg or tostring(e) end
+    return debug.traceback(tostring(e), 2)
+  end)
+  local label = c.file:match("([^/]+)$") .. ": " .. c.name
+  if ok then
+    counts.passed = counts.passed + 1
+    io.write("ok - ", label, "\n")
+  elseif getmetatable(err) == SKIP then
+    counts.skipped = counts.skipped + 1
+    io.write("skip - ", label, ": skipped: ", err.reason, "\n")
+  else
+    counts.failed = counts.failed + 1
+    io.write("not ok - ", label, "\n    ", (tostring(err):gsub("\n", "\n    ")), "\n")
+  end
+  io.flush()
+end
+
 function M.main(files)
   if #files == 0 then require("wb.errors").raise(2, "test: no test files given", 0) end
-  local passed, failed, skipped = 0, 0, 0
+  local counts = { passed = 0, failed = 0, skipped = 0 }
+  local loaded = {}
   for _, file in ipairs(files) do
     M.current_file = file
+    local before = #cases
     local chunk, err = loadfile(file)
-    if not chunk then
-      io.write("not ok - ", file, ": ", err, "\n")
-      failed = failed + 1
-    else
-      local ok, lerr = xpcall(chunk, debug.traceback)
-      if not ok then
-        io.write("not ok - ", file, ": ", tostring(lerr), "\n")
-        failed = failed + 1
-      end
+    local ok, lerr = chunk ~= nil, err
+    if chunk then ok, lerr = xpcall(chunk, debug.traceback) end
+    if not ok then
+      io.write("not ok - ", file, ": ", tostring(lerr), "\n")
+      counts.failed = counts.failed + 1
+    elseif #cases == before then
+      io.write("not ok - ", file, ": the file registers no test case\n")
+      counts.failed = counts.failed + 1
     end
+    loaded[#loaded + 1] = file
   end
   local filter = os.getenv("WB_TEST_FILTER")
+  if filter == "" then filter = nil end
+  local matched = 0
   for _, c in ipairs(cases) do
     if not filter or c.name:find(filter, 1, true) then
-      local ok, err = xpcall(c.fn, function(e)
-        if getmetatable(e) == SKIP then return e end
-        if type(e) == "table" then e = e.msg or tostring(e) end
-        return debug.traceback(tostring(e), 2)
-      end)
-      local label = c.file:match("([^/]+)$") .. ": " .. c.name
-      if ok then
-        passed = passed + 1
-        io.write("ok - ", label, "\n")
-      elseif getmetatable(err) == SKIP then
-        skipped = skipped + 1
-        io.write("skip - ", label, ": skipped: ", err.reason, "\n")
-      else
-        failed = failed + 1
-        io.write("not ok - ", label, "\n    ", (tostring(err):gsub("\n", "\n    ")), "\n")
-      end
-      io.flush()
+      matched = matched + 1
+      run_case(c, counts)
     end
   end
+  if filter and matched == 0 and #cases > 0 then
+    io.write("not ok - WB_TEST_FILTER=", filter, " matches none of the ", #cases, " cases of ",
+      table.concat(loaded, " "), "\n")
+    counts.failed = counts.failed + 1
+  end
   for _, d in ipairs(tmpdirs) do fs.remove_tree(d) end
-  io.write(string.format("%d passed, %d failed, %d skipped\n", passed, failed, skipped))
-  return failed > 0 and 1 or 0
+  io.write(string.format("%d passed, %d failed, %d skipped\n", counts.passed, counts.failed, counts.skipped))
+  return counts.failed > 0 and 1 or 0
 end
 
 return M

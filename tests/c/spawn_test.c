@@ -83,9 +83,33 @@ static void test_timeout(void) {
   wb_child_result r;
   CHECK(c && wb_child_wait(c, &r) == 0);
   CHECK(r.timed_out == 1 && r.exited == 0 && r.exit_code == -1 && r.term_signal == SIGTERM);
-  CHECK(r.wall_ns >= 190000000 && wb_clock_ns() - t0 < 5000000000LL);
+  CHECK(r.wall_ns >= 200000000 && r.wall_ns < 800000000);
+  CHECK(wb_clock_ns() - t0 < 1000000000LL);
   wb_child_free(c);
   report("timeout ends the child with SIGTERM", ok);
+}
+
+/* The deadline by the child's own clock: bash prints its start and the moment SIGTERM arrived
+ * ($EPOCHREALTIME), so the test's scheduling does not blur it. 0.5 s at most (the child starts
+ * after the spawn's clock), late by at most 0.35 s; 3x late would be 1.5 s. */
+static void test_timeout_child_clock(const char *dir) {
+  int ok = 1;
+  char out[512], err[256];
+  snprintf(out, sizeof out, "%s/clocked", dir);
+  const char *argv[] = {"bash", "-c",
+                        "s=$EPOCHREALTIME; trap 'echo \"$s $EPOCHREALTIME\"; exit 0' TERM; sleep 30 & wait", NULL};
+  wb_child *c = wb_child_spawn(argv, NULL, out, NULL, 0.5, 1, err, sizeof err);
+  CHECK(c != NULL);
+  wb_child_result r;
+  CHECK(c && wb_child_wait(c, &r) == 0 && r.timed_out == 1);
+  wb_child_free(c);
+  const char *text = slurp(out);
+  double a = 0, b = 0;
+  CHECK(text && sscanf(text, "%lf %lf", &a, &b) == 2);
+  double seconds = b - a;
+  CHECK(seconds > 0.0 && seconds <= 0.5 + 0.35);
+  if (!ok) fprintf(stderr, "child saw SIGTERM after %.3f s (%s)\n", seconds, text ? text : "no output");
+  report("timeout: SIGTERM at the deadline by the child's clock", ok);
 }
 
 static void test_free_running(void) {
@@ -139,6 +163,7 @@ int main(void) {
   test_cwd_and_exit_code(dir);
   test_missing();
   test_timeout();
+  test_timeout_child_clock(dir);
   test_free_running();
   test_discard_after_host_closes_fds(dir);
   char cmd[600];

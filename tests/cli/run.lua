@@ -6,7 +6,7 @@
 --                           [2]                   (expected exit status; default 0)
 -- Expected output is the combined stdout+stderr, compared line by line; a line `...` matches
 -- any number of lines, and a line ending in ` (re)` is a Lua pattern anchored at both ends.
--- Ends with the line `N passed, N failed`.
+-- Ends with the line `N passed, N failed`; a file without a block, or no file, is a failure.
 local files = { ... }
 local root = os.getenv("WB_ROOT") or io.popen("pwd"):read("l")
 local build = os.getenv("WB_BUILD") or "build"
@@ -52,9 +52,18 @@ local function matches(expect, actual, i, j)
 end
 
 local passed, failed = 0, 0
+if #files == 0 then
+  print("not ok - no transcript file given")
+  failed = failed + 1
+end
 for _, file in ipairs(files) do
+  local blocks = parse(file)
+  if #blocks == 0 then
+    print("not ok - " .. file .. ": no `$ command` block")
+    failed = failed + 1
+  end
   local tmp = io.popen("mktemp -d /tmp/wbcli.XXXXXX"):read("l")
-  for _, b in ipairs(parse(file)) do
+  for _, b in ipairs(blocks) do
     local script = "cd " .. shell_quote(root) .. " && export T=" .. shell_quote(tmp) ..
         " PATH=" .. shell_quote(root .. "/" .. build) .. ":\"$PATH\" && " .. b.cmd
     local p = io.popen("bash -c " .. shell_quote(script) .. " 2>&1 </dev/null")

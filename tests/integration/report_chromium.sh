@@ -20,6 +20,33 @@ check "the charts have titles, axes and points" bash -c "
   grep -q '<title>Mean wall time by threads</title>' '$work/dom.html' &&
   [ \$(grep -o '<circle' '$work/dom.html' | wc -l) -ge 30 ]"
 check "the page has the given title" grep -q '<h1>xz threads</h1>' "$work/dom.html"
+
+# The rendered table against the fixture's raw samples: each command's row shows the mean ± σ and
+# the median of its wall samples in ms, recomputed here with plain arithmetic (not wb.stats).
+cat >"$work/expect.lua" <<'LUA'
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  for _, c in ipairs(wb.check(wb.json.read(ctx.args[1])).commands) do
+    local xs, sum = {}, 0
+    for i, x in ipairs(c.samples.wall) do xs[i] = x * 1000; sum = sum + xs[i] end
+    local mean, ss = sum / #xs, 0
+    for _, x in ipairs(xs) do ss = ss + (x - mean) ^ 2 end
+    table.sort(xs)
+    local m = #xs // 2
+    local median = #xs % 2 == 1 and xs[m + 1] or (xs[m] + xs[m + 1]) / 2
+    print(string.format('<code>%s</code>\t<td class="r">%.1f ± %.1f</td><td class="r">%.1f</td>', c.name, mean,
+      math.sqrt(ss / (#xs - 1)), median))
+  end
+end }
+LUA
+"$BUILD/wb" run "$work/expect.lua" tests/fixtures/report/summary.json >"$work/expect.txt"
+rows_match() { # each expected row: the command's <code> cell, then its mean ± σ and median cells
+  [ "$(wc -l <"$work/expect.txt")" -eq 3 ] || return 1
+  while IFS=$'\t' read -r code cells; do
+    grep -F "$code" "$work/dom.html" | grep -qF "$cells" || { echo "no row with $code ... $cells"; return 1; }
+  done <"$work/expect.txt"
+}
+check "the table's mean ± σ and median cells equal the raw samples' (ms)" rows_match
 check "no console errors" no_console_errors "$work/chrome.log"
 check "no external resources" bash -c "[ -s '$work/dom.html' ] &&
   ! grep -Eq ' (src|href)=|url\\(|<link|<script' '$work/dom.html' '$out/report.html'"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The VEP breakdown against an independent computation: seeded logs from the bundled emitter, wb's
 # breakdown.json against tests/integration/vep_breakdown.awk, number for number (6 decimals) — for a
-# plain log, its gzip, a scan split over threads, and a run-mode capture.
+# plain log, its gzip, a scan split over threads, the same cut off without a final newline, and a
+# run-mode capture.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${WB_BUILD:-build}
@@ -92,6 +93,19 @@ if cmp -s "$tmp/plain.wb" "$tmp/threads.wb"; then
   ok "a scan split over 3 threads gives the figures of a sequential one"
 else
   not_ok "threaded and sequential scans differ"
+fi
+
+# Cut off mid-run: the last line, a profile timer, has no newline (plain, gzip, threaded scan).
+{ cat "$tmp/a.log"; printf '[VEP_PROFILE] write output......................................    45.6ms'; } >"$tmp/cut.log"
+if [ "$(tail -c 4 "$tmp/cut.log")" = .6ms ]; then ok "the cut log ends without a newline"; else not_ok "cut log"; fi
+gzip -c "$tmp/cut.log" >"$tmp/cut.log.gz"
+breakdown cut "$tmp/cut.log" && check cut "$tmp/cut/breakdown.json" "$tmp/cut.log" cat
+breakdown cutgz "$tmp/cut.log.gz" && check cutgz "$tmp/cutgz/breakdown.json" "$tmp/cut.log.gz" "gzip -dc"
+breakdown cut3 "$tmp/cut.log" threads=3 && check cut3 "$tmp/cut3/breakdown.json" "$tmp/cut.log" cat
+if ! cmp -s "$tmp/plain.wb" "$tmp/cut.wb"; then
+  ok "the unterminated last line counts (its timer changes the figures)"
+else
+  not_ok "the cut log gave the figures of the plain one: its last line was dropped"
 fi
 
 if "$WB" vep_breakdown emit.bytes=1M emit.seed=7 emit.work_us=0 -o "$tmp/runmode" >"$tmp/runmode.out" 2>&1; then

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Counting checks of the shell test suites (sourced): `check NAME CMD...` runs CMD, prints
 # `ok - NAME` or `not ok - NAME` with the tail of its output; `finish` prints the
-# `N passed, N failed` line and fails if a check did.
+# `N passed, N failed` line and fails if a check did, or if no check ran.
 passed=0 failed=0
 check() { # name command...
   local name=$1 log; shift
@@ -9,6 +9,7 @@ check() { # name command...
   else failed=$((failed + 1)); echo "not ok - $name"; echo "$log" | sed 's/^/    /' | tail -n 20; fi
 }
 finish() {
+  if [ $((passed + failed)) -eq 0 ]; then echo "not ok - no check ran"; failed=1; fi
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }

@@ -8,7 +8,7 @@ source tests/lib/check.sh
 BUILD=${WB_BUILD:-build}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$CHROMIUM" ]; then
-  echo "skip - chromium not installed"
+  echo "skip - chromium: $CHROMIUM is not installed (make deps installs Debian's chromium)"
   echo "0 passed, 0 failed, 1 skipped"
   exit 0
 fi

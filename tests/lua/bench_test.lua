@@ -16,7 +16,9 @@ T.case("sleep 0.05 vs sleep 0.1: ratio near 2, CI excludes 1, verdict slower", f
   T.near(cmp.ratio_mean, 2.0, 0.15)
   T.ok(cmp.ci_lo > 1 and cmp.ci_lo <= cmp.ratio_mean and cmp.ci_hi >= cmp.ratio_mean, "CI brackets the ratio, excludes 1")
   T.eq(cmp.verdict, "slower")
-  T.match(cmp.text, "^sleep 0%.1 is [12]%.%d%d× slower than sleep 0%.05 %(95%% CI")
+  T.match(cmp.text, "^sleep 0%.1 is %d%.%d%d× slower than sleep 0%.05 %(95%% CI")
+  -- the planted ratio is 2 (give or take the few ms of start-up of each side)
+  T.near(tonumber(cmp.text:match("^sleep 0%.1 is ([%d.]+)×")), 2.0, 0.15, "the ratio in the text")
   local c = by_name(s)["sleep 0.05"]
   T.eq(c.stats.wall.n, 10)
   T.eq(#c.samples.wall, 10)
@@ -109,9 +111,51 @@ T.case("wb bench CLI writes the run directory and reports", function()
   local res = wb.proc.run { argv = { T.wb_binary(), "bench", "sleep 0.01", "sleep 0.02", "runs=5", "-o", d .. "/b" },
     stdout = "capture", stderr = "capture" }
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stdout, "%*%*[12]%.%d%d× slower%*%* than `sleep 0%.01`")
+  -- planted ratio 2 (sleep 0.02 vs 0.01), give or take each side's few ms of start-up; 1:1 and
+  -- 3:1 are outside
+  T.between(tonumber(res.stdout:match("%*%*([%d.]+)× slower%*%* than `sleep 0%.01`")), 1.5, 2.3, "ratio in the report")
   for _, f in ipairs({ "summary.json", "summary.md", "summary.csv", "runs.csv", "hyperfine.json", "report.html", "manifest.json" }) do
     T.ok(fs.exists(d .. "/b/" .. f), f)
+  end
+  -- runs.csv: the raw samples, five per command, no shorter than the planted sleep
+  local runs_csv = assert(fs.read(d .. "/b/runs.csv"))
+  local header, walls = runs_csv:match("^([^\n]*)\n"), { ["sleep 0.01"] = {}, ["sleep 0.02"] = {} }
+  T.eq(header, "command,run,wall,user,sys,maxrss_kb,exit_code")
+  for cmd, run, wall, code in runs_csv:gmatch("\n([^,\n]+),(%d+),([%d.e-]+),[^,]*,[^,]*,%d+,(%d+)") do
+    T.eq(tonumber(run), #walls[cmd] + 1, cmd .. " run number")
+    T.eq(code, "0")
+    walls[cmd][#walls[cmd] + 1] = tonumber(wall)
+  end
+  for cmd, planted in pairs({ ["sleep 0.01"] = 0.01, ["sleep 0.02"] = 0.02 }) do
+    T.eq(#walls[cmd], 5, cmd .. " rows in runs.csv")
+    for _, w in ipairs(walls[cmd]) do T.between(w, planted, planted + 0.1, cmd .. " wall") end
+  end
+  -- summary.csv: its columns, and each mean and median recomputed from runs.csv
+  local summary_csv = assert(fs.read(d .. "/b/summary.csv"))
+  T.eq(summary_csv:match("^([^\n]*)\n"),
+    "name,command,n,mean,stddev,median,min,max,mad,p5,p95,user_mean,sys_mean,maxrss_kb_mean")
+  local rows = 0
+  for name, n, mean, median, min, max in summary_csv:gmatch("\n([^,\n]+),[^,]+,(%d+),([%d.e-]+),[^,]+,([%d.e-]+),([%d.e-]+),([%d.e-]+),") do
+    rows = rows + 1
+    local xs = walls[name]
+    T.eq(tonumber(n), 5, name)
+    local sum = 0
+    for _, w in ipairs(xs) do sum = sum + w end
+    T.near(tonumber(mean), sum / 5, 1e-9, name .. " mean")
+    local sorted = table.move(xs, 1, 5, 1, {})
+    table.sort(sorted)
+    T.near(tonumber(median), sorted[3], 1e-9, name .. " median")
+    T.near(tonumber(min), sorted[1], 1e-9, name .. " min")
+    T.near(tonumber(max), sorted[5], 1e-9, name .. " max")
+  end
+  T.eq(rows, 2, "summary.csv rows")
+  -- report.html: a row per command whose median cell is the median of its runs, in ms
+  local html = assert(fs.read(d .. "/b/report.html"))
+  for cmd, xs in pairs(walls) do
+    local sorted = table.move(xs, 1, 5, 1, {})
+    table.sort(sorted)
+    local cell = html:match("<code>" .. cmd:gsub("%p", "%%%0") .. '</code>.-</th><td class="r">[^<]*</td><td class="r">([%d.]+)</td>')
+    T.near(tonumber(cell), sorted[3] * 1000, 0.05 + 1e-9, cmd .. " median in report.html")
   end
   local s = json.read(d .. "/b/summary.json")
   T.eq(s.schema_name, "wb.bench")

@@ -177,6 +177,54 @@ T.case("secrets in the environment reach no file of the run directory", function
   local grep = proc.run { argv = { "grep", "-rl", secret, dir }, stdout = "capture" }
   T.eq(grep.stdout, "", "files containing the secret")
   T.match(fs.read(dir .. "/logs/case1.stdout.log"), "secret is %[REDACTED%]")
+  -- an event and a run-directory file that carry the value itself
+  local recipe = d .. "/events.lua"
+  assert(fs.write(recipe, [[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local c = wb.campaign.open(ctx)
+  c:event("note", { value = os.getenv("API_TOKEN") })
+  c:write("note.txt", "token " .. os.getenv("API_TOKEN") .. "\n")
+  c:finish()
+end }
+]]))
+  local dir2 = d .. "/sec2"
+  res = T.wb({ "run", recipe, "-o", dir2 }, { env = { API_TOKEN = secret } })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(proc.run({ argv = { "grep", "-rl", secret, dir2 }, stdout = "capture" }).stdout, "", "files containing the secret")
+  local notes = T.events(dir2, "note")
+  T.eq(#notes, 1)
+  T.eq(notes[1].fields.value, "[REDACTED]")
+  T.eq(fs.read(dir2 .. "/note.txt"), "token [REDACTED]\n")
+end)
+
+-- The manifest as a run that is killed later leaves it: each run's outcome is saved when the run
+-- ends (not at the next run's start or at finish), and a run whose function returns false failed.
+T.case("a run's outcome is in the manifest as soon as it ends; false is failed", function()
+  local d = T.tmpdir()
+  local recipe, mark, dir = d .. "/two.lua", d .. "/mark", d .. "/two"
+  assert(fs.write(recipe, string.format([[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local c = wb.campaign.open(ctx)
+  c:declare { "good", "bad" }
+  c:run("good", function() return true end)
+  c:run("bad", function() return false end)
+  assert(wb.fs.write(%q, "ran\n"))
+  wb.clock.sleep(30)
+  c:finish()
+end }
+]], mark)))
+  local p <close> = assert(proc.spawn { argv = { T.wb_binary(), "run", recipe, "-o", dir }, stdout = "null",
+    stderr = "capture" })
+  T.wait_until("both runs ended", 20, function() return fs.exists(mark) end, p)
+  local m = T.manifest(dir)
+  p:kill(9)
+  p:wait()
+  local status = {}
+  for _, r in ipairs(m.runs) do status[r.name] = r.status end
+  T.eq(status, { good = "success", bad = "failed" })
+  T.eq(m.status, "running")
 end)
 
 T.case("--resume refuses a manifest of an unknown major version", function()

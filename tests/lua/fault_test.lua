@@ -66,6 +66,25 @@ T.case("a full disk: a clear error, the previous manifest intact", function()
   T.ok(m and m.schema_name == "wb.manifest", "the last manifest written is valid JSON")
 end)
 
+-- Without root: a file-size limit (ulimit -f, SIGXFSZ ignored so that writes fail with EFBIG)
+-- that the growing manifest outgrows part-way. An atomic rewrite fails on its temporary and
+-- leaves the last manifest whole; a rewrite in place would leave it cut at the limit.
+T.case("a file-size limit part-way: the error, the last manifest whole, no temporary left", function()
+  local d = T.tmpdir()
+  local dir = d .. "/limited"
+  local res = proc.run { argv = { "bash", "-c", "trap '' XFSZ; ulimit -f 11; exec \"$@\"", "limit", T.wb_binary(),
+    "run", RECIPE, "-o", dir, "cases=20", "sleep=0" }, stdout = "capture", stderr = "capture", timeout = 60 }
+  T.eq(res.code, 1, res.stderr)
+  T.match(res.stderr, "^wb: [^\n]*/manifest%.json: File too large\n$")
+  local m = json.decode(fs.read(dir .. "/manifest.json") or "")
+  T.ok(m and m.schema_name == "wb.manifest", "the manifest on disk is whole JSON")
+  T.eq(m.status, "running")
+  local done = 0
+  for _, r in ipairs(m.runs) do if r.status == "success" then done = done + 1 end end
+  T.between(done, 1, 19, "runs recorded before the limit")
+  for _, name in ipairs(fs.list(dir)) do T.ok(not name:find("manifest%.json.+"), "left over: " .. name) end
+end)
+
 T.case("a full disk under streamed writes: nil and the error, the old file and no temporary", function()
   local d = T.tmpdir()
   if not os.execute("mount -t tmpfs -o size=96k wbfault '" .. d .. "' 2>/dev/null") then

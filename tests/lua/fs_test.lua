@@ -140,3 +140,34 @@ T.case("tmpdir: a new private directory, under a given directory or $TMPDIR", fu
   T.eq(none, nil)
   T.match(err, "missing/probe%.XXXXXX: No such file or directory")
 end)
+
+-- The sync of an atomic write, seen from outside (strace): the temporary is fsync'ed before the
+-- rename, then the directory is. Without root or a crash, this is what tells a write that skips
+-- its fsync from one that does it.
+T.case("atomic write: fsync of the temporary, rename, fsync of the directory (strace)", function()
+  local proc = require "wb.proc"
+  if not proc.which("strace") then T.skip("strace is not installed (make deps)") end
+  local d = T.tmpdir()
+  local script = d .. "/write_test.lua"
+  assert(fs.write(script, string.format([[
+local T = require "wb.test"
+T.case("write", function() assert(require("wb.fs").write(%q, "data\n")) end)
+]], d .. "/out.txt")))
+  local log = d .. "/strace.log"
+  -- LeakSanitizer (make asan) cannot run under ptrace: no leak check for the traced wb
+  local asan = (os.getenv("ASAN_OPTIONS") and os.getenv("ASAN_OPTIONS") .. ":" or "") .. "detect_leaks=0"
+  local res = proc.run { argv = { "env", "-u", "WB_TEST_FILTER", "ASAN_OPTIONS=" .. asan, "strace", "-f", "-qq", "-e", "trace=fsync,rename,openat", "-o", log,
+    T.wb_binary(), "test", script }, stdout = "capture", stderr = "capture" }
+  T.eq(res.code, 0, res.stderr .. res.stdout)
+  local fds, order = {}, {}
+  for line in assert(fs.read(log)):gmatch("[^\n]+") do
+    local path, fd = line:match('openat%([^,]+, "([^"]+)".-= (%d+)$')
+    if path then fds[fd] = path end
+    local synced = line:match("fsync%((%d+)%)%s+= 0")
+    if synced then order[#order + 1] = "fsync " .. (fds[synced] or "?"):gsub("%.tmp%.%w+$", ".tmp") end
+    local from, to = line:match('rename%("([^"]+)", "([^"]+)"%)%s+= 0')
+    if from then order[#order + 1] = "rename " .. from:gsub("%.tmp%.%w+$", ".tmp") .. " " .. to end
+  end
+  local out = d .. "/out.txt"
+  T.eq(order, { "fsync " .. out .. ".tmp", "rename " .. out .. ".tmp " .. out, "fsync " .. d })
+end)

@@ -79,7 +79,8 @@ T.case("multiplexed hardware counters are scaled and flagged", function()
   for _, e in pairs(r) do
     if e.available and e.scaled then
       scaled = scaled + 1
-      T.ok(e.running_fraction < 1 and e.value >= e.raw)
+      T.between(e.running_fraction, 1e-9, 1 - 1e-12, "running_fraction")
+      T.near(e.value, e.raw * e.enabled_ns / e.running_ns, 1e-6 * e.value, "value = raw * enabled / running")
     end
   end
   T.ok(scaled >= 1, "18 hardware events share the PMU's counters")

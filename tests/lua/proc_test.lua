@@ -190,10 +190,38 @@ T.case("misuse raises", function()
   T.raises(function() proc.wait_any({}, -1) end, "timeout must not be negative")
 end)
 
+-- A bash child that prints, on SIGTERM, how long it had run by its own clock ($EPOCHREALTIME):
+-- the deadline as the child saw it, free of the test's own scheduling delays.
+local CLOCKED = [[s=$EPOCHREALTIME; trap 'echo "$s $EPOCHREALTIME"; exit 0' TERM; sleep 30 & wait]]
+local function child_seconds(res)
+  local a, b = (res.stdout or ""):match("^([%d.]+) ([%d.]+)\n$")
+  T.ok(a, "the child's clock readings, got " .. T.show(res.stdout))
+  return tonumber(b) - tonumber(a)
+end
+-- The deadline by the child's clock: at most the timeout (the child starts after start_ns), late
+-- by no more than 0.35 s of wake-up on a loaded machine (3x late, 1.5 s, is far outside).
+local function check_deadline(seconds, timeout, early)
+  T.between(seconds, timeout - early, timeout + 0.35, "seconds to SIGTERM by the child's clock")
+end
+
+T.case("timeout: the child gets SIGTERM at the deadline, by its own clock", function()
+  local r = proc.run { argv = { "bash", "-c", CLOCKED }, timeout = 0.5, stdout = "capture" }
+  T.eq(r.timed_out, true)
+  check_deadline(child_seconds(r), 0.5, 0.5)
+  T.between(r.wall, 0.5, 0.5 + 0.6, "wall")
+end)
+
+T.case("timeout = 0: the child is ended at once; no timeout given: it is not", function()
+  local r = proc.run { argv = { "sleep", "5" }, timeout = 0 }
+  T.eq({ r.timed_out, r.signal }, { true, 15 })
+  T.between(r.wall, 0, 1, "wall")
+  T.eq(proc.run({ argv = { "sleep", "0.05" } }).timed_out, false)
+end)
+
 T.case("timeout ends a plain sleep: SIGTERM, timed_out, wall near the timeout", function()
   local r = proc.run { argv = { "sleep", "10" }, timeout = 0.3 }
   T.eq({ r.timed_out, r.signal, r.exited, r.ok }, { true, 15, false, false })
-  T.ok(r.wall >= 0.29 and r.wall < 5, "wall " .. r.wall)
+  T.between(r.wall, 0.3, 0.3 + 0.6, "wall")
   T.ok(r.wall_ns >= 290000000 and math.type(r.wall_ns) == "integer")
 end)
 
@@ -448,6 +476,14 @@ T.case("held: the timeout starts at the release", function()
   assert(q:release())
   local r = q:wait()
   T.eq({ r.timed_out, r.signal }, { true, 15 })
+  -- held 0.7 s, then the 0.5 s deadline runs from the release: by the child's clock (it starts
+  -- at the release) SIGTERM comes 0.5 s later, neither at once nor 1.5 s later
+  local c <close> = assert(proc.spawn { argv = { "bash", "-c", CLOCKED }, held = true, timeout = 0.5, stdout = "capture" })
+  clock.sleep(0.7)
+  assert(c:release())
+  local cr = c:wait()
+  T.eq(cr.timed_out, true)
+  check_deadline(child_seconds(cr), 0.5, 0.25)
 end)
 
 T.case("held: killed at the gate, release reports it; close ends a held child", function()

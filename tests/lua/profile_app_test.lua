@@ -4,6 +4,26 @@ local T = require "wb.test"
 local wb = require "wb"
 local fs, json, proc = wb.fs, wb.json, wb.proc
 
+-- Ground truth independent of the report: the stage lines the app printed on each trial's
+-- stderr by its own clock, `[phases] stage=NAME seconds=S` (logs/trialN.stderr.log).
+local function logged_stages(dir, n)
+  local by = {}
+  for i = 1, n do
+    local text = assert(fs.read(dir .. "/logs/trial" .. i .. ".stderr.log"))
+    for name, secs in text:gmatch("%[phases%] stage=(%w+) seconds=([%d.]+)") do
+      by[name] = by[name] or {}
+      by[name][i] = tonumber(secs)
+    end
+  end
+  return by
+end
+
+local function median3(xs)
+  local c = { xs[1], xs[2], xs[3] }
+  table.sort(c)
+  return c[2]
+end
+
 local function run_wb(args)
   return T.wb({ "run", "recipes/profile_app_full.lua", table.unpack(args) }, { timeout = 300 })
 end
@@ -34,14 +54,51 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
     "profiles/app.oncpu.folded", "profiles/app.oncpu.svg" }) do
     T.ok(fs.exists(dir .. "/" .. f), f)
   end
+  -- the flame graph's total is the sum of the folded stacks it was drawn from, and the app's
+  -- CPU-heavy functions are frames of both
+  local folded = assert(fs.read(dir .. "/profiles/app.oncpu.folded"))
+  local total = 0
+  for n in folded:gmatch(" (%d+)\n") do total = total + tonumber(n) end
+  T.ok(total > 0, "samples in the folded stacks")
+  local svg = assert(fs.read(dir .. "/profiles/app.oncpu.svg"))
+  T.eq(tonumber(svg:match("<title>all %((%d+) samples, 100%.00%%%)</title>")), total, "the flame graph's total")
+  T.match(folded, ";parse[%.%w]*[; ]")
+  T.match(svg, "<title>parse[%.%w]* %(%d+ samples")
   local html = fs.read(dir .. "/report.html")
   T.match(html, "Bottleneck summary")
   T.match(html, 'data="profiles/app.oncpu.svg"')
   local m = T.manifest(dir)
   T.eq(m.status, "complete")
   T.ok(#m.profilers >= 5, "profiler registry recorded in the manifest")
+  -- stage medians against the app's own stderr lines (6 decimals), and the planted 200 ms wait
+  local logged = logged_stages(dir, 3)
+  local md = assert(fs.read(dir .. "/summary.md"))
+  local stage_sum = 0
+  for _, st in ipairs(s.bottlenecks.stages) do
+    T.eq(#logged[st.name], 3, st.name .. " in every trial's log")
+    local want = median3(logged[st.name])
+    T.near(st.seconds, want, 1.5e-6, st.name .. " median")
+    stage_sum = stage_sum + want
+    T.match(md, "\n| " .. st.name .. " +| " .. string.format("%.1f ms", want * 1000):gsub("%.", "%%.") .. " +| ")
+  end
+  T.between(median3(logged.wait), 0.2, 0.26, "the wait stage is the planted --sleep-ms 200")
+  -- the wall time is the stages' time plus start-up, never less (and not seconds more)
+  T.between(s.bottlenecks.wall_seconds, stage_sum, stage_sum + 0.5, "median wall")
+  -- trace.json: one complete event per trial, named after it, lasting the trial's wall time
   local trace = assert(json.read(dir .. "/trace.json"))
-  T.ok(#trace.traceEvents >= 3)
+  local spans = {}
+  for _, e in ipairs(trace.traceEvents) do if e.ph == "X" then spans[e.name] = e end end
+  for i = 1, 3 do
+    local e = spans["trial" .. i]
+    T.ok(e, "a trace event for trial" .. i)
+    local sum = 0
+    for _, xs in pairs(logged) do sum = sum + xs[i] end
+    T.between(e.dur / 1e6, sum, sum + 0.5, "trial" .. i .. " duration (µs) against its logged stages")
+  end
+  T.ok(spans.capture, "a trace event for the capture")
+  -- report.html's timing table: its median cell is the median wall time, in ms
+  local cell = html:match('<td class="r">[%d.]+ ± [%d.]+</td><td class="r">([%d.]+)</td>')
+  T.near(tonumber(cell), s.bottlenecks.wall_seconds * 1000, 0.05 + 1e-9, "report.html median [ms]")
 end)
 
 T.case("a Debian program (xz): no stage timers, functions from the capture", function()

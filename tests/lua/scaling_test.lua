@@ -141,3 +141,34 @@ T.case("bad configurations are usage errors; --dry-run plans without measuring",
   T.eq(plan.sections[1].subprocess_runs, 3 * 11)
   T.ok(not fs.exists(d .. "/plan/scaling.json"), "nothing measured")
 end)
+
+-- Ground truth planted in the command: strong scaling where 2 workers take half the time
+-- (speedup 2), weak scaling where the doubled size doubles the time (efficiency 0.5). Each run
+-- adds a few ms of start-up, on either side of a ratio, so the planted figures are checked
+-- within a tolerance around them; the checks compare the report with these planted figures,
+-- not with itself.
+T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and the table", function()
+  local d = T.tmpdir()
+  local res = run_scaling(d .. "/strong", { "workers=[1,2]", "runs=3", "warmup=0",
+    "command=[sh, -c, 'case {workers} in 1) sleep 0.24;; 2) sleep 0.12;; esac']" })
+  T.eq(res.code, 0, res.stderr)
+  local doc = assert(json.read(d .. "/strong/scaling.json"))
+  local p1, p2 = doc.points[1], doc.points[2]
+  T.between(p1.mean, 0.24, 0.24 + 0.06, "1 worker: planted 0.24 s")
+  T.between(p2.mean, 0.12, 0.12 + 0.06, "2 workers: planted 0.12 s")
+  T.between(p2.speedup, 1.6, 2.25, "speedup, planted 2")
+  T.between(p2.efficiency, 0.8, 1.125, "efficiency, planted 1")
+  T.between(p2.karp_flatt, -0.12, 0.25, "serial fraction, planted 0")
+  T.match(fs.read(d .. "/strong/scaling.md"), "\n|       2 | +%S* | +[%d.]+ ± [%d.]+ | [12]%.%d%d %[")
+  local speedup_cell = fs.read(d .. "/strong/scaling.md"):match("\n|       2 |[^|]*|[^|]*| ([%d.]+) %[")
+  T.near(tonumber(speedup_cell), p2.speedup, 0.005 + 1e-9, "the table's speedup")
+  res = run_scaling(d .. "/weak", { "mode=weak", "workers=[1,2]", "size=100", "runs=3", "warmup=0",
+    "command=[sh, -c, 'sleep 0.{size} # {workers}']" })
+  T.eq(res.code, 0, res.stderr)
+  doc = assert(json.read(d .. "/weak/scaling.json"))
+  p1, p2 = doc.points[1], doc.points[2]
+  T.between(p1.mean, 0.1, 0.1 + 0.06, "size 100: planted 0.1 s")
+  T.between(p2.mean, 0.2, 0.2 + 0.06, "size 200: planted 0.2 s")
+  T.near(p2.efficiency, 0.5, 0.1, "weak efficiency, planted 0.5")
+  T.near(p2.speedup, 2 * p2.efficiency, 1e-12)
+end)

@@ -259,3 +259,23 @@ T.case("misuse raises", function()
   T.raises(function() scan.file("x", { threads = -1, rules = {} }) end, "threads must be 0..64")
   T.raises(function() scan.number({}) end, "string expected")
 end)
+
+-- Thread ranges that begin mid-line or right after a CR. Lines of 200 `x` then ` n=1`: a range
+-- that begins inside the run of x starts on the tag, so only skipping to the next separator keeps
+-- a line from counting twice. Segments `x n=1\r` of 6 bytes, 2.4 MB: two 1.2 MB ranges, the second
+-- beginning just after a CR, so the CR must count as the separator it is.
+T.case("file: ranges beginning mid-line or after a CR count each line once", function()
+  local d = T.tmpdir()
+  local rules = { { tag = "x", sum = "number" } }
+  local n = 20000
+  local a = write(d, "a", string.rep(string.rep("x", 200) .. " n=1\n", n))
+  for t = 1, 4 do
+    local r = assert(scan.file(a, { threads = t, rules = rules }))
+    T.eq({ r.rules[1].n, r.rules[1].keys.n.sum }, { n, n }, t .. " threads")
+  end
+  local m = 400000
+  local b = write(d, "b", string.rep("x n=1\r", m))
+  local r = assert(scan.file(b, { threads = 2, rules = rules }))
+  T.eq(r.threads, 2)
+  T.eq({ r.rules[1].n, r.rules[1].keys.n.sum }, { m, m }, "CR-separated segments over 2 ranges")
+end)

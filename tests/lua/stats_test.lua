@@ -412,6 +412,37 @@ T.case("steps: a planted 10% step at index 31 in ±2% noise", function()
   end
 end)
 
+-- The default penalty is the documented 3 * sigma * ln(n), sigma = max(1.4826 * MAD,
+-- 1.253314 * mean absolute deviation) / sqrt(2) of the successive differences, recomputed here
+-- from the series: over a sweep of step heights that crosses the detection threshold, the
+-- default finds exactly what that explicit penalty finds (a penalty 10% off moves the
+-- threshold across several heights of the sweep).
+T.case("steps: the default penalty is 3 sigma ln n of the successive differences", function()
+  local function median(xs)
+    local c = table.move(xs, 1, #xs, 1, {})
+    table.sort(c)
+    local m = #c // 2
+    return #c % 2 == 1 and c[m + 1] or (c[m] + c[m + 1]) / 2
+  end
+  local function penalty(y)
+    local d = {}
+    for i = 1, #y - 1 do d[i] = y[i + 1] - y[i] end
+    local med, dev, sum = median(d), {}, 0
+    for i, x in ipairs(d) do dev[i] = math.abs(x - med); sum = sum + dev[i] end
+    local sigma = math.max(1.4826 * median(dev), 1.253314 * sum / #d) / math.sqrt(2)
+    return 3 * sigma * math.log(#y)
+  end
+  local found, missed = 0, 0
+  for k = 0, 120 do
+    local h = 100 + k * 0.05
+    local y = noisy_series(7, 40, function(i) return i > 20 and h or 100 end, 0.02)
+    local default, explicit = S.steps(y), S.steps(y, { penalty = penalty(y) })
+    T.eq(#default, #explicit, "step height " .. h)
+    if #explicit > 0 then found = found + 1 else missed = missed + 1 end
+  end
+  T.ok(found > 10 and missed > 10, "the sweep crosses the threshold: " .. found .. " found, " .. missed .. " missed")
+end)
+
 T.case("steps: pure noise gives no step", function()
   for seed = 1, 10 do
     T.eq(S.steps(noisy_series(seed, 60, function() return 100 end, 0.02)), {}, "uniform " .. seed)

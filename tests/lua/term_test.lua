@@ -29,3 +29,27 @@ T.case("NO_COLOR wins over a terminal; WB_COLOR=always forces colour", function(
   T.match(run("NO_COLOR=1 WB_COLOR=always TERM=xterm"), "plain red")
   T.match(run("NO_COLOR= TERM=dumb"), "plain red")
 end)
+
+-- WB_COLOR=always without NO_COLOR: colour into a pipe (no terminal) and with TERM=dumb; an
+-- empty NO_COLOR counts as unset; WB_COLOR other than always forces nothing.
+T.case("WB_COLOR=always forces colour into a pipe and past TERM=dumb; NO_COLOR empty is unset", function()
+  local proc = require "wb.proc"
+  local function piped(vars) -- vars: name = value, or false to unset it
+    local argv = { "env" }
+    for _, k in ipairs({ "NO_COLOR", "TERM", "WB_COLOR" }) do
+      if vars[k] == false then table.move({ "-u", k }, 1, 2, #argv + 1, argv) end
+    end
+    for _, k in ipairs({ "NO_COLOR", "TERM", "WB_COLOR" }) do
+      if vars[k] then argv[#argv + 1] = k .. "=" .. vars[k] end
+    end
+    table.move({ T.wb_binary(), "run", "tests/fixtures/recipes/color.lua" }, 1, 3, #argv + 1, argv)
+    local res = proc.run { argv = argv, stdout = "capture", stderr = "capture" }
+    T.eq(res.code, 0, res.stderr)
+    return res.stdout
+  end
+  T.eq(piped { WB_COLOR = "always", NO_COLOR = false }, "\27[31mred\27[0m\n")
+  T.eq(piped { WB_COLOR = "always", NO_COLOR = "", TERM = "dumb" }, "\27[31mred\27[0m\n")
+  T.eq(piped { WB_COLOR = "never", NO_COLOR = false, TERM = "xterm" }, "plain red\n")
+  T.eq(piped { WB_COLOR = false, NO_COLOR = false, TERM = "xterm" }, "plain red\n")
+  T.eq(piped { WB_COLOR = "always", NO_COLOR = "1" }, "plain red\n")
+end)

@@ -42,6 +42,11 @@ T.case("secrets are found by name and redacted", function()
   local vals = util.secret_values({ API_TOKEN = "s3cr3t-value", PATH = "/bin", SHORT_KEY = "ab" })
   T.eq(vals, { "s3cr3t-value" })
   T.eq(util.redact("x=s3cr3t-value and s3cr3t-value.", vals), "x=[REDACTED] and [REDACTED].")
+  -- the length boundary (4 characters and more) and each word of the list, KEY included
+  T.eq(util.secret_values({ API_KEY = "abcd" }), { "abcd" })
+  T.eq(util.secret_values({ API_KEY = "abc" }), {})
+  T.ok(util.is_secret_name("AWS_ACCESS_KEY_ID"))
+  T.ok(util.is_secret_name("ssh_key"))
 end)
 
 T.case("paths", function()

@@ -99,6 +99,26 @@ T.case("log mode: a gzip capture reads as the plain one", function()
   T.eq(b.source.gzip, true)
 end)
 
+-- A capture cut off mid-line (a killed run): the last line has no newline, and it is the
+-- CR-overwritten progress bar the fixture's progress_bar_rows come from. Plain and gzip.
+T.case("log mode: no final newline, last line a CR progress bar, plain and gzip", function()
+  local d = T.tmpdir()
+  local text = assert(fs.read(FIXTURE))
+  T.eq(text:sub(-1), "\n")
+  T.match(text, "\n\rDone: 12000 variants\n$")
+  local cut = text:sub(1, -2)
+  assert(fs.write(d .. "/cut.log", cut))
+  assert(fs.write(d .. "/cutz.log", cut))
+  assert(os.execute("gzip '" .. d .. "/cutz.log'"))
+  for _, path in ipairs({ d .. "/cut.log", d .. "/cutz.log.gz" }) do
+    local res, dir = breakdown({ "log=" .. path })
+    T.eq(res.code, 0, res.stderr)
+    local b = assert(json.read(dir .. "/breakdown.json"))
+    check_fixture(b)
+    T.eq(b.source.lines, 27, path)
+  end
+end)
+
 T.case("compare mode: two captures side by side with ratios", function()
   local d = T.tmpdir()
   local text = assert(fs.read(FIXTURE))
