@@ -63,6 +63,20 @@ T.case("p below alpha but the CI includes 1: not significant (the verdict reads 
   T.match(r.reason, "^5%.45× faster: p = [%d.e-]+, but CI [%d.]+–[%d.]+× includes 1: not significant$")
 end)
 
+T.case("beyond the threshold and significant, but the CI reaches into the threshold: not a verdict", function()
+  -- a 3% shift, p tiny, its CI about 1.01–1.05: past 1 but not wholly past 1.02
+  local base, new = {}, {}
+  for i = 1, 40 do
+    local wiggle = ((i * 37) % 17 - 8) / 8 * 0.05
+    base[i], new[i] = 1 + wiggle, 1.03 * (1 + ((i * 53) % 19 - 9) / 9 * 0.05)
+  end
+  local r = verdict.compare("wall_seconds", wb.stats.mean(base), wb.stats.mean(new), { base_samples = base, new_samples = new })
+  T.ok(r.p < 0.05 and r.ci_lo > 1 and r.ci_lo < 1.02 and r.ratio >= 1.02,
+    string.format("p %.2g, ratio %.3f, CI %.3f–%.3f", r.p, r.ratio, r.ci_lo, r.ci_hi))
+  T.eq(r.verdict, "unchanged")
+  T.match(r.reason, "but CI 1%.0%d–1%.%d%d× is not wholly beyond the 2%% threshold: not significant$")
+end)
+
 T.case("untested rows: no samples, too few runs, information-only statistics, exact metrics", function()
   local none = verdict.compare("wall_seconds", 1, 2)
   T.eq({ none.verdict, none.tested, none.reason }, { "not tested", false, "2.00× slower: no repeated samples on either side" })
