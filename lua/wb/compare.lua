@@ -107,6 +107,17 @@ end
 
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
 
+-- A plain Lua table holding 1..n and nothing else (samples a recipe put in a manifest in memory).
+local function is_sequence(t)
+  if type(t) ~= "table" or #t == 0 then return false end
+  local n = 0
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 or k > #t then return false end
+    n = n + 1
+  end
+  return n == #t
+end
+
 -- Raises (exit 2) unless x is a finite number, and a non-negative one for a time, memory or
 -- rate: a file holding anything else is not a measurement to compare.
 local function check_number(set, name, x, kind, what)
@@ -121,7 +132,9 @@ end
 local function checked_samples(set, name, samples, kind)
   if samples == nil or samples == json.null then return nil end
   if type(samples) == "userdata" and samples.totable then samples = samples:totable() end
-  if not is_array(samples) then fail(string.format("%s: the samples of %s are not a list", set.path, name)) end
+  if not is_array(samples) and not is_sequence(samples) then
+    fail(string.format("%s: the samples of %s are not a list", set.path, name))
+  end
   for i, x in ipairs(samples) do check_number(set, name, x, kind, string.format(" sample %d", i)) end
   return #samples > 0 and samples or nil
 end
