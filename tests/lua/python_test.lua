@@ -298,3 +298,22 @@ wait()
   for _, p in ipairs(m.profilers) do seen[p.name] = p.available end
   T.eq(seen.python_cprofile, true)
 end)
+
+T.case("a python3.X image without the interpreter's symbols (stripped, or no CPython) is reported, not read", function()
+  local d = T.tmpdir()
+  local fake = d .. "/python3.11"
+  assert(fs.write(fake, assert(fs.read("/bin/sleep"))))
+  assert(proc.run { argv = { "chmod", "755", fake } })
+  local p = assert(proc.spawn { argv = { fake, "3" } })
+  wb.clock.sleep(0.2)
+  local info, err = py.probe(p.pid)
+  T.eq(info, nil)
+  T.eq(err, "pid " .. p.pid .. ": " .. fake .. " has no _PyRuntime or PyCode_Type symbol (stripped?)")
+  p:kill(9)
+  p:wait()
+  local res = assert(require("wb.capture").run { argv = { fake, "0.5" }, counters = false, oncpu = false, offcpu = false })
+  T.eq(res.python, { skipped = fake .. " has no _PyRuntime or PyCode_Type symbol (stripped?)" })
+  local said = false
+  for _, w in ipairs(res.warnings) do said = said or w == "no Python frames: " .. res.python.skipped end
+  T.ok(said, "the warning says why there are no Python frames")
+end)
