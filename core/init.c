@@ -366,7 +366,7 @@ static int l_has_module(lua_State *L) {
   return 1;
 }
 
-static const char EXE_KEY = 'e', SHARE_KEY = 's'; /* registry keys of the cached values */
+static const char EXE_KEY = 'e'; /* registry key of the cached value */
 
 /* Pushes the path of the running binary, read from /proc/self/exe on first use, and returns 0;
  * or returns the errno of the readlink with nothing pushed. */
@@ -389,51 +389,6 @@ static int l_exe_path(lua_State *L) {
   return 1;
 }
 
-/* Pushes a new sequence of the installed data directories that exist. */
-static void push_share_dirs(lua_State *L) {
-  lua_newtable(L);
-  int n = 0;
-  if (push_exe_path(L) == 0) {
-    const char *exe = lua_tostring(L, -1);
-    const char *slash = strrchr(exe, '/');
-    if (slash) {
-      lua_pushlstring(L, exe, (size_t)(slash - exe));
-      lua_pushliteral(L, "/../share/wb");
-      lua_concat(L, 2);
-      if (access(lua_tostring(L, -1), F_OK) == 0)
-        lua_rawseti(L, -3, ++n);
-      else
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-  }
-#ifdef WB_DATADIR
-  if (access(WB_DATADIR, F_OK) == 0) {
-    lua_pushstring(L, WB_DATADIR);
-    lua_rawseti(L, -2, ++n);
-  }
-#endif
-}
-
-/* -- dirs = wb.core.share_dirs() : installed data directories, most specific first:
- * <dir of the binary>/../share/wb, then the compiled-in WB_DATADIR; only existing ones, as
- * found by the first call. */
-static int l_share_dirs(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SHARE_KEY) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    push_share_dirs(L);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &SHARE_KEY);
-  }
-  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-  lua_createtable(L, (int)n, 0);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, -2, i);
-    lua_rawseti(L, -2, i);
-  }
-  return 1;
-}
-
 /* -- status = wb.core.repl() : the interactive REPL until EOF */
 static int l_repl(lua_State *L) {
   lua_pushinteger(L, wb_repl(L));
@@ -448,11 +403,11 @@ static const luaL_Reg core_functions[] = {{"array", wb_array},
                                          {"ordered", l_ordered},
                                          {"ordered_keys", l_ordered_keys},
                                          {"repl", l_repl},
-                                         {"share_dirs", l_share_dirs},
                                          {NULL, NULL}};
 
-/* package.preload["wb.core"]: the functions above plus `null`, `version` and `lua_release`
- * (e.g. "Lua 5.4.6"). */
+/* package.preload["wb.core"]: the functions above plus `null`, `version`, `lua_release`
+ * (e.g. "Lua 5.4.6") and the compiled-in install directories `datadir` (recipes, profiles) and
+ * `libexecdir` (the bundled examples); lua/wb/paths.lua decides which directories are used. */
 static int luaopen_wb_core(lua_State *L) {
   luaL_newlib(L, core_functions);
   wb_push_null(L);
@@ -461,6 +416,14 @@ static int luaopen_wb_core(lua_State *L) {
   lua_setfield(L, -2, "lua_release");
   lua_pushliteral(L, WB_VERSION);
   lua_setfield(L, -2, "version");
+#ifdef WB_DATADIR
+  lua_pushliteral(L, WB_DATADIR);
+  lua_setfield(L, -2, "datadir");
+#endif
+#ifdef WB_LIBEXECDIR
+  lua_pushliteral(L, WB_LIBEXECDIR);
+  lua_setfield(L, -2, "libexecdir");
+#endif
   return 1;
 }
 

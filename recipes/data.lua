@@ -11,6 +11,7 @@ local executor = require "wb.executor"
 local EXTENSIONS = { "pgen", "pvar", "psam" }
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "data_plink2",
   run = function(ctx)
     local d = ctx.cfg.dataset

@@ -526,6 +526,7 @@ local function run_waves(c, s, ex, waves, root, dry)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "matrix_chr22",
   run = function(ctx)
     local s = settings(ctx.cfg)
@@ -559,7 +560,6 @@ return wb.recipe {
     end
     if dry then
       c:write("report.md", report(c, profile, s.trials) .. "\n")
-      io.write("dry run: ", c.dir, "/plan.md\n")
       return 0
     end
     if s.trials > 1 then

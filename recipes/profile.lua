@@ -39,9 +39,14 @@ local function differential(c, res)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
     shell = false, timeout = wb.null, root = "auto",
+  },
+  types = {
+    freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
+    method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -52,6 +57,11 @@ return wb.recipe {
     cfg.command = argv -- part of the run's scope: only a profile of the same command is its baseline
     local exe = not cfg.shell and wb.proc.which(argv[1])
     local c = wb.campaign.open(ctx, { profilers = capture.profilers(), inputs = { exe or nil } })
+    c:declare({ "profile" })
+    if c:plan { sections = { { name = "profile", subprocess_runs = 1, profiler_runs = 1,
+      cases = { { name = "profile", argv = cfg.shell and { "/bin/sh", "-c", argv[1] } or argv } } } } } then
+      return 0
+    end
     local command = table.concat(argv, " ")
     local logs = {}
     local function tee(stream)

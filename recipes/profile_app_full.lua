@@ -288,7 +288,15 @@ local function html(md_sections, trials, argv, cap)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "profile_app_full",
+  types = {
+    ["tool.command"] = "list", ["tool.trials"] = "integer>=1", ["tool.warmup"] = "integer>=0",
+    ["tool.timeout"] = "number>0|null", ["tool.freq"] = "integer>=1", ["tool.top"] = "integer>=1",
+    ["tool.counters"] = "boolean", ["tool.oncpu"] = "boolean", ["tool.offcpu"] = "boolean",
+    ["tool.callgrind"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
+    ["tool.max_major_profiler_runs"] = "integer>=0|null", ["tool.allow_over_budget"] = "boolean",
+  },
   run = function(ctx)
     local tool = ctx.cfg.tool
     local registry = wb.capture.profilers()
@@ -314,7 +322,6 @@ return wb.recipe {
     end
     c:declare(names)
     if c:plan { sections = sections } then
-      print("plan: " .. c.dir .. "/plan.md")
       return 0
     end
     local trials = run_trials(c, tool, argv, summary_path)

@@ -395,6 +395,7 @@ local function check_config(cfg)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     repo = ".", range = null, first_parent = true,
     build = { "make", "-s" }, bench = null, runs = 10, warmup = 1, timeout = null, build_timeout = null,

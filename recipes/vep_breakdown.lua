@@ -403,8 +403,9 @@ end
 -- ---- the recipe -------------------------------------------------------------------------------------
 
 local function emitter_argv(cfg)
-  local exe = require("wb.core").exe_path()
-  local path = exe:gsub("[^/]+$", "") .. "examples/vep_emit"
+  local dir, err = require("wb.paths").examples_dir()
+  if not dir then wb.usage("no command given and " .. err, 0) end
+  local path = dir .. "/vep_emit"
   if not wb.fs.exists(path) then wb.usage("no command given and the bundled emitter is missing: " .. path, 0) end
   return { path, "--bytes", tostring(cfg.emit.bytes), "--seed", tostring(cfg.emit.seed),
     "--contigs", tostring(cfg.emit.contigs), "--work-us", tostring(cfg.emit.work_us) }

@@ -235,6 +235,23 @@ end
 
 local function progress(text) require("wb.term").progress(text) end
 
+-- section = bench.plan(spec) : the plan section of bench.run(spec) (lua/wb/plan.lua) without
+-- running anything: its commands as cases and the subprocess runs (automatic counts as min_runs)
+function M.plan(spec)
+  local cmds = normalise(spec)
+  local cases, per = {}, (spec.runs or spec.min_runs or 10) + (spec.warmup or 0)
+  local hooks = 0
+  for _, h in ipairs({ spec.prepare, spec.conclude }) do
+    if h and h ~= "" then hooks = hooks + per end
+  end
+  for _, h in ipairs({ spec.setup, spec.cleanup }) do
+    if h and h ~= "" then hooks = hooks + 1 end
+  end
+  for i, c in ipairs(cmds) do cases[i] = { name = c.name, argv = c.argv } end
+  return { name = spec.runs and "bench" or string.format("bench (automatic run count: at least %d, planned as %d)",
+    spec.min_runs or 10, spec.min_runs or 10), cases = cases, subprocess_runs = #cmds * (per + hooks) }
+end
+
 -- summary = bench.run(spec) : measures and returns the wb.bench summary table
 function M.run(spec)
   local cmds, scan = normalise(spec)

@@ -270,10 +270,19 @@ function Campaign:end_run(name, extra)
   self:event("run_finished", fields, rec.status == "failed" and "ERROR" or "INFO")
 end
 
+-- A dry run runs nothing before its plan is written (lua/wb/plan.lua), and nothing for real after.
+local function check_not_dry(self, what)
+  if self.ctx.opts.dry_run and not self.planned then
+    errors.raise(2, "--dry-run: recipe '" .. tostring(self.ctx.name) .. "' started " .. what ..
+      " before writing its plan", 0)
+  end
+end
+
 -- rec = c:run(name, fn) : runs fn(rec) unless the run already ended (resume). fn fills rec
 -- (metrics, samples, fields) and returns false (or sets rec.status = "failed") on failure.
 function Campaign:run(name, fn)
   if self:skip_ended(name) then return self:record(name) end
+  check_not_dry(self, "run '" .. name .. "'")
   self:progress(name)
   local rec = self:start_run(name)
   self:save()
@@ -340,6 +349,7 @@ end
 -- (unless the spec routes them elsewhere); fills the run's record with the command, exit status,
 -- wall/user/sys and peak RSS. Secrets in the logs are redacted once the process ends.
 function Campaign:spawn(name, spec)
+  check_not_dry(self, "run '" .. name .. "'")
   local proc = require "wb.proc"
   local logs, rel = M.log_paths(self.dir, name)
   local s = {}

@@ -31,10 +31,11 @@ local COMMANDS = { "run", "list", "repl", "compare", "test", "help", "version", 
 
 local function usage(msg) require("wb.errors").raise(2, msg, 0) end
 
--- The directories recipes are looked up in: ./recipes, then the installed set.
+-- The directories recipes are looked up in: ./recipes, then the source tree the binary was built
+-- in or the installed set (lua/wb/paths.lua).
 function M.recipe_dirs()
   local dirs = { "recipes" }
-  for _, share in ipairs(core.share_dirs()) do dirs[#dirs + 1] = share .. "/recipes" end
+  for _, d in ipairs(require("wb.paths").sub_dirs("recipes")) do dirs[#dirs + 1] = d end
   return dirs
 end
 

@@ -2,7 +2,10 @@
 --
 -- A recipe file returns wb.recipe{ run = function(ctx) ... end, config = "name" | nil,
 -- defaults = { ... } | nil, open = { "dotted.path", ... } | nil (mappings in the config whose
--- keys the user chooses: `path.key=v` adds one), description = "..." | nil }. The run function gets a context:
+-- keys the user chooses: `path.key=v` adds one), description = "..." | nil, plans = true | nil
+-- (run calls c:plan{...} before it runs anything, so --dry-run stops there; --dry-run of a recipe
+-- without it is refused with exit 2), types = { ["dotted.key"] = "integer>=1|null", ... } | nil
+-- (declared types, lua/wb/schema.lua, checked before run is called) }. The run function gets a context:
 --   ctx.cfg      the composed, resolved config (profiles + overrides)
 --   ctx.args     positional arguments (words that are not key=value, and all after --)
 --   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
@@ -105,13 +108,18 @@ function M.run(recipe, opts)
     local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
       for _, overrides in ipairs(multi) do -- every combination must compose before any runs
-        compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
+        local cfg = compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
+        require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
       end
       if not (opts.info or opts.cfg) then return require("wb.campaign").multirun(recipe, opts, multi) end
       opts = setmetatable({ overrides = multi[1] }, { __index = opts })
     end
   end
+  if opts.dry_run and not recipe.plans then
+    raise(2, "--dry-run: recipe '" .. recipe.name .. "' cannot plan (it has no plan step); run it without --dry-run", 0)
+  end
   local cfg, info = compose(recipe, opts)
+  require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
   if opts.info or opts.cfg then
     local config = require "wb.config"
     if opts.info then
