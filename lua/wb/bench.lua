@@ -99,6 +99,12 @@ local function normalise(spec)
       local argv, err = util.split_words(c.command)
       if not argv then usage("'" .. c.command .. "': " .. err) end
       if #argv == 0 then usage("empty command") end
+      for _, w in ipairs(argv) do -- a word a shell would have taken as an operator
+        if w:match("^[|&;<>]") or w:match("^%d[<>]") or w == "$(" then
+          usage("'" .. c.command .. "': '" .. w .. "' is shell syntax, but commands run without a shell; " ..
+            "add shell=true to run them with /bin/sh -c")
+        end
+      end
       c.argv = argv
     end
     c.samples = {}

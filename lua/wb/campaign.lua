@@ -113,6 +113,26 @@ local function new_run_dir(ctx)
   return dir
 end
 
+-- campaign.point_latest(dir) : runs/latest -> dir, for run directories wb named itself under
+-- runs/ (never for -o DIR); an existing `latest` that is not a symlink is left alone
+function M.point_latest(dir)
+  local parent = util.dirname(dir)
+  local link = parent .. "/latest"
+  local st = fs.lstat(link)
+  if st and st.type ~= "link" then return end
+  fs.symlink(util.basename(dir), link)
+end
+
+-- Makes the run directory (and its logs/ unless bare): a directory wb cannot make is the environment
+-- refusing before any work, exit 2 naming the directory asked for.
+local function make_run_dir(dir, bare)
+  local ok, err = fs.mkdir_p(dir)
+  if ok and not bare then ok, err = fs.mkdir_p(dir .. "/logs") end
+  if not ok then
+    errors.raise(2, "run directory " .. dir .. ": " .. tostring(err):gsub("^.-: ([^:]+)$", "%1"), 0)
+  end
+end
+
 -- c = campaign.open(ctx [, spec]) : creates (or, with --resume, reopens) the run directory
 function M.open(ctx, spec)
   spec = spec or {}
@@ -131,7 +151,7 @@ function M.open(ctx, spec)
     m.resumed_at_utc = clock.utc()
   else
     self.dir = new_run_dir(ctx)
-    check(fs.mkdir_p(self.dir .. "/logs"))
+    make_run_dir(self.dir)
     local pre = preflight(spec)
     self:write_json("preflight.json", pre)
     self:write("config.yaml", require("wb.yaml").dump(ctx.cfg))
@@ -154,8 +174,7 @@ function M.open(ctx, spec)
     m.comparisons = json.array()
     m.profilers = json.array(spec.profilers or {})
     self.manifest = m
-    local parent = util.dirname(self.dir)
-    fs.symlink(util.basename(self.dir), parent .. "/latest")
+    if not ctx.opts.output then M.point_latest(self.dir) end
   end
   current = self
   self:save()
@@ -492,7 +511,8 @@ function M.multirun(recipe, opts, combos)
   local runner = require "wb.recipe"
   local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
     clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
-  check(fs.mkdir_p(parent))
+  make_run_dir(parent, true)
+  if not opts.output then M.point_latest(parent) end
   local varying = {} -- name sub-directories by the overrides that differ between combinations
   for i, o in ipairs(combos[1]) do
     for _, other in ipairs(combos) do
@@ -509,6 +529,8 @@ function M.multirun(recipe, opts, combos)
     for k, v in pairs(opts) do o[k] = v end
     o.overrides, o.multirun = overrides, false
     o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
+    io.write(string.format("[multirun %d/%d] %s  (%s)\n", i, #combos, table.concat(label, " "), o.output))
+    io.stdout:flush()
     local status = runner.run(recipe, o)
     listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
     worst = math.max(worst, status)

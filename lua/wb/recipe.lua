@@ -43,25 +43,28 @@ function M.strict_env()
   })
 end
 
--- The one-line description: the first line of the comment block at the top of the file.
-function M.description(path)
+-- lines = recipe.header(path [, first_only]) : the comment block at the top of the file, its
+-- `-- ` markers removed (from its first non-empty line; only that line with first_only)
+function M.header(path, first_only)
   local f = io.open(path, "r")
-  if not f then return "" end
-  local desc = ""
+  if not f then return {} end
+  local lines = {}
   for line in f:lines() do
     if not line:match("^#!") then
       local text = line:match("^%-%-+%s?(.*)$")
-      if text and text:match("%S") then
-        desc = text:gsub("%s+$", "")
-        break
-      elseif not text and line:match("%S") then
-        break
-      end
+      if not text then break end
+      text = text:gsub("%s+$", "")
+      if #lines > 0 or text:match("%S") then lines[#lines + 1] = text end
+      if first_only and #lines > 0 then break end
     end
   end
   f:close()
-  return desc
+  while #lines > 0 and lines[#lines] == "" do lines[#lines] = nil end
+  return lines
 end
+
+-- The one-line description: the first line of the comment block at the top of the file.
+function M.description(path) return M.header(path, true)[1] or "" end
 
 -- Loads and evaluates a recipe file; returns the recipe. Syntax errors are exit 2.
 function M.load(path)
@@ -95,6 +98,31 @@ local function compose(recipe, opts)
     overrides = opts.overrides,
     recipe_path = recipe.path,
   }
+end
+
+-- keys, err = recipe.keys(recipe) : the recipe's config keys with their defaults (its profile
+-- composed without overrides) and declared or default types: a list of {key, default, type}
+-- in composition order; nil and the composition's message when it does not compose
+function M.keys(recipe)
+  local ok, cfg = pcall(compose, recipe, { overrides = {} })
+  if not ok then return nil, type(cfg) == "table" and tostring(cfg.msg) or tostring(cfg) end
+  local override = require "wb.override"
+  local schema = require "wb.schema"
+  local types, out = recipe.types or {}, {}
+  local function walk(t, prefix)
+    for _, k in ipairs(override.keys(t)) do
+      local key, v = prefix .. tostring(k), t[k]
+      if override.kind(v) == "mapping" and next(v) ~= nil and not types[key] then
+        walk(v, key .. ".")
+      else
+        local kind = override.kind(v)
+        out[#out + 1] = { key = key, default = v,
+          type = schema.describe(types[key] or (kind == "null" and "any") or (kind == "float" and "number") or kind) }
+      end
+    end
+  end
+  walk(cfg, "")
+  return out
 end
 
 -- Runs a recipe file with parsed command-line options; returns the exit status.

@@ -16,9 +16,9 @@ local override = require "wb.override"
 
 local M = {}
 
-local KINDS = { null = true, integer = true, number = true, string = true, boolean = true, list = true,
+local KINDS = { any = true, null = true, integer = true, number = true, string = true, boolean = true, list = true,
   mapping = true }
-local ARTICLE = { null = "null", integer = "an integer", number = "a number", string = "a string",
+local ARTICLE = { any = "any value", null = "null", integer = "an integer", number = "a number", string = "a string",
   boolean = "a boolean", list = "a list", mapping = "a mapping" }
 
 local function parse(text)
@@ -69,6 +69,8 @@ local function matches(alts, v)
   for _, a in ipairs(alts) do
     if a.word then
       if v == a.word then return true, v end
+    elseif a.kind == "any" then
+      return true, v
     elseif a.kind == "null" then
       if v == core.null then return true, v end
     elseif a.kind == "integer" then
