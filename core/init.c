@@ -266,6 +266,10 @@ void wb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_C
 /* ---- signals -------------------------------------------------------------------------- */
 
 static volatile sig_atomic_t pending_signal;
+/* While defer_first is set, the first SIGINT is only noted in deferred_signal (no interrupt): the
+ * code that set it (a capture waiting for its command) stops its work and finishes; a second
+ * SIGINT interrupts as usual. */
+static volatile sig_atomic_t defer_first, deferred_signal;
 static int signal_pipe[2] = {-1, -1};
 static lua_State *main_state;
 
@@ -277,6 +281,11 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar) {
 
 static void on_signal(int signo) {
   int saved = errno;
+  if (signo == SIGINT && defer_first && !deferred_signal) {
+    deferred_signal = signo;
+    errno = saved;
+    return;
+  }
   pending_signal = signo;
   if (signal_pipe[1] >= 0) {
     char c = (char)signo;
@@ -328,6 +337,23 @@ int wb_is_interrupt(lua_State *L, int idx) {
 static int l_interrupted(lua_State *L) {
   if (!pending_signal) return 0;
   lua_pushinteger(L, pending_signal);
+  return 1;
+}
+
+/* -- was = wb.core.defer_interrupt(on) : while on, the first SIGINT does not interrupt but is
+ * reported by wb.core.deferred_interrupt(); turning it on forgets an earlier deferred one */
+static int l_defer_interrupt(lua_State *L) {
+  int on = lua_toboolean(L, 1);
+  lua_pushboolean(L, defer_first);
+  if (on && !defer_first) deferred_signal = 0;
+  defer_first = on;
+  return 1;
+}
+
+/* -- signo = wb.core.deferred_interrupt() : the SIGINT deferred (see defer_interrupt), or nil */
+static int l_deferred_interrupt(lua_State *L) {
+  if (!deferred_signal) return 0;
+  lua_pushinteger(L, deferred_signal);
   return 1;
 }
 
@@ -397,6 +423,8 @@ static int l_repl(lua_State *L) {
 
 static const luaL_Reg core_functions[] = {{"array", wb_array},
                                          {"check_interrupt", l_check_interrupt},
+                                         {"defer_interrupt", l_defer_interrupt},
+                                         {"deferred_interrupt", l_deferred_interrupt},
                                          {"exe_path", l_exe_path},
                                          {"has_module", l_has_module},
                                          {"interrupted", l_interrupted},

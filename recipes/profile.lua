@@ -3,6 +3,9 @@
 --   wb profile -- ./app --threads 4
 --   wb profile freq=999 offcpu=false -- ./app
 --   wb profile method=perf_event -- ./app        (auto | bpf | perf_event | perf_cli)
+--   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
+-- Profiling until Ctrl-C: the first Ctrl-C stops the command and the profile and report are still
+-- written (exit 0); a second Ctrl-C aborts (exit 130).
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
 -- profiles/profile.counters.json, profiles/profile.trace.json, report.html, the command's output in
 -- logs/, and the profilers found on this machine in manifest.json; with a previous profile of the
@@ -42,11 +45,12 @@ return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
-    shell = false, timeout = wb.null, root = "auto",
+    shell = false, timeout = wb.null, root = "auto", stdout = "tee",
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
+    stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -64,6 +68,7 @@ return wb.recipe {
     end
     local command = table.concat(argv, " ")
     local logs = {}
+    local stdout_log = "logs/profile.stdout.log"
     local function tee(stream)
       local path = c.dir .. "/logs/profile." .. stream .. ".log"
       local f = assert(io.open(path, "w"))
@@ -74,12 +79,23 @@ return wb.recipe {
         f:write(line, "\n")
       end
     end
+    -- the command's stdout, written as it comes (binary-safe) unless teed line by line
+    local out_spec
+    if cfg.stdout == wb.null or cfg.stdout == "null" then
+      out_spec, stdout_log = "null", nil
+    elseif cfg.stdout == "inherit" then
+      out_spec, stdout_log = "inherit", nil
+    elseif cfg.stdout == "tee" then
+      out_spec = tee("stdout")
+    else
+      out_spec, stdout_log = { file = cfg.stdout }, cfg.stdout
+    end
     local res
     local rec = c:run("profile", function(r)
       local err
       res, err = capture.run {
         argv = not cfg.shell and argv or nil, cmd = cfg.shell and argv[1] or nil, shell = cfg.shell,
-        stdout = tee("stdout"), stderr = tee("stderr"), stdin = "inherit",
+        stdout = out_spec, stderr = tee("stderr"), stdin = "inherit",
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
@@ -93,7 +109,8 @@ return wb.recipe {
       r.return_code = res.result.code or wb.null
       r.signal = res.result.signal
       r.wall_time_seconds = res.result.wall
-      r.stdout_log, r.stderr_log = "logs/profile.stdout.log", "logs/profile.stderr.log"
+      r.stdout_log, r.stderr_log = stdout_log or wb.null, "logs/profile.stderr.log"
+      if res.stopped then r.stopped_by = res.stopped end
       local metrics = { wall_seconds = res.result.wall, user_seconds = res.result.user, sys_seconds = res.result.sys }
       local tc = res.counters and res.counters["task-clock"]
       if tc and tc.available then metrics.task_clock_seconds = tc.value / 1e9 end
@@ -120,6 +137,10 @@ return wb.recipe {
     c:finish()
     if res then
       for _, path in ipairs(differential(c, res)) do io.write("differential flame graph: ", path, "\n") end
+      if res.stopped then
+        io.write(string.format("stopped by Ctrl-C after %s; the profile covers the command until then\n",
+          wb.util.format_seconds(res.result.wall)))
+      end
       io.write("report: ", c.dir, "/report.html\n")
     end
     return rec.status == "success" and 0 or 1

@@ -168,6 +168,7 @@ function M.open(ctx, spec)
     m.run_directory = self.dir
     m.configuration = ctx.cfg
     m.overrides = json.array(util.deep_copy(ctx.opts.overrides or {}))
+    m.arguments = json.array(util.deep_copy(ctx.args or {})) -- the positional ones (commands)
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null
     m.runs = json.array()

@@ -177,6 +177,36 @@ local function spawn_spec(spec, argv)
   return s
 end
 
+-- result = wait_stoppable(p, res [, each]) : waits for p, calling each(done) about every 0.1 s.
+-- The first Ctrl-C meanwhile stops the command instead of wb (SIGINT to its process group, then
+-- SIGTERM STOP_GRACE seconds later) and sets res.stopped = "SIGINT", so that what was recorded
+-- is kept and written; a second Ctrl-C interrupts wb as usual.
+local STOP_GRACE = 5
+local function wait_stoppable(p, res, each)
+  local core = require "wb.core"
+  local was = core.defer_interrupt(true)
+  local ok, err = pcall(function()
+    local stop_ns
+    repeat
+      local done = proc.wait_any({ p }, 0.1)
+      if each then each(done) end
+      if not done and core.deferred_interrupt() then
+        if not stop_ns then
+          stop_ns, res.stopped = clock.now(), "SIGINT"
+          io.stderr:write("\nwb: stopping the command; what was recorded is kept (Ctrl-C again to abort)\n")
+          p:kill(2)
+        elseif stop_ns > 0 and clock.now() - stop_ns > STOP_GRACE * 1e9 then
+          stop_ns = 0
+          p:kill(15)
+        end
+      end
+    until done
+  end)
+  core.defer_interrupt(was)
+  if not ok then error(err, 0) end
+  return p:wait()
+end
+
 -- The perf CLI: `perf record` wraps the command; its samples come back through `perf script`.
 local function run_perf_cli(spec, res, freq, dir, name)
   local tmp = not dir and assert(fs.tmpdir("wbperf"))
@@ -192,7 +222,7 @@ local function run_perf_cli(spec, res, freq, dir, name)
   end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
   p:release()
-  res.result = p:wait()
+  res.result = wait_stoppable(p, res)
   res.counters = counters and counters:read()
   if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
   local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
@@ -352,12 +382,10 @@ local function record(spec, o, res, method, session)
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
   local snapped = false
-  repeat
-    local done = proc.wait_any({ p }, 0.1)
+  res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
-  until done
-  res.result = p:wait()
+  end)
   r.ended = clock.now()
   if session then session:stop() end
   res.counters = counters and counters:read() or nil
@@ -427,7 +455,8 @@ end
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
 -- messages), stack_entries and count_entries (wb.bpf map sizes). Raises on misuse; nil, err,
--- errno when the command cannot be started.
+-- errno when the command cannot be started. The first Ctrl-C while the command runs stops it
+-- (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one interrupts.
 function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
@@ -467,7 +496,7 @@ function M.run(spec)
     local sampled = profiles(res, r, o, off_skip)
     quality(res, r.side, sampled)
   end
-  res.ok = res.result.ok
+  res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.counters and o.dir then
     res.counters_file = write(o.dir .. "/" .. o.name .. ".counters.json",
       json.encode(res.counters, { pretty = true }) .. "\n")

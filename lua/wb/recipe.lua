@@ -131,7 +131,44 @@ function M.run_file(path, opts)
   return M.run(recipe, opts)
 end
 
+local function same_list(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+local function quoted(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = "'" .. tostring(v) .. "'" end
+  return #out > 0 and table.concat(out, " ") or "none"
+end
+
+-- --resume DIR: the overrides and positional arguments (commands) of the run in DIR, unless the
+-- same ones are given again; different ones are refused (exit 2), as they would be another run.
+local function resumed(opts)
+  local dir = opts.resume:gsub("/+$", "")
+  local m, err = require("wb.campaign").read_manifest(dir .. "/manifest.json")
+  if not m then raise(2, "--resume: " .. err, 0) end
+  local o = setmetatable({}, { __index = opts })
+  local function take(field, given, what)
+    local stored = type(m[field]) == "table" and m[field] or nil
+    if not stored then return given end
+    if #given == 0 then return table.move(stored, 1, #stored, 1, {}) end
+    if not same_list(given, stored) then
+      raise(2, string.format("--resume: %s ran with %s %s, not %s (resume without them, or start a new run)",
+        dir, what, quoted(stored), quoted(given)), 0)
+    end
+    return given
+  end
+  o.overrides = take("overrides", opts.overrides or {}, "the overrides")
+  o.positional = take("arguments", opts.positional or {}, "the arguments")
+  return o
+end
+
 function M.run(recipe, opts)
+  if opts.resume then opts = resumed(opts) end
   if opts.multirun and recipe.multirun ~= false then
     local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
