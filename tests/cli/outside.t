@@ -1,0 +1,187 @@
+# The first hour, as a new user meets wb: every command runs from a temporary directory outside
+# the repository, with $WB_BIN (the built binary; tests/integration/install.sh runs this file
+# again with an installed copy). The comment before each block names the item of issue 13.
+
+# 1. the binary finds the recipes of the tree it was built from, or of its installed set
+$ cd $T && ${WB_BIN:-wb} list | grep -c -E '^    (bench|demo|matrix|profile|profile_app_full|regress|scaling|vep_breakdown|data) '
+9
+
+$ cd $T && ${WB_BIN:-wb} bench true runs=2 -o $T/b1 | grep -c '`true` (reference)'
+1
+
+# 13. data paths print normalised (no bin/../share), recipes are found by absolute path
+$ cd $T && ${WB_BIN:-wb} help demo | grep '^recipe: '
+recipe: /.*/recipes/demo%.lua (re)
+
+$ cd $T && ${WB_BIN:-wb} help demo | grep -c '/\.\./'
+0
+[1]
+
+# 2. the bundled examples are found (built: build/examples, installed: libexec/wb/examples), so
+# shipped recipes run with their defaults from any directory
+$ cd $T && ${WB_BIN:-wb} demo | head -1
+/.*/examples/phases %-%-scale 4 %-%-sleep%-ms 50: 5 trials %(%+1 warmup%) (re)
+
+$ cd $T && ${WB_BIN:-wb} scaling runs=2 warmup=0 -o $T/sc > /dev/null && grep -c '"speedup"' $T/sc/scaling.json
+4
+
+$ cd $T && ${WB_BIN:-wb} matrix -o $T/mx > /dev/null 2>&1; grep -c '| success ' $T/mx/report.md
+6
+
+# 2. a matrix whose runs fail says why in its table
+$ cd $T && WB_EXAMPLES=$T/none ${WB_BIN:-wb} matrix -o $T/mxf 2>/dev/null | grep -c 'failed: spawn: .*/none/gwas_engine: No such file or directory'
+6
+
+$ cd $T && WB_EXAMPLES=$T/none ${WB_BIN:-wb} matrix -o $T/mxf2 > /dev/null
+[1]
+
+# 3. --dry-run runs nothing: it writes the plan, says where, and the manifest says so
+$ cd $T && ${WB_BIN:-wb} bench "touch $T/bench-ran" runs=3 --dry-run -o $T/d1; test ! -e $T/bench-ran && grep -c '"dry_run": true' $T/d1/manifest.json
+plan: .*/d1/plan%.md (re)
+1
+
+$ cd $T && ${WB_BIN:-wb} profile --dry-run -o $T/d2 -- touch $T/profile-ran; test ! -e $T/profile-ran && grep -c 'touch' $T/d2/plan.md
+plan: .*/d2/plan%.md (re)
+1
+
+$ cd $T && ${WB_BIN:-wb} scaling --dry-run -o $T/d3 && grep -c '^| workers=' $T/d3/plan.md
+plan: .*/d3/plan%.md (re)
+4
+
+$ cd $T && ${WB_BIN:-wb} profile_app_full --dry-run -o $T/d4 | grep -c '^plan: '
+1
+
+$ cd $T && ${WB_BIN:-wb} demo --dry-run; ls $T | grep -c runs
+wb: --dry-run: recipe 'demo' cannot plan (it has no plan step); run it without --dry-run
+0
+[1]
+
+$ cd $T && ${WB_BIN:-wb} vep_breakdown --dry-run
+wb: --dry-run: recipe 'vep_breakdown' cannot plan (it has no plan step); run it without --dry-run
+[2]
+
+# 4. the first Ctrl-C stops the profiled command and keeps the profile and report (exit 0) ...
+$ cd $T && { ${WB_BIN:-wb} profile -o $T/int1 -- sleep 30 > $T/int1.out 2>&1 & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int1/profiles | grep -c folded; ls $T/int1 | grep -c report.html; grep -c 'stopped by Ctrl-C' $T/int1.out
+exit 0
+2
+1
+1
+
+# ... and a second Ctrl-C aborts (exit 130), the manifest says interrupted
+$ cd $T && { ${WB_BIN:-wb} profile -o $T/int2 -- bash -c 'trap "" INT; sleep 30' > /dev/null 2>&1 & pid=$!; sleep 1.5; kill -INT $pid; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; grep -m1 -o '"status": "[a-z]*"' $T/int2/manifest.json
+exit 130
+"status": "interrupted"
+
+# 11. stdout=null|inherit|FILE: the command's output is discarded, passed through or kept byte for byte
+$ cd $T && ${WB_BIN:-wb} profile stdout=$T/bin.out offcpu=false -o $T/so -- printf 'a\0b' > /dev/null && od -An -c $T/bin.out
+   a  \0   b
+
+$ cd $T && ${WB_BIN:-wb} profile stdout=null offcpu=false oncpu=false -o $T/sn -- echo hidden-line | grep -c -x hidden-line
+0
+[1]
+
+$ cd $T && ${WB_BIN:-wb} profile stdout=inherit offcpu=false oncpu=false -o $T/si -- echo shown-line | grep -c -x shown-line
+1
+
+# 5. -o DIR never makes or replaces DIR/../latest; wb's own runs/ gets runs/latest
+$ cd $T && mkdir o5 && echo keep > o5/latest && ${WB_BIN:-wb} bench true runs=2 -o $T/o5/x > /dev/null && cat o5/latest && ${WB_BIN:-wb} bench true runs=2 -o $T/o5b > /dev/null && ls $T | grep -c '^latest$'
+keep
+0
+[1]
+
+$ cd $T && mkdir w5 && cd w5 && ${WB_BIN:-wb} bench true runs=2 > /dev/null && readlink runs/latest
+bench_.* (re)
+
+# 7. every value is checked against its declared type before any directory is made
+$ cd $T && ${WB_BIN:-wb} bench true runs=abc -o $T/t7a; ls $T | grep -c t7a
+wb: override 'runs=abc': runs must be an integer >= 1 or null, got string 'abc'
+0
+[1]
+
+$ cd $T && ${WB_BIN:-wb} bench true runs=2.5 -o $T/t7
+wb: override 'runs=2.5': runs must be an integer >= 1 or null, got float 2.5
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench true runs=-1 -o $T/t7
+wb: override 'runs=-1': runs must be an integer >= 1 or null, got integer -1
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench true runs=0 -o $T/t7
+wb: override 'runs=0': runs must be an integer >= 1 or null, got integer 0
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench true warmup=-2 -o $T/t7
+wb: override 'warmup=-2': warmup must be an integer >= 0, got integer -2
+[2]
+
+$ cd $T && ${WB_BIN:-wb} profile_app_full tool.trials=0 -o $T/t7
+wb: override 'tool.trials=0': tool.trials must be an integer >= 1, got integer 0
+[2]
+
+$ ls $T | grep -c t7
+0
+[1]
+
+# 8. --resume DIR keeps the run's commands and overrides, and refuses other ones
+$ cd $T && ${WB_BIN:-wb} bench 'sleep 0.01' runs=2 -o $T/r8 > /dev/null && ${WB_BIN:-wb} bench --resume $T/r8 | grep -c '`sleep 0.01` (reference)'
+1
+
+$ cd $T && ${WB_BIN:-wb} bench --resume $T/r8 'sleep 0.02'
+wb: %-%-resume: .*/r8 ran with the arguments 'sleep 0.01', not 'sleep 0.02' %(resume without them, or start a new run%) (re)
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench --resume $T/r8 runs=5
+wb: %-%-resume: .*/r8 ran with the overrides 'runs=2', not 'runs=5' %(resume without them, or start a new run%) (re)
+[2]
+
+# 10. per-recipe help, and hints for hyperfine habits
+$ cd $T && ${WB_BIN:-wb} help bench | grep -E '^(Time commands|keys|examples|  runs |  warmup )'
+Time commands like hyperfine: interleaved runs, statistics, ratios with confidence intervals.
+keys (override with key=value):
+  runs            an integer >= 1 or null       default null
+  warmup          an integer >= 0               default 0
+examples:
+
+$ cd $T && ${WB_BIN:-wb} profile --help | grep -c -E '^  (freq|stdout) '
+2
+
+$ cd $T && ${WB_BIN:-wb} help profile_app_full | grep '^  tool.trials '
+  tool.trials .* an integer >= 1 .* default 5 (re)
+
+$ cd $T && ${WB_BIN:-wb} bench --runs 5 'sleep 0.1'
+wb: unknown option '--runs': did you mean runs=5?
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench 'sleep 0.1' --warmup=3
+wb: unknown option '--warmup=3': did you mean warmup=3?
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench 'seq 100 | wc -l' runs=2
+wb: bench: 'seq 100 | wc -l': '|' is shell syntax, but commands run without a shell; add shell=true to run them with /bin/sh -c
+[2]
+
+$ cd $T && ${WB_BIN:-wb} bench 'seq 100 | wc -l' runs=2 shell=true -o $T/sh10 | grep -c '(reference)'
+1
+
+# 12. a run directory that cannot be made is the environment refusing before any work: exit 2
+$ cd $T && touch plainfile && ${WB_BIN:-wb} bench true runs=2 -o $T/plainfile/run
+wb: run directory .*/plainfile/run: Not a directory (re)
+[2]
+
+# 13. a recipe run by path finds the profiles beside it; a missing profile names WB_PROFILE_PATH
+$ cd $T && mkdir -p proj/recipes proj/profiles && printf -- '-- Mine.\nlocal wb = require "wb"\nreturn wb.recipe { config = "mine", run = function(ctx) print("n=" .. ctx.cfg.n) end }\n' > proj/recipes/mine.lua && echo 'n: 7' > proj/profiles/mine.yaml && ${WB_BIN:-wb} run proj/recipes/mine.lua && ${WB_BIN:-wb} run $T/proj/recipes/mine.lua n=8
+n=7
+n=8
+
+$ cd $T && mkdir -p lone && cp proj/recipes/mine.lua lone/ && ${WB_BIN:-wb} run lone/mine.lua
+wb: no profile 'mine' %(looked in .*; add a directory with WB_PROFILE_PATH=DIR%) (re)
+[2]
+
+$ cd $T && WB_PROFILE_PATH=$T/proj/profiles ${WB_BIN:-wb} run lone/mine.lua
+n=7
+
+# 14. --multirun labels each job before its output and points runs/latest at the sweep
+$ cd $T && mkdir m14 && cd m14 && ${WB_BIN:-wb} bench true runs=1,2 --multirun | grep '^\[multirun' && readlink runs/latest
+%[multirun 1/2%] runs=1  %(runs/bench_.*_multirun/1_runs=1%) (re)
+%[multirun 2/2%] runs=2  %(runs/bench_.*_multirun/2_runs=2%) (re)
+bench_.*_multirun (re)
