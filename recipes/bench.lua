@@ -56,7 +56,7 @@ return wb.recipe {
     end
     wb.report.write_all(c.dir, summary)
     local result = c:finish()
-    io.write(wb.report.markdown(summary))
+    io.write(wb.report.markdown(summary, { terminal = true }))
     io.write("\nreport: ", c.dir, "/report.html\n")
     if result.regressions > 0 then
       io.write(string.format("%d regression(s) against the previous run (%s)\n", result.regressions,

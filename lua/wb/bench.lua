@@ -28,6 +28,7 @@ local M = {}
 M.SCHEMA_NAME = "wb.bench"
 M.SCHEMA_VERSION = 1
 M.METRICS = { "wall", "user", "sys", "maxrss_kb" }
+M.MIN_OUTLIER_RUNS = 5 -- fewer runs than this have no outliers worth a warning (a modified z-score needs a spread)
 
 local function usage(msg) errors.raise(2, "bench: " .. msg, 0) end
 
@@ -189,7 +190,7 @@ end
 
 local function warnings_for(c, st, outliers)
   local w = json.array()
-  if #outliers > 0 then
+  if #outliers > 0 and st.wall.n >= M.MIN_OUTLIER_RUNS then
     w[#w + 1] = string.format("%d statistical outlier%s (modified z-score > 3.5) in %d runs: other load on the machine, caches, or a first-run effect",
       #outliers, #outliers == 1 and "" or "s", st.wall.n)
   end
@@ -200,9 +201,9 @@ local function warnings_for(c, st, outliers)
     w[#w + 1] = string.format("%d of %d runs exited with a non-zero status", c.failures, st.wall.n)
   end
   if c.maxrss_bounded > 0 then
-    w[#w + 1] = string.format("peak RSS is an upper bound in %d of %d runs: the command stays below wb's own " ..
+    w[#w + 1] = string.format("peak RSS is an upper bound in %s: the command stays below wb's own " ..
       "peak RSS, which Linux reports in its place (exec inherits the spawner's high-water mark)",
-      c.maxrss_bounded, st.wall.n)
+      c.maxrss_bounded == st.wall.n and "every run" or string.format("%d of %d runs", c.maxrss_bounded, st.wall.n))
   end
   return w
 end

@@ -102,9 +102,11 @@ local function scope_hash(cfg, pre)
   return util.hash(json.encode({ configuration = cfg, tools = tools, inputs = inputs }))
 end
 
+-- The run directory: -o DIR, else <runs root>/<recipe>_<UTC time> where the root is runs/ or the
+-- recipe's ctx.runs_root (regress keeps its runs out of the repository it measures).
 local function new_run_dir(ctx)
   if ctx.opts.output then return ctx.opts.output end
-  local base = "runs/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
+  local base = (ctx.runs_root or "runs") .. "/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
   local dir, n = base, 1
   while fs.exists(dir) do
     n = n + 1

@@ -251,8 +251,11 @@ function M.table(rows, opts)
   return table.concat(out, "\n") .. "\n"
 end
 
--- text = report.markdown(summary) : the summary table, the comparisons as sentences, warnings
-function M.markdown(summary)
+-- text = report.markdown(summary [, {terminal = true}]) : the summary table, the comparisons as
+-- sentences, warnings (one line per distinct warning, naming the commands it is about); for the
+-- terminal the warnings are plain text, without Markdown's escapes
+function M.markdown(summary, opts)
+  local plain = opts and opts.terminal
   local model = M.model(summary)
   local rows, align = { {} }, {}
   for j, col in ipairs(model.columns) do
@@ -274,15 +277,17 @@ function M.markdown(summary)
       out[#out + 1] = "- " .. M.comparison_sentence(c, M.md_code, function(s) return "**" .. s .. "**" end)
     end
   end
-  local warned = false
+  local order, about = {}, {}
   for _, r in ipairs(model.rows) do
     for _, w in ipairs(r.warnings) do
-      if not warned then
-        out[#out + 1] = "\n**Warnings**\n"
-        warned = true
-      end
-      out[#out + 1] = "- " .. M.md_code(r.name) .. ": " .. M.md_text(w)
+      if not about[w] then order[#order + 1], about[w] = w, {} end
+      table.insert(about[w], M.md_code(r.name))
     end
+  end
+  if #order > 0 then out[#out + 1] = "\n**Warnings**\n" end
+  for _, w in ipairs(order) do
+    local names = #about[w] == #model.rows and #model.rows > 1 and "all commands" or table.concat(about[w], ", ")
+    out[#out + 1] = "- " .. names .. ": " .. (plain and tostring(w) or M.md_text(w))
   end
   return table.concat(out, "\n") .. "\n"
 end

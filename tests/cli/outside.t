@@ -185,3 +185,30 @@ $ cd $T && mkdir m14 && cd m14 && ${WB_BIN:-wb} bench true runs=1,2 --multirun |
 %[multirun 1/2%] runs=1  %(runs/bench_.*_multirun/1_runs=1%) (re)
 %[multirun 2/2%] runs=2  %(runs/bench_.*_multirun/2_runs=2%) (re)
 bench_.*_multirun (re)
+
+# 9. wb regress on a short history measures all of it, says which range is impossible, and keeps
+# its runs out of the repository it measures when run from inside it
+$ cd $T && mkdir rg && cd rg && git init -q && for i in 1 2 3; do echo "sleep 0.00$i" > app.sh && git add app.sh && git -c user.email=t@t -c user.name=t commit -qm "c$i"; done && ${WB_BIN:-wb} regress 'bench=[sh, app.sh]' 'build=[]' runs=2 warmup=0 2>$T/rg.err | grep -c -E '^\| +[123] \|'; head -1 $T/rg.err; git status --short; ls .git/wb/runs | grep -c '^regress_'
+3
+regress: inside the repository under test, so the run directory is under .*/rg/%.git/wb/runs (re)
+1
+
+$ cd $T/rg && ${WB_BIN:-wb} regress 'bench=[sh, app.sh]' 'build=[]' range=HEAD~10..HEAD
+wb: regress: range 'HEAD~10..HEAD' is not a revision range of .*/rg %(it has 3 commits; range=HEAD measures them all%) (re)
+[2]
+
+# 15. the terminal summary: no Markdown escapes in warnings, one line for a warning every command
+# has, no outliers among fewer than 5 runs; report.html states a fixed run count as it is
+$ cd $T && ${WB_BIN:-wb} bench "test -e $T/f6 || { touch $T/f6; sleep 0.2; }" shell=true runs=6 -o $T/w6 | grep -c 'modified z-score > 3.5'
+1
+
+$ cd $T && ${WB_BIN:-wb} bench "test -e $T/f3 || { touch $T/f3; sleep 0.2; }" shell=true runs=3 -o $T/w3 | grep -c -i outlier
+0
+[1]
+
+$ cd $T && n=$(${WB_BIN:-wb} bench true 'sleep 0.001' runs=3 -o $T/w15 | grep -c -E 'peak RSS is an upper bound|\\'); test "$n" -le 1 && echo "at most one"
+at most one
+
+$ cd $T && ${WB_BIN:-wb} bench true runs=15 -o $T/h15 > /dev/null && grep -c -E 'at least 10|≥ 3 s' $T/h15/report.html
+0
+[1]
