@@ -9,14 +9,16 @@
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
 -- profiles/profile.counters.json, profiles/profile.trace.json, report.html, the command's output in
 -- logs/, and the profilers found on this machine in manifest.json; with a previous profile of the
--- same command beside it (or --baseline DIR), differential flame graphs profile.*.diff.svg. Prints
+-- same command beside it (or --baseline DIR), differential flame graphs profile.*.diff.svg, shown in
+-- report.html. Prints
 -- the counters and the top functions with their share of samples. Exit 1 when the command fails.
 local wb = require "wb"
 local capture = require "wb.capture"
 local view = require "wb.capture_report"
 
 -- Differential flame graphs against the baseline run the campaign found (the previous profile of
--- the same command, or --baseline DIR): profiles/profile.<kind>.diff.svg. Returns their paths.
+-- the same command, or --baseline DIR): profiles/profile.<kind>.diff.svg. Returns {title, path, href}
+-- for each (href relative to the run directory).
 local function differential(c, res)
   local prev = c.manifest.previous_manifest_path
   if not prev or prev == wb.null then return {} end
@@ -32,10 +34,11 @@ local function differential(c, res)
     local old_text = old and wb.fs.read(base_dir .. "/" .. old)
     local new = res[kind]
     if old_text and new and new.folded_text then
-      local svg = wb.flame.diff_svg(old_text, new.folded_text, {
-        title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir,
+      local title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir
+      local svg = wb.flame.diff_svg(old_text, new.folded_text, { title = title,
         unit = kind == "offcpu" and "ns" or "samples" })
-      written[#written + 1] = c:write("profiles/profile." .. kind .. ".diff.svg", svg)
+      local rel = "profiles/profile." .. kind .. ".diff.svg"
+      written[#written + 1] = { title = title, path = c:write(rel, svg), href = rel }
     end
   end
   return written
@@ -130,13 +133,12 @@ return wb.recipe {
       r.warnings = wb.json.array(res.warnings)
       return res.ok
     end)
+    if res then io.write("\n", view.text(res, { top = cfg.top, command = command })) end
+    c:finish() -- finds the baseline the differential flame graphs compare with
     if res then
-      c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command }))
-      io.write("\n", view.text(res, { top = cfg.top, command = command }))
-    end
-    c:finish()
-    if res then
-      for _, path in ipairs(differential(c, res)) do io.write("differential flame graph: ", path, "\n") end
+      local diffs = differential(c, res)
+      c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command, diffs = diffs }))
+      for _, d in ipairs(diffs) do io.write("differential flame graph: ", d.path, "\n") end
       if res.stopped then
         io.write(string.format("stopped by Ctrl-C after %s; the profile covers the command until then\n",
           wb.util.format_seconds(res.result.wall)))

@@ -10,11 +10,7 @@ local M = {}
 
 local esc = svg.escape
 
-local function seconds(s)
-  if s >= 100 then return string.format("%.0f s", s) end
-  if s >= 1 then return string.format("%.2f s", s) end
-  return string.format("%.1f ms", s * 1000)
-end
+local seconds = util.format_seconds -- the one formatter of durations and counts (lua/wb/util.lua)
 
 local function grouped(n) return util.thousands(math.floor(n + 0.5)) end
 
@@ -112,7 +108,8 @@ local function flame_frame(path, title)
     math.floor(height + 8), esc(doc))
 end
 
--- html = capture_report.html(res [, {title, command, top = 25}]) : the whole page
+-- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}}]) :
+-- the whole page; diffs are differential flame graphs (path read and embedded, href linked)
 function M.html(res, opts)
   opts = opts or {}
   local n = opts.top or 25
@@ -153,6 +150,10 @@ function M.html(res, opts)
       out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
         .. flame_frame(p.svg, name .. " flame graph"))
     end
+  end
+  for _, d in ipairs(opts.diffs or {}) do
+    out[#out + 1] = section(d.title, string.format('<p class="meta"><a href="%s">%s</a> (red: more than before, blue: less)</p>\n',
+      esc(d.href), esc(d.href)) .. flame_frame(d.path, d.title))
   end
   local prof = { "<table>\n<thead><tr><th>profiler</th><th>available</th><th>version</th><th>notes</th></tr></thead>\n<tbody>\n" }
   for _, e in ipairs(res.profilers or {}) do

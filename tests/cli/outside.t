@@ -212,3 +212,22 @@ at most one
 $ cd $T && ${WB_BIN:-wb} bench true runs=15 -o $T/h15 > /dev/null && grep -c -E 'at least 10|≥ 3 s' $T/h15/report.html
 0
 [1]
+
+# 6. profile_app_full's report.html renders its summary (tables, no raw Markdown) and its header
+# counts the warm-up that ran; 16. one formatter: durations in s/ms, not raw ns; counts grouped;
+# two shares of one wait name their denominators
+$ cd $T && ${WB_BIN:-wb} profile_app_full -o $T/paf > $T/paf.out 2>&1; grep -c '<pre>' $T/paf/report.html; grep -c '<b>1</b> warmup' $T/paf/report.html; grep -c '<th[^>]*>stage</th>' $T/paf/report.html
+0
+1
+1
+
+$ grep -E '^\| (task-clock|page-faults) ' $T/paf.out; grep -c -E '[0-9]{7,} ns' $T/paf.out; grep -c 'share of wall (median trial, ' $T/paf.out
+| page%-faults .*| [0-9],[0-9][0-9][0-9] .* (re)
+| task%-clock .*| [0-9.]+ ms .* (re)
+0
+1
+
+# 6. wb profile's report.html shows the differential flame graphs against the previous profile
+$ cd $T && mkdir p6 && cd p6 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' > /dev/null 2>&1 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' 2>&1 | grep -c '^differential flame graph: '; grep -c 'href="profiles/profile.oncpu.diff.svg"' runs/latest/report.html
+2
+1
