@@ -271,14 +271,41 @@ local function process_trace(side, started_ns, ended_ns, names)
   return events
 end
 
+-- The modules of unresolved frames in folded text, with the samples that have one: {{name,
+-- count}} by count, largest first.
+local function unresolved_modules(text)
+  local by = {}
+  for line in text:gmatch("[^\n]+") do
+    local stack, count = line:match("^(.*) (%d+)$")
+    local seen = {}
+    for frame in (stack or ""):gmatch("[^;]+") do
+      local m = fold.module_of(frame)
+      if m and not seen[m] then
+        seen[m] = true
+        by[m] = (by[m] or 0) + tonumber(count)
+      end
+    end
+  end
+  local out = {}
+  for name, n in pairs(by) do out[#out + 1] = { name = name, count = n } end
+  table.sort(out, function(a, b) return a.count > b.count or (a.count == b.count and a.name < b.name) end)
+  return out
+end
+
 -- Warnings on how far the profile can be trusted.
 local function quality(res, side, sampled)
   local w = res.warnings
   local on = res.oncpu
+  local modules = on and on.folded_text and unresolved_modules(on.folded_text) or {}
   if on and on.samples and on.samples > 0 and on.unresolved_fraction > M.UNRESOLVED_LIMIT then
-    w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset): "
+    local named = {}
+    for i = 1, math.min(#modules, 3) do
+      local share = modules[i].count / on.samples
+      if share >= 0.01 then named[#named + 1] = string.format("%s %.0f%%", modules[i].name, share * 100) end
+    end
+    w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset)%s: "
       .. "stripped binaries or code that is gone; install debug symbols or keep .symtab",
-      on.unresolved_fraction * 100)
+      on.unresolved_fraction * 100, #named > 0 and (", in " .. table.concat(named, ", ")) or "")
   end
   if on and on.samples and on.samples < M.THIN_SAMPLES then
     w[#w + 1] = string.format("thin profile: %d on-CPU samples; run longer or raise freq", on.samples)
@@ -311,6 +338,20 @@ local function quality(res, side, sampled)
           .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
       elseif not f.symtab and f.symbols == 0 then
         w[#w + 1] = path .. " has no symbols (stripped): its frames show as module+0xoffset"
+      end
+    end
+    -- the libraries (not the executables) whose frames stayed unresolved, named by their path
+    local wanted = {}
+    for _, m in ipairs(modules) do wanted[m.name] = true end
+    for _, m in ipairs(side.mappings) do
+      local base = m.path:match("([^/]+)$")
+      if base and wanted[base] and not seen[m.path] and m.path:sub(1, 1) == "/" then
+        seen[m.path], wanted[base] = true, nil
+        local f = sym.file(m.path)
+        if not f.symtab then
+          w[#w + 1] = m.path .. " has no symbol table (stripped" .. (f.symbols > 0 and ", only its exported symbols" or "") ..
+            "): its frames show as " .. base .. "+0xoffset; install its debug symbols (a -dbgsym package) to name them"
+        end
       end
     end
   end

@@ -6,7 +6,8 @@
 -- A data directory holds recipes/ and profiles/. The built binary recognises the source tree it
 -- was built in by lua/wb/cli.lua and recipes/ beside its own directory; nothing depends on the
 -- current directory or on where the checkout is. The compiled-in install directories
--- (wb.core.datadir, wb.core.libexecdir) come last, for a binary copied elsewhere.
+-- (wb.core.datadir, wb.core.libexecdir) are used only by a binary with neither beside it (copied
+-- elsewhere): an installed tree never mixes with another installation.
 local core = require "wb.core"
 local fs = require "wb.fs"
 
@@ -60,8 +61,10 @@ local function resolve()
     add(data, M.normalize(bindir .. "/../share/wb"))
     add(examples, M.normalize(bindir .. "/../libexec/wb/examples"))
   end
-  add(data, core.datadir)
-  add(examples, core.libexecdir and core.libexecdir .. "/examples")
+  if #data == 0 then -- a binary away from any tree of its own: the directories it was built for
+    add(data, core.datadir)
+    add(examples, core.libexecdir and core.libexecdir .. "/examples")
+  end
   cache = { data = data, examples = examples }
   return cache
 end

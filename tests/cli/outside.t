@@ -231,3 +231,9 @@ $ grep -E '^\| (task-clock|page-faults) ' $T/paf.out; grep -c -E '[0-9]{7,} ns' 
 $ cd $T && mkdir p6 && cd p6 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' > /dev/null 2>&1 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' 2>&1 | grep -c '^differential flame graph: '; grep -c 'href="profiles/profile.oncpu.diff.svg"' runs/latest/report.html
 2
 1
+
+# 11. a stripped library: its unresolved addresses are one row of the top functions, and the
+# warning names the library (its path), not only the executable
+$ cd $T && head -c 3000000 /dev/urandom > r.bin && ${WB_BIN:-wb} profile stdout=null offcpu=false freq=499 -o $T/xz -- xz -6 -T1 -c r.bin 2>&1 | grep -E 'liblzma[^ ]* \(unresolved addresses\)$|^warning: /.*/liblzma[^ ]* has no symbol table' | sed -E 's/^ +[0-9.]+% +[0-9.]+% +//; s/^warning: \/.*\/(liblzma[^ ]*) .*/warning: \1 .../' | sort -u
+liblzma.so.%S+ %(unresolved addresses%) (re)
+warning: liblzma.so.%S+ ... (re)

@@ -22,6 +22,12 @@ check "the installed wb runs the demo with its defaults from /tmp" \
 # the first-hour transcript from temporary directories outside the repository; the failures only
 check "tests/cli/outside.t with the installed copy" bash -c \
   "WB_BIN='$root/bin/wb' bash tests/cli/run.sh tests/cli/outside.t | grep -v '^ok'; exit \${PIPESTATUS[0]}"
+# without its examples, the installed copy says so in one line (exit 2) and writes nothing
+mv "$root/libexec/wb/examples" "$stage/examples.aside"
+check "an installed copy without its examples: one line, exit 2, nothing written" bash -c \
+  "cd '$stage' && '$root/bin/wb' profile_app_full > out.txt 2>&1; rc=\$?; test \$rc -eq 2 && test ! -e runs && \
+   grep -q 'interpolation \${wb:examples}: the bundled examples are not installed' out.txt && test \$(wc -l < out.txt) -eq 1"
+mv "$stage/examples.aside" "$root/libexec/wb/examples"
 check "pkg-config reads wb.pc" bash -c \
   "PKG_CONFIG_PATH='$root/lib/pkgconfig' pkg-config --cflags --libs wb | grep -q -- '-I/opt/wb/include/wb'"
 cat >"$stage/use.c" <<'C'
