@@ -428,6 +428,12 @@ return wb.recipe {
     results_dir = "runs/regress-results", machine_name = null, skip_existing = true, force = false,
     threshold = 0.05, min_size = 2, seed = 1, fail_on_regression = false,
   },
+  types = {
+    repo = "string", range = "string|list|null", first_parent = "boolean", build = "list", bench = "list|null",
+    runs = "integer>=1", warmup = "integer>=0", timeout = "number>0|null", build_timeout = "number>0|null",
+    results_dir = "string", machine_name = "string|null", skip_existing = "boolean", force = "boolean",
+    threshold = "number>=0", min_size = "integer>=1", seed = "integer", fail_on_regression = "boolean",
+  },
   run = function(ctx)
     local cfg = ctx.cfg
     local range = check_config(cfg)
