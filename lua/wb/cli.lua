@@ -224,7 +224,7 @@ local function bad_option(path, bad)
   end
   local near = require("wb.util").suggest(key, names)
   usage("unknown option '" .. bad.text .. "'" .. (near[1] and ("; did you mean " .. near[1] .. "=...?") or "") ..
-    " (see `wb help " .. (path:match("([^/]+)%.lua$") or path) .. "`)")
+    " (a command's own options go after --; see `wb help " .. (path:match("([^/]+)%.lua$") or path) .. "`)")
 end
 
 local function cmd_run(args, first, name_given)
