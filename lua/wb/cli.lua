@@ -78,8 +78,12 @@ function M.list_recipes()
   return out
 end
 
+-- "looked in ./recipes, /x/share/wb/recipes" for messages about recipes not found
+local function looked_in() return "looked in " .. table.concat(M.recipe_dirs(), ", ") end
+
 local function cmd_list()
   local recipes = M.list_recipes()
+  if #recipes == 0 then usage("list: no recipes found (" .. looked_in() .. "); is wb installed (make install)?") end
   io.write("Available recipes:\n")
   local width = 0
   for _, r in ipairs(recipes) do width = math.max(width, #r.name) end
@@ -96,7 +100,7 @@ local function unknown(word)
   for _, r in ipairs(M.list_recipes()) do candidates[#candidates + 1] = r.name end
   local s = require("wb.util").suggest(word, candidates)
   local hint = #s > 0 and (" (did you mean: " .. table.concat(s, ", ") .. "?)") or
-      " (see `wb list` and `wb help`)"
+      (#candidates == #COMMANDS and (" (no recipes found: " .. looked_in() .. ")")) or " (see `wb list` and `wb help`)"
   usage("unknown command or recipe '" .. word .. "'" .. hint)
 end
 

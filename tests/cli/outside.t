@@ -9,6 +9,13 @@ $ cd $T && ${WB_BIN:-wb} list | grep -c -E '^    (bench|demo|matrix|profile|prof
 $ cd $T && ${WB_BIN:-wb} bench true runs=2 -o $T/b1 | grep -c '`true` (reference)'
 1
 
+# 1. a binary copied away from any tree of its own (and with none at its compiled-in PREFIX) says
+# where it looked instead of listing nothing
+$ cd $T && mkdir lonely && cp "$(command -v ${WB_BIN:-wb})" lonely/wb && cd lonely && ./wb list; ./wb bench true
+wb: list: no recipes found (looked in recipes); is wb installed (make install)?
+wb: unknown command or recipe 'bench' (no recipes found: looked in recipes)
+[2]
+
 # 13. data paths print normalised (no bin/../share), recipes are found by absolute path
 $ cd $T && ${WB_BIN:-wb} help demo | grep '^recipe: '
 recipe: /.*/recipes/demo%.lua (re)
