@@ -80,7 +80,18 @@ local function expand_scan(commands, scan)
   return out, { parameter = param, values = values }
 end
 
+local function count_arg(spec, key, min)
+  local v = spec[key]
+  if v ~= nil and (math.type(v) ~= "integer" or v < min) then
+    usage(string.format("%s must be an integer >= %d, got %s", key, min, tostring(v)))
+  end
+end
+
 local function normalise(spec)
+  count_arg(spec, "runs", 1)
+  count_arg(spec, "min_runs", 1)
+  count_arg(spec, "max_runs", 1)
+  count_arg(spec, "warmup", 0)
   local list = {}
   for i, c in ipairs(spec.commands or {}) do
     if type(c) == "string" then

@@ -151,3 +151,13 @@ T.case("too few runs for the rank test to reach p < 0.05: the verdict says so", 
   local four = bench.run { commands = { "sleep 0.001", "sleep 0.004" }, runs = 4 }
   T.eq(four.comparisons[1].note, nil)
 end)
+
+T.case("bad run counts from Lua are usage errors naming the key, not a bad argument deep inside", function()
+  for _, case in ipairs({ { runs = 2.5 }, { runs = 0 }, { runs = "abc" }, { warmup = -2 }, { min_runs = 0 } }) do
+    local spec = { commands = { "true" } }
+    for k, v in pairs(case) do spec[k] = v end
+    local e = T.raises(bench.run, "must be an integer >= ", spec)
+    T.eq(e.exit, 2)
+    T.match(e.msg, "^bench: [%a_]+ must be an integer >= %d, got ")
+  end
+end)
