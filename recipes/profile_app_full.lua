@@ -347,7 +347,8 @@ return wb.recipe {
         rec.method = cap.method
         rec.wall_time_seconds = cap.result and cap.result.wall
         if summary_path then wb.fs.remove(summary_path) end
-        return cap.result and cap.result.ok
+        rec.stopped_by = cap.stopped -- a first Ctrl-C stops the command; what it recorded is kept
+        return cap.ok
       end)
     end
     local cg = callgrind and run_callgrind(c, tool, argv) or (tool.callgrind and { skipped = "valgrind is not on PATH" }) or nil

@@ -79,6 +79,12 @@ $ cd $T && { ${WB_BIN:-wb} profile -o $T/int2 -- bash -c 'trap "" INT; sleep 30'
 exit 130
 "status": "interrupted"
 
+# ... in every capture: profile_app_full's capture pass (its trial ran quickly, the capture would sleep)
+$ cd $T && { ${WB_BIN:-wb} profile_app_full "tool.command=[sh, -c, 'test -e $T/F4 && sleep 30; touch $T/F4']" tool.trials=1 tool.warmup=0 -o $T/int3 > /dev/null 2>&1 & pid=$!; sleep 3; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int3 | grep -c -x report.html; grep -c '"stopped_by": "SIGINT"' $T/int3/manifest.json
+exit 0
+1
+1
+
 # 11. stdout=null|inherit|FILE: the command's output is discarded, passed through or kept byte for byte
 $ cd $T && ${WB_BIN:-wb} profile stdout=$T/bin.out offcpu=false -o $T/so -- printf 'a\0b' > /dev/null && od -An -c $T/bin.out
    a  \0   b
