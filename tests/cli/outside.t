@@ -68,19 +68,20 @@ wb: --dry-run: recipe 'vep_breakdown' cannot plan (it has no plan step); run it 
 [2]
 
 # 4. the first Ctrl-C stops the profiled command and keeps the profile and report (exit 0) ...
-$ cd $T && { ${WB_BIN:-wb} profile -o $T/int1 -- sleep 30 > $T/int1.out 2>&1 & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int1/profiles | grep -c folded; ls $T/int1 | grep -c report.html; grep -c 'stopped by Ctrl-C' $T/int1.out
+$ cd $T && { ${WB_BIN:-wb} profile -o $T/int1 -- sleep 30 > $T/int1.out 2>&1 & pid=$!; for i in $(seq 300); do pgrep -P $pid -x sleep > /dev/null && break; sleep 0.1; done; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int1/profiles | grep -c folded; ls $T/int1 | grep -c report.html; grep -c 'stopped by Ctrl-C' $T/int1.out
 exit 0
 2
 1
 1
 
-# ... and a second Ctrl-C aborts (exit 130), the manifest says interrupted
-$ cd $T && { ${WB_BIN:-wb} profile -o $T/int2 -- bash -c 'trap "" INT; sleep 30' > /dev/null 2>&1 & pid=$!; sleep 1.5; kill -INT $pid; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; grep -m1 -o '"status": "[a-z]*"' $T/int2/manifest.json
+# ... and a second Ctrl-C aborts (exit 130), the manifest says interrupted (bash execs the sleep,
+# which keeps the ignored SIGINT)
+$ cd $T && { ${WB_BIN:-wb} profile -o $T/int2 -- bash -c 'trap "" INT; sleep 30' > /dev/null 2>&1 & pid=$!; for i in $(seq 300); do pgrep -P $pid -x sleep > /dev/null && break; sleep 0.1; done; sleep 0.5; kill -INT $pid; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; grep -m1 -o '"status": "[a-z]*"' $T/int2/manifest.json
 exit 130
 "status": "interrupted"
 
 # ... in every capture: profile_app_full's capture pass (its trial ran quickly, the capture would sleep)
-$ cd $T && { ${WB_BIN:-wb} profile_app_full "tool.command=[sh, -c, 'test -e $T/F4 && sleep 30; touch $T/F4']" tool.trials=1 tool.warmup=0 -o $T/int3 > /dev/null 2>&1 & pid=$!; sleep 3; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int3 | grep -c -x report.html; grep -c '"stopped_by": "SIGINT"' $T/int3/manifest.json
+$ cd $T && { ${WB_BIN:-wb} profile_app_full "tool.command=[sh, -c, 'test -e $T/F4 && sleep 30; touch $T/F4']" tool.trials=1 tool.warmup=0 -o $T/int3 > /dev/null 2>&1 & pid=$!; for i in $(seq 300); do [ -e $T/F4 ] && pgrep -f "^sleep 30$" > /dev/null && break; sleep 0.1; done; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int3 | grep -c -x report.html; grep -c '"stopped_by": "SIGINT"' $T/int3/manifest.json
 exit 0
 1
 1
