@@ -181,7 +181,7 @@ local function recipe_help(path)
   for _, line in ipairs(header) do
     out[#out + 1] = line
     local ex = line:match("^%s*(wb %S.*)$")
-    if ex then examples[#examples + 1] = ex:gsub("%s%s+%(.*$", "") end
+    if ex then examples[#examples + 1] = ex:gsub("%s%s%s+.*$", ""):gsub("%s+#.*$", ""):gsub("%s%s+%(.*$", "") end
   end
   out[#out + 1] = ""
   out[#out + 1] = "recipe: " .. path
