@@ -415,6 +415,11 @@ local opt = wb.util.opt
 
 return wb.recipe {
   config = "vep_breakdown",
+  types = {
+    log = "string|null", compare = "string|null", command = "list|string|null", timeout = "number>0|null",
+    ["emit.seed"] = "integer", ["emit.contigs"] = "integer>=1", ["emit.work_us"] = "integer>=0",
+    bound_ratio = "number>=0", top = "integer>=1", wall = "annotate|command|auto", threads = "integer>=0",
+  },
   rules = RULES, -- the wb.scan rules, for bench/vep.lua
   run = function(ctx)
     local cfg = ctx.cfg

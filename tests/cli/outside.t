@@ -132,6 +132,14 @@ $ cd $T && ${WB_BIN:-wb} profile_app_full tool.trials=0 -o $T/t7
 wb: override 'tool.trials=0': tool.trials must be an integer >= 1, got integer 0
 [2]
 
+$ cd $T && ${WB_BIN:-wb} vep_breakdown top=0 -o $T/t7
+wb: override 'top=0': top must be an integer >= 1, got integer 0
+[2]
+
+$ cd $T && ${WB_BIN:-wb} data dataset.samples=0 --dry-run -o $T/t7
+wb: override 'dataset.samples=0': dataset.samples must be an integer >= 1, got integer 0
+[2]
+
 $ ls $T | grep -c t7
 0
 [1]
