@@ -10,7 +10,8 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -ly
 WARN    := -std=c11 -Wall -Wextra -Werror
 OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
-             -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
+             -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
+             -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
 LIBS    := $(PKG_LIBS) -lreadline -lbpf -lelf -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
 # to map and relocate at every start-up (wb's start-up is a benchmarked figure). It exports the
@@ -144,7 +145,8 @@ bench-smoke: all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/wb \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/wb/recipes \
-	  $(DESTDIR)$(PREFIX)/share/wb/profiles $(DESTDIR)$(PREFIX)/share/man/man1
+	  $(DESTDIR)$(PREFIX)/share/wb/profiles $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/libexec/wb/examples
 	install -m 755 $(BUILD)/wb $(DESTDIR)$(PREFIX)/bin/wb
 	install -m 644 $(BUILD)/libwb.so $(BUILD)/libwb.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/wb.h core/wb_c.h $(DESTDIR)$(PREFIX)/include/wb/
@@ -153,6 +155,7 @@ install: all
 	cp -R recipes/. $(DESTDIR)$(PREFIX)/share/wb/recipes/
 	if [ -d profiles ]; then cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/; fi
 	install -m 644 docs/wb.1 $(DESTDIR)$(PREFIX)/share/man/man1/wb.1
+	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/wb/examples/
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -267,6 +267,10 @@ void wb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_C
 /* ---- signals -------------------------------------------------------------------------- */
 
 static volatile sig_atomic_t pending_signal;
+/* While defer_first is set, the first SIGINT is only noted in deferred_signal (no interrupt): the
+ * code that set it (a capture waiting for its command) stops its work and finishes; a second
+ * SIGINT interrupts as usual. */
+static volatile sig_atomic_t defer_first, deferred_signal;
 static int signal_pipe[2] = {-1, -1};
 static lua_State *main_state;
 
@@ -278,6 +282,11 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar) {
 
 static void on_signal(int signo) {
   int saved = errno;
+  if (signo == SIGINT && defer_first && !deferred_signal) {
+    deferred_signal = signo;
+    errno = saved;
+    return;
+  }
   pending_signal = signo;
   if (signal_pipe[1] >= 0) {
     char c = (char)signo;
@@ -332,6 +341,23 @@ static int l_interrupted(lua_State *L) {
   return 1;
 }
 
+/* -- was = wb.core.defer_interrupt(on) : while on, the first SIGINT does not interrupt but is
+ * reported by wb.core.deferred_interrupt(); turning it on forgets an earlier deferred one */
+static int l_defer_interrupt(lua_State *L) {
+  int on = lua_toboolean(L, 1);
+  lua_pushboolean(L, defer_first);
+  if (on && !defer_first) deferred_signal = 0;
+  defer_first = on;
+  return 1;
+}
+
+/* -- signo = wb.core.deferred_interrupt() : the SIGINT deferred (see defer_interrupt), or nil */
+static int l_deferred_interrupt(lua_State *L) {
+  if (!deferred_signal) return 0;
+  lua_pushinteger(L, deferred_signal);
+  return 1;
+}
+
 /* -- wb.check_interrupt() : raises the interrupt error when a signal is pending */
 static int l_check_interrupt(lua_State *L) {
   if (pending_signal) return wb_raise_interrupt(L);
@@ -367,7 +393,7 @@ static int l_has_module(lua_State *L) {
   return 1;
 }
 
-static const char EXE_KEY = 'e', SHARE_KEY = 's'; /* registry keys of the cached values */
+static const char EXE_KEY = 'e'; /* registry key of the cached value */
 
 /* Pushes the path of the running binary, read from /proc/self/exe on first use, and returns 0;
  * or returns the errno of the readlink with nothing pushed. */
@@ -390,51 +416,6 @@ static int l_exe_path(lua_State *L) {
   return 1;
 }
 
-/* Pushes a new sequence of the installed data directories that exist. */
-static void push_share_dirs(lua_State *L) {
-  lua_newtable(L);
-  int n = 0;
-  if (push_exe_path(L) == 0) {
-    const char *exe = lua_tostring(L, -1);
-    const char *slash = strrchr(exe, '/');
-    if (slash) {
-      lua_pushlstring(L, exe, (size_t)(slash - exe));
-      lua_pushliteral(L, "/../share/wb");
-      lua_concat(L, 2);
-      if (access(lua_tostring(L, -1), F_OK) == 0)
-        lua_rawseti(L, -3, ++n);
-      else
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-  }
-#ifdef WB_DATADIR
-  if (access(WB_DATADIR, F_OK) == 0) {
-    lua_pushstring(L, WB_DATADIR);
-    lua_rawseti(L, -2, ++n);
-  }
-#endif
-}
-
-/* -- dirs = wb.core.share_dirs() : installed data directories, most specific first:
- * <dir of the binary>/../share/wb, then the compiled-in WB_DATADIR; only existing ones, as
- * found by the first call. */
-static int l_share_dirs(lua_State *L) {
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SHARE_KEY) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    push_share_dirs(L);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &SHARE_KEY);
-  }
-  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
-  lua_createtable(L, (int)n, 0);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, -2, i);
-    lua_rawseti(L, -2, i);
-  }
-  return 1;
-}
-
 /* -- status = wb.core.repl() : the interactive REPL until EOF */
 static int l_repl(lua_State *L) {
   lua_pushinteger(L, wb_repl(L));
@@ -443,17 +424,19 @@ static int l_repl(lua_State *L) {
 
 static const luaL_Reg core_functions[] = {{"array", wb_array},
                                          {"check_interrupt", l_check_interrupt},
+                                         {"defer_interrupt", l_defer_interrupt},
+                                         {"deferred_interrupt", l_deferred_interrupt},
                                          {"exe_path", l_exe_path},
                                          {"has_module", l_has_module},
                                          {"interrupted", l_interrupted},
                                          {"ordered", l_ordered},
                                          {"ordered_keys", l_ordered_keys},
                                          {"repl", l_repl},
-                                         {"share_dirs", l_share_dirs},
                                          {NULL, NULL}};
 
-/* package.preload["wb.core"]: the functions above plus `null`, `version` and `lua_release`
- * (e.g. "Lua 5.4.6"). */
+/* package.preload["wb.core"]: the functions above plus `null`, `version`, `lua_release`
+ * (e.g. "Lua 5.4.6") and the compiled-in install directories `datadir` (recipes, profiles) and
+ * `libexecdir` (the bundled examples); lua/wb/paths.lua decides which directories are used. */
 static int luaopen_wb_core(lua_State *L) {
   luaL_newlib(L, core_functions);
   wb_push_null(L);
@@ -462,6 +445,14 @@ static int luaopen_wb_core(lua_State *L) {
   lua_setfield(L, -2, "lua_release");
   lua_pushliteral(L, WB_VERSION);
   lua_setfield(L, -2, "version");
+#ifdef WB_DATADIR
+  lua_pushliteral(L, WB_DATADIR);
+  lua_setfield(L, -2, "datadir");
+#endif
+#ifdef WB_LIBEXECDIR
+  lua_pushliteral(L, WB_LIBEXECDIR);
+  lua_setfield(L, -2, "libexecdir");
+#endif
   return 1;
 }
 

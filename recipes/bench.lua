@@ -7,6 +7,7 @@
 local wb = require "wb"
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0,
     setup = wb.null, prepare = wb.null, conclude = wb.null, cleanup = wb.null,
@@ -14,6 +15,13 @@ return wb.recipe {
     reference = wb.null, timeout = wb.null, scan = {}, commands = {},
   },
   open = { "scan" }, -- scan.PARAM=values names the parameter
+  types = {
+    runs = "integer>=1|null", min_runs = "integer>=1", min_time = "number>=0", max_runs = "integer>=1|null",
+    warmup = "integer>=0", setup = "string|null", prepare = "string|null", conclude = "string|null",
+    cleanup = "string|null", ignore_failure = "boolean", shell = "boolean", order = "interleaved|random",
+    seed = "integer", reference = "string|integer|null", timeout = "number>0|null", scan = "mapping",
+    commands = "list",
+  },
   run = function(ctx)
     local cfg = ctx.cfg
     local opt = wb.util.opt
@@ -21,14 +29,20 @@ return wb.recipe {
     for _, c in ipairs(cfg.commands) do commands[#commands + 1] = c end
     for _, c in ipairs(ctx.args) do commands[#commands + 1] = c end
     if #commands == 0 then wb.usage("bench: which commands? e.g. wb bench 'sleep 0.1' 'sleep 0.2'", 0) end
-    local c = wb.campaign.open(ctx)
-    local summary = wb.bench.run {
+    local spec = {
       commands = commands, runs = opt(cfg.runs), min_runs = cfg.min_runs, min_time = cfg.min_time,
       max_runs = opt(cfg.max_runs), warmup = cfg.warmup, setup = opt(cfg.setup), prepare = opt(cfg.prepare),
       conclude = opt(cfg.conclude), cleanup = opt(cfg.cleanup), ignore_failure = cfg.ignore_failure,
       shell = cfg.shell, order = cfg.order, seed = cfg.seed, reference = opt(cfg.reference),
       timeout = opt(cfg.timeout), scan = cfg.scan,
     }
+    local plan = wb.bench.plan(spec) -- also checks the commands before the run directory is made
+    local c = wb.campaign.open(ctx)
+    local names = {}
+    for i, cs in ipairs(plan.cases) do names[i] = cs.name end
+    c:declare(names)
+    if c:plan { sections = { plan } } then return 0 end
+    local summary = wb.bench.run(spec)
     for _, cmd in ipairs(summary.commands) do
       local rec = c:record(cmd.name)
       rec.status = "success"
@@ -48,7 +62,7 @@ return wb.recipe {
     local previous = c:compare_previous()
     wb.check(wb.report.write_all(c.dir, summary, { previous = previous }))
     c:finish()
-    io.write(wb.report.markdown(summary, { previous = previous }))
+    io.write(wb.report.markdown(summary, { previous = previous, terminal = true }))
     io.write("\nreport: ", c.dir, "/report.html\n")
     return 0
   end,

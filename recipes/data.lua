@@ -11,7 +11,13 @@ local executor = require "wb.executor"
 local EXTENSIONS = { "pgen", "pvar", "psam" }
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "data_plink2",
+  types = {
+    ["dataset.samples"] = "integer>=1", ["dataset.variants"] = "integer>=1",
+    ["dataset.missing_dosage_freq"] = "number>=0", ["dataset.seed"] = "integer", ["dataset.phenotypes"] = "mapping",
+    ["tool.force"] = "boolean",
+  },
   run = function(ctx)
     local d = ctx.cfg.dataset
     local force = ctx.cfg.tool.force == true

@@ -11,8 +11,9 @@ return wb.recipe {
   defaults = {
     trials = 5,
     warmup = 1,
-    command = { "${env:WB_BUILD,build}/examples/phases", "--scale", "4", "--sleep-ms", "50" },
+    command = { "${wb:examples}/phases", "--scale", "4", "--sleep-ms", "50" },
   },
+  types = { trials = "integer>=1", warmup = "integer>=0", command = "list" },
   run = function(ctx)
     local cfg = ctx.cfg
     local argv = {}

@@ -350,6 +350,25 @@ local function top_stages(stages, n)
   return table.concat(parts, ", ")
 end
 
+-- A run's status with the reason it failed: its error (spawn: ...: No such file or directory), its
+-- exit status or signal, or the first of its trials that failed.
+local function status_text(r, runs)
+  if r.status ~= "failed" then return r.status end
+  local why = opt(r.error)
+  if not why and r.signal then why = "signal " .. tostring(r.signal) end
+  if not why and math.type(r.return_code) == "integer" and r.return_code ~= 0 then why = "exit " .. r.return_code end
+  if not why then
+    for _, t in ipairs(runs) do
+      if t.role == "trial" and t.status == "failed" and t.name:sub(1, #r.name + 2) == r.name .. ".t" then
+        local inner = status_text(t, {})
+        why = inner ~= "failed" and inner:gsub("^failed: ", "") or nil
+        if why then break end
+      end
+    end
+  end
+  return why and ("failed: " .. tostring(why):gsub("[\r\n|]+", " ")) or "failed"
+end
+
 local function report(c, profile, trials)
   local m = c.manifest
   local out = { "# Benchmark matrix: " .. profile, "" }
@@ -364,7 +383,7 @@ local function report(c, profile, trials)
       local cache = r.cache_state or "–"
       local moved = type(r.cache_before) == "table" and type(r.cache_after) == "table" and
           (r.cache_before.file_count .. " → " .. r.cache_after.file_count) or ""
-      rows[#rows + 1] = { r.name .. (r.role == "warmup" and " (warm-up)" or ""), r.status, seconds(r.wall_time_seconds),
+      rows[#rows + 1] = { r.name .. (r.role == "warmup" and " (warm-up)" or ""), status_text(r, m.runs), seconds(r.wall_time_seconds),
         tostring(opt(r.output_row_count) or "–"), tostring(opt(r.output_file_count) or "–"),
         tostring(opt(r.output_total_bytes) or "–"), cache, moved, top_stages(r.stage_seconds, 3) }
     end
@@ -528,6 +547,7 @@ local function run_waves(c, s, ex, waves, root, dry)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "matrix_chr22",
   run = function(ctx)
     local s = settings(ctx.cfg)
@@ -561,7 +581,6 @@ return wb.recipe {
     end
     if dry then
       c:write("report.md", report(c, profile, s.trials) .. "\n")
-      io.write("dry run: ", c.dir, "/plan.md\n")
       return 0
     end
     if s.trials > 1 then

@@ -40,7 +40,8 @@ end
 
 -- Headline trials: wall, user, sys, peak RSS and the app's stages per trial.
 local function run_trials(c, tool, argv, summary_path)
-  local t = { wall = wb.stats.samples(), cpu = wb.stats.samples(), rss = wb.stats.samples(), stages = {}, order = {} }
+  local t = { wall = wb.stats.samples(), cpu = wb.stats.samples(), rss = wb.stats.samples(), stages = {}, order = {},
+    warmup = tool.warmup }
   for i = 1, tool.warmup + tool.trials do
     local measured = i > tool.warmup
     local name = measured and ("trial" .. (i - tool.warmup)) or ("warmup" .. i)
@@ -137,6 +138,7 @@ local function bottlenecks(tool, trials, cap)
   end
   table.sort(b.stages, function(x, y) return x.seconds > y.seconds end)
   local capture_wall = cap and cap.result and cap.result.wall or wall
+  b.capture_wall_seconds = capture_wall
   local capture_cpu = cap and cap.result and (cap.result.user + cap.result.sys) or cpu
   if cap and cap.oncpu and cap.oncpu.top then
     for _, f in ipairs(cap.oncpu.top) do
@@ -159,16 +161,17 @@ local function bottlenecks(tool, trials, cap)
   end
   if b.utilisation >= 0.8 then
     b.kind = "cpu-bound"
-    b.verdict = string.format("CPU-bound: the process tree is on a CPU for %s of the wall time (%.2f s CPU in %.2f s).",
-      percent(b.utilisation), cpu, wall)
+    b.verdict = string.format("CPU-bound: the process tree is on a CPU for %s of the wall time (%s CPU in %s).",
+      percent(b.utilisation), util.format_seconds(cpu), util.format_seconds(wall))
   else
     local blocked, queued = b.offcpu_blocked_seconds, b.offcpu_runqueue_seconds
     local contention = blocked and queued and queued > blocked
     b.kind = contention and "cpu-contention" or "waiting"
-    b.verdict = string.format("%s: on a CPU only %s of the wall time (%.2f s CPU in %.2f s)%s.",
-      contention and "Starved of CPU" or "Waiting", percent(b.utilisation), cpu, wall,
-      blocked and string.format("; off the CPU %.2f s blocked (sleep, I/O, locks) and %.2f s runnable " ..
-        "but waiting for a CPU after preemption%s", blocked, queued or 0,
+    b.verdict = string.format("%s: on a CPU only %s of the wall time (%s CPU in %s)%s.",
+      contention and "Starved of CPU" or "Waiting", percent(b.utilisation), util.format_seconds(cpu),
+      util.format_seconds(wall),
+      blocked and string.format("; off the CPU %s blocked (sleep, I/O, locks) and %s runnable " ..
+        "but waiting for a CPU after preemption%s", util.format_seconds(blocked), util.format_seconds(queued or 0),
         contention and " — the machine is busy, so timings are inflated" or "") or "")
   end
   local candidates = {}
@@ -208,10 +211,16 @@ local function markdown(argv, trials, b, cap, cg, cp)
   out[#out + 1] = ""
   out[#out + 1] = "Where to look first:"
   out[#out + 1] = ""
+  if b.capture_wall_seconds and math.abs(b.capture_wall_seconds - b.wall_seconds) > 0.005 * b.wall_seconds then
+    out[#out + 1] = string.format("(Stages are shares of the median trial's wall time, %s; functions and waits " ..
+      "of the profiled run's, %s, so the same wait can show two shares.)",
+      util.format_seconds(b.wall_seconds), util.format_seconds(b.capture_wall_seconds))
+    out[#out + 1] = ""
+  end
   for i, f in ipairs(b.first) do out[#out + 1] = string.format("%d. %s", i, f.text) end
   if #b.stages > 0 then
     heading("## Stages (the application's own timers, " .. (trials.stage_source or "") .. ")")
-    local rows = { { "stage", "median", "share of wall", "Amdahl bound" } }
+    local rows = { { "stage", "median", "share of wall (median trial, " .. util.format_seconds(b.wall_seconds) .. ")", "Amdahl bound" } }
     for _, s in ipairs(b.stages) do
       rows[#rows + 1] = { s.name, util.format_seconds(s.seconds), percent(s.fraction), string.format("%.1f×", s.amdahl) }
     end
@@ -219,7 +228,7 @@ local function markdown(argv, trials, b, cap, cg, cp)
   end
   if #b.functions > 0 then
     heading("## Functions on the CPU (self time)")
-    local rows = { { "function", "share of CPU samples", "share of wall", "Amdahl bound" } }
+    local rows = { { "function", "share of CPU samples", "share of wall (profiled run, " .. util.format_seconds(b.capture_wall_seconds) .. ")", "Amdahl bound" } }
     for _, f in ipairs(b.functions) do
       rows[#rows + 1] = { f.name, percent(f.cpu_fraction), percent(f.fraction), string.format("%.1f×", f.amdahl) }
     end
@@ -228,12 +237,12 @@ local function markdown(argv, trials, b, cap, cg, cp)
   if #b.waits > 0 then
     heading("## Off the CPU (blocked, by the innermost user-space frame)")
     if b.offcpu_runqueue_seconds then
-      out[#out + 1] = string.format("Blocked %.3f s; waiting for a CPU after preemption (run queue) %.3f s.",
-        b.offcpu_blocked_seconds or 0, b.offcpu_runqueue_seconds)
+      out[#out + 1] = string.format("Blocked %s; waiting for a CPU after preemption (run queue) %s.",
+        util.format_seconds(b.offcpu_blocked_seconds or 0), util.format_seconds(b.offcpu_runqueue_seconds))
       out[#out + 1] = ""
     end
-    local rows = { { "where", "seconds", "share of wall" } }
-    for _, x in ipairs(b.waits) do rows[#rows + 1] = { x.name, string.format("%.3f", x.seconds), percent(x.fraction) } end
+    local rows = { { "where", "time", "share of wall (profiled run, " .. util.format_seconds(b.capture_wall_seconds) .. ")" } }
+    for _, x in ipairs(b.waits) do rows[#rows + 1] = { x.name, util.format_seconds(x.seconds), percent(x.fraction) } end
     out[#out + 1] = T(rows)
   end
   if cap and cap.counters then
@@ -242,7 +251,8 @@ local function markdown(argv, trials, b, cap, cg, cp)
     for _, name in ipairs(util.sorted_keys(cap.counters)) do
       local ct = cap.counters[name]
       if ct.available then
-        rows[#rows + 1] = { name, string.format("%.0f %s", ct.value, ct.unit or ""), ct.scaled and "scaled (multiplexed)" or "" }
+        rows[#rows + 1] = { name, require("wb.capture_report").counter_text { available = true, value = ct.value, unit = ct.unit },
+          ct.scaled and "scaled (multiplexed)" or "" }
       else
         rows[#rows + 1] = { name, "unavailable", ct.reason or "" }
       end
@@ -266,7 +276,7 @@ local function markdown(argv, trials, b, cap, cg, cp)
   if cg and cg.top then
     heading("## callgrind (instructions)")
     local rows = { { "function", "instructions", "share" } }
-    for _, f in ipairs(cg.top) do rows[#rows + 1] = { f.name, tostring(f.instructions), percent(f.fraction) } end
+    for _, f in ipairs(cg.top) do rows[#rows + 1] = { f.name, util.thousands(f.instructions), percent(f.fraction) } end
     out[#out + 1] = T(rows)
   end
   local notes = {}
@@ -283,7 +293,9 @@ end
 
 local function html(md_sections, trials, argv, cap)
   local esc = function(s) return (tostring(s):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })) end
-  local body = { "<section>\n<h2>Bottleneck summary</h2>\n<pre>", esc(md_sections), "</pre>\n</section>\n" }
+  -- the summary's Markdown as HTML, without its title (the page has its own), headings under the page's h1
+  local body = { "<section>\n", require("wb.markdown").html((md_sections:gsub("^# [^\n]*\n", "")), { shift = 0 }),
+    "</section>\n" }
   for _, side in ipairs({ { "oncpu", "On-CPU flame graph" }, { "offcpu", "Off-CPU flame graph (time blocked, by stack)" } }) do
     local p = cap and cap[side[1]]
     if p and p.svg then
@@ -294,7 +306,7 @@ local function html(md_sections, trials, argv, cap)
   end
   local summary = {
     schema_name = "wb.bench", schema_version = 1, wb_version = wb.version,
-    settings = { runs = #trials.wall, warmup = 0, order = "interleaved", shell = false },
+    settings = { runs = #trials.wall, warmup = trials.warmup, order = "interleaved", shell = false },
     commands = { { name = util.shell_join(argv), command = util.shell_join(argv), samples = { wall = trials.wall:totable() },
       stats = { wall = wb.stats.summary(trials.wall) }, warnings = json.array() } },
     comparisons = json.array(),
@@ -303,7 +315,15 @@ local function html(md_sections, trials, argv, cap)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "profile_app_full",
+  types = {
+    ["tool.command"] = "list", ["tool.trials"] = "integer>=1", ["tool.warmup"] = "integer>=0",
+    ["tool.timeout"] = "number>0|null", ["tool.freq"] = "integer>=1", ["tool.top"] = "integer>=1",
+    ["tool.counters"] = "boolean", ["tool.oncpu"] = "boolean", ["tool.offcpu"] = "boolean",
+    ["tool.callgrind"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
+    ["tool.max_major_profiler_runs"] = "integer>=0|null", ["tool.allow_over_budget"] = "boolean",
+  },
   run = function(ctx)
     local tool = ctx.cfg.tool
     local registry = wb.capture.profilers()
@@ -334,7 +354,6 @@ return wb.recipe {
     end
     c:declare(names)
     if c:plan { sections = sections } then
-      print("plan: " .. c.dir .. "/plan.md")
       return 0
     end
     local trials = run_trials(c, tool, argv, summary_path)
@@ -359,7 +378,8 @@ return wb.recipe {
         rec.method = cap.method
         rec.wall_time_seconds = cap.result and cap.result.wall
         if summary_path then wb.fs.remove(summary_path) end
-        return cap.result and cap.result.ok
+        rec.stopped_by = cap.stopped -- a first Ctrl-C stops the command; what it recorded is kept
+        return cap.ok
       end)
     end
     local cg = callgrind and run_callgrind(c, tool, argv) or (tool.callgrind and { skipped = "valgrind is not on PATH" }) or nil

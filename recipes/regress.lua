@@ -57,6 +57,14 @@ local function list_commits(repo, range, first_parent)
     args[#args + 1] = "--reverse"
     if first_parent then args[#args + 1] = "--first-parent" end
     args[#args + 1] = range
+    local res = wb.check(wb.proc.run { argv = { "git", "-C", repo, "rev-list", "--quiet", range },
+      stdout = "null", stderr = "null" })
+    if not res.ok then
+      local count = wb.check(wb.proc.run { argv = { "git", "-C", repo, "rev-list", "--count", "HEAD" },
+        stdout = "capture", stderr = "null" }).stdout:match("%d+")
+      usage("range '" .. range .. "' is not a revision range of " .. repo ..
+        (count and (" (it has " .. count .. " commits; range=HEAD measures them all)") or ""))
+    end
   end
   local commits = {}
   for line in git(repo, table.unpack(args)):gmatch("[^\n]+") do
@@ -398,17 +406,42 @@ local function check_config(cfg)
   if math.type(cfg.runs) ~= "integer" or cfg.runs < 1 then usage("runs must be a positive integer") end
   if math.type(cfg.min_size) ~= "integer" or cfg.min_size < 1 then usage("min_size must be a positive integer") end
   if type(cfg.threshold) ~= "number" or cfg.threshold < 0 then usage("threshold must be a number >= 0") end
-  local range = opt(cfg.range) or "HEAD~10..HEAD"
-  if type(range) ~= "string" and type(range) ~= "table" then usage("range must be a revision range or a list of commits") end
+  local range = opt(cfg.range)
+  if range ~= nil and type(range) ~= "string" and type(range) ~= "table" then usage("range must be a revision range or a list of commits") end
   return range
 end
 
+-- The default range: the last 10 commits (HEAD~10..HEAD), or all of them in a shorter history.
+local function default_range(repo)
+  local res = wb.check(wb.proc.run { argv = { "git", "-C", repo, "rev-list", "--count", "--first-parent", "HEAD" },
+    stdout = "capture", stderr = "capture" })
+  if not res.ok then usage(repo .. ": " .. res.stderr:gsub("%s+$", "")) end
+  return tonumber(res.stdout:match("%d+") or 0) > 10 and "HEAD~10..HEAD" or "HEAD"
+end
+
+-- Run from inside the repository under test, runs/ (run directories and results_dir when it is
+-- relative) would be new files in its worktree: they go under its git directory instead, in
+-- <git dir>/wb/, which no commit and no `git status` sees.
+local function runs_root(repo)
+  local cwd = wb.fs.realpath(".")
+  if not cwd or (cwd ~= repo and cwd:sub(1, #repo + 1) ~= repo .. "/") then return nil end
+  local gitdir = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"):gsub("%s+$", "")
+  return gitdir .. "/wb"
+end
+
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     repo = ".", range = null, first_parent = true,
     build = { "make", "-s" }, bench = null, runs = 10, warmup = 1, timeout = null, build_timeout = null,
     results_dir = "runs/regress-results", machine_name = null, skip_existing = true, force = false,
     threshold = 0.05, min_size = 2, seed = 1, fail_on_regression = false,
+  },
+  types = {
+    repo = "string", range = "string|list|null", first_parent = "boolean", build = "list", bench = "list|null",
+    runs = "integer>=1", warmup = "integer>=0", timeout = "number>0|null", build_timeout = "number>0|null",
+    results_dir = "string", machine_name = "string|null", skip_existing = "boolean", force = "boolean",
+    threshold = "number>=0", min_size = "integer>=1", seed = "integer", fail_on_regression = "boolean",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -417,8 +450,16 @@ return wb.recipe {
     if not path then usage("repo: " .. err) end
     local repo = git(path, "rev-parse", "--show-toplevel"):gsub("%s+$", "")
     local machine = opt(cfg.machine_name) or ((wb.fs.read("/proc/sys/kernel/hostname") or "localhost"):gsub("%s+$", ""))
+    range = range or default_range(repo)
     local commits = list_commits(repo, range, cfg.first_parent)
-    local dir = util.join(tostring(cfg.results_dir), util.safe_name(machine))
+    local root = runs_root(repo)
+    local results_dir = tostring(cfg.results_dir)
+    if root and results_dir:sub(1, 1) ~= "/" then results_dir = util.join(root, results_dir) end
+    if root and not ctx.opts.output and not ctx.opts.resume then
+      ctx.runs_root = root .. "/runs"
+      log("regress: inside the repository under test, so the run directory is under %s/runs", root)
+    end
+    local dir = util.join(results_dir, util.safe_name(machine))
     wb.check(wb.fs.mkdir_p(dir))
     machine_info(dir .. "/machine.json", machine)
     local c = wb.campaign.open(ctx)

@@ -254,16 +254,19 @@ local function html(cfg, doc, summary, speedup_svg, efficiency_svg)
 end
 
 return wb.recipe {
+  plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     mode = "strong",
     workers = { 1, 2, 4, 8 },
     size = 400,
-    command = { "${env:WB_BUILD,build}/examples/scale_work", "--workers", "{workers}", "--size", "{size}" },
+    command = { "${wb:examples}/scale_work", "--workers", "{workers}", "--size", "{size}" },
     runs = 10,
     warmup = 1,
     seed = 1,
     timeout = wb.null,
   },
+  types = { mode = "strong|weak", workers = "list|integer>=1", size = "integer>=1", command = "list",
+    runs = "integer>=1", warmup = "integer>=0", seed = "integer", timeout = "number>0|null" },
   run = function(ctx)
     local cfg = ctx.cfg
     local workers = check_config(cfg)

@@ -425,8 +425,9 @@ end
 -- ---- the recipe -------------------------------------------------------------------------------------
 
 local function emitter_argv(cfg)
-  local exe = require("wb.core").exe_path()
-  local path = exe:gsub("[^/]+$", "") .. "examples/vep_emit"
+  local dir, err = require("wb.paths").examples_dir()
+  if not dir then wb.usage("no command given and " .. err, 0) end
+  local path = dir .. "/vep_emit"
   if not wb.fs.exists(path) then wb.usage("no command given and the bundled emitter is missing: " .. path, 0) end
   return { path, "--bytes", tostring(cfg.emit.bytes), "--seed", tostring(cfg.emit.seed),
     "--contigs", tostring(cfg.emit.contigs), "--work-us", tostring(cfg.emit.work_us) }
@@ -436,6 +437,11 @@ local opt = wb.util.opt
 
 return wb.recipe {
   config = "vep_breakdown",
+  types = {
+    log = "string|null", compare = "string|null", command = "list|string|null", timeout = "number>0|null",
+    ["emit.seed"] = "integer", ["emit.contigs"] = "integer>=1", ["emit.work_us"] = "integer>=0",
+    bound_ratio = "number>=0", top = "integer>=1", wall = "annotate|command|auto", threads = "integer>=0",
+  },
   rules = RULES, -- the wb.scan rules, for bench/vep.lua
   run = function(ctx)
     local cfg = ctx.cfg

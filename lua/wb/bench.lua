@@ -28,6 +28,7 @@ local M = {}
 M.SCHEMA_NAME = "wb.bench"
 M.SCHEMA_VERSION = 1
 M.METRICS = { "wall", "user", "sys", "maxrss_kb" }
+M.MIN_OUTLIER_RUNS = 5 -- fewer runs than this have no outliers worth a warning (a modified z-score needs a spread)
 
 local function usage(msg) errors.raise(2, "bench: " .. msg, 0) end
 
@@ -79,7 +80,18 @@ local function expand_scan(commands, scan)
   return out, { parameter = param, values = values }
 end
 
+local function count_arg(spec, key, min)
+  local v = spec[key]
+  if v ~= nil and (math.type(v) ~= "integer" or v < min) then
+    usage(string.format("%s must be an integer >= %d, got %s", key, min, tostring(v)))
+  end
+end
+
 local function normalise(spec)
+  count_arg(spec, "runs", 1)
+  count_arg(spec, "min_runs", 1)
+  count_arg(spec, "max_runs", 1)
+  count_arg(spec, "warmup", 0)
   local list = {}
   for i, c in ipairs(spec.commands or {}) do
     if type(c) == "string" then
@@ -99,6 +111,12 @@ local function normalise(spec)
       local argv, err = util.split_words(c.command)
       if not argv then usage("'" .. c.command .. "': " .. err) end
       if #argv == 0 then usage("empty command") end
+      for _, w in ipairs(argv) do -- a word a shell would have taken as an operator
+        if w:match("^[|&;<>]") or w:match("^%d[<>]") or w == "$(" then
+          usage("'" .. c.command .. "': '" .. w .. "' is shell syntax, but commands run without a shell; " ..
+            "add shell=true to run them with /bin/sh -c")
+        end
+      end
       c.argv = argv
     end
     c.samples = {}
@@ -183,7 +201,7 @@ end
 
 local function warnings_for(c, st, outliers)
   local w = json.array()
-  if #outliers > 0 then
+  if #outliers > 0 and st.wall.n >= M.MIN_OUTLIER_RUNS then
     w[#w + 1] = string.format("%d statistical outlier%s (modified z-score > 3.5) in %d runs: other load on the machine, caches, or a first-run effect",
       #outliers, #outliers == 1 and "" or "s", st.wall.n)
   end
@@ -194,9 +212,9 @@ local function warnings_for(c, st, outliers)
     w[#w + 1] = string.format("%d of %d runs exited with a non-zero status", c.failures, st.wall.n)
   end
   if c.maxrss_bounded > 0 then
-    w[#w + 1] = string.format("peak RSS is an upper bound in %d of %d runs: the command stays below wb's own " ..
+    w[#w + 1] = string.format("peak RSS is an upper bound in %s: the command stays below wb's own " ..
       "peak RSS, which Linux reports in its place (exec inherits the spawner's high-water mark)",
-      c.maxrss_bounded, st.wall.n)
+      c.maxrss_bounded == st.wall.n and "every run" or string.format("%d of %d runs", c.maxrss_bounded, st.wall.n))
   end
   return w
 end
@@ -238,6 +256,23 @@ local function compare(c, ref, seed)
 end
 
 local function progress(text) require("wb.term").progress(text) end
+
+-- section = bench.plan(spec) : the plan section of bench.run(spec) (lua/wb/plan.lua) without
+-- running anything: its commands as cases and the subprocess runs (automatic counts as min_runs)
+function M.plan(spec)
+  local cmds = normalise(spec)
+  local cases, per = {}, (spec.runs or spec.min_runs or 10) + (spec.warmup or 0)
+  local hooks = 0
+  for _, h in ipairs({ spec.prepare, spec.conclude }) do
+    if h and h ~= "" then hooks = hooks + per end
+  end
+  for _, h in ipairs({ spec.setup, spec.cleanup }) do
+    if h and h ~= "" then hooks = hooks + 1 end
+  end
+  for i, c in ipairs(cmds) do cases[i] = { name = c.name, argv = c.argv } end
+  return { name = spec.runs and "bench" or string.format("bench (automatic run count: at least %d, planned as %d)",
+    spec.min_runs or 10, spec.min_runs or 10), cases = cases, subprocess_runs = #cmds * (per + hooks) }
+end
 
 -- summary = bench.run(spec) : measures and returns the wb.bench summary table
 function M.run(spec)

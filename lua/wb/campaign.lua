@@ -107,15 +107,37 @@ local function scope_hash(cfg, pre)
   return util.hash(json.encode({ configuration = cfg, tools = tools, inputs = inputs }))
 end
 
+-- The run directory: -o DIR, else <runs root>/<recipe>_<UTC time> where the root is runs/ or the
+-- recipe's ctx.runs_root (regress keeps its runs out of the repository it measures).
 local function new_run_dir(ctx)
   if ctx.opts.output then return ctx.opts.output end
-  local base = "runs/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
+  local base = (ctx.runs_root or "runs") .. "/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
   local dir, n = base, 1
   while fs.exists(dir) do
     n = n + 1
     dir = base .. "-" .. n
   end
   return dir
+end
+
+-- campaign.point_latest(dir) : runs/latest -> dir, for run directories wb named itself under
+-- runs/ (never for -o DIR); an existing `latest` that is not a symlink is left alone
+function M.point_latest(dir)
+  local parent = util.dirname(dir)
+  local link = parent .. "/latest"
+  local st = fs.lstat(link)
+  if st and st.type ~= "link" then return end
+  fs.symlink(util.basename(dir), link)
+end
+
+-- Makes the run directory (and its logs/ unless bare): a directory wb cannot make is the environment
+-- refusing before any work, exit 2 naming the directory asked for.
+local function make_run_dir(dir, bare)
+  local ok, err = fs.mkdir_p(dir)
+  if ok and not bare then ok, err = fs.mkdir_p(dir .. "/logs") end
+  if not ok then
+    errors.raise(2, "run directory " .. dir .. ": " .. tostring(err):gsub("^.-: ([^:]+)$", "%1"), 0)
+  end
 end
 
 -- c = campaign.open(ctx [, spec]) : creates (or, with --resume, reopens) the run directory
@@ -136,7 +158,7 @@ function M.open(ctx, spec)
     m.resumed_at_utc = clock.utc()
   else
     self.dir = new_run_dir(ctx)
-    check(fs.mkdir_p(self.dir .. "/logs"))
+    make_run_dir(self.dir)
     local pre = preflight(spec)
     self:write_json("preflight.json", pre)
     self:write("config.yaml", require("wb.yaml").dump(ctx.cfg))
@@ -153,6 +175,7 @@ function M.open(ctx, spec)
     m.run_directory = self.dir
     m.configuration = ctx.cfg
     m.overrides = json.array(util.deep_copy(ctx.opts.overrides or {}))
+    m.arguments = json.array(util.deep_copy(ctx.args or {})) -- the positional ones (commands)
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null
     m.runs = json.array()
@@ -162,8 +185,7 @@ function M.open(ctx, spec)
     m.load_average.cpus = pre.cpu_count
     m.load_average.start = load_average()
     self.manifest = m
-    local parent = util.dirname(self.dir)
-    fs.symlink(util.basename(self.dir), parent .. "/latest")
+    if not ctx.opts.output then M.point_latest(self.dir) end
   end
   current = self
   self:save()
@@ -278,10 +300,19 @@ function Campaign:end_run(name, extra)
   self:event("run_finished", fields, rec.status == "failed" and "ERROR" or "INFO")
 end
 
+-- A dry run runs nothing before its plan is written (lua/wb/plan.lua), and nothing for real after.
+local function check_not_dry(self, what)
+  if self.ctx.opts.dry_run and not self.planned then
+    errors.raise(2, "--dry-run: recipe '" .. tostring(self.ctx.name) .. "' started " .. what ..
+      " before writing its plan", 0)
+  end
+end
+
 -- rec = c:run(name, fn) : runs fn(rec) unless the run already ended (resume). fn fills rec
 -- (metrics, samples, fields) and returns false (or sets rec.status = "failed") on failure.
 function Campaign:run(name, fn)
   if self:skip_ended(name) then return self:record(name) end
+  check_not_dry(self, "run '" .. name .. "'")
   self:progress(name)
   local rec = self:start_run(name)
   self:save()
@@ -348,6 +379,7 @@ end
 -- (unless the spec routes them elsewhere); fills the run's record with the command, exit status,
 -- wall/user/sys and peak RSS. Secrets in the logs are redacted once the process ends.
 function Campaign:spawn(name, spec)
+  check_not_dry(self, "run '" .. name .. "'")
   local proc = require "wb.proc"
   local logs, rel = M.log_paths(self.dir, name)
   local s = {}
@@ -498,7 +530,8 @@ function M.multirun(recipe, opts, combos)
   local runner = require "wb.recipe"
   local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
     clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
-  check(fs.mkdir_p(parent))
+  make_run_dir(parent, true)
+  if not opts.output then M.point_latest(parent) end
   local varying = {} -- name sub-directories by the overrides that differ between combinations
   for i, o in ipairs(combos[1]) do
     for _, other in ipairs(combos) do
@@ -515,6 +548,8 @@ function M.multirun(recipe, opts, combos)
     for k, v in pairs(opts) do o[k] = v end
     o.overrides, o.multirun = overrides, false
     o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
+    io.write(string.format("[multirun %d/%d] %s  (%s)\n", i, #combos, table.concat(label, " "), o.output))
+    io.stdout:flush()
     local status = runner.run(recipe, o)
     listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
     worst = math.max(worst, status)

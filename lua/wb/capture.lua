@@ -192,6 +192,36 @@ local function spawn_spec(spec, argv)
   return s
 end
 
+-- result = wait_stoppable(p, res [, each]) : waits for p, calling each(done) about every 0.1 s.
+-- The first Ctrl-C meanwhile stops the command instead of wb (SIGINT to its process group, then
+-- SIGTERM STOP_GRACE seconds later) and sets res.stopped = "SIGINT", so that what was recorded
+-- is kept and written; a second Ctrl-C interrupts wb as usual.
+local STOP_GRACE = 5
+local function wait_stoppable(p, res, each)
+  local core = require "wb.core"
+  local was = core.defer_interrupt(true)
+  local ok, err = pcall(function()
+    local stop_ns
+    repeat
+      local done = proc.wait_any({ p }, 0.1)
+      if each then each(done) end
+      if not done and core.deferred_interrupt() then
+        if not stop_ns then
+          stop_ns, res.stopped = clock.now(), "SIGINT"
+          io.stderr:write("\nwb: stopping the command; what was recorded is kept (Ctrl-C again to abort)\n")
+          p:kill(2)
+        elseif stop_ns > 0 and clock.now() - stop_ns > STOP_GRACE * 1e9 then
+          stop_ns = 0
+          p:kill(15)
+        end
+      end
+    until done
+  end)
+  core.defer_interrupt(was)
+  if not ok then error(err, 0) end
+  return p:wait()
+end
+
 -- The perf CLI: `perf record` wraps the command; its samples come back through `perf script`.
 local function run_perf_cli(spec, res, freq, dir, name)
   local tmp = not dir and assert(fs.tmpdir("wbperf"))
@@ -207,7 +237,7 @@ local function run_perf_cli(spec, res, freq, dir, name)
   end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
   p:release()
-  res.result = p:wait()
+  res.result = wait_stoppable(p, res)
   res.counters = counters and counters:read()
   if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
   local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
@@ -256,14 +286,41 @@ local function process_trace(side, started_ns, ended_ns, names)
   return events
 end
 
+-- The modules of unresolved frames in folded text, with the samples that have one: {{name,
+-- count}} by count, largest first.
+local function unresolved_modules(text)
+  local by = {}
+  for line in text:gmatch("[^\n]+") do
+    local stack, count = line:match("^(.*) (%d+)$")
+    local seen = {}
+    for frame in (stack or ""):gmatch("[^;]+") do
+      local m = fold.module_of(frame)
+      if m and not seen[m] then
+        seen[m] = true
+        by[m] = (by[m] or 0) + tonumber(count)
+      end
+    end
+  end
+  local out = {}
+  for name, n in pairs(by) do out[#out + 1] = { name = name, count = n } end
+  table.sort(out, function(a, b) return a.count > b.count or (a.count == b.count and a.name < b.name) end)
+  return out
+end
+
 -- Warnings on how far the profile can be trusted.
 local function quality(res, side, sampled)
   local w = res.warnings
   local on = res.oncpu
+  local modules = on and on.folded_text and unresolved_modules(on.folded_text) or {}
   if on and on.samples and on.samples > 0 and on.unresolved_fraction > M.UNRESOLVED_LIMIT then
-    w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset): "
+    local named = {}
+    for i = 1, math.min(#modules, 3) do
+      local share = modules[i].count / on.samples
+      if share >= 0.01 then named[#named + 1] = string.format("%s %.0f%%", modules[i].name, share * 100) end
+    end
+    w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset)%s: "
       .. "stripped binaries or code that is gone; install debug symbols or keep .symtab",
-      on.unresolved_fraction * 100)
+      on.unresolved_fraction * 100, #named > 0 and (", in " .. table.concat(named, ", ")) or "")
   end
   if on and on.samples and on.samples < M.THIN_SAMPLES then
     w[#w + 1] = string.format("thin profile: %d on-CPU samples; run longer or raise freq", on.samples)
@@ -296,6 +353,20 @@ local function quality(res, side, sampled)
           .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
       elseif not f.symtab and f.symbols == 0 then
         w[#w + 1] = path .. " has no symbols (stripped): its frames show as module+0xoffset"
+      end
+    end
+    -- the libraries (not the executables) whose frames stayed unresolved, named by their path
+    local wanted = {}
+    for _, m in ipairs(modules) do wanted[m.name] = true end
+    for _, m in ipairs(side.mappings) do
+      local base = m.path:match("([^/]+)$")
+      if base and wanted[base] and not seen[m.path] and m.path:sub(1, 1) == "/" then
+        seen[m.path], wanted[base] = true, nil
+        local f = sym.file(m.path)
+        if not f.symtab then
+          w[#w + 1] = m.path .. " has no symbol table (stripped" .. (f.symbols > 0 and ", only its exported symbols" or "") ..
+            "): its frames show as " .. base .. "+0xoffset; install its debug symbols (a -dbgsym package) to name them"
+        end
       end
     end
   end
@@ -372,12 +443,10 @@ local function record(spec, o, res, method, session)
   -- RSS, PSS and swap of every process of the tree over time
   local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   local snapped = false
-  repeat
-    local done = proc.wait_any({ p }, 0.1)
+  res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
-  until done
-  res.result = p:wait()
+  end)
   r.python = py_sampler and py_sampler:stop()
   r.memory = mem_sampler and mem_sampler:stop()
   r.ended = clock.now()
@@ -531,7 +600,8 @@ end
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
 -- messages), stack_entries and count_entries (wb.bpf map sizes). Raises on misuse; nil, err,
--- errno when the command cannot be started.
+-- errno when the command cannot be started. The first Ctrl-C while the command runs stops it
+-- (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one interrupts.
 function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
@@ -571,7 +641,7 @@ function M.run(spec)
     local sampled = profiles(res, r, o, off_skip)
     quality(res, r.side, sampled)
   end
-  res.ok = res.result.ok
+  res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.counters and o.dir then
     res.counters_file = write(o.dir .. "/" .. o.name .. ".counters.json",
       json.encode(res.counters, { pretty = true }) .. "\n")

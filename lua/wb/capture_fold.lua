@@ -88,9 +88,18 @@ function M.fold(records, sym, opts)
     if hit then return hit[1], hit[2] end
     local list, unresolved = sym:frames(pid, addrs, kind)
     if kind == "kernel" then
-      local first = 1
-      while first <= #list and machinery(list[first]) do first = first + 1 end
-      if first > 1 then list = table.move(list, first, #list, 1, {}) end
+      -- the probe's own frames at the leaf: the machinery and the unnamed (JIT-compiled BPF)
+      -- frames it called, up to the last machinery frame of that leading run
+      local first, i, dropped, unknown = 1, 1, 0, 0
+      while i <= #list and (machinery(list[i]) or list[i]:find("^%[unknown%]")) do
+        if list[i]:find("^%[unknown%]") then unknown = unknown + 1 end
+        i = i + 1
+        if machinery(list[i - 1]) then first, dropped = i, unknown end
+      end
+      if first > 1 then
+        list = table.move(list, first, #list, 1, {})
+        unresolved = math.max(unresolved - dropped, 0)
+      end
     end
     m[kind][addrs] = { list, unresolved }
     return list, unresolved
@@ -131,6 +140,17 @@ end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end
 
+-- M.module_of(frame) : the module of an unresolved frame ("liblzma.so.5+0x15bc9" ->
+-- "liblzma.so.5"), or nil for a named one
+function M.module_of(frame) return frame:match("^(.+)%+0x%x+$") end
+
+-- The row a frame counts under in the top table: the unresolved addresses of one module are one
+-- row, "liblzma.so.5 (unresolved addresses)", not one row per address.
+local function top_name(f)
+  local module = M.module_of(f)
+  return module and (module .. " (unresolved addresses)") or f
+end
+
 -- top = M.top(stacks, n [, {user_only = bool, first = 2}]) : the n functions with the most self
 -- count: {{name, self, total, self_fraction, total_fraction}} sorted by self, then total, then
 -- name; fractions are of the whole input. Frames before index `first` are not functions (by
@@ -145,7 +165,7 @@ function M.top(stacks, n, opts)
     sum = sum + st.count
     local leaf
     for j = first, #st.frames do
-      local f = st.frames[j]
+      local f = top_name(st.frames[j])
       if not user_only or is_function(f) then
         leaf = f
         if seen[f] ~= i then

@@ -10,11 +10,7 @@ local M = {}
 
 local esc = svg.escape
 
-local function seconds(s)
-  if s >= 100 then return string.format("%.0f s", s) end
-  if s >= 1 then return string.format("%.2f s", s) end
-  return string.format("%.1f ms", s * 1000)
-end
+local seconds = util.format_seconds -- the one formatter of durations and counts (lua/wb/util.lua)
 
 local function grouped(n) return util.thousands(math.floor(n + 0.5)) end
 
@@ -161,7 +157,8 @@ local function flame_frame(path, title)
     math.floor(height + 8), esc(doc))
 end
 
--- html = capture_report.html(res [, {title, command, top = 25}]) : the whole page
+-- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}}]) :
+-- the whole page; diffs are differential flame graphs (path read and embedded, href linked)
 function M.html(res, opts)
   opts = opts or {}
   local n = opts.top or 25
@@ -234,6 +231,10 @@ function M.html(res, opts)
       mem.peak_pss_kb and esc(", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)
       .. (chart and ('<figure class="memory">' .. chart:gsub("^<%?xml[^>]*>%s*", "") .. "</figure>\n") or "")
       .. table.concat(rows))
+  end
+  for _, d in ipairs(opts.diffs or {}) do
+    out[#out + 1] = section(d.title, string.format('<p class="meta"><a href="%s">%s</a> (red: more than before, blue: less)</p>\n',
+      esc(d.href), esc(d.href)) .. flame_frame(d.path, d.title))
   end
   local prof = { "<table>\n<thead><tr><th>profiler</th><th>available</th><th>version</th><th>notes</th></tr></thead>\n<tbody>\n" }
   for _, e in ipairs(res.profilers or {}) do

@@ -13,6 +13,7 @@ usage: wb <command> [args]
   wb repl                                               interactive Lua with `wb` loaded
   wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
   wb test FILE_test.lua...                              run Lua test files
+  wb help RECIPE | wb RECIPE --help                     a recipe's description, keys and examples
   wb version | wb help
 
 run options:
@@ -31,10 +32,11 @@ local COMMANDS = { "run", "list", "repl", "compare", "test", "help", "version", 
 
 local function usage(msg) require("wb.errors").raise(2, msg, 0) end
 
--- The directories recipes are looked up in: ./recipes, then the installed set.
+-- The directories recipes are looked up in: ./recipes, then the source tree the binary was built
+-- in or the installed set (lua/wb/paths.lua).
 function M.recipe_dirs()
   local dirs = { "recipes" }
-  for _, share in ipairs(core.share_dirs()) do dirs[#dirs + 1] = share .. "/recipes" end
+  for _, d in ipairs(require("wb.paths").sub_dirs("recipes")) do dirs[#dirs + 1] = d end
   return dirs
 end
 
@@ -76,8 +78,12 @@ function M.list_recipes()
   return out
 end
 
+-- "looked in ./recipes, /x/share/wb/recipes" for messages about recipes not found
+local function looked_in() return "looked in " .. table.concat(M.recipe_dirs(), ", ") end
+
 local function cmd_list()
   local recipes = M.list_recipes()
+  if #recipes == 0 then usage("list: no recipes found (" .. looked_in() .. "); is wb installed (make install)?") end
   io.write("Available recipes:\n")
   local width = 0
   for _, r in ipairs(recipes) do width = math.max(width, #r.name) end
@@ -94,7 +100,7 @@ local function unknown(word)
   for _, r in ipairs(M.list_recipes()) do candidates[#candidates + 1] = r.name end
   local s = require("wb.util").suggest(word, candidates)
   local hint = #s > 0 and (" (did you mean: " .. table.concat(s, ", ") .. "?)") or
-      " (see `wb list` and `wb help`)"
+      (#candidates == #COMMANDS and (" (no recipes found: " .. looked_in() .. ")")) or " (see `wb list` and `wb help`)"
   usage("unknown command or recipe '" .. word .. "'" .. hint)
 end
 
@@ -114,6 +120,8 @@ function M.parse_run_args(args, first)
       break
     elseif a == "-v" or a == "--verbose" then
       opts.verbose = true
+    elseif a == "-h" or a == "--help" then
+      opts.help = true
     elseif a == "--dry-run" then
       opts.dry_run = true
     elseif a == "--multirun" or a == "-m" then
@@ -132,8 +140,11 @@ function M.parse_run_args(args, first)
       opts.resume = value(a)
     elseif a == "--baseline" then
       opts.baseline = value(a)
-    elseif a:match("^%-%-?%a") and not a:match("=") then
-      usage("unknown option '" .. a .. "' (see `wb help`)")
+    elseif a:match("^%-%-?%a") then
+      -- hinted once the recipe is known (cmd_run): `--runs 5` may mean runs=5
+      local flag, val = a:match("^(%-%-?[^=]+)=(.*)$")
+      opts.bad_option = { text = a, flag = flag or a, value = val or args[i + 1] }
+      break
     elseif a:match("^[%+~]?%+?[%a_][%w_%.%-/]*=") or a:match("^~[%a_][%w_%.%-/]*$") then
       opts.overrides[#opts.overrides + 1] = a
     elseif opts.recipe == nil then
@@ -146,20 +157,93 @@ function M.parse_run_args(args, first)
   return opts
 end
 
+local function find_or_fail(name)
+  local path = M.find_recipe(name)
+  if not path then
+    if name:find("/") or name:match("%.lua$") then usage("run: " .. name .. ": no such recipe file") end
+    unknown(name)
+  end
+  return path
+end
+
+local function show_default(v)
+  if v == core.null then return "null" end
+  if type(v) == "string" then return v == "" and "''" or v end
+  return require("wb.override").format(v)
+end
+
+-- `wb help RECIPE`: the header comment of the recipe, its keys (type, default) and examples.
+local function recipe_help(path)
+  local recipe_mod = require "wb.recipe"
+  local recipe = recipe_mod.load(path)
+  local header = recipe_mod.header(path)
+  local out, examples = {}, {}
+  for _, line in ipairs(header) do
+    out[#out + 1] = line
+    local ex = line:match("^%s*(wb %S.*)$")
+    if ex then examples[#examples + 1] = ex:gsub("%s%s%s+.*$", ""):gsub("%s+#.*$", ""):gsub("%s%s+%(.*$", "") end
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = "recipe: " .. path
+  local keys, err = recipe_mod.keys(recipe)
+  if keys and #keys > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "keys (override with key=value):"
+    local wk, wt = 0, 0
+    for _, k in ipairs(keys) do wk, wt = math.max(wk, #k.key), math.max(wt, #k.type) end
+    for _, k in ipairs(keys) do
+      out[#out + 1] = string.format("  %-" .. wk .. "s  %-" .. wt .. "s  default %s", k.key, k.type, show_default(k.default))
+    end
+  elseif not keys then
+    out[#out + 1] = "keys: not known, the profile does not compose here: " .. err
+  end
+  local name = recipe.name
+  if #examples == 0 then
+    examples[1] = "wb " .. name
+    local k = keys and keys[1]
+    if k then examples[2] = "wb " .. name .. " " .. k.key .. "=" .. show_default(k.default) end
+  end
+  if recipe.plans then examples[#examples + 1] = "wb " .. name .. " --dry-run" end
+  out[#out + 1] = ""
+  out[#out + 1] = "examples:"
+  for _, e in ipairs(examples) do out[#out + 1] = "  " .. e end
+  out[#out + 1] = ""
+  out[#out + 1] = "options: see `wb help` (--dry-run, -o DIR, --resume DIR, --multirun, --cfg job, -v)"
+  io.write(table.concat(out, "\n"), "\n")
+  return 0
+end
+
+-- An unknown leading option: a hyperfine habit (`--runs 5`, `--warmup=3`) when it names a key.
+local function bad_option(path, bad)
+  local recipe_mod = require "wb.recipe"
+  local key = bad.flag:gsub("^%-+", ""):gsub("%-", "_")
+  local keys = recipe_mod.keys(recipe_mod.load(path)) or {}
+  local names = {}
+  for _, k in ipairs(keys) do
+    names[#names + 1] = k.key
+    if k.key == key then
+      local value = bad.value and not bad.value:match("^%-") and bad.value or "VALUE"
+      usage("unknown option '" .. bad.text .. "': did you mean " .. key .. "=" .. value .. "?")
+    end
+  end
+  local near = require("wb.util").suggest(key, names)
+  usage("unknown option '" .. bad.text .. "'" .. (near[1] and ("; did you mean " .. near[1] .. "=...?") or "") ..
+    " (a command's own options go after --; see `wb help " .. (path:match("([^/]+)%.lua$") or path) .. "`)")
+end
+
 local function cmd_run(args, first, name_given)
   local opts = M.parse_run_args(args, first)
   if name_given then
     if opts.recipe ~= nil then table.insert(opts.positional, 1, opts.recipe) end
     opts.recipe = name_given
   end
-  if not opts.recipe then usage("run: which recipe? (see `wb list`)") end
-  local path = M.find_recipe(opts.recipe)
-  if not path then
-    if opts.recipe:find("/") or opts.recipe:match("%.lua$") then
-      usage("run: " .. opts.recipe .. ": no such recipe file")
-    end
-    unknown(opts.recipe)
+  if not opts.recipe then
+    if opts.bad_option then usage("unknown option '" .. opts.bad_option.text .. "' (see `wb help`)") end
+    usage("run: which recipe? (see `wb list`)")
   end
+  local path = find_or_fail(opts.recipe)
+  if opts.help then return recipe_help(path) end
+  if opts.bad_option then bad_option(path, opts.bad_option) end
   return require("wb.recipe").run_file(path, opts)
 end
 
@@ -176,6 +260,7 @@ function M.main(argv, verbose)
   -- recipe file runs (lua/wb/recipe.lua), the other commands here.
   if cmd == "run" then return cmd_run(args, 2) end
   collectgarbage("restart")
+  if cmd == "help" and args[2] then return recipe_help(find_or_fail(args[2])) end
   if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
     io.write(USAGE)
     return cmd == nil and 2 or 0

@@ -251,7 +251,7 @@ M.search_path = defaults.search_path
 -- Errors (bad overrides, unknown options or keys, YAML problems) raise exit-2 wb errors.
 function M.compose(args)
   args = args or {}
-  local roots = args.search_path or defaults.search_path()
+  local roots = args.search_path or defaults.search_path(nil, args.recipe_path)
   local ctx = defaults.new(roots)
   local open = {}
   for _, path in ipairs(args.open or {}) do open[path] = true end

@@ -19,21 +19,26 @@ local keys_of = override.keys
 
 local function raise(msg) errors.raise(2, msg, 0) end
 
--- dirs = defaults.search_path([env]) : ./profiles, the entries of $WB_PROFILE_PATH (or env),
--- then the installed profiles.
-function M.search_path(env)
+local function has_type(path, t)
+  local st = fs.stat(path)
+  return st ~= nil and st.type == t
+end
+
+-- dirs = defaults.search_path([env [, recipe_path]]) : ./profiles, the entries of
+-- $WB_PROFILE_PATH (or env), the profiles beside a recipe file (<recipe dir>/../profiles), then
+-- those of the source tree or the installed set (lua/wb/paths.lua).
+function M.search_path(env, recipe_path)
+  local paths = require "wb.paths"
   local dirs = { "./profiles" }
   for d in (env or os.getenv("WB_PROFILE_PATH") or ""):gmatch("[^:]+") do dirs[#dirs + 1] = d end
-  for _, share in ipairs(core.share_dirs()) do dirs[#dirs + 1] = share .. "/profiles" end
+  local beside = recipe_path and paths.normalize((recipe_path:match("^(.*)/[^/]*$") or ".") .. "/../profiles")
+  if beside and beside ~= "profiles" and has_type(beside, "dir") then dirs[#dirs + 1] = beside end
+  for _, d in ipairs(paths.sub_dirs("profiles")) do dirs[#dirs + 1] = d end
   return dirs
 end
 
 local function join(dir, rel) return ((dir:gsub("/+$", "") .. "/" .. rel):gsub("^%./", "")) end
 
-local function has_type(path, t)
-  local st = fs.stat(path)
-  return st ~= nil and st.type == t
-end
 
 local function find(roots, rel)
   for _, dir in ipairs(roots) do
@@ -320,7 +325,10 @@ function M.remove(ctx, group, option, text) ctx.cli[group] = { delete = true, op
 -- prof = defaults.primary(ctx, name) : the primary profile NAME.yaml from the search path
 function M.primary(ctx, name)
   local file = find(ctx.roots, name .. ".yaml")
-  if not file then raise("no profile '" .. name .. "' (looked in " .. table.concat(ctx.roots, ", ") .. ")") end
+  if not file then
+    raise("no profile '" .. name .. "' (looked in " .. table.concat(ctx.roots, ", ") ..
+      "; add a directory with WB_PROFILE_PATH=DIR)")
+  end
   local prof = load_profile(ctx, file)
   prof.label = { option = name, file = file, kind = "primary" }
   return prof

@@ -72,11 +72,13 @@ end
 local function settings_items(summary)
   local s, items = get(summary, "settings") or {}, {}
   local function b(v) return "<b>" .. esc(report.number(v)) .. "</b>" end
-  if get(s, "runs") then
+  if get(s, "runs") then -- a fixed count; min_runs and min_time only shape an automatic one
+    items[#items + 1] = b(s.runs) .. " runs"
+  elseif get(s, "min_runs") or get(s, "min_time") then
     local extra = {}
     if get(s, "min_runs") then extra[#extra + 1] = "at least " .. esc(report.number(s.min_runs)) end
     if get(s, "min_time") then extra[#extra + 1] = "≥ " .. esc(report.number(s.min_time)) .. " s" end
-    items[#items + 1] = b(s.runs) .. " runs" .. (#extra > 0 and " (" .. table.concat(extra, ", ") .. ")" or "")
+    items[#items + 1] = "automatic run count (" .. table.concat(extra, ", ") .. ")"
   end
   if get(s, "warmup") then items[#items + 1] = b(s.warmup) .. " warmup" end
   if get(s, "order") then

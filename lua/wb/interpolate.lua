@@ -3,6 +3,8 @@
 --                                                      referenced value's type, an embedded one is
 --                                                      turned into text
 --   ${env:VAR}  ${env:VAR,default}  (also ${oc.env:...}, as Hydra writes it)
+--   ${wb:examples}                                     the bundled example programs' directory
+--                                                      (lua/wb/paths.lua)
 --   \${...}                                            a literal ${...}
 -- Errors name where the string was defined: "FILE:LINE: interpolation ${x}: no such key 'x'".
 local core = require "wb.core"
@@ -231,6 +233,13 @@ function Resolver:eval(part, segs, prefix)
   local expr = part.expr:match("^%s*(.-)%s*$")
   local scheme, body = expr:match("^([%a_][%w_%.]*):(.*)$")
   if scheme == "env" or scheme == "oc.env" then return self:env(body, part.text, segs, prefix) end
+  if scheme == "wb" then
+    local name = body:match("^%s*(.-)%s*$")
+    if name ~= "examples" then raise(prefix .. "interpolation " .. part.text .. ": unknown wb directory '" .. name .. "' (known: examples)") end
+    local dir, err = require("wb.paths").examples_dir()
+    if not dir then raise(prefix .. "interpolation " .. part.text .. ": " .. err) end
+    return dir
+  end
   if scheme then raise(prefix .. "interpolation " .. part.text .. ": unknown resolver '" .. scheme .. "'") end
   local target = reference(expr, segs)
   if not target then raise(prefix .. "interpolation " .. part.text .. ": bad reference '" .. expr .. "'") end

@@ -71,8 +71,8 @@ function M.check_budget(totals, budget)
 end
 
 -- stop = plan.write(campaign, plan) : writes plan.json and plan.md into the run directory;
--- true on --dry-run (the campaign is finished as a dry run); raises exit 1 when over budget
--- unless tool.allow_over_budget=true.
+-- true on --dry-run (the campaign is finished as a dry run and `plan: DIR/plan.md` printed);
+-- raises exit 1 when over budget unless tool.allow_over_budget=true.
 function M.write(c, plan)
   local totals = M.totals(plan)
   local budget = budget_of(c.ctx.cfg)
@@ -100,7 +100,9 @@ function M.write(c, plan)
   c:write_json("plan.json", doc)
   c:write("plan.md", M.markdown(plan, totals, budget, over))
   c:event("plan_written", { subprocess_runs = totals.subprocess_runs, profiler_runs = totals.profiler_runs })
+  c.planned = true
   if c.ctx.opts.dry_run then
+    io.write("plan: ", c.dir, "/plan.md", over and ("  (over budget: " .. over .. ")") or "", "\n")
     for _, r in ipairs(c.manifest.runs) do
       if r.status == "pending" then r.status = "dry_run" end
     end

@@ -2,7 +2,10 @@
 --
 -- A recipe file returns wb.recipe{ run = function(ctx) ... end, config = "name" | nil,
 -- defaults = { ... } | nil, open = { "dotted.path", ... } | nil (mappings in the config whose
--- keys the user chooses: `path.key=v` adds one), description = "..." | nil }. The run function gets a context:
+-- keys the user chooses: `path.key=v` adds one), description = "..." | nil, plans = true | nil
+-- (run calls c:plan{...} before it runs anything, so --dry-run stops there; --dry-run of a recipe
+-- without it is refused with exit 2), types = { ["dotted.key"] = "integer>=1|null", ... } | nil
+-- (declared types, lua/wb/schema.lua, checked before run is called) }. The run function gets a context:
 --   ctx.cfg      the composed, resolved config (profiles + overrides)
 --   ctx.args     positional arguments (words that are not key=value, and all after --)
 --   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
@@ -40,25 +43,28 @@ function M.strict_env()
   })
 end
 
--- The one-line description: the first line of the comment block at the top of the file.
-function M.description(path)
+-- lines = recipe.header(path [, first_only]) : the comment block at the top of the file, its
+-- `-- ` markers removed (from its first non-empty line; only that line with first_only)
+function M.header(path, first_only)
   local f = io.open(path, "r")
-  if not f then return "" end
-  local desc = ""
+  if not f then return {} end
+  local lines = {}
   for line in f:lines() do
     if not line:match("^#!") then
       local text = line:match("^%-%-+%s?(.*)$")
-      if text and text:match("%S") then
-        desc = text:gsub("%s+$", "")
-        break
-      elseif not text and line:match("%S") then
-        break
-      end
+      if not text then break end
+      text = text:gsub("%s+$", "")
+      if #lines > 0 or text:match("%S") then lines[#lines + 1] = text end
+      if first_only and #lines > 0 then break end
     end
   end
   f:close()
-  return desc
+  while #lines > 0 and lines[#lines] == "" do lines[#lines] = nil end
+  return lines
 end
+
+-- The one-line description: the first line of the comment block at the top of the file.
+function M.description(path) return M.header(path, true)[1] or "" end
 
 -- Loads and evaluates a recipe file; returns the recipe. Syntax errors are exit 2.
 function M.load(path)
@@ -94,24 +100,91 @@ local function compose(recipe, opts)
   }
 end
 
+-- keys, err = recipe.keys(recipe) : the recipe's config keys with their defaults (its profile
+-- composed without overrides) and declared or default types: a list of {key, default, type}
+-- in composition order; nil and the composition's message when it does not compose
+function M.keys(recipe)
+  local ok, cfg = pcall(compose, recipe, { overrides = {} })
+  if not ok then return nil, type(cfg) == "table" and tostring(cfg.msg) or tostring(cfg) end
+  local override = require "wb.override"
+  local schema = require "wb.schema"
+  local types, out = recipe.types or {}, {}
+  local function walk(t, prefix)
+    for _, k in ipairs(override.keys(t)) do
+      local key, v = prefix .. tostring(k), t[k]
+      if override.kind(v) == "mapping" and next(v) ~= nil and not types[key] then
+        walk(v, key .. ".")
+      else
+        local kind = override.kind(v)
+        out[#out + 1] = { key = key, default = v,
+          type = schema.describe(types[key] or (kind == "null" and "any") or (kind == "float" and "number") or kind) }
+      end
+    end
+  end
+  walk(cfg, "")
+  return out
+end
+
 -- Runs a recipe file with parsed command-line options; returns the exit status.
 function M.run_file(path, opts)
   local recipe = M.load(path)
   return M.run(recipe, opts)
 end
 
+local function same_list(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    if a[i] ~= b[i] then return false end
+  end
+  return true
+end
+
+local function quoted(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = "'" .. tostring(v) .. "'" end
+  return #out > 0 and table.concat(out, " ") or "none"
+end
+
+-- --resume DIR: the overrides and positional arguments (commands) of the run in DIR, unless the
+-- same ones are given again; different ones are refused (exit 2), as they would be another run.
+local function resumed(opts)
+  local dir = opts.resume:gsub("/+$", "")
+  local m, err = require("wb.campaign").read_manifest(dir .. "/manifest.json")
+  if not m then raise(2, "--resume: " .. err, 0) end
+  local o = setmetatable({}, { __index = opts })
+  local function take(field, given, what)
+    local stored = type(m[field]) == "table" and m[field] or nil
+    if not stored then return given end
+    if #given == 0 then return table.move(stored, 1, #stored, 1, {}) end
+    if not same_list(given, stored) then
+      raise(2, string.format("--resume: %s ran with %s %s, not %s (resume without them, or start a new run)",
+        dir, what, quoted(stored), quoted(given)), 0)
+    end
+    return given
+  end
+  o.overrides = take("overrides", opts.overrides or {}, "the overrides")
+  o.positional = take("arguments", opts.positional or {}, "the arguments")
+  return o
+end
+
 function M.run(recipe, opts)
+  if opts.resume then opts = resumed(opts) end
   if opts.multirun and recipe.multirun ~= false then
     local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
       for _, overrides in ipairs(multi) do -- every combination must compose before any runs
-        compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
+        local cfg = compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
+        require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
       end
       if not (opts.info or opts.cfg) then return require("wb.campaign").multirun(recipe, opts, multi) end
       opts = setmetatable({ overrides = multi[1] }, { __index = opts })
     end
   end
+  if opts.dry_run and not recipe.plans then
+    raise(2, "--dry-run: recipe '" .. recipe.name .. "' cannot plan (it has no plan step); run it without --dry-run", 0)
+  end
   local cfg, info = compose(recipe, opts)
+  require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
   if opts.info or opts.cfg then
     local config = require "wb.config"
     if opts.info then

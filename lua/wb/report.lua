@@ -256,9 +256,12 @@ function M.previous_title(result)
   return "Compared with the previous run (" .. tostring(result.base.path):gsub("/manifest%.json$", "") .. ")"
 end
 
--- text = report.markdown(summary [, {previous}]) : the summary table, the comparisons as
--- sentences, the comparison with the previous run (a wb.compare result), warnings
+-- text = report.markdown(summary [, {terminal = true, previous}]) : the summary table, the
+-- comparisons as sentences, the comparison with the previous run (previous: a wb.compare
+-- result), warnings (one line per distinct warning, naming the commands it is about); for the
+-- terminal the warnings and headings are plain text, without Markdown's escapes
 function M.markdown(summary, opts)
+  local plain = opts and opts.terminal
   local model = M.model(summary)
   local rows, align = { {} }, {}
   for j, col in ipairs(model.columns) do
@@ -282,18 +285,21 @@ function M.markdown(summary, opts)
   end
   local previous = opts and opts.previous
   if previous and #previous.rows > 0 then
-    out[#out + 1] = "\n**" .. M.md_text(M.previous_title(previous)) .. "**\n"
+    local title = M.previous_title(previous)
+    out[#out + 1] = plain and ("\n" .. title .. "\n") or ("\n**" .. M.md_text(title) .. "**\n")
     out[#out + 1] = (require("wb.compare").markdown(previous):gsub("\n$", ""))
   end
-  local warned = false
+  local order, about = {}, {}
   for _, r in ipairs(model.rows) do
     for _, w in ipairs(r.warnings) do
-      if not warned then
-        out[#out + 1] = "\n**Warnings**\n"
-        warned = true
-      end
-      out[#out + 1] = "- " .. M.md_code(r.name) .. ": " .. M.md_text(w)
+      if not about[w] then order[#order + 1], about[w] = w, {} end
+      table.insert(about[w], M.md_code(r.name))
     end
+  end
+  if #order > 0 then out[#out + 1] = "\n**Warnings**\n" end
+  for _, w in ipairs(order) do
+    local names = #about[w] == #model.rows and #model.rows > 1 and "all commands" or table.concat(about[w], ", ")
+    out[#out + 1] = "- " .. names .. ": " .. (plain and tostring(w) or M.md_text(w))
   end
   return table.concat(out, "\n") .. "\n"
 end

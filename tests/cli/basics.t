@@ -72,7 +72,7 @@ $ wb run tests/fixtures/recipes/args.lua 3 'two words' -- --flag x=1
 [3]
 
 $ wb run tests/fixtures/recipes/args.lua --bogus
-wb: unknown option '--bogus' (see `wb help`)
+wb: unknown option '--bogus' (a command's own options go after --; see `wb help args`)
 [2]
 
 $ cd tests/fixtures && wb recipes/args.lua 2>&1 | head -1

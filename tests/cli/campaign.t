@@ -1,13 +1,14 @@
 # Campaign-level command line: multirun, the TTY progress line, make deps without root.
 
 $ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,2 sleep=0 -o $T/multi | sed "s|$T|T|"
+[multirun 1/2] cases=1  (T/multi/1_cases=1)
 complete T/multi/1_cases=1
+[multirun 2/2] cases=2  (T/multi/2_cases=2)
 complete T/multi/2_cases=2
 
 $ ls $T/multi; grep -c '"schema_name": "wb.multirun"' $T/multi/multirun.json
 1_cases=1
 2_cases=2
-latest
 multirun.json
 1
 

@@ -100,7 +100,7 @@ $ cd $T && WB_PROFILE_PATH=tests/fixtures/profiles/main wb run tests/fixtures/re
 trials=7	executor=slurm	source=recipe
 
 $ cd $T && WB_PROFILE_PATH=tests/fixtures/profiles/main wb run tests/fixtures/recipes/cfg.lua machine=nosuch
-wb: override 'machine=nosuch': unknown option 'nosuch' for group 'machine' (available: cluster, local, slurm_cpu)
+wb: override 'machine=nosuch': unknown option 'nosuch' for group 'machine' (available: cluster, local, slurm_cpu, slurm_gpu)
 [2]
 
 $ cd $T && WB_PROFILE_PATH=tests/fixtures/profiles/main wb run tests/fixtures/recipes/cfg.lua tool.trials=abc

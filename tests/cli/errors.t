@@ -9,7 +9,7 @@ wb: profiles/machine/broken.yaml:3:1: did not find expected ',' or ']' (while pa
 nothing written
 
 $ cd tests/fixtures/errors && wb run run_one.lua machine=nosuch -o $T/x2; test ! -e $T/x2 && echo nothing written
-wb: override 'machine=nosuch': unknown option 'nosuch' for group 'machine' (available: broken, local)
+wb: override 'machine=nosuch': unknown option 'nosuch' for group 'machine' (available: broken, local, slurm_cpu, slurm_gpu)
 nothing written
 
 $ cd tests/fixtures/errors && wb run run_one.lua 'tool.trials=[1,2' -o $T/x3; test ! -e $T/x3 && echo nothing written

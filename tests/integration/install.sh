@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make install` into a staging directory: the binary finds its installed recipes from anywhere,
-# wb.pc works with pkg-config, and a C program builds and runs against the installed header + lib.
+# `make install` into a staging directory: the binary finds its installed recipes, profiles and
+# bundled examples from anywhere (tests/cli/outside.t, run again with the installed copy), wb.pc
+# works with pkg-config, and a C program builds and runs against the installed header + lib.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${WB_BUILD:-build}
@@ -12,9 +13,21 @@ check "make install" make -s install BUILD="$BUILD" PREFIX=/opt/wb DESTDIR="$sta
 root="$stage/opt/wb"
 check "installed files" test -x "$root/bin/wb" -a -f "$root/lib/libwb.so" -a -f "$root/lib/libwb.a" \
   -a -f "$root/include/wb/wb.h" -a -f "$root/include/wb/wb_c.h" -a -f "$root/lib/pkgconfig/wb.pc" \
-  -a -f "$root/share/wb/recipes/demo.lua" -a -f "$root/share/man/man1/wb.1"
+  -a -f "$root/share/wb/recipes/demo.lua" -a -f "$root/share/man/man1/wb.1" \
+  -a -x "$root/libexec/wb/examples/phases" -a -x "$root/libexec/wb/examples/gwas_engine"
 check "installed wb lists installed recipes from another directory" \
   bash -c "cd / && '$root/bin/wb' list | grep -q '^    demo '"
+check "the installed wb runs the demo with its defaults from /tmp" \
+  bash -c "cd /tmp && '$root/bin/wb' demo | grep -q '^$root/libexec/wb/examples/phases --scale 4'"
+# the first-hour transcript from temporary directories outside the repository; the failures only
+check "tests/cli/outside.t with the installed copy" bash -c \
+  "WB_BIN='$root/bin/wb' bash tests/cli/run.sh tests/cli/outside.t | grep -v '^ok'; exit \${PIPESTATUS[0]}"
+# without its examples, the installed copy says so in one line (exit 2) and writes nothing
+mv "$root/libexec/wb/examples" "$stage/examples.aside"
+check "an installed copy without its examples: one line, exit 2, nothing written" bash -c \
+  "cd '$stage' && '$root/bin/wb' profile_app_full > out.txt 2>&1; rc=\$?; test \$rc -eq 2 && test ! -e runs && \
+   grep -q 'interpolation \${wb:examples}: the bundled examples are not installed' out.txt && test \$(wc -l < out.txt) -eq 1"
+mv "$stage/examples.aside" "$root/libexec/wb/examples"
 check "pkg-config reads wb.pc" bash -c \
   "PKG_CONFIG_PATH='$root/lib/pkgconfig' pkg-config --cflags --libs wb | grep -q -- '-I/opt/wb/include/wb'"
 cat >"$stage/use.c" <<'C'

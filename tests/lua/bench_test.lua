@@ -173,7 +173,7 @@ T.case("peak RSS below wb's own is flagged as an upper bound: warning, ≤ in th
   local s = bench.run { commands = { "true", { name = "big", argv = { "lua5.4", "-e", "local s = string.rep('x', 96 * 1024 * 1024)" } } }, runs = 3 }
   local c = by_name(s)
   T.eq(c["true"].maxrss_upper_bound, true)
-  T.match(table.concat(c["true"].warnings, "\n"), "peak RSS is an upper bound in 3 of 3 runs")
+  T.match(table.concat(c["true"].warnings, "\n"), "peak RSS is an upper bound in every run")
   T.eq(c.big.maxrss_upper_bound, false)
   T.ok(c.big.stats.maxrss_kb.min >= 96 * 1024)
   local md = wb.report.markdown(s)
@@ -194,4 +194,14 @@ T.case("too few runs for the rank test to reach p < 0.05: the verdict says so", 
   T.match(wb.report.markdown(s), "p = [%d.]+%); 3 vs 3 runs cannot reach p < 0%.05: run more")
   local four = bench.run { commands = { "sleep 0.001", "sleep 0.004" }, runs = 4 }
   T.eq(four.comparisons[1].note, nil)
+end)
+
+T.case("bad run counts from Lua are usage errors naming the key, not a bad argument deep inside", function()
+  for _, case in ipairs({ { runs = 2.5 }, { runs = 0 }, { runs = "abc" }, { warmup = -2 }, { min_runs = 0 } }) do
+    local spec = { commands = { "true" } }
+    for k, v in pairs(case) do spec[k] = v end
+    local e = T.raises(bench.run, "must be an integer >= ", spec)
+    T.eq(e.exit, 2)
+    T.match(e.msg, "^bench: [%a_]+ must be an integer >= %d, got ")
+  end
 end)

@@ -363,7 +363,7 @@ T.case("profile errors", function()
     profile, "cfg", { "machine=nosuch" }, { MAIN, ALT })
   fails(m .. "errors/bad_option.yaml:3: unknown option 'nosuch' for group 'workload' (available: big, demo)",
     profile, "errors/bad_option")
-  fails("no profile 'nosuch' (looked in tests/fixtures/profiles/main, tests/fixtures/profiles/alt)",
+  fails("no profile 'nosuch' (looked in tests/fixtures/profiles/main, tests/fixtures/profiles/alt; add a directory with WB_PROFILE_PATH=DIR)",
     profile, "nosuch", {}, { MAIN, ALT })
   fails(m .. "errors/missing_ref.yaml:5: interpolation ${workload.nosuch}: no such key 'workload.nosuch'",
     profile, "errors/missing_ref")
@@ -393,8 +393,7 @@ T.case("profile errors", function()
 end)
 
 T.case("search path: ./profiles, $WB_PROFILE_PATH, installed; first match wins", function()
-  local share = {}
-  for _, d in ipairs(require("wb.core").share_dirs()) do share[#share + 1] = d .. "/profiles" end
+  local share = require("wb.paths").sub_dirs("profiles")
   T.eq(config.search_path("a:b::c"), { "./profiles", "a", "b", "c", table.unpack(share) })
   T.eq(config.search_path(""), { "./profiles", table.unpack(share) })
   local cfg, info = profile("cfg", {}, { ALT, MAIN })

@@ -65,7 +65,10 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
   T.match(folded, ";parse[%.%w]*[; ]")
   T.match(svg, "<title>parse[%.%w]* %(%d+ samples")
   local html = fs.read(dir .. "/report.html")
-  T.match(html, "Bottleneck summary")
+  T.match(html, "<h2>Bottlenecks</h2>") -- the summary's Markdown rendered, not shown raw
+  T.match(html, "<th[^>]*>stage</th>")
+  T.ok(not html:find("<pre>", 1, true), "no raw Markdown in a <pre>")
+  T.match(html, "<b>0</b> warmup") -- tool.warmup=0 above
   T.match(html, 'data="profiles/app.oncpu.svg"')
   local m = T.manifest(dir)
   T.eq(m.status, "complete")

@@ -34,7 +34,8 @@ T.case("strong scaling on the bundled workload: JSON, speedup, efficiency, table
   T.eq(#doc.points, 2)
   local p1, p2 = doc.points[1], doc.points[2]
   T.eq(p1.workers, 1)
-  T.eq(p2.argv, { (os.getenv("WB_BUILD") or "build") .. "/examples/scale_work", "--workers", "2", "--size", "150" })
+  -- ${wb:examples}: the built binary's own examples, as an absolute path (lua/wb/paths.lua)
+  T.eq(p2.argv, { wb.fs.realpath(T.example("scale_work")), "--workers", "2", "--size", "150" })
   T.eq(p1.speedup, 1.0)
   T.eq(p1.efficiency, 1.0)
   T.eq(p1.speedup_ci_lo, json.null)
@@ -124,7 +125,7 @@ T.case("bad configurations are usage errors; --dry-run plans without measuring",
   local d = T.tmpdir()
   local res = run_scaling(d .. "/a", { "mode=sideways" })
   T.eq(res.code, 2)
-  T.eq(res.stderr, "wb: scaling: mode must be strong or weak, not 'sideways'\n")
+  T.eq(res.stderr, "wb: override 'mode=sideways': mode must be 'strong' or 'weak', got string 'sideways'\n")
   res = run_scaling(d .. "/b", { "command=[sleep, '0.01']" })
   T.eq(res.code, 2)
   T.eq(res.stderr, "wb: scaling: command has no {workers} placeholder\n")

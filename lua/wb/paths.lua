@@ -1,0 +1,97 @@
+-- Where wb finds its data, the one place that decides it for the built and the installed binary.
+--
+--   <src>/build/wb            (built, not installed)  data: <src>            examples: <src>/build/examples
+--   <prefix>/bin/wb           (installed)             data: <prefix>/share/wb examples: <prefix>/libexec/wb/examples
+--
+-- A data directory holds recipes/ and profiles/. The built binary recognises the source tree it
+-- was built in by lua/wb/cli.lua and recipes/ beside its own directory; nothing depends on the
+-- current directory or on where the checkout is. The compiled-in install directories
+-- (wb.core.datadir, wb.core.libexecdir) are used only by a binary with neither beside it (copied
+-- elsewhere): an installed tree never mixes with another installation.
+local core = require "wb.core"
+local fs = require "wb.fs"
+
+local M = {}
+
+local function is_dir(p)
+  local st = fs.stat(p)
+  return st ~= nil and st.type == "dir"
+end
+
+-- p2 = paths.normalize(p) : p without `.` segments, `x/..` pairs and doubled or trailing slashes
+-- (lexically; "a/b/../c" is "a/c", "./x" is "x")
+function M.normalize(p)
+  local abs = p:sub(1, 1) == "/"
+  local out = {}
+  for seg in p:gmatch("[^/]+") do
+    if seg == ".." and #out > 0 and out[#out] ~= ".." then
+      out[#out] = nil
+    elseif seg == ".." and abs then -- /.. is /
+    elseif seg ~= "." then
+      out[#out + 1] = seg
+    end
+  end
+  local s = table.concat(out, "/")
+  if abs then return "/" .. s end
+  return s == "" and "." or s
+end
+
+local cache
+
+local function resolve()
+  if cache then return cache end
+  local exe = core.exe_path()
+  local bindir = exe and M.normalize(exe:match("^(.*)/[^/]*$") or ".")
+  local data, examples, seen = {}, {}, {}
+  local function add(list, dir)
+    if dir and is_dir(dir) then
+      local real = fs.realpath(dir) or dir
+      if not seen[real] then
+        seen[real] = true
+        list[#list + 1] = real
+      end
+    end
+  end
+  if bindir then
+    local src = M.normalize(bindir .. "/..")
+    if fs.exists(src .. "/lua/wb/cli.lua") and is_dir(src .. "/recipes") then
+      add(data, src)
+      add(examples, bindir .. "/examples")
+    end
+    add(data, M.normalize(bindir .. "/../share/wb"))
+    add(examples, M.normalize(bindir .. "/../libexec/wb/examples"))
+  end
+  if #data == 0 then -- a binary away from any tree of its own: the directories it was built for
+    add(data, core.datadir)
+    add(examples, core.libexecdir and core.libexecdir .. "/examples")
+  end
+  cache = { data = data, examples = examples }
+  return cache
+end
+
+-- dirs = paths.data_dirs() : the existing data directories (each with recipes/ and profiles/),
+-- most specific first, as absolute paths
+function M.data_dirs()
+  return table.move(resolve().data, 1, #resolve().data, 1, {})
+end
+
+-- list = paths.sub_dirs(name) : data_dirs() each followed by "/" .. name ("recipes", "profiles")
+function M.sub_dirs(name)
+  local out = {}
+  for _, d in ipairs(resolve().data) do out[#out + 1] = d .. "/" .. name end
+  return out
+end
+
+-- dir, err = paths.examples_dir() : the directory of the bundled example programs
+-- ($WB_EXAMPLES when set), or nil and a sentence naming where they were looked for
+function M.examples_dir()
+  local env = os.getenv("WB_EXAMPLES")
+  if env and env ~= "" then return env end
+  local dir = resolve().examples[1]
+  if dir then return dir end
+  local exe = core.exe_path() or "wb"
+  return nil, "the bundled examples are not installed (looked beside " .. exe ..
+    " in examples/ and ../libexec/wb/examples; set WB_EXAMPLES=DIR)"
+end
+
+return M
