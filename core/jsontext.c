@@ -339,6 +339,25 @@ void wb_json_newline(wb_buf *b, int pretty, int indent, int depth) {
 
 /* ---- wb_json_reformat ----------------------------------------------------------------- */
 
+/* The keys of the objects open in a reformat, to refuse a repeated one as decoding does: the
+ * unescaped keys in an arena, in the order they came (an object's own at the end, dropped when
+ * it closes), and an open-addressing table of their entries by (object, key). */
+struct key_entry {
+  uint64_t object, hash;
+  size_t off, len; /* in the arena */
+};
+
+struct key_set {
+  char *arena;
+  size_t used, cap;
+  struct key_entry *entries; /* in arrival order */
+  size_t n, ecap;
+  size_t *slots; /* 1 + entry index; 0 empty; SIZE_MAX a removed one */
+  size_t nslots;
+  size_t mark[WB_MAX_DEPTH + 1]; /* entries before each open object's first */
+  uint64_t object[WB_MAX_DEPTH + 1], objects;
+};
+
 /* A sink that writes the canonical text of what it is fed. */
 struct writer {
   wb_buf b;
@@ -346,7 +365,83 @@ struct writer {
   int64_t count[WB_MAX_DEPTH + 1]; /* members written at each depth */
   char *scratch;                   /* unescaped strings */
   size_t scratch_cap;
+  struct key_set keys;
 };
+
+static uint64_t key_hash(uint64_t object, const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ object;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+static int slots_grow(struct key_set *k) {
+  size_t n = k->nslots ? k->nslots * 2 : 64;
+  size_t *t = calloc(n, sizeof *t);
+  if (!t) return -1;
+  for (size_t i = 0; i < k->nslots; i++) {
+    size_t e = k->slots[i];
+    if (e == 0 || e == SIZE_MAX) continue;
+    size_t j = k->entries[e - 1].hash & (n - 1);
+    while (t[j]) j = (j + 1) & (n - 1);
+    t[j] = e;
+  }
+  free(k->slots);
+  k->slots = t, k->nslots = n;
+  return 0;
+}
+
+/* Adds key s[0..n) to the innermost open object; 1 when it has it already, -1 out of memory. */
+static int key_add(struct key_set *k, int depth, const char *s, size_t n) {
+  uint64_t obj = k->object[depth], h = key_hash(obj, s, n);
+  if ((k->n + 1) * 2 > k->nslots && slots_grow(k)) return -1;
+  size_t j = h & (k->nslots - 1), free_slot = SIZE_MAX;
+  for (; k->slots[j]; j = (j + 1) & (k->nslots - 1)) {
+    size_t e = k->slots[j];
+    if (e == SIZE_MAX) {
+      if (free_slot == SIZE_MAX) free_slot = j;
+      continue;
+    }
+    const struct key_entry *x = &k->entries[e - 1];
+    if (x->hash == h && x->object == obj && x->len == n && memcmp(k->arena + x->off, s, n) == 0) return 1;
+  }
+  if (free_slot == SIZE_MAX) free_slot = j;
+  if (!k->arena || k->used + n > k->cap) { /* allocated even for "" (no arithmetic on NULL) */
+    size_t cap = k->cap ? k->cap : 4096;
+    while (cap < k->used + n) cap *= 2;
+    char *a = realloc(k->arena, cap);
+    if (!a) return -1;
+    k->arena = a, k->cap = cap;
+  }
+  if (k->n == k->ecap) {
+    size_t cap = k->ecap ? k->ecap * 2 : 256;
+    struct key_entry *e = realloc(k->entries, cap * sizeof *e);
+    if (!e) return -1;
+    k->entries = e, k->ecap = cap;
+  }
+  memcpy(k->arena + k->used, s, n);
+  k->entries[k->n] = (struct key_entry){obj, h, k->used, n};
+  k->used += n;
+  k->slots[free_slot] = ++k->n;
+  return 0;
+}
+
+static void keys_free(struct key_set *k) {
+  free(k->arena);
+  free(k->entries);
+  free(k->slots);
+}
+
+/* Drops the keys of the object closing at depth. */
+static void keys_close(struct key_set *k, int depth) {
+  while (k->n > k->mark[depth]) {
+    const struct key_entry *x = &k->entries[k->n - 1];
+    size_t j = x->hash & (k->nslots - 1);
+    while (k->slots[j] != k->n) j = (j + 1) & (k->nslots - 1);
+    k->slots[j] = SIZE_MAX;
+    k->used = x->off;
+    k->n--;
+  }
+}
 
 static void write_separator(struct writer *w) {
   if (w->after_key) {
@@ -392,9 +487,26 @@ static void writer_scalar(void *ctx, const struct wb_json_scalar *v) {
   }
 }
 
-/* The reformatter streams and keeps no keys: a repeated key is written as it stands. */
+/* Writes the key; 1 (the parse fails) when its object has it already, as decoding refuses it. */
 static int writer_key(void *ctx, const struct wb_json_scalar *k) {
   struct writer *w = ctx;
+  const char *s = k->s;
+  size_t n = k->n;
+  if (k->escaped) {
+    if (n > w->scratch_cap) {
+      char *p = realloc(w->scratch, n);
+      if (!p) {
+        w->b.failed = 1;
+        return 0;
+      }
+      w->scratch = p, w->scratch_cap = n;
+    }
+    n = wb_json_unescape(k->s, k->n, w->scratch);
+    s = w->scratch;
+  }
+  int taken = key_add(&w->keys, w->depth, s, n);
+  if (taken < 0) w->b.failed = 1;
+  if (taken > 0) return 1;
   write_separator(w);
   write_token_string(w, k);
   wb_buf_addc(&w->b, ':');
@@ -408,10 +520,15 @@ static void writer_open(void *ctx, int object) {
   write_separator(w);
   wb_buf_addc(&w->b, object ? '{' : '[');
   w->count[++w->depth] = 0;
+  if (object) {
+    w->keys.mark[w->depth] = w->keys.n;
+    w->keys.object[w->depth] = ++w->keys.objects;
+  }
 }
 
 static void writer_close(void *ctx, int object) {
   struct writer *w = ctx;
+  if (object) keys_close(&w->keys, w->depth);
   if (w->count[w->depth--]) wb_json_newline(&w->b, w->pretty, 2, w->depth);
   wb_buf_addc(&w->b, object ? '}' : ']');
 }
@@ -430,6 +547,7 @@ WB_API char *wb_json_reformat(const char *text, size_t len, int32_t pretty, char
     if (wb_json_parse(text, len, &writer_sink, w, err, errlen) != 0) {
       free(w->b.data);
       free(w->scratch);
+      keys_free(&w->keys);
       free(w);
       return NULL;
     }
@@ -440,6 +558,7 @@ WB_API char *wb_json_reformat(const char *text, size_t len, int32_t pretty, char
     else
       out = w->b.data;
     free(w->scratch);
+    keys_free(&w->keys);
     free(w);
   }
   if (failed && err && errlen) snprintf(err, errlen, "json: out of memory");

@@ -73,6 +73,13 @@ static void test_errors(void) {
   CHECK(fails_with(bad, strlen(bad), "json: line 2 col 4: unexpected character ','"));
   CHECK(fails_with("", 0, "json: line 1 col 1: unexpected end of input"));
   CHECK(fails_with("{\"a\" 1}", 7, "json: line 1 col 6: unexpected character '1'"));
+  /* a repeated key is refused as decoding refuses it, also spelt with an escape; the same key in
+   * two objects, or after its object closed, is not repeated */
+  CHECK(fails_with("{\"a\":1,\"a\":2}", 13, "json: line 1 col 8: duplicate key \"a\""));
+  CHECK(fails_with("{\"a\":1,\"\\u0061\":2}", 18, "json: line 1 col 8: duplicate key \"\\u0061\""));
+  CHECK(reformats_to("[{\"a\":1},{\"a\":2},{\"o\":{\"a\":1},\"a\":3}]", 0,
+                     "[{\"a\":1},{\"a\":2},{\"o\":{\"a\":1},\"a\":3}]"));
+  CHECK(reformats_to("{\"\":1,\"x\":{\"\":2}}", 0, "{\"\":1,\"x\":{\"\":2}}"));
   char deep[3000];
   memset(deep, '[', sizeof deep);
   CHECK(fails_with(deep, sizeof deep, "json: line 1 col 1001: nesting too deep"));
