@@ -354,6 +354,19 @@ static int l_kill(lua_State *L) {
   return 1;
 }
 
+/* -- ok, err, errno = wb.proc.signal_group(pgid [, signo = SIGTERM]) : kill(-pgid, signo), for
+ * groups wb did not start in this process (a previous wb's survivors); signo 0 tests that the
+ * group exists */
+static int l_signal_group(lua_State *L) {
+  lua_Integer pgid = luaL_checkinteger(L, 1);
+  lua_Integer signo = luaL_optinteger(L, 2, SIGTERM);
+  luaL_argcheck(L, pgid > 1 && pgid <= INT32_MAX, 1, "not a process group id");
+  luaL_argcheck(L, signo >= 0 && signo < NSIG, 2, "not a signal number");
+  if (kill(-(pid_t)pgid, (int)signo) != 0) return wb_push_error(L, errno, "kill");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* -- p:close() : kills the process group (SIGKILL) if the child still runs, reaps it and
  * releases the handle; idempotent (also __close and __gc) */
 static int l_close(lua_State *L) {
@@ -523,7 +536,7 @@ static const luaL_Reg proc_methods[] = {{"close", l_close},     {"kill", l_kill}
                                         {NULL, NULL}};
 
 static const luaL_Reg proc_functions[] = {
-    {"run", l_run},           {"runner", l_runner},     {"spawn", l_spawn},
+    {"run", l_run},           {"runner", l_runner},     {"signal_group", l_signal_group}, {"spawn", l_spawn},
     {"wait_all", l_wait_all}, {"wait_any", l_wait_any}, {"which", l_which},
     {NULL, NULL}};
 
