@@ -24,8 +24,9 @@ local finished = {} -- dir -> name -> result table of a previous owner's child t
 M.RESULT_FIELDS = { "pid", "exited", "code", "signal", "timed_out", "ok", "wall", "wall_ns", "user",
   "sys", "maxrss_kb", "maxrss_bound" }
 
--- start = rundir.start_time(pid) : the process's start time in clock ticks since boot (field 22
--- of /proc/PID/stat), or nil when there is no such process
+-- start, pgrp, state = rundir.start_time(pid) : the process's start time in clock ticks since
+-- boot (field 22 of /proc/PID/stat), its process group and state letter; nil when there is no
+-- such process
 function M.start_time(pid)
   local stat = fs.read("/proc/" .. pid .. "/stat")
   if not stat then return nil end
@@ -33,18 +34,19 @@ function M.start_time(pid)
   local fields = {}
   for f in (rest or ""):gmatch("%S+") do fields[#fields + 1] = f end
   -- rest starts at field 3 (state): field n is fields[n - 2]
-  return tonumber(fields[20]), tonumber(fields[3])
+  return tonumber(fields[20]), tonumber(fields[3]), fields[1]
 end
 
--- pids = rundir.group_members(pgid, since) : the processes of process group pgid started at or
--- after since (clock ticks; the group's leader started first, so older ones are not its members)
+-- pids = rundir.group_members(pgid, since) : the live processes of process group pgid started at
+-- or after since (clock ticks; the group's leader started first, so older ones are not its
+-- members); zombies, which only their parent can remove, are not counted
 function M.group_members(pgid, since)
   local out = {}
   for _, name in ipairs(fs.list("/proc") or {}) do
     local pid = tonumber(name)
     if pid then
-      local start, pgrp = M.start_time(pid)
-      if pgrp == pgid and start and start >= since then out[#out + 1] = pid end
+      local start, pgrp, state = M.start_time(pid)
+      if pgrp == pgid and start and start >= since and state ~= "Z" then out[#out + 1] = pid end
     end
   end
   return out

@@ -229,7 +229,7 @@ end)
 T.case("kill -9 of wb: the case's process dies with it; what it left in its group is ended by --resume", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/k", d .. "/marker"
-  local tag = "29.0" .. math.floor(wb.clock.wall() * 1000) % 100000
+  local tag = "29.0" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1" -- as the config prints it: no trailing 0
   local p = start_campaign(dir, marker, 1, { "cases=2", "sleep=" .. tag })
   wb.clock.sleep(0.1)
   p:kill(9)
@@ -354,7 +354,7 @@ end)
 T.case("a second signal forces exit while the first one's orderly stop waits", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/s", d .. "/marker"
-  local tag = "28.0" .. math.floor(wb.clock.wall() * 1000) % 100000
+  local tag = "28.0" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1"
   local p = start_campaign(dir, marker, 1, { "cases=1", "sleep=" .. tag, "ignore_term=true" })
   wb.clock.sleep(0.1)
   p:kill(2) -- the case ignores SIGTERM: the orderly stop waits out the grace (2 s) before SIGKILL
