@@ -67,6 +67,8 @@ typedef struct wb_stream {
   char *buf;
   size_t len, cap;
   size_t off; /* WB_IO_LINES: bytes the owner has consumed */
+  size_t scanned; /* WB_IO_LINES: bytes after off known to hold no newline (searching resumes
+                     there, so a long line costs linear time) */
 } wb_stream;
 
 struct wb_child {

@@ -120,12 +120,16 @@ static void drain(lua_State *L, int idx) {
       wb_stream *st = &p->c->out[i];
       const char *start = st->buf + st->off;
       size_t avail = st->len - st->off;
-      const char *nl = memchr(start, '\n', avail);
-      if (!nl && st->fd >= 0) break;
+      const char *nl = st->scanned < avail ? memchr(start + st->scanned, '\n', avail - st->scanned) : NULL;
+      if (!nl && st->fd >= 0) {
+        st->scanned = avail;
+        break;
+      }
       size_t n = nl ? (size_t)(nl - start) : avail;
       lua_getiuservalue(L, idx, UV_STDOUT_FN + i);
       lua_pushlstring(L, start, n);
       st->off += nl ? n + 1 : n;
+      st->scanned = 0;
       wb_stream_compact(st);
       if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
         p->draining = 0;

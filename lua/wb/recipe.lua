@@ -137,6 +137,7 @@ end
 
 function M.run(recipe, opts)
   if opts.multirun and recipe.multirun ~= false then
+    require("wb.config").check_multirun(opts.overrides, recipe.open)
     local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
       for _, overrides in ipairs(multi) do -- every combination must compose before any runs

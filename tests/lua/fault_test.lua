@@ -406,3 +406,76 @@ T.case("--resume after a death between a child's end and the manifest: the resul
   T.eq(m.runs[2].status, "success")
   T.eq(m.runs[2].return_code, 0)
 end)
+
+-- Every file under dir, with its text.
+local function files_under(dir, out)
+  out = out or {}
+  for _, name in ipairs(fs.list(dir) or {}) do
+    local path = dir .. "/" .. name
+    local st = fs.lstat(path)
+    if st and st.type == "dir" then files_under(path, out) elseif st and st.type == "file" then out[path] = fs.read(path) end
+  end
+  return out
+end
+
+T.case("three planted secrets (a token variable, an API key variable, a config password): 0 hits in any file", function()
+  local d = T.tmpdir()
+  local env = { WB_TEST_TOKEN = "tok-AAAA1111", MY_API_KEY = "key-CCCC3333" }
+  local runs = {
+    { "bench", "echo tok-AAAA1111 key-CCCC3333 pw-BBBB2222", "runs=3", "+db.password=pw-BBBB2222", "-o", d .. "/bench" },
+    { "run", RECIPE, "cases=2", "sleep=0", "echo_env=MY_API_KEY", "+service.api_key=pw-BBBB2222", "-o", d .. "/campaign" },
+  }
+  for _, args in ipairs(runs) do
+    local res = T.wb(args, { env = env })
+    T.eq(res.code, 0, res.stderr)
+  end
+  local n, hits = 0, {}
+  for path, text in pairs(files_under(d)) do
+    n = n + 1
+    for _, s in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
+      if text:find(s, 1, true) then hits[#hits + 1] = path .. ": " .. s end
+    end
+  end
+  T.ok(n >= 20, n .. " files")
+  T.eq(hits, {})
+  T.match(fs.read(d .. "/campaign/logs/case1.stdout.log"), "secret is %[REDACTED%]")
+  T.match(fs.read(d .. "/bench/config.yaml"), "password: '?%[REDACTED%]")
+end)
+
+T.case("atomic writes honour the umask (077: files 0600)", function()
+  local d = T.tmpdir()
+  local res = assert(proc.run { argv = { "sh", "-c", 'umask 077; exec "$0" "$@"', T.wb_binary(), "run", RECIPE,
+    "cases=1", "sleep=0", "-o", d .. "/u" }, stdout = "null", stderr = "capture" })
+  T.eq(res.code, 0, res.stderr)
+  for _, name in ipairs({ "manifest.json", "config.yaml", "plan.json", "events.jsonl" }) do
+    T.eq(fs.stat(d .. "/u/" .. name).mode & 511, 384, name .. " mode")
+  end
+  res = T.wb({ "run", RECIPE, "cases=1", "sleep=0", "-o", d .. "/v" })
+  T.eq(fs.stat(d .. "/v/manifest.json").mode & 511, tonumber("644", 8), "umask 022 (the tests')")
+end)
+
+T.case("line callbacks are linear in line length: one 256 MiB line in seconds (was quadratic)", function()
+  local t, count, len = wb.clock.timer(), 0, 0
+  local res = assert(proc.run { argv = { "sh", "-c", "head -c 268435456 /dev/zero | tr '\\0' y; echo; echo tail" },
+    stdout = function(line) count, len = count + 1, len + #line end, timeout = 120 })
+  T.eq(res.code, 0)
+  T.eq({ count, len }, { 2, 268435456 + 4 })
+  -- quadratic searching took 4.6 s for 64 MiB, so about 70 s here; linear takes about 1 s
+  T.ok(t:elapsed() < 15, string.format("%.1f s", t:elapsed()))
+end)
+
+T.case("pasting a 20000-line statement into the REPL is linear (was 13 s piped, 17 s on a terminal)", function()
+  local d = T.tmpdir()
+  local text = { "t = {" }
+  for i = 1, 20000 do text[#text + 1] = i .. "," end
+  text[#text + 1] = "}"
+  text[#text + 1] = "=#t"
+  text[#text + 1] = "for i = 1, 2 do"
+  text[#text + 1] = "print('loop', i) end"
+  fs.write(d .. "/paste.lua", table.concat(text, "\n") .. "\n")
+  local t = wb.clock.timer()
+  local res = assert(proc.run { argv = { T.wb_binary(), "repl" }, stdin = { file = d .. "/paste.lua" },
+    stdout = "capture", stderr = "capture", timeout = 60 })
+  T.eq(res.stdout, "20000\nloop\t1\nloop\t2\n", res.stderr)
+  T.ok(t:elapsed() < 3, string.format("%.1f s", t:elapsed()))
+end)
