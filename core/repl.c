@@ -19,7 +19,6 @@
 #define PROMPT_MORE "wb>> "
 #define HISTORY_FILE "/.wb_history"
 #define HISTORY_MAX 1000
-#define EXIT_TERM (128 + SIGTERM)
 
 /* Stack slots of repl_main's frame. */
 enum { SLOT_HANDLER = 1, SLOT_FORMAT, SLOT_COMPLETE };
@@ -39,6 +38,7 @@ static struct {
   int accepted;
   char **queue;  /* lines read ahead past the end of a chunk, read again first */
   size_t nqueue, queue_cap;
+  int term_signal; /* the signal that ended the REPL */
 } repl;
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -85,16 +85,21 @@ static int message_handler(lua_State *L) {
   return 1;
 }
 
-/* Prints and pops the error on the top. An interrupt clears the pending signal; SIGTERM ends
- * the REPL (INPUT_TERM). */
+/* SIGTERM and SIGHUP (the terminal is gone) end the REPL, with exit status 128 + the signal. */
+static int ends_repl(int signo) { return signo == SIGTERM || signo == SIGHUP; }
+
+/* Prints and pops the error on the top. An interrupt clears the pending signal; SIGTERM or SIGHUP
+ * ends the REPL (INPUT_TERM). */
 static enum input report(lua_State *L) {
   fflush(stdout);
   if (wb_is_interrupt(L, -1)) {
     lua_getfield(L, -1, "interrupted");
-    int term = lua_tointeger(L, -1) == SIGTERM;
+    int signo = (int)lua_tointeger(L, -1), term = ends_repl(signo);
     lua_pop(L, 2);
     wb_signal_clear();
-    fputs(term ? "interrupted (SIGTERM)\n" : "interrupted\n", stderr);
+    if (term) repl.term_signal = signo;
+    fputs(signo == SIGTERM ? "interrupted (SIGTERM)\n" : signo == SIGHUP ? "interrupted (SIGHUP)\n" : "interrupted\n",
+          stderr);
     return term ? INPUT_TERM : INPUT_LINE;
   }
   const char *msg = lua_tostring(L, -1);
@@ -189,8 +194,9 @@ static void readline_open(void) {
 
 /* A signal arrived while reading: consume it. */
 static enum input signal_input(void) {
-  int term = wb_signal_pending() == SIGTERM;
+  int signo = wb_signal_pending(), term = ends_repl(signo);
   wb_signal_clear();
+  if (term) repl.term_signal = signo;
   return term ? INPUT_TERM : INPUT_CANCEL;
 }
 
@@ -302,7 +308,10 @@ static enum input read_line(const char *prompt, char **line) {
     return INPUT_LINE;
   }
   fflush(stdout);
-  if (wb_signal_pending() == SIGTERM) return INPUT_TERM;
+  if (ends_repl(wb_signal_pending())) {
+    repl.term_signal = wb_signal_pending();
+    return INPUT_TERM;
+  }
   if (wb_signal_pending()) wb_signal_clear(); /* came too late to stop the last statement */
   return repl.tty ? read_tty(prompt, line) : read_plain(line);
 }
@@ -495,7 +504,7 @@ static int repl_main(lua_State *L) {
     if (in == INPUT_LINE) in = status == LUA_OK ? run_chunk(L) : report(L);
     if (in == INPUT_EOF) break;
     if (in == INPUT_TERM) {
-      exit_status = EXIT_TERM;
+      exit_status = 128 + (repl.term_signal ? repl.term_signal : SIGTERM);
       break;
     }
     lua_settop(L, SLOT_COMPLETE);

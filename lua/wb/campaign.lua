@@ -127,9 +127,14 @@ function M.secrets(cfg)
   return out
 end
 
--- ok, err = campaign.redact_tree(dir [, secrets]) : every regular file under dir rewritten with
--- the secrets redacted (those without them are left untouched); the last pass over a run
--- directory, so that no writer can leak one
+-- The largest file the last redaction pass reads: bigger ones are a workload's own data (caches,
+-- outputs), not what wb's writers made (those redact as they write; logs are redacted when their
+-- process ends).
+M.REDACT_TREE_MAX_BYTES = 64 << 20
+
+-- ok, err = campaign.redact_tree(dir [, secrets]) : every regular file under dir (up to
+-- REDACT_TREE_MAX_BYTES) rewritten with the secrets redacted (those without them are left
+-- untouched); the last pass over a run directory, so that no writer can leak one
 function M.redact_tree(dir, secrets)
   secrets = secrets or M.secrets()
   if #secrets == 0 then return true end
@@ -138,7 +143,11 @@ function M.redact_tree(dir, secrets)
     for _, name in ipairs(fs.list(d) or {}) do
       local path = d .. "/" .. name
       local st = fs.lstat(path)
-      if st and st.type == "dir" then walk(path) elseif st and st.type == "file" then paths[#paths + 1] = path end
+      if st and st.type == "dir" then
+        walk(path)
+      elseif st and st.type == "file" and st.size <= M.REDACT_TREE_MAX_BYTES then
+        paths[#paths + 1] = path
+      end
     end
   end
   walk(dir)

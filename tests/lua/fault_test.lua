@@ -479,3 +479,14 @@ T.case("pasting a 20000-line statement into the REPL is linear (was 13 s piped, 
   T.eq(res.stdout, "20000\nloop\t1\nloop\t2\n", res.stderr)
   T.ok(t:elapsed() < 3, string.format("%.1f s", t:elapsed()))
 end)
+
+T.case("the REPL ends on SIGHUP (terminal gone) with 129, on SIGTERM with 143", function()
+  for _, sig in ipairs({ { 1, 129 }, { 15, 143 } }) do
+    local p = assert(proc.spawn { argv = { "bash", "-c", 'exec "$0" repl < <(sleep 10)', T.wb_binary() },
+      stdout = "null", stderr = "null" })
+    wb.clock.sleep(0.3)
+    p:kill(sig[1])
+    T.eq(p:wait().code, sig[2], "signal " .. sig[1])
+    p:close()
+  end
+end)
