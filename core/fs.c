@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,9 +93,16 @@ int wb_atomic_open(const char *path, char *tmp, size_t tmplen) {
   return mkostemp(tmp, O_CLOEXEC);
 }
 
+/* The process's umask (read by setting and restoring it; wb is single-threaded). */
+static mode_t current_umask(void) {
+  mode_t m = umask(022);
+  umask(m);
+  return m;
+}
+
 int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, int sync) {
   int e = 0;
-  if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode) != 0) e = errno;
+  if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode & ~current_umask()) != 0) e = errno;
   if (close(fd) != 0 && !e) e = errno;
   if (!e && rename(tmp, path) != 0) e = errno;
   if (e) {
@@ -206,6 +214,102 @@ static int l_mkdir_p(lua_State *L) {
   strcpy(buf, path);
   if (mkdir_p(buf, mode) != 0) return wb_push_error(L, errno, path);
   return push_ok(L);
+}
+
+/* -- ok, err, errno = wb.fs.mkdir(path [, mode = 0755]) : creates one directory; an existing
+ * one is an error (EEXIST), so that of two processes making the same name only one succeeds */
+static int l_mkdir(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  mode_t mode = (mode_t)luaL_optinteger(L, 2, 0755);
+  if (mkdir(path, mode) != 0) return wb_push_error(L, errno, path);
+  return push_ok(L);
+}
+
+/* ---- locks ------------------------------------------------------------------------------- */
+
+typedef struct {
+  int fd; /* -1 once closed */
+} fs_lock;
+
+static fs_lock *check_lock(lua_State *L) {
+  fs_lock *k = luaL_checkudata(L, 1, "wb.fs.lock");
+  if (k->fd < 0) luaL_error(L, "wb.fs.lock: closed");
+  return k;
+}
+
+/* Reads what fd holds from its start into a pushed string (empty on a read error). */
+static void push_content(lua_State *L, int fd) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  off_t off = 0;
+  for (;;) {
+    char *p = luaL_prepbuffsize(&b, 4096);
+    ssize_t n = pread(fd, p, 4096, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    luaL_addsize(&b, (size_t)n);
+    off += n;
+  }
+  luaL_pushresult(&b);
+}
+
+/* -- lock, previous = wb.fs.lock(path, text) : takes an exclusive flock on path (created with
+ * mode 0666 less the umask), held until lock:close(), collection or the end of the process,
+ * however it ends (kill -9 included); previous is what the file held (the last owner's text),
+ * then the file holds text.
+ * -- nil, err, errno, holder = wb.fs.lock(...) when another process holds it (errno
+ * EWOULDBLOCK; holder is the file's content) or the file cannot be opened. */
+static int l_lock(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  size_t len;
+  const char *text = luaL_checklstring(L, 2, &len);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return wb_push_error(L, errno, path);
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    wb_push_error(L, e, path);
+    push_content(L, fd);
+    close(fd);
+    return 4;
+  }
+  fs_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
+  k->fd = fd;
+  luaL_setmetatable(L, "wb.fs.lock");
+  push_content(L, fd);
+  int e = ftruncate(fd, 0) != 0 ? errno : wb_write_all(fd, text, len);
+  if (e) {
+    close(fd);
+    k->fd = -1;
+    return wb_push_error(L, e, path);
+  }
+  return 2;
+}
+
+/* -- ok, err, errno = lock:append(text) : adds text at the end of the lock file (no fsync: it
+ * must outlive the process, not the machine) */
+static int l_lock_append(lua_State *L) {
+  fs_lock *k = check_lock(L);
+  size_t len;
+  const char *text = luaL_checklstring(L, 2, &len);
+  int e = lseek(k->fd, 0, SEEK_END) < 0 ? errno : wb_write_all(k->fd, text, len);
+  if (e) return wb_push_error(L, e, "lock");
+  return push_ok(L);
+}
+
+/* -- lock:close() : releases the lock (the file stays); idempotent */
+static int l_lock_close(lua_State *L) {
+  fs_lock *k = luaL_checkudata(L, 1, "wb.fs.lock");
+  if (k->fd >= 0) close(k->fd);
+  k->fd = -1;
+  return 0;
+}
+
+/* -- s = tostring(lock) : "wb.fs.lock (fd 5)" or "wb.fs.lock (closed)" */
+static int l_lock_tostring(lua_State *L) {
+  fs_lock *k = luaL_checkudata(L, 1, "wb.fs.lock");
+  if (k->fd < 0) lua_pushliteral(L, "wb.fs.lock (closed)");
+  else lua_pushfstring(L, "wb.fs.lock (fd %d)", k->fd);
+  return 1;
 }
 
 static const char *type_name(mode_t m) {
@@ -398,12 +502,15 @@ static int l_cwd(lua_State *L) {
 
 static const luaL_Reg functions[] = {
     {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
-    {"lstat", l_lstat},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
+    {"lock", l_lock},       {"lstat", l_lstat},     {"mkdir", l_mkdir},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
     {"realpath", l_realpath}, {"remove", l_remove}, {"remove_tree", l_remove_tree},
     {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},
     {"write", l_write},     {NULL, NULL}};
 
+static const luaL_Reg lock_methods[] = {{"append", l_lock_append}, {"close", l_lock_close}, {NULL, NULL}};
+
 int luaopen_wb_fs(lua_State *L) {
+  wb_new_class(L, "wb.fs.lock", lock_methods, NULL, l_lock_close, l_lock_tostring);
   luaL_newlib(L, functions);
   return 1;
 }

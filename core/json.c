@@ -305,7 +305,7 @@ static int l_write(lua_State *L) {
     wb_atomic_abort(fd, tmp);
     return wb_push_error(L, e, path);
   }
-  e = wb_atomic_commit(fd, tmp, path, 0644, sync);
+  e = wb_atomic_commit(fd, tmp, path, 0644, sync); /* less the umask */
   if (e) return wb_push_error(L, e, path);
   lua_pushboolean(L, 1);
   return 1;

@@ -67,6 +67,8 @@ typedef struct wb_stream {
   char *buf;
   size_t len, cap;
   size_t off; /* WB_IO_LINES: bytes the owner has consumed */
+  size_t scanned; /* WB_IO_LINES: bytes after off known to hold no newline (searching resumes
+                     there, so a long line costs linear time) */
 } wb_stream;
 
 struct wb_child {
@@ -102,6 +104,10 @@ int wb_spawn_step(int64_t until_ns, int watch_signal);
 /* Sends SIGTERM to every live child's group, SIGKILL after each one's grace, and returns once
  * all are reaped. */
 void wb_spawn_terminate_all(void);
+
+/* Sends SIGKILL to every live child's group and every group a finished leader left behind, and
+ * returns at once (nothing is reaped). Only kill(2): callable from a signal handler. */
+void wb_spawn_kill_now(void);
 
 /* Signals the child's process group (and the leader, if it left the group). After the child
  * finished, only a group that still has members is signalled. Returns 0 or an errno. */
@@ -151,7 +157,8 @@ int wb_gate_await(wb_gate_pipes *g);
 void wb_gate_close(wb_gate_pipes *g);
 
 /* What a child does between its creation and its exec (core/spawnchild.c): it becomes the leader
- * of a new process group, sets every signal to its default disposition, changes to dir_fd unless
+ * of a new process group, asks for SIGKILL when wb dies (PR_SET_PDEATHSIG; not under valgrind's
+ * posix_spawn), sets every signal to its default disposition, changes to dir_fd unless
  * it is -1, moves descriptors (dup2 from[i] onto to[i], in order; from == to clears
  * close-on-exec), closes every descriptor from close_from up, empties its signal mask and execs
  * path with argv and envp (which are not searched in PATH). Descriptors below close_from that

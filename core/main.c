@@ -14,25 +14,44 @@
 
 static int verbose;
 
+/* tostring of the value at idx, protected: a __tostring that raises or returns a non-string
+ * gives NULL. Pushes one value (the string, or nil). */
+static int safe_tostring_call(lua_State *L) {
+  luaL_tolstring(L, 1, NULL);
+  return 1;
+}
+
+static const char *safe_tostring(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+    lua_pushvalue(L, idx);
+    return lua_tostring(L, -1);
+  }
+  lua_pushcfunction(L, safe_tostring_call);
+  lua_pushvalue(L, idx);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    return NULL;
+  }
+  return lua_tostring(L, -1);
+}
+
 /* Message handler: keeps wb error objects (tables) as they are, adds a traceback to other errors
- * when -v was given. */
+ * when -v was given. Raises nothing: a value whose __tostring fails is described by its type. */
 static int message_handler(lua_State *L) {
   if (lua_type(L, 1) == LUA_TTABLE) {
     int traced = lua_getfield(L, 1, "traced") != LUA_TNIL;
     lua_pop(L, 1);
-    if (verbose && !traced && !wb_is_interrupt(L, 1)) {
-      lua_getfield(L, 1, "msg");
+    if (verbose && !traced && !wb_is_interrupt(L, 1) && lua_getfield(L, 1, "msg") == LUA_TSTRING) {
       luaL_traceback(L, L, lua_tostring(L, -1), 1);
       lua_setfield(L, 1, "msg");
-      lua_pop(L, 1);
     }
+    lua_settop(L, 1);
     return 1;
   }
-  const char *msg = lua_tostring(L, 1);
-  if (!msg) {
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
-    msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
-  }
+  const char *msg = safe_tostring(L, 1);
+  if (!msg) msg = lua_pushfstring(L, "error object is a %s value without a message", luaL_typename(L, 1));
   if (verbose)
     luaL_traceback(L, L, msg, 1);
   else
@@ -40,24 +59,40 @@ static int message_handler(lua_State *L) {
   return 1;
 }
 
-/* Reports the error object on top of the stack; returns the exit status it stands for. */
+/* The exit status for a status a recipe or error asked for: 0-255 as they are, anything else 1
+ * (never a value the shell would wrap to 0). */
+static int map_status(lua_Integer status) { return status >= 0 && status <= 255 ? (int)status : 1; }
+
+/* Reports the error object on top of the stack; returns the exit status it stands for: never 0,
+ * and always with a line on stderr (the message, or what kind of value was raised). */
 static int report_error(lua_State *L) {
   if (wb_is_interrupt(L, -1)) {
     lua_getfield(L, -1, "interrupted");
     int signo = (int)lua_tointeger(L, -1);
-    fprintf(stderr, "wb: interrupted\n");
-    return 128 + (signo ? signo : 2);
-  }
-  int status = 1;
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_getfield(L, -1, "exit");
-    if (lua_isinteger(L, -1)) status = (int)lua_tointeger(L, -1);
     lua_pop(L, 1);
-    lua_getfield(L, -1, "msg");
+    if (signo == 0) { /* os.exit in a recipe: the code it gave (a campaign left open is not 0) */
+      lua_getfield(L, -1, "exit");
+      lua_Integer code = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 1;
+      return map_status(code);
+    }
+    fprintf(stderr, "wb: interrupted\n");
+    return 128 + signo;
   }
-  const char *msg = lua_tostring(L, -1);
-  if (msg && *msg) fprintf(stderr, "wb: %s\n", msg);
-  return status;
+  lua_Integer status = 1;
+  int top = lua_gettop(L);
+  const char *msg;
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    if (lua_getfield(L, top, "exit") == LUA_TNUMBER && lua_isinteger(L, -1)) status = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, top, "msg");
+    msg = lua_isnil(L, -1) ? safe_tostring(L, top) : safe_tostring(L, -1);
+    if (msg && strncmp(msg, "table: 0x", 9) == 0) msg = NULL;
+  } else {
+    msg = safe_tostring(L, top);
+  }
+  if (!msg || !*msg) msg = lua_pushfstring(L, "error (a %s value without a message)", luaL_typename(L, top));
+  fprintf(stderr, "wb: %s\n", msg);
+  return status == 0 ? 1 : map_status(status);
 }
 
 static int run_cli(lua_State *L, int argc, char **argv) {
@@ -74,7 +109,8 @@ static int run_cli(lua_State *L, int argc, char **argv) {
   }
   lua_pushboolean(L, verbose);
   if (lua_pcall(L, 2, 1, handler) != LUA_OK) return report_error(L);
-  return lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+  if (lua_isnoneornil(L, -1) || (lua_isboolean(L, -1) && lua_toboolean(L, -1))) return 0;
+  return lua_isinteger(L, -1) ? map_status(lua_tointeger(L, -1)) : 1;
 }
 
 /* Opens /dev/null on any of descriptors 0-2 that wb was started without, so that none of wb's

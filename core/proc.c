@@ -120,12 +120,16 @@ static void drain(lua_State *L, int idx) {
       wb_stream *st = &p->c->out[i];
       const char *start = st->buf + st->off;
       size_t avail = st->len - st->off;
-      const char *nl = memchr(start, '\n', avail);
-      if (!nl && st->fd >= 0) break;
+      const char *nl = st->scanned < avail ? memchr(start + st->scanned, '\n', avail - st->scanned) : NULL;
+      if (!nl && st->fd >= 0) {
+        st->scanned = avail;
+        break;
+      }
       size_t n = nl ? (size_t)(nl - start) : avail;
       lua_getiuservalue(L, idx, UV_STDOUT_FN + i);
       lua_pushlstring(L, start, n);
       st->off += nl ? n + 1 : n;
+      st->scanned = 0;
       wb_stream_compact(st);
       if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
         p->draining = 0;
@@ -354,6 +358,19 @@ static int l_kill(lua_State *L) {
   return 1;
 }
 
+/* -- ok, err, errno = wb.proc.signal_group(pgid [, signo = SIGTERM]) : kill(-pgid, signo), for
+ * groups wb did not start in this process (a previous wb's survivors); signo 0 tests that the
+ * group exists */
+static int l_signal_group(lua_State *L) {
+  lua_Integer pgid = luaL_checkinteger(L, 1);
+  lua_Integer signo = luaL_optinteger(L, 2, SIGTERM);
+  luaL_argcheck(L, pgid > 1 && pgid <= INT32_MAX, 1, "not a process group id");
+  luaL_argcheck(L, signo >= 0 && signo < NSIG, 2, "not a signal number");
+  if (kill(-(pid_t)pgid, (int)signo) != 0) return wb_push_error(L, errno, "kill");
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* -- p:close() : kills the process group (SIGKILL) if the child still runs, reaps it and
  * releases the handle; idempotent (also __close and __gc) */
 static int l_close(lua_State *L) {
@@ -523,7 +540,7 @@ static const luaL_Reg proc_methods[] = {{"close", l_close},     {"kill", l_kill}
                                         {NULL, NULL}};
 
 static const luaL_Reg proc_functions[] = {
-    {"run", l_run},           {"runner", l_runner},     {"spawn", l_spawn},
+    {"run", l_run},           {"runner", l_runner},     {"signal_group", l_signal_group}, {"spawn", l_spawn},
     {"wait_all", l_wait_all}, {"wait_any", l_wait_any}, {"which", l_which},
     {NULL, NULL}};
 

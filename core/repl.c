@@ -19,7 +19,6 @@
 #define PROMPT_MORE "wb>> "
 #define HISTORY_FILE "/.wb_history"
 #define HISTORY_MAX 1000
-#define EXIT_TERM (128 + SIGTERM)
 
 /* Stack slots of repl_main's frame. */
 enum { SLOT_HANDLER = 1, SLOT_FORMAT, SLOT_COMPLETE };
@@ -37,6 +36,9 @@ static struct {
   char *history; /* history file path, or NULL */
   char *line;    /* the line accepted by readline (NULL at EOF) */
   int accepted;
+  char **queue;  /* lines read ahead past the end of a chunk, read again first */
+  size_t nqueue, queue_cap;
+  int term_signal; /* the signal that ended the REPL */
 } repl;
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -83,16 +85,21 @@ static int message_handler(lua_State *L) {
   return 1;
 }
 
-/* Prints and pops the error on the top. An interrupt clears the pending signal; SIGTERM ends
- * the REPL (INPUT_TERM). */
+/* SIGTERM and SIGHUP (the terminal is gone) end the REPL, with exit status 128 + the signal. */
+static int ends_repl(int signo) { return signo == SIGTERM || signo == SIGHUP; }
+
+/* Prints and pops the error on the top. An interrupt clears the pending signal; SIGTERM or SIGHUP
+ * ends the REPL (INPUT_TERM). */
 static enum input report(lua_State *L) {
   fflush(stdout);
   if (wb_is_interrupt(L, -1)) {
     lua_getfield(L, -1, "interrupted");
-    int term = lua_tointeger(L, -1) == SIGTERM;
+    int signo = (int)lua_tointeger(L, -1), term = ends_repl(signo);
     lua_pop(L, 2);
     wb_signal_clear();
-    fputs(term ? "interrupted (SIGTERM)\n" : "interrupted\n", stderr);
+    if (term) repl.term_signal = signo;
+    fputs(signo == SIGTERM ? "interrupted (SIGTERM)\n" : signo == SIGHUP ? "interrupted (SIGHUP)\n" : "interrupted\n",
+          stderr);
     return term ? INPUT_TERM : INPUT_LINE;
   }
   const char *msg = lua_tostring(L, -1);
@@ -187,8 +194,9 @@ static void readline_open(void) {
 
 /* A signal arrived while reading: consume it. */
 static enum input signal_input(void) {
-  int term = wb_signal_pending() == SIGTERM;
+  int signo = wb_signal_pending(), term = ends_repl(signo);
   wb_signal_clear();
+  if (term) repl.term_signal = signo;
   return term ? INPUT_TERM : INPUT_CANCEL;
 }
 
@@ -267,13 +275,52 @@ static enum input read_plain(char **line) {
   return INPUT_EOF;
 }
 
-/* Reads one line into *line (malloc'd, without the newline). */
+/* Puts lines[0..n) (malloc'd; taken over) before what the queue holds. Returns 0, or -1 when
+ * out of memory (the lines are freed). */
+static int queue_front(char **lines, size_t n) {
+  if (repl.nqueue + n > repl.queue_cap) {
+    size_t cap = (repl.nqueue + n) * 2;
+    char **q = realloc(repl.queue, cap * sizeof *q);
+    if (!q) {
+      for (size_t i = 0; i < n; i++) free(lines[i]);
+      return -1;
+    }
+    repl.queue = q;
+    repl.queue_cap = cap;
+  }
+  memmove(repl.queue + n, repl.queue, repl.nqueue * sizeof *repl.queue);
+  memcpy(repl.queue, lines, n * sizeof *lines);
+  repl.nqueue += n;
+  return 0;
+}
+
+static void queue_clear(void) {
+  for (size_t i = 0; i < repl.nqueue; i++) free(repl.queue[i]);
+  repl.nqueue = 0;
+}
+
+/* Reads one line into *line (malloc'd, without the newline): a queued one first. */
 static enum input read_line(const char *prompt, char **line) {
   *line = NULL;
+  if (repl.nqueue) {
+    *line = repl.queue[0];
+    memmove(repl.queue, repl.queue + 1, --repl.nqueue * sizeof *repl.queue);
+    return INPUT_LINE;
+  }
   fflush(stdout);
-  if (wb_signal_pending() == SIGTERM) return INPUT_TERM;
+  if (ends_repl(wb_signal_pending())) {
+    repl.term_signal = wb_signal_pending();
+    return INPUT_TERM;
+  }
   if (wb_signal_pending()) wb_signal_clear(); /* came too late to stop the last statement */
   return repl.tty ? read_tty(prompt, line) : read_plain(line);
+}
+
+/* More input is there without waiting: a paste, or input that is not a terminal. */
+static int input_pending(void) {
+  if (repl.nqueue || !repl.tty) return 1;
+  struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+  return poll(&p, 1, 0) > 0;
 }
 
 /* ---- evaluation ------------------------------------------------------------------------- */
@@ -308,46 +355,100 @@ static int load_chunk(lua_State *L, int code, int expr) {
   return LOAD_MORE;
 }
 
-/* Appends "\n" .. the string at `line` to the string at `idx`. */
-static void append_line(lua_State *L, int idx, int line) {
-  lua_pushvalue(L, idx);
-  lua_pushliteral(L, "\n");
-  lua_pushvalue(L, line);
-  lua_concat(L, 3);
-  lua_replace(L, idx);
+/* Pushes lines[0..n) joined by newlines, the first without its leading '=' when expr. */
+static void push_joined(lua_State *L, char **lines, size_t n, int expr) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (size_t i = 0; i < n; i++) {
+    if (i) luaL_addchar(&b, '\n');
+    luaL_addstring(&b, lines[i] + (i == 0 ? expr : 0));
+  }
+  luaL_pushresult(&b);
+}
+
+/* Compiles the first n lines; pushes the function or the message; returns load_chunk's status. */
+static int try_lines(lua_State *L, char **lines, size_t n, int expr) {
+  push_joined(L, lines, n, expr);
+  int code = lua_gettop(L);
+  int status = load_chunk(L, code, expr);
+  lua_remove(L, code);
+  return status;
+}
+
+static void free_lines(char **lines, size_t n) {
+  for (size_t i = 0; i < n; i++) free(lines[i]);
+  free(lines);
 }
 
 /* Reads lines until they form a chunk (or an error more lines cannot fix). On INPUT_LINE,
- * pushes the function or the error message and sets *status to the load status. */
+ * pushes the function or the error message and sets *status to the load status.
+ * Typed input is compiled after every line. Lines that are there without waiting (a paste, a
+ * pipe) are compiled at doubling counts, and a chunk found complete is narrowed by bisection to
+ * the first line count that completes it (the lines after go back to the queue): linear in
+ * the size of a long statement, where compiling after every line was quadratic. */
 static enum input read_chunk(lua_State *L, int *status) {
   char *line;
   enum input in = read_line(PROMPT, &line);
   if (in != INPUT_LINE) return in;
   int expr = line[0] == '=';
-  int entry = lua_gettop(L) + 1, code = entry + 1; /* what was typed; what gets compiled */
-  lua_pushstring(L, line);
-  lua_pushstring(L, line + expr);
-  free(line);
-  while ((*status = load_chunk(L, code, expr)) == LOAD_MORE) {
-    in = read_line(PROMPT_MORE, &line);
-    if (in == INPUT_EOF) { /* report why the chunk is incomplete */
-      *status = LUA_ERRSYNTAX;
-      break;
+  size_t n = 0, cap = 16, known_more = 0; /* lines; the longest prefix known to be incomplete */
+  char **lines = malloc(cap * sizeof *lines);
+  if (!lines) {
+    free(line);
+    lua_pushliteral(L, "out of memory");
+    *status = LUA_ERRMEM;
+    return INPUT_LINE;
+  }
+  lines[n++] = line;
+  for (;;) {
+    int eof = in == INPUT_EOF;
+    if (eof || !input_pending() || n - known_more >= (known_more ? known_more : 1)) {
+      *status = try_lines(L, lines, n, expr);
+      if (*status != LOAD_MORE) {
+        size_t lo = known_more, hi = n; /* prefix lo needs more, prefix hi does not */
+        while (hi - lo > 1) {
+          size_t mid = lo + (hi - lo) / 2;
+          lua_pop(L, 1);
+          if (try_lines(L, lines, mid, expr) == LOAD_MORE) lo = mid;
+          else hi = mid;
+        }
+        if (hi != n) {
+          lua_pop(L, 1);
+          *status = try_lines(L, lines, hi, expr);
+          if (queue_front(lines + hi, n - hi) != 0) queue_clear();
+          n = hi;
+        }
+        break;
+      }
+      if (eof) { /* report why the chunk is incomplete */
+        *status = LUA_ERRSYNTAX;
+        break;
+      }
+      lua_pop(L, 1);
+      known_more = n;
     }
+    in = read_line(PROMPT_MORE, &line);
+    if (in == INPUT_EOF) continue;
     if (in != INPUT_LINE) {
-      lua_settop(L, entry - 1);
+      free_lines(lines, n);
+      queue_clear();
       return in;
     }
-    lua_pop(L, 1);
-    lua_pushstring(L, line);
-    free(line);
-    append_line(L, entry, code + 1);
-    append_line(L, code, code + 1);
-    lua_pop(L, 1);
+    if (n == cap) {
+      char **more = realloc(lines, (cap *= 2) * sizeof *lines);
+      if (!more) { /* what was read so far is the chunk */
+        free(line);
+        in = INPUT_EOF;
+        continue;
+      }
+      lines = more;
+    }
+    lines[n++] = line;
   }
-  history_add(lua_tostring(L, entry));
-  lua_copy(L, -1, entry);
-  lua_settop(L, entry);
+  push_joined(L, lines, n, 0);
+  history_add(lua_tostring(L, -1));
+  lua_pop(L, 1);
+  free_lines(lines, n);
   return INPUT_LINE;
 }
 
@@ -403,7 +504,7 @@ static int repl_main(lua_State *L) {
     if (in == INPUT_LINE) in = status == LUA_OK ? run_chunk(L) : report(L);
     if (in == INPUT_EOF) break;
     if (in == INPUT_TERM) {
-      exit_status = EXIT_TERM;
+      exit_status = 128 + (repl.term_signal ? repl.term_signal : SIGTERM);
       break;
     }
     lua_settop(L, SLOT_COMPLETE);
@@ -437,6 +538,10 @@ int wb_repl(lua_State *L) {
     rl_callback_handler_remove();
     history_close();
   }
+  queue_clear(); /* input left unread */
+  free(repl.queue);
+  repl.queue = NULL;
+  repl.queue_cap = 0;
   fflush(stdout);
   repl.L = NULL;
   return status;

@@ -509,6 +509,11 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   return 0;
 }
 
+void wb_spawn_kill_now(void) {
+  for (wb_child *c = live; c; c = c->next) kill(-c->pid, SIGKILL);
+  for (size_t i = 0; i < nlingering; i++) kill(-lingering[i], SIGKILL);
+}
+
 void wb_spawn_terminate_all(void) {
   int64_t now = wb_clock_ns();
   for (wb_child *c = live; c; c = c->next)

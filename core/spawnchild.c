@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,7 @@ struct child_args {
   const wb_exec_plan *plan;
   int err_fd;
   unsigned long long reset; /* bit s-1: set signal s to SIG_DFL */
+  pid_t parent;             /* the spawning process: a child that outlives it exits at once */
 };
 
 static char child_stack[32 * 1024] __attribute__((aligned(64)));
@@ -73,6 +75,11 @@ __attribute__((no_sanitize("address", "undefined"))) static int child_main(void 
   static const struct kernel_sigaction dfl;
   for (int s = 1; s <= 64; s++)
     if (a->reset >> (s - 1) & 1) syscall(SYS_rt_sigaction, s, &dfl, NULL, 8);
+  /* SIGKILL when the spawning thread dies (wb is single-threaded), even by kill -9; an exec of a
+   * set-uid program resets it (the run lock covers those, lua/wb/campaign.lua). A parent already
+   * gone before the prctl is seen by getppid. */
+  syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (syscall(SYS_getppid) != a->parent) syscall(SYS_exit, 127);
   int e = sys(syscall(SYS_setpgid, 0, 0));
   if (!e && p->dir_fd >= 0) e = sys(syscall(SYS_fchdir, p->dir_fd)); /* before a move covers it */
   for (int i = 0; i < p->ndup && !e; i++) {
@@ -123,7 +130,7 @@ int wb_exec_start(const wb_exec_plan *p, pid_t *pid) {
   if (use_posix_spawn()) return start_posix_spawn(p, pid);
   int errpipe[2]; /* out of the way of the moves onto 0..4 */
   if (wb_pipe_above(errpipe, WB_GATE_READY_FD + 1) != 0) return errno;
-  struct child_args a = {.plan = p, .err_fd = errpipe[1], .reset = reset_mask()};
+  struct child_args a = {.plan = p, .err_fd = errpipe[1], .reset = reset_mask(), .parent = getpid()};
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

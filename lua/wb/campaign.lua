@@ -110,14 +110,50 @@ end
 -- The run directory: -o DIR, else <runs root>/<recipe>_<UTC time> where the root is runs/ or the
 -- recipe's ctx.runs_root (regress keeps its runs out of the repository it measures).
 local function new_run_dir(ctx)
-  if ctx.opts.output then return ctx.opts.output end
   local base = (ctx.runs_root or "runs") .. "/" .. util.safe_name(ctx.name) .. "_" .. clock.utc(nil, "%Y%m%dT%H%M%SZ")
-  local dir, n = base, 1
-  while fs.exists(dir) do
-    n = n + 1
-    dir = base .. "-" .. n
+  return require("wb.rundir").create(ctx.opts, base)
+end
+
+local last_secrets -- of the last campaign opened, for the writers that run after its finish
+
+-- secrets = campaign.secrets([cfg]) : what every file of a run directory must not contain: the
+-- values of secret-named environment variables and of secret-named config keys of cfg
+-- (util.is_secret_name, util.is_secret_key); without cfg, those of the last campaign opened
+-- (or of the environment alone)
+function M.secrets(cfg)
+  if cfg == nil then return last_secrets or util.secret_values() end
+  local out = util.secret_values()
+  for _, v in ipairs(util.config_secret_values(cfg)) do out[#out + 1] = v end
+  table.sort(out, function(a, b) return #a > #b end)
+  last_secrets = out
+  return out
+end
+
+-- The largest file the last redaction pass reads: bigger ones are a workload's own data (caches,
+-- outputs), not what wb's writers made (those redact as they write; logs are redacted when their
+-- process ends).
+M.REDACT_TREE_MAX_BYTES = 64 << 20
+
+-- ok, err = campaign.redact_tree(dir [, secrets]) : every regular file under dir (up to
+-- REDACT_TREE_MAX_BYTES) rewritten with the secrets redacted (those without them are left
+-- untouched); the last pass over a run directory, so that no writer can leak one
+function M.redact_tree(dir, secrets)
+  secrets = secrets or M.secrets()
+  if #secrets == 0 then return true end
+  local paths = {}
+  local function walk(d)
+    for _, name in ipairs(fs.list(d) or {}) do
+      local path = d .. "/" .. name
+      local st = fs.lstat(path)
+      if st and st.type == "dir" then
+        walk(path)
+      elseif st and st.type == "file" and st.size <= M.REDACT_TREE_MAX_BYTES then
+        paths[#paths + 1] = path
+      end
+    end
   end
-  return dir
+  walk(dir)
+  return M.redact_files(paths, secrets)
 end
 
 -- campaign.point_latest(dir) : runs/latest -> dir, for run directories wb named itself under
@@ -144,11 +180,12 @@ end
 function M.open(ctx, spec)
   spec = spec or {}
   local self = setmetatable({ ctx = ctx, spec = spec, index = {} }, Campaign)
-  self.secrets = util.secret_values()
+  self.secrets = M.secrets(ctx.cfg)
   if ctx.opts.resume then
     self.dir = ctx.opts.resume:gsub("/+$", "")
     local m, err = M.read_manifest(self.dir .. "/manifest.json")
     if not m then errors.raise(2, "--resume: " .. err, 0) end
+    require("wb.rundir").lock(self.dir, true)
     if m.recipe ~= ctx.name then
       errors.raise(2, string.format("--resume: %s is a run of '%s', not '%s'", self.dir, tostring(m.recipe), ctx.name), 0)
     end
@@ -389,12 +426,25 @@ function Campaign:spawn(name, spec)
   local secrets = M.merge_secrets(spec.env, self.secrets)
   local rec = self:record(name)
   rec.command_arguments = json.array(util.deep_copy(spec.argv or { "/bin/sh", "-c", spec.cmd }))
-  local res, err = proc.run(s)
-  if not res then
-    rec.status = "failed"
-    rec.error = err
-    rec.return_code = json.null
-    return nil, err
+  local rundir = require "wb.rundir"
+  -- resumed after kill -9: a child that had finished with its output in the logs is not run again
+  local res = self.ctx.opts.resume and not spec.stdout and not spec.stderr and rundir.finished(self.dir, name)
+  if res then
+    self:event("run_reused", { run = name, reason = "finished before the previous wb died", pid = res.pid })
+    rundir.child_ended(self.dir, res.pid, name, res)
+  else
+    local p, err = proc.spawn(s)
+    if not p then
+      rec.status = "failed"
+      rec.error = err
+      rec.return_code = json.null
+      return nil, err
+    end
+    local pid = p.pid
+    rundir.child_started(self.dir, pid, name)
+    res = p:wait()
+    rundir.child_ended(self.dir, pid, name, res) -- first: the journal is what a kill -9 leaves
+    p:close()
   end
   check(M.redact_files(logs, secrets))
   M.fill_result(rec, res, rel)
@@ -503,6 +553,7 @@ function Campaign:finish(status)
   if type(m.load_average) == "table" then m.load_average.finish = load_average() end
   self:save()
   self:event("campaign_finished", { status = m.status, regressions = regressions })
+  check(M.redact_tree(self.dir, self.secrets))
   current = nil
   return { status = m.status, regressions = regressions, dir = self.dir, comparison = previous }
 end
@@ -513,12 +564,18 @@ function M.abort(err)
   local self = current
   if not self then return end
   current = nil
-  local interrupted = type(err) == "table" and err.interrupted
+  local interrupted = core.is_interrupt(err)
+  if interrupted and err.interrupted == 0 and err.exit == 0 then
+    err.exit = 1 -- os.exit(0) with the campaign unfinished is not a success
+    io.stderr:write("wb: os.exit(0) before the campaign finished: exit 1, the manifest says interrupted\n")
+  end
+  local ok, text = pcall(tostring, type(err) == "table" and (err.msg or err) or err)
+  text = ok and type(text) == "string" and text or ("a " .. type(err) .. " error value")
   self.manifest.status = interrupted and "interrupted" or "failed"
-  if not interrupted then self.manifest.error = type(err) == "table" and err.msg or tostring(err) end
+  if not interrupted then self.manifest.error = text end
   pcall(self.save, self)
-  pcall(self.event, self, interrupted and "campaign_interrupted" or "campaign_failed",
-    { error = tostring(type(err) == "table" and (err.msg or err) or err) }, "ERROR")
+  pcall(self.event, self, interrupted and "campaign_interrupted" or "campaign_failed", { error = text }, "ERROR")
+  pcall(M.redact_tree, self.dir, self.secrets)
   require("wb.term").progress_done()
 end
 

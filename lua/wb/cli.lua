@@ -23,6 +23,7 @@ run options:
   --info defaults      print which file each config group came from
   -o DIR               the run directory (default runs/<recipe>_<UTC time>)
   --resume DIR         re-run what did not complete in DIR
+  --overwrite          with -o DIR: replace the run DIR holds (refused without it)
   --baseline PATH      compare against this manifest instead of the previous compatible run
   --multirun           run once per combination of comma-separated override values
   -v, --verbose        tracebacks and more detail
@@ -136,6 +137,8 @@ function M.parse_run_args(args, first)
       if opts.info ~= "defaults" then usage("--info takes defaults, not '" .. opts.info .. "'") end
     elseif a == "-o" or a == "--output" then
       opts.output = value(a)
+    elseif a == "--overwrite" then
+      opts.overwrite = true
     elseif a == "--resume" then
       opts.resume = value(a)
     elseif a == "--baseline" then

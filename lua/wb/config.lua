@@ -330,4 +330,27 @@ function M.multirun_overrides(overrides, open)
   return override.multirun(overrides or {}, function(o) return in_open(o, set) end)
 end
 
+-- The most runs one --multirun makes unless $WB_MAX_MULTIRUN says otherwise, and the count from
+-- which the plan is announced before composing (docs/errors.md).
+M.MAX_MULTIRUN = 1000
+M.ANNOUNCE_MULTIRUN = 20
+
+-- config.check_multirun(overrides [, open]) : raises (exit 2) when the product of the sweeps is
+-- over the limit, before any combination is made; announces a large one on stderr
+function M.check_multirun(overrides, open)
+  local set = {}
+  for _, path in ipairs(open or {}) do set[path] = true end
+  local n, factors = override.multirun_count(overrides or {}, function(o) return in_open(o, set) end)
+  if not n then return end
+  local limit = math.tointeger(tonumber(os.getenv("WB_MAX_MULTIRUN") or "")) or M.MAX_MULTIRUN
+  local shape = table.concat(factors, " x ")
+  if n > limit then
+    errors.raise(2, string.format("--multirun: %s = %.0f runs, over the limit of %d (WB_MAX_MULTIRUN=N raises it)",
+      shape, n, limit), 0)
+  end
+  if n > M.ANNOUNCE_MULTIRUN then
+    io.stderr:write(string.format("wb: --multirun: %s = %d runs; composing each\n", shape, n))
+  end
+end
+
 return M

@@ -18,6 +18,26 @@ local is_list = override.is_list
 
 local function raise(msg) errors.raise(2, msg, 0) end
 
+-- The most bytes one interpolated value may hold ($WB_MAX_INTERPOLATION overrides it); all the
+-- interpolations of one config together may make TOTAL_FACTOR times that. A reference bomb
+-- (levels of keys each referring several times to the level below) stops at the first value
+-- over the limit, with memory bounded by it.
+M.MAX_BYTES = 1 << 20
+M.TOTAL_FACTOR = 64
+
+-- The size of v in bytes as the limit counts it (strings by length, other scalars and table
+-- entries 8 bytes), counting stops once past `cap`.
+local function size_of(v, cap)
+  if type(v) == "string" then return #v end
+  if type(v) ~= "table" then return 8 end
+  local n = 0
+  for k, x in pairs(v) do
+    n = n + 8 + (type(k) == "string" and #k or 0) + size_of(x, cap - n)
+    if n > cap then return n end
+  end
+  return n
+end
+
 local function keys_of(t)
   if is_list(t) then
     local ks = {}
@@ -246,6 +266,16 @@ function Resolver:eval(part, segs, prefix)
   return self:lookup(target, part.text, prefix)
 end
 
+-- Counts n bytes made by the interpolation of s against the limits; raises when over one.
+function Resolver:charge(n, s, prefix)
+  self.total = self.total + n
+  local over = n > self.max and self.max or self.total > self.max * M.TOTAL_FACTOR and self.max * M.TOTAL_FACTOR
+  if not over then return end
+  local text = #s > 60 and (s:sub(1, 57) .. "...") or s
+  raise(string.format("%sinterpolation %s: %s over the limit of %d bytes (WB_MAX_INTERPOLATION=N raises it)",
+    prefix, text, n > self.max and "the value would be" or "the config's interpolations would make", over))
+end
+
 -- Interpolates string s found at path segs.
 function Resolver:string(s, segs, prefix)
   local parts = split(s, function(text, problem)
@@ -253,11 +283,17 @@ function Resolver:string(s, segs, prefix)
   end)
   if #parts == 1 and parts[1].expr then
     local v = self:eval(parts[1], segs, prefix)
+    self:charge(size_of(v, self.max), s, prefix)
     self:seal(v)
     return v
   end
-  local out = {}
-  for i, p in ipairs(parts) do out[i] = p.lit or stringify(self:eval(p, segs, prefix)) end
+  local out, n = {}, 0
+  for i, p in ipairs(parts) do
+    out[i] = p.lit or stringify(self:eval(p, segs, prefix))
+    n = n + #out[i]
+    if n > self.max then self:charge(n, s, prefix) end
+  end
+  self:charge(n, s, prefix)
   return table.concat(out)
 end
 
@@ -267,7 +303,8 @@ end
 function M.resolve(cfg, opts)
   local r = setmetatable({
     root = cfg, where = opts.where, copy = opts.copy,
-    stack = {}, active = {}, finished = {}, done = {},
+    stack = {}, active = {}, finished = {}, done = {}, total = 0,
+    max = math.tointeger(tonumber(os.getenv("WB_MAX_INTERPOLATION") or "")) or M.MAX_BYTES,
   }, Resolver)
   r:tree(cfg, {}, "")
   return cfg

@@ -323,10 +323,9 @@ function M.kind(v)
   return t
 end
 
--- runs = override.multirun(overrides [, is_list]) : nil when no override has several values, else
--- the cartesian product (the first sweeping override varies slowest) as lists of override texts;
--- is_list(o) true keeps o's values together (a list value, not a sweep)
-function M.multirun(overrides, is_list)
+-- The values each override sweeps (a list of override texts; one for an override that does not
+-- sweep), and whether any sweeps.
+local function sweep_choices(overrides, is_list)
   local choices, any = {}, false
   for i, text in ipairs(overrides) do
     local o = M.parse(text)
@@ -339,6 +338,28 @@ function M.multirun(overrides, is_list)
       choices[i] = { text }
     end
   end
+  return choices, any
+end
+
+-- n, factors = override.multirun_count(overrides [, is_list]) : the number of runs multirun
+-- would make (without making them) and the number of values of each sweeping override; nil when
+-- no override has several values
+function M.multirun_count(overrides, is_list)
+  local choices, any = sweep_choices(overrides, is_list)
+  if not any then return nil end
+  local n, factors = 1, {}
+  for _, options in ipairs(choices) do
+    n = n * #options
+    if #options > 1 then factors[#factors + 1] = #options end
+  end
+  return n, factors
+end
+
+-- runs = override.multirun(overrides [, is_list]) : nil when no override has several values, else
+-- the cartesian product (the first sweeping override varies slowest) as lists of override texts;
+-- is_list(o) true keeps o's values together (a list value, not a sweep)
+function M.multirun(overrides, is_list)
+  local choices, any = sweep_choices(overrides, is_list)
   if not any then return nil end
   local runs = { {} }
   for _, options in ipairs(choices) do

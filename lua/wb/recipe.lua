@@ -125,6 +125,41 @@ function M.keys(recipe)
   return out
 end
 
+-- Interrupts cannot be swallowed by a recipe: from the first recipe run on, pcall, xpcall and
+-- coroutine.resume rethrow an interrupt (a signal's, or os.exit's) instead of returning it, and
+-- os.exit raises one (wb.core.exit), so every way out ends children and marks the manifest
+-- interrupted. wb's own handlers keep the raw functions (M.raw_pcall, M.raw_xpcall).
+M.raw_pcall, M.raw_xpcall = pcall, xpcall
+local guarded = false
+
+local function guard()
+  if guarded then return end
+  guarded = true
+  local core = require "wb.core"
+  local raw_pcall, raw_xpcall, raw_resume = pcall, xpcall, coroutine.resume
+  local exiting -- os.exit's error object, once called
+  local function pass(ok, ...)
+    if not ok then
+      local e = ...
+      if core.is_interrupt(e) then error(e, 0) end
+      if exiting then error(exiting, 0) end
+      core.check_interrupt() -- a handler replaced the interrupt: raise it again
+    end
+    return ok, ...
+  end
+  pcall = function(...) return pass(raw_pcall(...)) end
+  xpcall = function(...) return pass(raw_xpcall(...)) end
+  coroutine.resume = function(...) return pass(raw_resume(...)) end
+  os.exit = function(code)
+    if code == nil or code == true then code = 0 elseif code == false then code = 1 end
+    code = math.tointeger(code) or 1
+    local ok, e = raw_pcall(core.exit, code)
+    assert(not ok)
+    exiting = e
+    error(e, 0)
+  end
+end
+
 -- Runs a recipe file with parsed command-line options; returns the exit status.
 function M.run_file(path, opts)
   local recipe = M.load(path)
@@ -170,6 +205,7 @@ end
 function M.run(recipe, opts)
   if opts.resume then opts = resumed(opts) end
   if opts.multirun and recipe.multirun ~= false then
+    require("wb.config").check_multirun(opts.overrides, recipe.open)
     local multi = require("wb.config").multirun_overrides(opts.overrides, recipe.open)
     if multi then
       for _, overrides in ipairs(multi) do -- every combination must compose before any runs
@@ -212,11 +248,17 @@ function M.run(recipe, opts)
     end
     return e
   end
-  local ok, status = xpcall(recipe.run, on_error, ctx)
+  guard()
+  local ok, status = M.raw_xpcall(function()
+    local st = recipe.run(ctx)
+    require("wb.core").check_interrupt() -- a signal the recipe's own code let pass
+    return st
+  end, on_error, ctx)
   if not ok then error(status, 0) end
   if status == nil or status == true then return 0 end
   if status == false then return 1 end
-  return math.tointeger(status) or 1
+  status = math.tointeger(status)
+  return status and status >= 0 and status <= 255 and status or 1 -- 256 must not wrap to 0
 end
 
 return M

@@ -569,6 +569,9 @@ function M.write_all(dir, summary, opts)
     paths[#paths + 1] = path
     collectgarbage() -- each document is large for long benches: free it before the next
   end
+  local campaign = require "wb.campaign" -- the one redaction every run-directory writer has
+  ok, err = campaign.redact_files(paths, campaign.secrets())
+  if not ok then return nil, err end
   return paths
 end
 

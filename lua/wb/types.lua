@@ -156,6 +156,10 @@ function proc.wait_all(list) end
 ---@param path string?
 ---@return string?
 function proc.which(name, path) end
+---@param pgid integer a process group wb did not start in this process
+---@param signo integer? default SIGTERM; 0 tests that the group exists
+---@return boolean? ok, string? err, integer? errno
+function proc.signal_group(pgid, signo) end
 
 -- wb.bench / wb.stats -------------------------------------------------------------------------
 
@@ -321,6 +325,14 @@ function fs.read(path) end
 function fs.write(path, data, opts) end
 ---@return boolean? ok, string? err
 function fs.mkdir_p(path, mode) end
+---@return boolean? ok, string? err, integer? errno EEXIST when it exists
+function fs.mkdir(path, mode) end
+---@class wb.fs.Lock
+---@field append fun(self: wb.fs.Lock, text: string): boolean?, string?, integer?
+---@field close fun(self: wb.fs.Lock)
+---@param text string what the file holds while this process has the lock
+---@return wb.fs.Lock? lock, string? previous_or_err, integer? errno, string? holder
+function fs.lock(path, text) end
 ---@return {type: string, size: integer, mtime: number, mode: integer, ino: integer}?, string? err
 function fs.stat(path) end
 ---@return boolean

@@ -68,15 +68,58 @@ function M.hash(s)
   return string.format("%016x", h)
 end
 
-local SECRET_WORDS = { "TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL" }
+-- Words that make a name secret (case-insensitive, anywhere in the name): SECRET_WORDS for
+-- environment variables, SECRET_KEYS for config keys (narrower: a config key like sort_key is not
+-- a secret). Both are extended by the comma-separated words of $WB_SECRET_NAMES; recipes may
+-- add to the tables.
+M.SECRET_WORDS = { "TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL" }
+M.SECRET_KEYS = { "password", "passwd", "token", "secret", "api_key", "apikey", "access_key",
+  "private_key", "credential" }
 
--- yes = util.is_secret_name(name) : environment variable names whose values must not reach disk
-function M.is_secret_name(name)
-  local up = name:upper()
-  for _, w in ipairs(SECRET_WORDS) do
-    if up:find(w, 1, true) then return true end
+local function extra_words()
+  local out = {}
+  for w in (os.getenv("WB_SECRET_NAMES") or ""):gmatch("[^,%s]+") do out[#out + 1] = w end
+  return out
+end
+
+local function matches(name, words)
+  local low = name:lower()
+  for _, w in ipairs(words) do
+    if low:find(w:lower(), 1, true) then return true end
+  end
+  for _, w in ipairs(extra_words()) do
+    if low:find(w:lower(), 1, true) then return true end
   end
   return false
+end
+
+-- yes = util.is_secret_name(name) : environment variable names whose values must not reach disk
+function M.is_secret_name(name) return matches(name, M.SECRET_WORDS) end
+
+-- yes = util.is_secret_key(name) : config keys (the last part of a dotted key) whose values must
+-- not reach disk
+function M.is_secret_key(name) return matches(name, M.SECRET_KEYS) end
+
+-- values = util.config_secret_values(cfg) : the values (4 bytes or longer, as strings) of the
+-- secret-named keys anywhere in the config tree cfg, and every string inside them
+function M.config_secret_values(cfg)
+  local out, seen = {}, {}
+  local function add(v)
+    local s = (type(v) == "string" or type(v) == "number") and tostring(v)
+    if s and #s >= 4 and not seen[s] then
+      seen[s] = true
+      out[#out + 1] = s
+    end
+  end
+  local function walk(t, secret, depth)
+    if depth > 100 then return end
+    for k, v in pairs(t) do
+      local s = secret or (type(k) == "string" and M.is_secret_key(k))
+      if type(v) == "table" then walk(v, s, depth + 1) elseif s then add(v) end
+    end
+  end
+  if type(cfg) == "table" then walk(cfg, false, 0) end
+  return out
 end
 
 -- values = util.secret_values([env]) : the values of secret-named variables in env (a table) or

@@ -49,3 +49,40 @@ wb: /tmp/wbcli%.%w+/unreadable%.lua: Permission denied (re)
 $ wb compare $T/missing.json $T/bad.json
 wb: compare: /tmp/wbcli%.%w+/missing%.json: No such file or directory (re)
 [2]
+
+$ cd tests/fixtures/errors && wb run run_one.lua --config-name bomb -o $T/x9; test ! -e $T/x9 && echo nothing written
+wb: profiles/bomb.yaml:9: interpolation ${f}${f}${f}${f}${f}${f}${f}${f}: the value would be over the limit of 1048576 bytes (WB_MAX_INTERPOLATION=N raises it)
+nothing written
+
+$ cd tests/fixtures/errors && WB_MAX_INTERPOLATION=300000000 wb run run_one.lua --config-name bomb --cfg job | grep -c '^i: '
+1
+
+$ wb run tests/fixtures/recipes/campaign.lua --multirun cases=$(seq -s, 1 1000) sleep=$(seq -s, 1 1000) -o $T/x10; test ! -e $T/x10 && echo nothing written
+wb: --multirun: 1000 x 1000 = 1000000 runs, over the limit of 1000 (WB_MAX_MULTIRUN=N raises it)
+nothing written
+
+$ WB_MAX_MULTIRUN=10 wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,2,3,4 sleep=0,0.0,0.00 -o $T/x11; test ! -e $T/x11 && echo nothing written
+wb: --multirun: 4 x 3 = 12 runs, over the limit of 10 (WB_MAX_MULTIRUN=N raises it)
+nothing written
+
+$ wb run tests/fixtures/recipes/campaign.lua --multirun cases=$(seq -s, 1 25) sleep=0 --dry-run -o $T/x12 2>&1 >/dev/null | head -n 1
+wb: --multirun: 25 = 25 runs; composing each
+
+$ cd tests/fixtures/errors && wb run run_one.lua -o $T/previous -- true; echo "exit $?"; grep -c '"status": "complete"' $T/previous/manifest.json
+wb: %-o /tmp/wbcli%.%w+/previous: holds a completed run %(%-%-overwrite replaces it%) (re)
+exit 2
+1
+
+$ cd tests/fixtures/errors && wb run run_one.lua -o $T/previous --overwrite -- true; echo "exit $?"
+exit 0
+
+$ wb run tests/fixtures/recipes/faults.lua mode=error_exit0; echo "exit $?"
+wb: asked for exit 0
+exit 1
+
+$ wb run tests/fixtures/recipes/faults.lua mode=error_tostring; echo "exit $?"
+wb: error (a table value without a message)
+exit 1
+
+$ wb run tests/fixtures/recipes/faults.lua mode=return code=256; echo "exit $?"
+exit 1

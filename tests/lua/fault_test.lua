@@ -167,3 +167,345 @@ T.case("a command that does not exist fails its run with the message, not the ca
   local _, err = proc.run { argv = { "wb-no-such-command" } }
   T.eq(err, "spawn: wb-no-such-command: No such file or directory")
 end)
+
+-- ---- issue 14: nothing run twice, nothing lost, no false success -------------------------
+
+local FAULTS = "tests/fixtures/recipes/faults.lua"
+
+-- p = start_campaign(dir, marker, started, args) : wb running the campaign fixture into dir with
+-- the overrides args, once `started` cases have started (their names appended to marker)
+local function start_campaign(dir, marker, started, args)
+  local argv = { T.wb_binary(), "run", RECIPE, "-o", dir, "marker=" .. marker }
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "null" })
+  T.wait_until(started .. " case(s) started", 20, function() return #lines(marker) >= started end, p)
+  return p
+end
+
+local function count_lines(path)
+  local n = {}
+  for _, l in ipairs(lines(path)) do n[l] = (n[l] or 0) + 1 end
+  return n
+end
+
+T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases run twice, 0 lost", function()
+  local d = T.tmpdir()
+  local seed = math.floor(wb.clock.wall() * 1000) % 1000000
+  math.randomseed(seed)
+  local runs, dir = {}, nil
+  local function argv_for(extra)
+    local done = dir .. ".done"
+    local a = { T.wb_binary(), "run", RECIPE, "cases=6", "sleep=0.12", "marker=/dev/null", "done=" .. done }
+    for _, x in ipairs(extra) do a[#a + 1] = x end
+    return a
+  end
+  local function status(path)
+    local m = json.read(path .. "/manifest.json")
+    return m and m.status
+  end
+  local reused = 0
+  for i = 1, 20 do
+    local extra
+    if dir and status(dir) and status(dir) ~= "complete" then
+      extra = { "--resume", dir }
+    elseif dir and not status(dir) then
+      extra = { "-o", dir } -- killed before its first manifest: started afresh
+    else
+      dir = d .. "/run" .. (#runs + 1)
+      runs[#runs + 1] = dir
+      extra = { "-o", dir }
+    end
+    local p = assert(proc.spawn { argv = argv_for(extra), stdout = "null", stderr = "null" })
+    wb.clock.sleep(0.02 + math.random() * 0.5)
+    p:kill(9)
+    p:wait()
+    p:close()
+  end
+  for _, r in ipairs(runs) do
+    local st = status(r)
+    if st ~= "complete" then
+      local res = T.wb({ table.unpack(argv_for(st and { "--resume", r } or { "-o", r }), 2) })
+      T.eq(res.code, 0, "finishing " .. r .. ": " .. res.stderr)
+    end
+  end
+  local twice, lost = 0, 0
+  for _, r in ipairs(runs) do
+    local done = count_lines(r .. ".done")
+    local m = T.manifest(r)
+    T.eq(m.status, "complete", r)
+    for _, rec in ipairs(m.runs) do
+      if rec.status ~= "success" or not done[rec.name] then lost = lost + 1 end
+      if (done[rec.name] or 0) > 1 then twice = twice + 1 end
+    end
+    reused = reused + #T.events(r, "run_reused")
+  end
+  print(string.format("# kill -9 loop (seed %d): %d campaigns, %d cases run twice, %d lost, %d results reused",
+    seed, #runs, twice, lost, reused))
+  T.eq(twice, 0, "cases run twice (seed " .. seed .. ")")
+  T.eq(lost, 0, "cases lost (seed " .. seed .. ")")
+end)
+
+T.case("kill -9 of wb: the case's process dies with it; what it left in its group is ended by --resume", function()
+  local d = T.tmpdir()
+  local dir, marker = d .. "/k", d .. "/marker"
+  local tag = "29.0" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1" -- as the config prints it: no trailing 0
+  local p = start_campaign(dir, marker, 1, { "cases=2", "sleep=" .. tag })
+  wb.clock.sleep(0.1)
+  p:kill(9)
+  p:wait()
+  p:close()
+  wb.clock.sleep(0.2)
+  T.eq(alive("^sh -c .*sleep " .. tag), "", "the case's shell outlived wb")
+  T.ok(alive("^sleep " .. tag) ~= "", "its sleep is left in the group (the shell's child)")
+  local res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0", "marker=" .. marker })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stderr, "ended what the previous wb left running of case1")
+  T.eq(alive("sleep " .. tag), "", "survivors after --resume")
+end)
+
+T.case("two wb on one run directory: the second exits 2 naming the owner's pid", function()
+  local d = T.tmpdir()
+  local dir, marker = d .. "/one", d .. "/marker"
+  local p = start_campaign(dir, marker, 1, { "cases=1", "sleep=5" })
+  local res = T.wb({ "run", RECIPE, "-o", dir, "cases=1", "sleep=0" })
+  T.eq(res.code, 2)
+  T.eq(res.stderr, "wb: run directory " .. dir .. " is in use by wb pid " .. p.pid .. "\n")
+  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=1", "sleep=0" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "is in use by wb pid " .. p.pid)
+  p:kill(15)
+  T.eq(p:wait().code, 143)
+  p:close()
+  T.eq(#lines(marker), 1, "the case ran once")
+end)
+
+T.case("two default-named runs started in the same second get different directories", function()
+  local d = T.tmpdir()
+  local ps = {}
+  for i = 1, 4 do
+    ps[i] = assert(proc.spawn { argv = { T.wb_binary(), "run", T.root() .. "/" .. RECIPE, "cases=1", "sleep=0" },
+      cwd = d, stdout = "capture", stderr = "capture" })
+  end
+  local dirs = {}
+  for i = 1, 4 do
+    local res = ps[i]:wait()
+    T.eq(res.code, 0, res.stderr)
+    local out = res.stdout:match("complete (%S+)")
+    T.ok(out and not dirs[out], "run " .. i .. " got its own directory: " .. tostring(out))
+    dirs[out or i] = true
+    ps[i]:close()
+  end
+  local names = fs.list(d .. "/runs")
+  local n = 0
+  for _, name in ipairs(names) do if name ~= "latest" then n = n + 1 end end
+  T.eq(n, 4)
+end)
+
+T.case("-o onto a completed run is refused (exit 2, nothing lost) unless --overwrite", function()
+  local d = T.tmpdir()
+  local dir = d .. "/done"
+  T.eq(T.wb({ "run", RECIPE, "-o", dir, "cases=1", "sleep=0" }).code, 0)
+  local before = fs.read(dir .. "/manifest.json")
+  local res = T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0" })
+  T.eq(res.code, 2)
+  T.eq(res.stderr, "wb: -o " .. dir .. ": holds a completed run (--overwrite replaces it)\n")
+  T.eq(fs.read(dir .. "/manifest.json"), before)
+  res = T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0", "--overwrite" })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(#T.manifest(dir).runs, 2)
+  T.eq(#T.events(dir, "campaign_started"), 1, "the old run's events are gone")
+end)
+
+-- Runs faults.lua with mode, sends signo once it is ready (nil: none); returns exit code, stderr,
+-- the manifest and what is left running of its child.
+local function fault_run(mode, signo, extra)
+  local d = T.tmpdir()
+  local tag = "wbfault_" .. mode .. math.floor(wb.clock.wall() * 1000) % 100000
+  local argv = { T.wb_binary(), "run", FAULTS, "mode=" .. mode, "-o", d .. "/run", "ready=" .. d .. "/ready",
+    "tag=" .. tag }
+  for _, x in ipairs(extra or {}) do argv[#argv + 1] = x end
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "capture" })
+  T.wait_until("ready", 20, function() return fs.exists(d .. "/ready") end, p)
+  wb.clock.sleep(0.15)
+  if signo then p:kill(signo) end
+  local res = p:wait()
+  p:close()
+  wb.clock.sleep(0.05)
+  return res.code, res.stderr, json.read(d .. "/run/manifest.json"), alive(tag)
+end
+
+for _, sig in ipairs({ { 1, "SIGHUP", 129 }, { 15, "SIGTERM", 143 }, { 2, "SIGINT", 130 } }) do
+  T.case(sig[2] .. " during a case: children ended, manifest interrupted, exit " .. sig[3], function()
+    local code, stderr, m, left = fault_run("plain", sig[1])
+    T.eq(code, sig[3], stderr)
+    T.eq(m.status, "interrupted")
+    T.eq(left, "")
+  end)
+end
+
+T.case("a pure-Lua loop inside pcall that swallows errors is interrupted anyway (SIGINT, SIGTERM)", function()
+  for _, sig in ipairs({ { 2, 130 }, { 15, 143 } }) do
+    local code, stderr, m, left = fault_run("pcall_loop", sig[1])
+    T.eq(code, sig[2], stderr)
+    T.eq(m.status, "interrupted")
+    T.eq(left, "", "the child it left running")
+  end
+end)
+
+T.case("Ctrl-C inside a recipe's pcall does not exit 0", function()
+  local code, stderr, m, left = fault_run("pcall_spawn", 2)
+  T.eq(code, 130, stderr)
+  T.eq(m.status, "interrupted")
+  T.eq(left, "")
+end)
+
+T.case("os.exit in a recipe: the same orderly way out (children ended, manifest interrupted)", function()
+  local code, stderr, m, left = fault_run("os_exit", nil, { "code=3" })
+  T.eq(code, 3, stderr)
+  T.eq(m.status, "interrupted")
+  T.eq(left, "")
+  code, stderr, m = fault_run("os_exit", nil, { "code=0" })
+  T.eq(code, 1, "os.exit(0) with the campaign open")
+  T.match(stderr, "os.exit%(0%) before the campaign finished")
+  T.eq(m.status, "interrupted")
+end)
+
+T.case("a second signal forces exit while the first one's orderly stop waits", function()
+  local d = T.tmpdir()
+  local dir, marker = d .. "/s", d .. "/marker"
+  local tag = "28.0" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1"
+  local p = start_campaign(dir, marker, 1, { "cases=1", "sleep=" .. tag, "ignore_term=true" })
+  wb.clock.sleep(0.1)
+  p:kill(2) -- the case ignores SIGTERM: the orderly stop waits out the grace (2 s) before SIGKILL
+  wb.clock.sleep(0.5)
+  local t = wb.clock.timer()
+  p:kill(2)
+  local res = p:wait()
+  p:close()
+  T.eq(res.code, 130)
+  T.ok(t:elapsed() < 1, "forced exit took " .. t:elapsed() .. " s")
+  wb.clock.sleep(0.1)
+  T.eq(alive("sleep " .. tag), "")
+end)
+
+T.case("error objects and statuses that must not exit 0, each with a message", function()
+  local cases = {
+    { { "mode=error_exit0" }, 1, "wb: asked for exit 0\n" },
+    { { "mode=error_exit256" }, 1, "wb: asked for exit 256\n" },
+    { { "mode=error_empty" }, 1, "wb: error (a table value without a message)\n" },
+    { { "mode=error_tostring" }, 1, "wb: error (a table value without a message)\n" },
+    { { "mode=return", "code=256" }, 1, "" },
+    { { "mode=return", "code=-1" }, 1, "" },
+    { { "mode=return", "code=7" }, 7, "" },
+  }
+  for _, c in ipairs(cases) do
+    local res = T.wb({ "run", FAULTS, table.unpack(c[1]) })
+    T.eq(res.code, c[2], table.concat(c[1], " "))
+    T.eq(res.stderr, c[3], table.concat(c[1], " "))
+  end
+end)
+
+T.case("--resume after a death between a child's end and the manifest: the result is used, not run again", function()
+  local d = T.tmpdir()
+  local dir, done = d .. "/r", d .. "/done"
+  local res = T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0", "done=" .. done })
+  T.eq(res.code, 0, res.stderr)
+  -- what kill -9 right after case2's wait leaves: its end in the journal, the manifest still running
+  local m = T.manifest(dir)
+  m.status, m.runs[2].status = "running", "running"
+  T.ok(json.write(dir .. "/manifest.json", m))
+  local journal = fs.read(dir .. "/wb.lock")
+  T.match(journal, "\nend %d+ {[^\n]*\"name\":\"case2\"")
+  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0", "done=" .. done })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(count_lines(done), { case1 = 1, case2 = 1 })
+  T.eq(#T.events(dir, "run_reused"), 1)
+  m = T.manifest(dir)
+  T.eq(m.status, "complete")
+  T.eq(m.runs[2].status, "success")
+  T.eq(m.runs[2].return_code, 0)
+end)
+
+-- Every file under dir, with its text.
+local function files_under(dir, out)
+  out = out or {}
+  for _, name in ipairs(fs.list(dir) or {}) do
+    local path = dir .. "/" .. name
+    local st = fs.lstat(path)
+    if st and st.type == "dir" then files_under(path, out) elseif st and st.type == "file" then out[path] = fs.read(path) end
+  end
+  return out
+end
+
+T.case("three planted secrets (a token variable, an API key variable, a config password): 0 hits in any file", function()
+  local d = T.tmpdir()
+  local env = { WB_TEST_TOKEN = "tok-AAAA1111", MY_API_KEY = "key-CCCC3333" }
+  local runs = {
+    { "bench", "echo tok-AAAA1111 key-CCCC3333 pw-BBBB2222", "runs=3", "+db.password=pw-BBBB2222", "-o", d .. "/bench" },
+    { "run", RECIPE, "cases=2", "sleep=0", "echo_env=MY_API_KEY", "+service.api_key=pw-BBBB2222", "-o", d .. "/campaign" },
+  }
+  for _, args in ipairs(runs) do
+    local res = T.wb(args, { env = env })
+    T.eq(res.code, 0, res.stderr)
+  end
+  local n, hits = 0, {}
+  for path, text in pairs(files_under(d)) do
+    n = n + 1
+    for _, s in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
+      if text:find(s, 1, true) then hits[#hits + 1] = path .. ": " .. s end
+    end
+  end
+  T.ok(n >= 20, n .. " files")
+  T.eq(hits, {})
+  T.match(fs.read(d .. "/campaign/logs/case1.stdout.log"), "secret is %[REDACTED%]")
+  T.match(fs.read(d .. "/bench/config.yaml"), "password: '?%[REDACTED%]")
+end)
+
+T.case("atomic writes honour the umask (077: files 0600)", function()
+  local d = T.tmpdir()
+  local res = assert(proc.run { argv = { "sh", "-c", 'umask 077; exec "$0" "$@"', T.wb_binary(), "run", RECIPE,
+    "cases=1", "sleep=0", "-o", d .. "/u" }, stdout = "null", stderr = "capture" })
+  T.eq(res.code, 0, res.stderr)
+  for _, name in ipairs({ "manifest.json", "config.yaml", "plan.json", "events.jsonl" }) do
+    T.eq(fs.stat(d .. "/u/" .. name).mode & 511, 384, name .. " mode")
+  end
+  res = T.wb({ "run", RECIPE, "cases=1", "sleep=0", "-o", d .. "/v" })
+  T.eq(fs.stat(d .. "/v/manifest.json").mode & 511, tonumber("644", 8), "umask 022 (the tests')")
+end)
+
+T.case("line callbacks are linear in line length: one 256 MiB line in seconds (was quadratic)", function()
+  local t, count, len = wb.clock.timer(), 0, 0
+  local res = assert(proc.run { argv = { "sh", "-c", "head -c 268435456 /dev/zero | tr '\\0' y; echo; echo tail" },
+    stdout = function(line) count, len = count + 1, len + #line end, timeout = 120 })
+  T.eq(res.code, 0)
+  T.eq({ count, len }, { 2, 268435456 + 4 })
+  -- quadratic searching took 4.6 s for 64 MiB, so about 70 s here; linear takes about 1 s
+  T.ok(t:elapsed() < 15, string.format("%.1f s", t:elapsed()))
+end)
+
+T.case("pasting a 20000-line statement into the REPL is linear (was 13 s piped, 17 s on a terminal)", function()
+  local d = T.tmpdir()
+  local text = { "t = {" }
+  for i = 1, 20000 do text[#text + 1] = i .. "," end
+  text[#text + 1] = "}"
+  text[#text + 1] = "=#t"
+  text[#text + 1] = "for i = 1, 2 do"
+  text[#text + 1] = "print('loop', i) end"
+  fs.write(d .. "/paste.lua", table.concat(text, "\n") .. "\n")
+  local t = wb.clock.timer()
+  local res = assert(proc.run { argv = { T.wb_binary(), "repl" }, stdin = { file = d .. "/paste.lua" },
+    stdout = "capture", stderr = "capture", timeout = 60 })
+  T.eq(res.stdout, "20000\nloop\t1\nloop\t2\n", res.stderr)
+  T.ok(t:elapsed() < 3, string.format("%.1f s", t:elapsed()))
+end)
+
+T.case("the REPL ends on SIGHUP (terminal gone) with 129, on SIGTERM with 143", function()
+  for _, sig in ipairs({ { 1, 129 }, { 15, 143 } }) do
+    local p = assert(proc.spawn { argv = { "bash", "-c", 'exec "$0" repl < <(sleep 10)', T.wb_binary() },
+      stdout = "null", stderr = "null" })
+    wb.clock.sleep(0.3)
+    p:kill(sig[1])
+    T.eq(p:wait().code, sig[2], "signal " .. sig[1])
+    p:close()
+  end
+end)

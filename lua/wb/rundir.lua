@@ -1,0 +1,205 @@
+-- Run-directory ownership (docs/errors.md, "Faults"): one wb process per run directory, held by
+-- an exclusive flock on DIR/wb.lock for the life of the process (released by the kernel however
+-- wb ends, kill -9 included). The lock file is also the journal of the campaign's children: the
+-- owner ("wb PID START"), each child started ("child PID START NAME") and each child's result the
+-- moment wait returns ("end PID {json}"), so that a --resume after an unplanned death
+--   * ends the processes the dead owner left running before it runs their cases again, and
+--   * does not run again a child that had finished (its result and logs are used), which closes
+--     all but microseconds of the window between a child's exit and the manifest saying so.
+--
+--   local lock = rundir.create(ctx.opts, base)   -- the run directory, made and locked (exit 2 if not)
+--   rundir.child_started(dir, pid, name); rundir.child_ended(dir, pid, name, res)
+--   local res = rundir.finished(dir, name)      -- on resume: the result of a child that had ended
+local errors = require "wb.errors"
+local fs = require "wb.fs"
+
+local M = {}
+
+M.LOCK = "wb.lock"
+
+local held = {}     -- dir -> lock, kept for the life of the process
+local finished = {} -- dir -> name -> result table of a previous owner's child that had ended
+
+-- The scalar fields of a wb.proc result that a reused result carries.
+M.RESULT_FIELDS = { "pid", "exited", "code", "signal", "timed_out", "ok", "wall", "wall_ns", "user",
+  "sys", "maxrss_kb", "maxrss_bound" }
+
+-- start, pgrp, state = rundir.start_time(pid) : the process's start time in clock ticks since
+-- boot (field 22 of /proc/PID/stat), its process group and state letter; nil when there is no
+-- such process
+function M.start_time(pid)
+  local stat = fs.read("/proc/" .. pid .. "/stat")
+  if not stat then return nil end
+  local rest = stat:match("^.*%)%s(.*)$") -- after the command name, which may hold spaces
+  local fields = {}
+  for f in (rest or ""):gmatch("%S+") do fields[#fields + 1] = f end
+  -- rest starts at field 3 (state): field n is fields[n - 2]
+  return tonumber(fields[20]), tonumber(fields[3]), fields[1]
+end
+
+-- pids = rundir.group_members(pgid, since) : the live processes of process group pgid started at
+-- or after since (clock ticks; the group's leader started first, so older ones are not its
+-- members); zombies, which only their parent can remove, are not counted
+function M.group_members(pgid, since)
+  local out = {}
+  for _, name in ipairs(fs.list("/proc") or {}) do
+    local pid = tonumber(name)
+    if pid then
+      local start, pgrp, state = M.start_time(pid)
+      if pgrp == pgid and start and start >= since and state ~= "Z" then out[#out + 1] = pid end
+    end
+  end
+  return out
+end
+
+local function owner_line()
+  local pid = tonumber((fs.readlink("/proc/self") or ""):match("^(%d+)$"))
+  return string.format("wb %d %d\n", pid or 0, pid and M.start_time(pid) or 0), pid
+end
+
+-- Ends the processes a previous owner recorded as running (children without an "end" line):
+-- SIGTERM to each group, SIGKILL after a second, until the groups are empty (10 s at most).
+-- Returns the names of the cases whose processes were still there.
+local function end_survivors(dir, previous)
+  local running, order = {}, {}
+  for line in previous:gmatch("[^\n]+") do
+    local pid, start, name = line:match("^child (%d+) (%d+) (.*)$")
+    if pid then
+      running[tonumber(pid)] = { start = tonumber(start), name = name }
+      order[#order + 1] = tonumber(pid)
+    end
+    local ended = line:match("^end (%d+)")
+    if ended then running[tonumber(ended)] = nil end
+  end
+  local proc, clock = require "wb.proc", require "wb.clock"
+  local found = {}
+  for _, pid in ipairs(order) do
+    local c = running[pid]
+    if c and #M.group_members(pid, c.start) > 0 then
+      found[#found + 1] = c.name
+      proc.signal_group(pid, 15)
+      local t = clock.timer()
+      while #M.group_members(pid, c.start) > 0 and t:elapsed() < 10 do
+        if t:elapsed() > 1 then proc.signal_group(pid, 9) end
+        clock.sleep(0.02)
+      end
+    end
+  end
+  if #found > 0 then
+    io.stderr:write(string.format("wb: %s: ended what the previous wb left running of %s\n", dir,
+      table.concat(found, ", ")))
+  end
+  return found
+end
+
+-- rundir.lock(dir [, resume]) : takes DIR/wb.lock for this process (exit 2 naming the owner's pid
+-- when another process holds it); with resume, first ends what the previous owner left running.
+function M.lock(dir, resume)
+  if held[dir] then return held[dir] end
+  local line = owner_line()
+  local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line)
+  if not lock then
+    local err = previous
+    local pid = holder and holder:match("^wb (%d+)")
+    if errno == 11 and pid then
+      errors.raise(2, string.format("run directory %s is in use by wb pid %s", dir, pid), 0)
+    elseif errno == 11 then
+      errors.raise(2, string.format("run directory %s is in use by another process", dir), 0)
+    end
+    errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0)
+  end
+  held[dir] = lock
+  finished[dir] = {}
+  if resume then
+    end_survivors(dir, previous or "")
+    local json = require "wb.json"
+    for line in (previous or ""):gmatch("[^\n]+") do
+      local doc = line:match("^end %d+ (.*)$")
+      local ok, res = pcall(json.decode, doc or "")
+      if ok and type(res) == "table" and type(res.name) == "string" then
+        finished[dir][res.name] = res
+        lock:append(line .. "\n") -- carried on: a kill -9 of this wb keeps it too
+      end
+    end
+  end
+  return lock
+end
+
+-- dir = rundir.create(opts, base) : the run directory for a new run, made and locked.
+-- Without -o: base, or base-2, base-3, ... whichever this process is first to create (mkdir
+-- is atomic, so two runs started in the same second get different directories).
+-- With -o DIR: DIR (made if missing); refused (exit 2) when it holds a run's manifest, unless
+-- --overwrite, which removes that run's files first.
+function M.create(opts, base)
+  local dir = opts.output
+  if not dir then
+    local n = 1
+    dir = base
+    local parent = dir:match("^(.*)/[^/]+$")
+    if parent then
+      local ok, err = fs.mkdir_p(parent)
+      if not ok then errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0) end
+    end
+    while true do
+      local ok, err, errno = fs.mkdir(dir)
+      if ok then break end
+      if errno ~= 17 then errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0) end
+      n = n + 1
+      dir = base .. "-" .. n
+    end
+    M.lock(dir)
+    return dir
+  end
+  dir = dir:gsub("(.)/+$", "%1")
+  local ok, err = fs.mkdir_p(dir)
+  if not ok then errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0) end
+  M.lock(dir)
+  local m = fs.exists(dir .. "/manifest.json") and require("wb.json").read(dir .. "/manifest.json")
+  if fs.exists(dir .. "/manifest.json") and not opts.overwrite then
+    local status = type(m) == "table" and m.status
+    if status == "complete" then
+      errors.raise(2, string.format("-o %s: holds a completed run (--overwrite replaces it)", dir), 0)
+    end
+    errors.raise(2, string.format("-o %s: holds a run (status %s): --resume %s finishes it, --overwrite replaces it",
+      dir, tostring(status or "unreadable"), dir), 0)
+  end
+  if opts.overwrite then
+    for _, name in ipairs(fs.list(dir) or {}) do
+      if name ~= M.LOCK then
+        local path = dir .. "/" .. name
+        local rok, rerr = fs.remove_tree(path)
+        if not rok then errors.raise(2, "--overwrite: " .. tostring(rerr), 0) end
+      end
+    end
+  end
+  return dir
+end
+
+-- rundir.child_started(dir, pid, name) / rundir.child_ended(dir, pid, name, res) : the lock
+-- file's record of a campaign's child (what a --resume after kill -9 ends or reuses); no-ops for
+-- a directory this process has not locked
+function M.child_started(dir, pid, name)
+  local lock = held[dir]
+  if lock then lock:append(string.format("child %d %d %s\n", pid, M.start_time(pid) or 0, name)) end
+end
+
+function M.child_ended(dir, pid, name, res)
+  local lock = held[dir]
+  if not lock then return end
+  local json = require "wb.json"
+  local doc = json.object()
+  doc.name = name
+  for _, k in ipairs(M.RESULT_FIELDS) do doc[k] = res[k] end
+  lock:append(string.format("end %d %s\n", pid, json.encode(doc)))
+end
+
+-- res = rundir.finished(dir, name) : on resume, the result of the previous owner's child of that
+-- name that had ended before it died (nil when there is none); taken once
+function M.finished(dir, name)
+  local f = finished[dir]
+  local res = f and f[name]
+  if res then f[name] = nil end
+  return res
+end
+
+return M
