@@ -297,13 +297,11 @@ static int64_t monotonic_ms(void) {
 #define WB_FORCE_AFTER_MS 300
 static void on_signal(int signo) {
   int saved = errno;
-<<<<<<< HEAD
   if (signo == SIGINT && defer_first && !deferred_signal) {
     deferred_signal = signo;
     errno = saved;
     return;
   }
-=======
   if (pending_signal) {
     if (monotonic_ms() - pending_since_ms >= WB_FORCE_AFTER_MS) {
       wb_spawn_kill_now();
@@ -313,7 +311,6 @@ static void on_signal(int signo) {
     return;
   }
   pending_since_ms = monotonic_ms();
->>>>>>> issue14
   pending_signal = signo;
   if (signal_pipe[1] >= 0) {
     char c = (char)signo;
@@ -369,7 +366,6 @@ static int l_interrupted(lua_State *L) {
   return 1;
 }
 
-<<<<<<< HEAD
 /* -- was = wb.core.defer_interrupt(on) : while on, the first SIGINT does not interrupt but is
  * reported by wb.core.deferred_interrupt(); turning it on forgets an earlier deferred one */
 static int l_defer_interrupt(lua_State *L) {
@@ -384,7 +380,9 @@ static int l_defer_interrupt(lua_State *L) {
 static int l_deferred_interrupt(lua_State *L) {
   if (!deferred_signal) return 0;
   lua_pushinteger(L, deferred_signal);
-=======
+  return 1;
+}
+
 /* -- wb.core.exit(code) : raises the interrupt error object with interrupted = 0 and exit = code:
  * what os.exit does inside wb, so that a recipe's exit takes the same orderly way out as Ctrl-C */
 static int l_exit(lua_State *L) {
@@ -402,7 +400,6 @@ static int l_exit(lua_State *L) {
 /* -- yes = wb.core.is_interrupt(v) : v is an interrupt error object (a signal or wb.core.exit) */
 static int l_is_interrupt(lua_State *L) {
   lua_pushboolean(L, wb_is_interrupt(L, 1));
->>>>>>> issue14
   return 1;
 }
 
