@@ -248,7 +248,9 @@ end)
 T.case("kill -9 of wb: the case's process dies with it; what it left in its group is ended by --resume", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/k", d .. "/marker"
-  local tag = "29.0" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1" -- as the config prints it: no trailing 0
+  -- a sleep of about 1.5 s unique to this run (as the config prints it: no trailing 0); --resume
+  -- takes the run's own overrides, so its cases sleep as long again
+  local tag = "1.5" .. math.floor(wb.clock.wall() * 1000) % 100000 .. "1"
   local p = start_campaign(dir, marker, 1, { "cases=2", "sleep=" .. tag })
   wb.clock.sleep(0.1)
   p:kill(9)
@@ -257,7 +259,7 @@ T.case("kill -9 of wb: the case's process dies with it; what it left in its grou
   wb.clock.sleep(0.2)
   T.eq(alive("^sh -c .*sleep " .. tag), "", "the case's shell outlived wb")
   T.ok(alive("^sleep " .. tag) ~= "", "its sleep is left in the group (the shell's child)")
-  local res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0", "marker=" .. marker })
+  local res = T.wb({ "run", RECIPE, "--resume", dir, "marker=" .. marker, "cases=2", "sleep=" .. tag })
   T.eq(res.code, 0, res.stderr)
   T.match(res.stderr, "ended what the previous wb left running of case1")
   T.eq(alive("sleep " .. tag), "", "survivors after --resume")
@@ -270,7 +272,7 @@ T.case("two wb on one run directory: the second exits 2 naming the owner's pid",
   local res = T.wb({ "run", RECIPE, "-o", dir, "cases=1", "sleep=0" })
   T.eq(res.code, 2)
   T.eq(res.stderr, "wb: run directory " .. dir .. " is in use by wb pid " .. p.pid .. "\n")
-  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=1", "sleep=0" })
+  res = T.wb({ "run", RECIPE, "--resume", dir, "marker=" .. marker, "cases=1", "sleep=5" })
   T.eq(res.code, 2)
   T.match(res.stderr, "is in use by wb pid " .. p.pid)
   p:kill(15)
