@@ -22,7 +22,7 @@ static const luaL_Reg native_modules[] = {
     {"wb.bpf", luaopen_wb_bpf},     {"wb.clock", luaopen_wb_clock}, {"wb.fs", luaopen_wb_fs},
     {"wb.json", luaopen_wb_json},   {"wb.perf", luaopen_wb_perf},   {"wb.proc", luaopen_wb_proc},
     {"wb.scan", luaopen_wb_scan},   {"wb.stats", luaopen_wb_stats}, {"wb.sym", luaopen_wb_sym},
-    {"wb.term", luaopen_wb_term},   {"wb.yaml", luaopen_wb_yaml},
+    {"wb.term", luaopen_wb_term},   {"wb.unwind", luaopen_wb_unwind}, {"wb.yaml", luaopen_wb_yaml},
     {NULL, NULL}};
 
 int wb_push_error(lua_State *L, int err, const char *what) {

@@ -97,15 +97,12 @@ static int add_mapping(aspace *a, uint64_t start, uint64_t end, uint64_t pgoff, 
   return 0;
 }
 
-/* Replaces the process's mappings with the executable ones of /proc/PID/maps; returns the count
- * or -1 with errno. */
-static int snapshot(aspace *a) {
+int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
+                 void *arg) {
   char path[64], line[4352];
-  snprintf(path, sizeof path, "/proc/%d/maps", a->pid);
-  a->tried_snapshot = 1;
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
   FILE *f = fopen(path, "re");
   if (!f) return -1;
-  clear_maps(a);
   int n = 0;
   while (fgets(line, sizeof line, f)) {
     unsigned long long lo, hi, off, ino;
@@ -115,13 +112,31 @@ static int snapshot(aspace *a) {
       continue;
     if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
     line[strcspn(line, "\n")] = 0;
-    if (add_mapping(a, lo, hi, off, line + name_at, NULL) == 0) n++;
+    if (fn(arg, lo, hi, off, line + name_at) == 0) n++;
   }
   fclose(f);
   if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
     errno = ESRCH;
     return -1;
   }
+  return n;
+}
+
+static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path) {
+  aspace *a = arg;
+  if (!a->tried_snapshot) { /* the first mapping read: the file is there, forget the old ones */
+    clear_maps(a);
+    a->tried_snapshot = 1;
+  }
+  return add_mapping(a, lo, hi, off, path, NULL);
+}
+
+/* Replaces the process's mappings with the executable ones of /proc/PID/maps; returns the count
+ * or -1 with errno. */
+static int snapshot(aspace *a) {
+  a->tried_snapshot = 0;
+  int n = wb_maps_each(a->pid, snapshot_one, a);
+  a->tried_snapshot = 1;
   return n;
 }
 
