@@ -49,6 +49,9 @@ uint64_t wb_dwobj_vaddr(const wb_dwobj *o, uint64_t offset);
 /* The rule row for virtual address vaddr (cached). */
 const wb_unw_row *wb_dwobj_row(wb_dwobj *o, uint64_t vaddr);
 
+/* Whether the object's file could be read as ELF (else its code is an unknown region). */
+int wb_dwobj_loaded(const wb_dwobj *o);
+
 /* Whether most of the object's functions set up %rbp (core/symelf.c's check). */
 int wb_dwobj_frame_pointers(wb_dwobj *o);
 

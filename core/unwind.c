@@ -200,7 +200,11 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     out[n++] = ip;
     uint64_t pc = ip - (n > 1); /* a return address: the call is the byte before */
     umap *m = find_map(a, pc);
-    if (m && !m->obj && !m->failed && !(m->obj = wb_dwobj_get(m->path))) m->failed = 1;
+    if (m && !m->obj && !m->failed) {
+      m->obj = m->path[0] == '/' || m->path[0] == '[' ? wb_dwobj_get(m->path) : NULL;
+      if (m->obj && !wb_dwobj_loaded(m->obj)) m->obj = NULL; /* //anon, a deleted file: unknown code */
+      m->failed = !m->obj;
+    }
     if (!m || !m->obj) {
       why = ip == 0 ? WB_UNW_COMPLETE : WB_UNW_NO_MAP;
       break;

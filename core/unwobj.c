@@ -3,7 +3,8 @@
  * elfutils libdw's CFI API, turned into compact rule rows (CFA = rsp/rbp + k, return address and
  * saved rbp at CFA + k) kept in a per-object cache; its DWARF for inline chains; demangling through
  * libiberty. Loaded once per file (path, checked against the file on disk and its build id),
- * indexed lazily: libdw reads a CFI table or a CU only when an address in it is asked for. */
+ * indexed lazily: libdw reads a CFI table or a CU only when an address in it is asked for. Objects
+ * live as long as the process (an object replaced on disk is kept, inert, for who holds it). */
 #define _GNU_SOURCE
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -28,6 +29,7 @@
 
 struct wb_dwobj {
   wb_elf *elf;          /* symbols, segments, build id (core/symelf.c) */
+  char *path, build_id[41];
   int fd, dbg_fd;
   Elf *e, *dbg_e;       /* the file; the separate debug file */
   Dwarf_CFI *eh, *dcfi; /* .eh_frame; .debug_frame */
@@ -38,7 +40,7 @@ struct wb_dwobj {
   struct wb_dwobj *next;
 };
 
-static wb_dwobj *objects;
+static wb_dwobj *objects, *retired; /* retired: replaced on disk, kept for who holds them */
 
 /* ---- loading ---------------------------------------------------------------------------------- */
 
@@ -80,23 +82,22 @@ static int open_elf(const char *path, int *fd, Elf **e) {
 }
 
 /* The separate debug file: /usr/lib/debug/.build-id/xx/rest.debug, else .gnu_debuglink's name next
- * to the file, in its .debug/ directory or under /usr/lib/debug. The link's CRC is not checked:
- * a debug file of another build is refused by its build id when both have one. */
+ * to the file, in its .debug/ directory or under /usr/lib/debug. The link's CRC is not checked. */
 static void find_debug_file(wb_dwobj *o) {
-  const char *bid = o->elf->build_id;
+  const char *bid = o->build_id;
   char path[4096];
   if (strlen(bid) > 2) {
     snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
     if (open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
   }
   const char *link = debuglink(o->e);
-  if (!link || o->elf->path[0] != '/') return;
-  const char *slash = strrchr(o->elf->path, '/');
-  int dirlen = (int)(slash - o->elf->path);
+  if (!link || o->path[0] != '/') return;
+  const char *slash = strrchr(o->path, '/');
+  int dirlen = (int)(slash - o->path);
   const char *forms[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
   for (size_t i = 0; i < 3; i++) {
-    snprintf(path, sizeof path, forms[i], dirlen, o->elf->path, link);
-    if (strcmp(path, o->elf->path) != 0 && open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
+    snprintf(path, sizeof path, forms[i], dirlen, o->path, link);
+    if (strcmp(path, o->path) != 0 && open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
   }
   return;
 found:
@@ -121,16 +122,6 @@ static void load_dwarf(wb_dwobj *o) {
   }
 }
 
-static void free_obj(wb_dwobj *o) {
-  if (o->dw) dwarf_end(o->dw);
-  if (o->dbg_e) elf_end(o->dbg_e);
-  if (o->e) elf_end(o->e); /* after dwarf_end: the CFI of dwarf_getcfi_elf goes with it */
-  if (o->fd >= 0) close(o->fd);
-  if (o->dbg_fd >= 0) close(o->dbg_fd);
-  free(o->debug_file);
-  free(o);
-}
-
 static Elf *vdso_image(void) {
   unsigned long base = getauxval(AT_SYSINFO_EHDR);
   FILE *f = fopen("/proc/self/maps", "re");
@@ -150,10 +141,12 @@ wb_dwobj *wb_dwobj_get(const char *path) {
   if (!elf) return NULL;
   for (wb_dwobj **pp = &objects; *pp; pp = &(*pp)->next) {
     if ((*pp)->elf == elf) return *pp;
-    if (strcmp((*pp)->elf->path, path) == 0 && !vdso) { /* wb_elf reloaded it: replaced on disk */
+    if (strcmp((*pp)->path, path) == 0) { /* wb_elf loaded it again: replaced on disk */
       wb_dwobj *old = *pp;
       *pp = old->next;
-      free_obj(old);
+      old->elf = NULL; /* freed by wb_elf_get; unwinders may still hold old: it stays, inert */
+      old->next = retired;
+      retired = old;
       break;
     }
   }
@@ -162,6 +155,11 @@ wb_dwobj *wb_dwobj_get(const char *path) {
   if (!o) return NULL;
   o->elf = elf;
   o->fd = o->dbg_fd = -1;
+  if (!(o->path = strdup(path))) {
+    free(o);
+    return NULL;
+  }
+  memcpy(o->build_id, elf->build_id, sizeof o->build_id);
   if (vdso) o->e = vdso_image();
   else open_elf(path, &o->fd, &o->e);
   if (o->e) o->eh = dwarf_getcfi_elf(o->e);
@@ -170,9 +168,10 @@ wb_dwobj *wb_dwobj_get(const char *path) {
   return o;
 }
 
-uint64_t wb_dwobj_vaddr(const wb_dwobj *o, uint64_t offset) { return wb_elf_vaddr(o->elf, offset); }
-const char *wb_dwobj_path(const wb_dwobj *o) { return o->elf->path; }
-const char *wb_dwobj_build_id(const wb_dwobj *o) { return o->elf->build_id; }
+uint64_t wb_dwobj_vaddr(const wb_dwobj *o, uint64_t offset) { return o->elf ? wb_elf_vaddr(o->elf, offset) : 0; }
+const char *wb_dwobj_path(const wb_dwobj *o) { return o->path; }
+int wb_dwobj_loaded(const wb_dwobj *o) { return o->e != NULL && o->elf != NULL; }
+const char *wb_dwobj_build_id(const wb_dwobj *o) { return o->build_id; }
 
 void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info, const char **debug_file) {
   load_dwarf(o);
@@ -183,7 +182,7 @@ void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info
 }
 
 int wb_dwobj_frame_pointers(wb_dwobj *o) {
-  if (!o->fp_known) {
+  if (!o->fp_known && o->elf) {
     o->fp_known = 1;
     wb_elf_check_frame_pointers(o->elf);
     o->fp = o->elf->fp_functions > 0 && o->elf->fp_with * 2 >= o->elf->fp_functions;

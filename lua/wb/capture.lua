@@ -19,6 +19,7 @@ local json = require "wb.json"
 local perf = require "wb.perf"
 local proc = require "wb.proc"
 local sym = require "wb.sym"
+local unwind_q = require "wb.capture_unwind"
 
 local M = {}
 
@@ -211,7 +212,7 @@ end
 -- Writes the folded text and its renderings; returns the profile table.
 local function outputs(kind, text, info, opts)
   local unit = kind == "offcpu" and "ns" or "samples"
-  local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text,
+  local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text, symbols = info.symbols,
     unresolved_fraction = info.total > 0 and info.unresolved / info.total or 0 }
   if not opts.dir then return t end
   local base = opts.dir .. "/" .. opts.name .. "." .. kind
@@ -276,7 +277,7 @@ local function quality(res, side, sampled)
     for _, path in ipairs(paths) do
       local f = sym.file(path)
       local fp = f.frame_pointers
-      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 then
+      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 and not unwind_q.covered(res, path) then
         w[#w + 1] = string.format("%s has no frame pointers (%d of %d functions set up %%rbp): callers are "
           .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
       elseif not f.symtab and f.symbols == 0 then
@@ -323,6 +324,16 @@ local function options(spec)
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
   end
+  o.unwind, o.stack_size = spec.unwind or "fp", spec.stack_size or 8192
+  if o.unwind ~= "fp" and o.unwind ~= "dwarf" then error("wb.capture: unwind must be \"fp\" or \"dwarf\"", 3) end
+  if o.unwind == "dwarf" and o.requested ~= "auto" and o.requested ~= "perf_event" then
+    error("wb.capture: unwind = \"dwarf\" needs method \"perf_event\" (or \"auto\")", 3)
+  end
+  if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > 65528 or o.stack_size % 8 ~= 0 then
+    error("wb.capture: stack_size must be a multiple of 8 in 512..65528", 3)
+  end
+  o.pages = 128 -- ring pages per CPU: a drain every 0.1 s must find room for 4x what a CPU writes
+  while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
   local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
   o.title = spec.title or table.concat(words, " ")
   return o
@@ -335,8 +346,9 @@ local function record(spec, o, res, method, session)
   if not p then return nil, err, errno end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
   local sampling = method == "perf_event" and o.want_on
+  local dwarf = sampling and o.unwind == "dwarf"
   local side <close>, side_err = perf.sampler(p.pid, { sample = sampling, freq = o.freq,
-    pages = sampling and 128 or 16 })
+    pages = dwarf and o.pages or sampling and 128 or 16, unwind = dwarf and "dwarf" or nil, stack_size = o.stack_size })
   if not side and sampling then
     res.method = "none"
     res.fallback = (res.fallback and res.fallback .. "; " or "") .. "perf_event: " .. side_err
@@ -344,7 +356,7 @@ local function record(spec, o, res, method, session)
     res.warnings[#res.warnings + 1] = "no perf side-band records (" .. side_err
       .. "): user frames are named from /proc/PID/maps snapshots only"
   end
-  local symbolizer = sym.new()
+  local symbolizer = sym.new { dwarf = o.unwind == "dwarf" }
   if session then
     assert(session:track(p.pid))
     session:arm()
@@ -403,6 +415,10 @@ local function profiles(res, r, o, off_skip)
       stack_errors = stats and stats.oncpu_stack_errors or 0,
       user_only = not data and sb.user_only or nil,
     })
+    if sb and sb.unwind then
+      res.oncpu.unwind = unwind_q.figures(sb.unwind, res.oncpu.folded_text)
+      unwind_q.warn(res.warnings, res.oncpu.unwind)
+    end
     if res.oncpu.user_only then
       res.warnings[#res.warnings + 1] = string.format("user space only: kernel frames and time in the kernel "
         .. "are not sampled (perf_event_paranoid=%d for unprivileged users)", perf.paranoid())
@@ -426,13 +442,16 @@ end
 -- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
--- messages), stack_entries and count_entries (wb.bpf map sizes). Raises on misuse; nil, err,
+-- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "fp" | "dwarf" (user stacks
+-- walked with each object's CFI from an 8 KiB copy per sample, stack_size bytes; perf_event only,
+-- on-CPU; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
+-- file:line of inlined frames). Raises on misuse; nil, err,
 -- errno when the command cannot be started.
 function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
   local res = { warnings = {}, freq = o.freq }
-  local method, passed = choose(o.requested, o.want_on or o.want_off)
+  local method, passed = choose(o.unwind == "dwarf" and "perf_event" or o.requested, o.want_on or o.want_off)
   res.profilers = consulted()
   local session
   if method == "bpf" then
@@ -448,7 +467,8 @@ function M.run(spec)
   res.method = method
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and
-    ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
+    ("off-CPU time needs eBPF (sched_switch)" .. (o.unwind == "dwarf" and ", not yet unwound with unwind = \"dwarf\""
+      or res.fallback and ": " .. res.fallback or "")) or nil
   if method == "perf_cli" then
     local records, err, errno = run_perf_cli(spec, res, o.freq, o.dir, o.name)
     if not res.result then return nil, err, errno end
