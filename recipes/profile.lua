@@ -41,7 +41,7 @@ end
 return wb.recipe {
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
-    shell = false, timeout = wb.null, root = "auto",
+    shell = false, timeout = wb.null, root = "auto", unwind = "fp", stack_size = 8192,
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -73,7 +73,7 @@ return wb.recipe {
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
-        title = command, verbose = ctx.opts.verbose,
+        title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
       }
       for _, f in ipairs(logs) do f:close() end
       if not res then wb.fail("profile: " .. tostring(err)) end
@@ -97,6 +97,11 @@ return wb.recipe {
         elseif p then
           profiles[kind] = { skipped = p.skipped }
         end
+      end
+      if res.oncpu and res.oncpu.unwind then
+        r.unwind = res.oncpu.unwind
+        metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
+        metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
       end
       r.metrics = metrics
       r.profiles = profiles
