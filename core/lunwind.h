@@ -84,10 +84,12 @@ typedef struct wb_unwinder wb_unwinder;
 wb_unwinder *wb_unwinder_new(void);
 void wb_unwinder_free(wb_unwinder *u);
 
-/* The mappings of a process: one executable mapping (a perf mmap record), a fork (the child
+/* The mappings of a process: one executable mapping (a perf mmap record, with its build id in hex
+ * or NULL: an object on disk with another build id is not used), a fork (the child
  * starts with the parent's), an exec (forgotten), or a /proc/PID/maps snapshot (returns the count
  * of mappings, -1 with errno). */
-int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path);
+int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
+                        const char *build_id);
 void wb_unwinder_fork(wb_unwinder *u, int child, int parent);
 void wb_unwinder_exec(wb_unwinder *u, int pid);
 int wb_unwinder_snapshot(wb_unwinder *u, int pid);

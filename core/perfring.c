@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lperf.h"
+#include "lsym.h"
 #include "lunwind.h"
 
 /* ---- small containers --------------------------------------------------------------------- */
@@ -226,7 +227,11 @@ static void on_mmap2(wb_sampler *s, const struct perf_event_header *h) {
   size_t max = h->size - sizeof *h - 64;
   m->path = strndup(name, max);
   if (!m->path) s->mappings.n--;
-  else if (s->unwinder) wb_unwinder_add_map(s->unwinder, (int)m->pid, m->addr, m->len, m->pgoff, m->path);
+  else if (s->unwinder) {
+    char hex[2 * sizeof m->build_id + 1];
+    wb_hex(m->build_id, m->build_id_size, hex, sizeof hex);
+    wb_unwinder_add_map(s->unwinder, (int)m->pid, m->addr, m->len, m->pgoff, m->path, hex);
+  }
 }
 
 static void on_task(wb_sampler *s, const struct perf_event_header *h) {

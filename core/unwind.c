@@ -24,6 +24,7 @@ const char *const wb_unw_stop_names[WB_UNW_NREASONS] = {
 typedef struct umap {
   uint64_t start, end, pgoff;
   char *path;
+  char build_id[41]; /* from the perf record, "" when unknown: another file on disk is not used */
   wb_dwobj *obj;  /* resolved at first use */
   uint32_t stat;  /* index + 1 into the unwinder's objstats, 0 unknown */
   int failed;     /* the object could not be loaded */
@@ -80,7 +81,7 @@ static uspace *find_space(wb_unwinder *u, int pid, int create) {
   return a;
 }
 
-static int add_map(uspace *a, uint64_t start, uint64_t end, uint64_t pgoff, const char *path) {
+static int add_map(uspace *a, uint64_t start, uint64_t end, uint64_t pgoff, const char *path, const char *build_id) {
   size_t kept = 0;
   for (size_t i = 0; i < a->n; i++) { /* a later mapping replaces those it overlaps */
     if (a->maps[i].start < end && start < a->maps[i].end) free(a->maps[i].path);
@@ -97,13 +98,15 @@ static int add_map(uspace *a, uint64_t start, uint64_t end, uint64_t pgoff, cons
   }
   a->maps[a->n] = (umap){.start = start, .end = end, .pgoff = pgoff, .path = strdup(path)};
   if (!a->maps[a->n].path) return -1;
+  snprintf(a->maps[a->n].build_id, sizeof a->maps[a->n].build_id, "%s", build_id ? build_id : "");
   a->n++;
   return 0;
 }
 
-int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path) {
+int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
+                        const char *build_id) {
   uspace *a = find_space(u, pid, 1);
-  return a ? add_map(a, start, start + len, pgoff, path) : -1;
+  return a ? add_map(a, start, start + len, pgoff, path, build_id) : -1;
 }
 
 void wb_unwinder_fork(wb_unwinder *u, int child, int parent) {
@@ -111,7 +114,7 @@ void wb_unwinder_fork(wb_unwinder *u, int child, int parent) {
   if (!c) return;
   clear_space(c);
   uspace *p = find_space(u, parent, 0); /* after creating c: that may move the array */
-  for (size_t i = 0; p && i < p->n; i++) add_map(c, p->maps[i].start, p->maps[i].end, p->maps[i].pgoff, p->maps[i].path);
+  for (size_t i = 0; p && i < p->n; i++) add_map(c, p->maps[i].start, p->maps[i].end, p->maps[i].pgoff, p->maps[i].path, p->maps[i].build_id);
 }
 
 void wb_unwinder_exec(wb_unwinder *u, int pid) {
@@ -128,7 +131,7 @@ static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const
     clear_space(a);
     a->tried_snapshot = 1;
   }
-  return add_map(a, lo, hi, off, path);
+  return add_map(a, lo, hi, off, path, NULL);
 }
 
 static int snapshot(uspace *a) {
@@ -203,6 +206,8 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     if (m && !m->obj && !m->failed) {
       m->obj = m->path[0] == '/' || m->path[0] == '[' ? wb_dwobj_get(m->path) : NULL;
       if (m->obj && !wb_dwobj_loaded(m->obj)) m->obj = NULL; /* //anon, a deleted file: unknown code */
+      const char *bid = m->obj ? wb_dwobj_build_id(m->obj) : "";
+      if (m->build_id[0] && bid[0] && strcmp(bid, m->build_id) != 0) m->obj = NULL; /* replaced since */
       m->failed = !m->obj;
     }
     if (!m || !m->obj) {
@@ -315,12 +320,13 @@ static int l_new(lua_State *L) {
   return 1;
 }
 
-/* -- u:add_map(pid, addr, len, pgoff, path) : one executable mapping of pid */
+/* -- u:add_map(pid, addr, len, pgoff, path [, build_id]) : one executable mapping of pid; with
+ * build_id (hex), a file on disk with another build id is not used for it */
 static int l_add_map(lua_State *L) {
   wb_unwinder *u = check_unwind(L);
   if (wb_unwinder_add_map(u, (int)luaL_checkinteger(L, 2), (uint64_t)luaL_checkinteger(L, 3),
                           (uint64_t)luaL_checkinteger(L, 4), (uint64_t)luaL_checkinteger(L, 5),
-                          luaL_checkstring(L, 6)) != 0)
+                          luaL_checkstring(L, 6), luaL_optstring(L, 7, NULL)) != 0)
     return luaL_error(L, "out of memory");
   return 0;
 }

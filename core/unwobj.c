@@ -2,7 +2,7 @@
  * (.eh_frame of the file, .debug_frame of the file or of its separate debug file) read through
  * elfutils libdw's CFI API, turned into compact rule rows (CFA = rsp/rbp + k, return address and
  * saved rbp at CFA + k) kept in a per-object cache; its DWARF for inline chains; demangling through
- * libiberty. Loaded once per file (path, checked against the file on disk and its build id),
+ * libiberty. Loaded once per file (by path, checked against the file on disk),
  * indexed lazily: libdw reads a CFI table or a CU only when an address in it is asked for. Objects
  * live as long as the process (an object replaced on disk is kept, inert, for who holds it). */
 #define _GNU_SOURCE
