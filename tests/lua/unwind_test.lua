@@ -330,3 +330,17 @@ T.case("object: what a file offers the unwinder; misuse raises", function()
   T.raises(function() u:stats() end, "closed")
   T.match(tostring(u), "closed")
 end)
+
+T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", function()
+  need_perf()
+  local exe = build("split0", "c", SPLIT, "gcc")
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "unwind=dwarf", "freq=499", "-o", out, "--", exe, "0.5" })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "unwinding: CFI from 8192%-byte stack copies; +[%d.]+%% of stacks reach main")
+  local run = T.manifest(out).runs[1]
+  T.eq(run.method, "perf_event")
+  T.ok(run.unwind.reach_entry_fraction >= 0.95 and run.metrics.reach_entry_fraction == run.unwind.reach_entry_fraction)
+  T.ok(run.metrics.truncated_fraction <= 0.05)
+  T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
+end)
