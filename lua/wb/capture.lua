@@ -26,6 +26,7 @@ local M = {}
 M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
+M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
 
 -- ---- the registry -----------------------------------------------------------------------------
 
@@ -326,8 +327,11 @@ local function options(spec)
   end
   o.unwind, o.stack_size = spec.unwind or "fp", spec.stack_size or 8192
   if o.unwind ~= "fp" and o.unwind ~= "dwarf" then error("wb.capture: unwind must be \"fp\" or \"dwarf\"", 3) end
-  if o.unwind == "dwarf" and o.requested ~= "auto" and o.requested ~= "perf_event" then
-    error("wb.capture: unwind = \"dwarf\" needs method \"perf_event\" (or \"auto\")", 3)
+  if o.unwind == "dwarf" and o.requested == "perf_cli" then
+    error("wb.capture: unwind = \"dwarf\" needs method \"bpf\" or \"perf_event\" (or \"auto\")", 3)
+  end
+  if o.unwind == "dwarf" and o.requested == "bpf" and o.stack_size > M.BPF_STACK_MAX then
+    error("wb.capture: stack_size above " .. M.BPF_STACK_MAX .. " needs method \"perf_event\"", 3)
   end
   if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > 65528 or o.stack_size % 8 ~= 0 then
     error("wb.capture: stack_size must be a multiple of 8 in 512..65528", 3)
@@ -367,6 +371,7 @@ local function record(spec, o, res, method, session)
   repeat
     local done = proc.wait_any({ p }, 0.1)
     if side then side:drain() end
+    if session then session:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
   until done
   res.result = p:wait()
@@ -411,12 +416,13 @@ local function profiles(res, r, o, off_skip)
     end
     local stats = data and data.stats
     res.oncpu = finish_profile("oncpu", on_records, r.sym, root, o, {
-      lost = stats and stats.lost_samples or sb.lost,
+      lost = stats and stats.lost_samples + (stats.lost_ustacks or 0) or sb.lost,
       stack_errors = stats and stats.oncpu_stack_errors or 0,
       user_only = not data and sb.user_only or nil,
     })
-    if sb and sb.unwind then
-      res.oncpu.unwind = unwind_q.figures(sb.unwind, res.oncpu.folded_text)
+    local ustats = data and data.unwind or sb and sb.unwind
+    if ustats then
+      res.oncpu.unwind = unwind_q.figures(ustats, res.oncpu.folded_text)
       unwind_q.warn(res.warnings, res.oncpu.unwind)
     end
     if res.oncpu.user_only then
@@ -429,6 +435,9 @@ local function profiles(res, r, o, off_skip)
   if off_records then
     res.offcpu = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
       stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches })
+    if data.unwind then
+      res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
+    end
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
   end
@@ -443,21 +452,23 @@ end
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
 -- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "fp" | "dwarf" (user stacks
--- walked with each object's CFI from an 8 KiB copy per sample, stack_size bytes; perf_event only,
--- on-CPU; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
+-- walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with eBPF,
+-- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames). Raises on misuse; nil, err,
 -- errno when the command cannot be started.
 function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
   local res = { warnings = {}, freq = o.freq }
-  local method, passed = choose(o.unwind == "dwarf" and "perf_event" or o.requested, o.want_on or o.want_off)
+  local method, passed = choose(o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX and "perf_event"
+    or o.requested, o.want_on or o.want_off)
   res.profilers = consulted()
   local session
   if method == "bpf" then
     local err
     session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
-      stack_entries = spec.stack_entries, count_entries = spec.count_entries }
+      stack_entries = spec.stack_entries, count_entries = spec.count_entries,
+      ustack = o.unwind == "dwarf" and o.stack_size or nil }
     if not session then
       passed[#passed + 1] = { method = "bpf", reason = err }
       method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
@@ -467,8 +478,7 @@ function M.run(spec)
   res.method = method
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and
-    ("off-CPU time needs eBPF (sched_switch)" .. (o.unwind == "dwarf" and ", not yet unwound with unwind = \"dwarf\""
-      or res.fallback and ": " .. res.fallback or "")) or nil
+    ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
   if method == "perf_cli" then
     local records, err, errno = run_perf_cli(spec, res, o.freq, o.dir, o.name)
     if not res.result then return nil, err, errno end

@@ -34,9 +34,10 @@ local function need_perf()
 end
 
 -- res of a dwarf-unwound capture of argv
-local function profile(argv, freq)
-  local res = assert(capture.run { argv = argv, freq = freq or 999, unwind = "dwarf", stdout = "capture" })
-  T.eq(res.method, "perf_event")
+local function profile(argv, freq, method)
+  local res = assert(capture.run { argv = argv, freq = freq or 999, unwind = "dwarf", stdout = "capture",
+    method = method or "perf_event" })
+  T.eq(res.method, method or "perf_event")
   T.ok(res.ok, "the program ran")
   return res
 end
@@ -322,7 +323,10 @@ T.case("object: what a file offers the unwinder; misuse raises", function()
   T.eq(stop, "no_mapping")
   T.raises(function() u:walk(1, { ip = 1 }, "") end, "regs.sp")
   T.raises(function() u:walk(1, { ip = 1, sp = 1, bp = 1 }, "", 0) end, "1..1024")
-  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "bpf" } end, "needs method")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "perf_cli" } end, "needs method")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "bpf", stack_size = 32768 } end,
+    "needs method")
+  T.raises(function() require("wb.bpf").open { ustack = 100 } end, "ustack")
   T.raises(function() capture.run { argv = { "true" }, unwind = "lbr" } end, "unwind must be")
   T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", stack_size = 100 } end, "stack_size")
   T.raises(function() perf.sampler(1, { unwind = "dwarf", stack_size = 12 }) end, "stack_size")
@@ -339,8 +343,79 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "unwinding: CFI from 8192%-byte stack copies; +[%d.]+%% of stacks reach main")
   local run = T.manifest(out).runs[1]
-  T.eq(run.method, "perf_event")
+  T.eq(run.method, require("wb.bpf").available() and "bpf" or "perf_event")
   T.ok(run.unwind.reach_entry_fraction >= 0.95 and run.metrics.reach_entry_fraction == run.unwind.reach_entry_fraction)
   T.ok(run.metrics.truncated_fraction <= 0.05)
   T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
 end)
+
+-- The 2:1 program, then a function blocked in nanosleep (25 x 20 ms) and one in read() on a pipe
+-- that a child writes every 50 ms (5 times).
+local BLOCKING = SPLIT:gsub("int main%(", [[
+__attribute__((noinline)) void sleeper(void) {
+  struct timespec t = {0, 20000000};
+  for (int i = 0; i < 25; i++) nanosleep(&t, NULL);
+}
+__attribute__((noinline)) void pipe_reader(void) {
+  int fds[2];
+  if (pipe(fds)) return;
+  if (fork() == 0) {
+    struct timespec t = {0, 50000000};
+    for (int i = 0; i < 5; i++) {
+      nanosleep(&t, NULL);
+      if (write(fds[1], "x", 1) != 1) break;
+    }
+    _exit(0);
+  }
+  char c;
+  for (int i = 0; i < 5; i++)
+    if (read(fds[0], &c, 1) != 1) break;
+}
+int main(]], 1)
+BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  printf(", 1)
+BLOCKING = "#include <unistd.h>\n" .. BLOCKING
+
+-- {root frame = folded text of its lines}
+local function by_root(folded)
+  local t = {}
+  for line in folded:gmatch("[^\n]+") do
+    local root = line:match("^[^;]*")
+    t[root] = (t[root] or "") .. line .. "\n"
+  end
+  return t
+end
+
+for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer", { "-fno-omit-frame-pointer" } } }) do
+  T.case("eBPF, unwind=dwarf, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper and " ..
+    "pipe_reader (the callers of nanosleep and read) within 10%", function()
+    local ok, why = require("wb.bpf").available()
+    if not ok then T.skip("eBPF unavailable: " .. why) end
+    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", variant[2])
+    local res = profile({ exe, "1.0" }, 999, "bpf")
+    local ta, tb = res.result.stdout:match("^(%S+) (%S+)\n$")
+    local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+    local on = res.oncpu.folded_text
+    local alpha, total = under(on, "outer_alpha")
+    T.ok(total > 500, "samples: " .. total)
+    T.near(alpha / total, truth, 0.03, "outer_alpha's share")
+    T.near(under(on, "outer_beta") / total, 1 - truth, 0.03, "outer_beta's share")
+    T.ok(under(on, "main") / total >= 0.95, "on-CPU samples reach main")
+    local off = res.offcpu.folded_text
+    T.near(under(off, "sleeper;__nanosleep") / 1e9, 0.5, 0.05, "seconds blocked under sleeper")
+    T.near(under(off, "pipe_reader;read") / 1e9, 0.25, 0.025, "seconds blocked in read under pipe_reader")
+    local main_pid = tostring(res.processes[1])
+    local mine
+    for root, text in pairs(by_root(off)) do
+      if root:sub(-#main_pid - 1) == "-" .. main_pid then mine = text end
+    end
+    local named = under(mine, "sleeper") + under(mine, "pipe_reader")
+    local blocked = 0
+    for line in mine:gmatch("[^\n]+") do
+      if not line:find("[run queue]", 1, true) then blocked = blocked + tonumber(line:match(" (%d+)$")) end
+    end
+    T.ok(named / blocked >= 0.95, string.format("%.1f%% of the blocked time names the user function", 100 * named / blocked))
+    T.ok(res.offcpu.unwind.reach_entry_fraction >= 0.95, "off-CPU stacks reach main")
+    T.ok(res.oncpu.unwind.truncated_fraction <= 0.05)
+    T.eq(res.oncpu.lost, 0)
+  end)
+end
