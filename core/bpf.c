@@ -3,7 +3,8 @@
  * → load → attach (a cpu-clock perf event per online CPU for on-CPU, sched_switch for off-CPU,
  * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
  * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
- * with verbose. */
+ * with verbose. In unwind mode (ustack) drain() walks the ring buffer's stack copies
+ * (core/bpfustack.c, core/unwind.c) while the command runs. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -230,6 +231,7 @@ static int l_stop(lua_State *L) {
 
 static int l_drain(lua_State *L) {
   session *s = check_session(L);
+  if (s->us) wb_unwinder_next_epoch(wb_ustacks_unwinder(s->us));
   int n = s->rb ? ring_buffer__consume(s->rb) : 0;
   lua_pushinteger(L, n > 0 ? n : 0);
   return 1;

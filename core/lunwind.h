@@ -94,6 +94,10 @@ void wb_unwinder_fork(wb_unwinder *u, int child, int parent);
 void wb_unwinder_exec(wb_unwinder *u, int pid);
 int wb_unwinder_snapshot(wb_unwinder *u, int pid);
 
+/* Starts a new epoch (a drain): a process whose mappings are a snapshot gets a fresh one, once per
+ * epoch, when a pc is in none of them (code mapped since, as by dlopen). */
+void wb_unwinder_next_epoch(wb_unwinder *u);
+
 /* Walks the user stack of pid from registers ip, sp, bp over stack[0..len), a copy of the memory
  * at sp. Writes the pcs (the sampled ip, then return addresses) into out[0..max); returns the
  * count and sets *stop to why the walk ended (WB_UNW_COMPLETE when it reached the stack's end).

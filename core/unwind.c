@@ -32,6 +32,8 @@ typedef struct umap {
 
 typedef struct uspace {
   int pid, tried_snapshot;
+  int from_snapshot;    /* the mappings are a snapshot (not records): taken again when a pc misses */
+  uint32_t snap_epoch;  /* ... once per epoch */
   umap *maps;
   size_t n, cap, last;
 } uspace;
@@ -42,6 +44,7 @@ struct wb_unwinder {
   wb_unw_objstat *stats;
   size_t nstats, capstats;
   uint64_t reasons[WB_UNW_NREASONS], ns;
+  uint32_t epoch;
 };
 
 /* ---- address spaces ------------------------------------------------------------------------- */
@@ -106,6 +109,7 @@ static int add_map(uspace *a, uint64_t start, uint64_t end, uint64_t pgoff, cons
 int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
                         const char *build_id) {
   uspace *a = find_space(u, pid, 1);
+  if (a) a->from_snapshot = 0;
   return a ? add_map(a, start, start + len, pgoff, path, build_id) : -1;
 }
 
@@ -134,12 +138,16 @@ static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const
   return add_map(a, lo, hi, off, path, NULL);
 }
 
-static int snapshot(uspace *a) {
+static int snapshot(uspace *a, uint32_t epoch) {
   a->tried_snapshot = 0;
   int n = wb_maps_each(a->pid, snapshot_one, a);
   a->tried_snapshot = 1;
+  a->from_snapshot = 1;
+  a->snap_epoch = epoch;
   return n;
 }
+
+void wb_unwinder_next_epoch(wb_unwinder *u) { u->epoch++; }
 
 int wb_unwinder_snapshot(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 1);
@@ -147,7 +155,7 @@ int wb_unwinder_snapshot(wb_unwinder *u, int pid) {
     errno = ENOMEM;
     return -1;
   }
-  return snapshot(a);
+  return snapshot(a, u->epoch);
 }
 
 static umap *find_map(uspace *a, uint64_t addr) {
@@ -197,12 +205,14 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
                      size_t len, uint64_t *out, int max, int *stop) {
   uint64_t t0 = now_ns(), base = sp;
   uspace *a = find_space(u, pid, 1);
-  if (a && a->n == 0 && !a->tried_snapshot) snapshot(a);
+  if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
   int n = 0, why = WB_UNW_DEPTH;
   while (a && n < max) {
     out[n++] = ip;
     uint64_t pc = ip - (n > 1); /* a return address: the call is the byte before */
     umap *m = find_map(a, pc);
+    if (!m && a->from_snapshot && a->snap_epoch != u->epoch && snapshot(a, u->epoch) > 0)
+      m = find_map(a, pc); /* mapped since the snapshot (dlopen) */
     if (m && !m->obj && !m->failed) {
       m->obj = m->path[0] == '/' || m->path[0] == '[' ? wb_dwobj_get(m->path) : NULL;
       if (m->obj && !wb_dwobj_loaded(m->obj)) m->obj = NULL; /* //anon, a deleted file: unknown code */

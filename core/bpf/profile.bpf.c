@@ -5,7 +5,11 @@
  * the current stack of a tracked process. on_switch records where a tracked thread leaves the CPU
  * and, when it comes back, adds the time away to that stack, kept apart by kind: preempted while
  * runnable (run-queue wait) or blocked. Nothing is counted before the loader sets `armed_ns` (the
- * moment the held command is released), so the gate's wait is never attributed. */
+ * moment the held command is released), so the gate's wait is never attributed.
+ *
+ * In unwind mode (ustack_size > 0, set before load) the user stacks are not walked here: on_cpu and
+ * on_switch send the user registers and a copy of the top of the user stack through the ring buffer
+ * `ustacks` (and on_switch, at switch-in, the interval), for the loader to walk with CFI. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>

@@ -350,11 +350,16 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
 end)
 
 -- The 2:1 program, then a function blocked in nanosleep (25 x 20 ms) and one in read() on a pipe
--- that a child writes every 50 ms (5 times).
+-- that a child writes every 50 ms (5 times); it measures the wall time of those calls itself
+-- (a second output line) since a loaded machine can delay the reader past the first write.
 local BLOCKING = SPLIT:gsub("int main%(", [[
+static double wall(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static double slept, read_wait;
 __attribute__((noinline)) void sleeper(void) {
   struct timespec t = {0, 20000000};
+  double t0 = wall();
   for (int i = 0; i < 25; i++) nanosleep(&t, NULL);
+  slept = wall() - t0;
 }
 __attribute__((noinline)) void pipe_reader(void) {
   int fds[2];
@@ -368,11 +373,15 @@ __attribute__((noinline)) void pipe_reader(void) {
     _exit(0);
   }
   char c;
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 5; i++) {
+    double t0 = wall();
     if (read(fds[0], &c, 1) != 1) break;
+    read_wait += wall() - t0;
+  }
 }
 int main(]], 1)
 BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  printf(", 1)
+BLOCKING = BLOCKING:gsub("  return 0;\n}\n$", "  printf(\"%%.6f %%.6f\\n\", slept, read_wait);\n%0", 1)
 BLOCKING = "#include <unistd.h>\n" .. BLOCKING
 
 -- {root frame = folded text of its lines}
@@ -392,8 +401,9 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     if not ok then T.skip("eBPF unavailable: " .. why) end
     local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", variant[2])
     local res = profile({ exe, "1.0" }, 999, "bpf")
-    local ta, tb = res.result.stdout:match("^(%S+) (%S+)\n$")
+    local ta, tb, slept, read_wait = res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+)\n$")
     local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+    T.near(tonumber(slept), 0.5, 0.05, "the planted sleep")
     local on = res.oncpu.folded_text
     local alpha, total = under(on, "outer_alpha")
     T.ok(total > 500, "samples: " .. total)
@@ -401,8 +411,10 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     T.near(under(on, "outer_beta") / total, 1 - truth, 0.03, "outer_beta's share")
     T.ok(under(on, "main") / total >= 0.95, "on-CPU samples reach main")
     local off = res.offcpu.folded_text
-    T.near(under(off, "sleeper;__nanosleep") / 1e9, 0.5, 0.05, "seconds blocked under sleeper")
-    T.near(under(off, "pipe_reader;read") / 1e9, 0.25, 0.025, "seconds blocked in read under pipe_reader")
+    T.near(under(off, "sleeper;__nanosleep") / 1e9, tonumber(slept), 0.05 * tonumber(slept),
+      "seconds blocked under sleeper (within 5% of the program's measurement)")
+    T.near(under(off, "pipe_reader;read") / 1e9, tonumber(read_wait), 0.1 * tonumber(read_wait),
+      "seconds blocked in read under pipe_reader (within 10%)")
     local main_pid = tostring(res.processes[1])
     local mine
     for root, text in pairs(by_root(off)) do
@@ -419,3 +431,41 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     T.eq(res.oncpu.lost, 0)
   end)
 end
+
+-- CPU time in a library loaded after the first samples (dlopen), so after the snapshot of the
+-- process's mappings that eBPF's records are walked with.
+local DLOPEN = [[
+#include <dlfcn.h>
+#include <stdio.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) void before(void) { double t0 = cpu(); while (cpu() - t0 < 0.3) sink++; }
+int main(void) {
+  before();
+  void *h = dlopen("libz.so.1", RTLD_NOW);
+  if (!h) return 1;
+  unsigned long (*crc)(unsigned long, const unsigned char *, unsigned) =
+      (unsigned long (*)(unsigned long, const unsigned char *, unsigned))dlsym(h, "crc32");
+  static unsigned char buf[1 << 16];
+  unsigned long c = 0;
+  double t0 = cpu();
+  while (cpu() - t0 < 0.5) c = crc(c, buf, sizeof buf);
+  printf("%lu\n", c);
+  return 0;
+}
+]]
+
+T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walked too", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  local exe = build("dl", "c", DLOPEN, "gcc")
+  local res = profile({ exe }, 999, "bpf")
+  local u = res.oncpu.unwind
+  local libz = 0
+  for _, o in ipairs(u.objects) do
+    if o.path:find("libz", 1, true) then libz = o.cfi + o.fp end
+  end
+  T.ok(libz > 50, "frames walked in libz: " .. libz)
+  T.ok(u.reach_entry_fraction >= 0.95, string.format("%.1f%% reach main", 100 * u.reach_entry_fraction))
+end)
