@@ -3,6 +3,7 @@
 --   wb profile -- ./app --threads 4
 --   wb profile freq=999 offcpu=false -- ./app
 --   wb profile method=perf_event -- ./app        (auto | bpf | perf_event | perf_cli)
+--   wb profile unwind=dwarf -- ./app              (user stacks walked with CFI: code without frame pointers)
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
 -- profiles/profile.counters.json, profiles/profile.trace.json, report.html, the command's output in
 -- logs/, and the profilers found on this machine in manifest.json; with a previous profile of the

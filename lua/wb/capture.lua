@@ -460,8 +460,8 @@ function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
   local res = { warnings = {}, freq = o.freq }
-  local method, passed = choose(o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX and "perf_event"
-    or o.requested, o.want_on or o.want_off)
+  local method, passed = choose(o.requested == "auto" and o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX
+    and "perf_event" or o.requested, o.want_on or o.want_off)
   res.profilers = consulted()
   local session
   if method == "bpf" then
