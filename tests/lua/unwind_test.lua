@@ -403,7 +403,7 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     local res = profile({ exe, "1.0" }, 999, "bpf")
     local ta, tb, slept, read_wait = res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+)\n$")
     local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
-    T.near(tonumber(slept), 0.5, 0.05, "the planted sleep")
+    T.ok(tonumber(slept) >= 0.5 and tonumber(read_wait) > 0.1, "the planted sleep and wait") -- longer when loaded
     local on = res.oncpu.folded_text
     local alpha, total = under(on, "outer_alpha")
     T.ok(total > 500, "samples: " .. total)
