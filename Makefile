@@ -12,12 +12,12 @@ OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
              -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
              -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
-LIBS    := $(PKG_LIBS) -lreadline -lbpf -lelf -lz -lm
+LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
 # to map and relocate at every start-up (wb's start-up is a benchmarked figure). It exports the
 # Lua API, so that compiled Lua modules a recipe requires find it as they find it in lua5.4.
 LUA_EXPORTS := -Wl,--export-dynamic-symbol=lua_*,--export-dynamic-symbol=luaL_*,--export-dynamic-symbol=luaopen_*
-BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -lelf -lz -Wl,-Bdynamic -lreadline -lm $(LUA_EXPORTS)
+BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -ldw -liberty -lelf -lbz2 -llzma -lz -Wl,-Bdynamic -lreadline -lm -ldl -pthread $(LUA_EXPORTS)
 BPF_CLANG ?= clang
 BPFTOOL   ?= bpftool
 

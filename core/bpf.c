@@ -3,7 +3,8 @@
  * → load → attach (a cpu-clock perf event per online CPU for on-CPU, sched_switch for off-CPU,
  * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
  * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
- * with verbose. */
+ * with verbose. In unwind mode (ustack) drain() walks the ring buffer's stack copies
+ * (core/bpfustack.c, core/unwind.c) while the command runs. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lbpfu.h"
 #include "lopt.h"
 #include "lperf.h"
 #include "lwb.h"
@@ -29,6 +31,9 @@ typedef struct session {
   int perf_fds[WB_MAX_CPUS];
   struct bpf_link *perf_links[WB_MAX_CPUS];
   int stopped;
+  uint32_t ustack;         /* unwind mode: bytes of user stack per record (0: off) */
+  struct ring_buffer *rb;  /* its records, walked and aggregated by us */
+  wb_ustacks *us;
 } session;
 
 static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -88,10 +93,18 @@ static void stop(session *s) {
   s->stopped = 1;
 }
 
+static void free_ustacks(session *s) {
+  ring_buffer__free(s->rb);
+  s->rb = NULL;
+  wb_ustacks_free(s->us);
+  s->us = NULL;
+}
+
 /* Unloads what was set up and pushes nil, "bpf: what: ...", errno. */
 static int fail(lua_State *L, session *s, int e, const char *what) {
   if (e < 0) e = -e;
   stop(s);
+  free_ustacks(s);
   wb_profile__destroy(s->skel);
   s->skel = NULL;
   if (e == EPERM || e == EACCES) {
@@ -104,6 +117,8 @@ static int fail(lua_State *L, session *s, int e, const char *what) {
   snprintf(buf, sizeof buf, "bpf: %s", what);
   return wb_push_error(L, e, buf);
 }
+
+static int on_record(void *ctx, void *data, size_t size) { return wb_ustacks_handle(ctx, data, size); }
 
 static int attach_oncpu(session *s, lua_Integer freq) {
   int cpus[WB_MAX_CPUS];
@@ -129,13 +144,19 @@ static int attach_oncpu(session *s, lua_Integer freq) {
 /* -- s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99
  * (on-CPU samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
- * messages on stderr). nil, "bpf: ...", errno when BTF, privilege or the kernel refuses. */
+ * messages on stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes
+ * of user stack, a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a
+ * ring buffer, walked with CFI as s:drain() reads them). nil, "bpf: ...", errno when BTF,
+ * privilege or the kernel refuses. */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
   lua_Integer freq = wb_opt_int(L, t, "freq", 99, 1, 100000);
   lua_Integer stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
   lua_Integer count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
   int oncpu = wb_opt_bool(L, t, "oncpu", 1), offcpu = wb_opt_bool(L, t, "offcpu", 1);
+  lua_Integer ustack = wb_opt_integer(L, t, "ustack", 0);
+  luaL_argcheck(L, ustack == 0 || (ustack >= 512 && ustack < WB_USTACK_MAX && ustack % 8 == 0), 1,
+                "ustack must be 0 or a multiple of 8 in 512..16376");
   libbpf_set_print(wb_opt_bool(L, t, "verbose", 0) ? verbose_print : quiet_print);
   session *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
@@ -154,8 +175,14 @@ static int l_open(lua_State *L) {
   bpf_map__set_max_entries(s->skel->maps.offcpu_counts, (uint32_t)count_entries);
   bpf_program__set_autoload(s->skel->progs.on_cpu, oncpu);
   bpf_program__set_autoload(s->skel->progs.on_switch, offcpu);
+  s->ustack = (uint32_t)ustack;
+  s->skel->rodata->ustack_size = s->ustack;
+  if (ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, 16u << 20);
   int e = wb_profile__load(s->skel);
   if (e) return fail(L, s, e, "load");
+  if (ustack && !(s->us = wb_ustacks_new())) return fail(L, s, ENOMEM, "unwinder");
+  if (ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
+    return fail(L, s, errno, "ring buffer");
   s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
   if (!s->skel->links.on_fork) return fail(L, s, errno, "attach sched_process_fork");
   if (offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
@@ -163,6 +190,10 @@ static int l_open(lua_State *L) {
   if (oncpu && (e = attach_oncpu(s, freq)) != 0) return fail(L, s, e, "attach cpu-clock sampling");
   return 1;
 }
+
+/* -- n = s:drain() : walks the pending user-stack records (unwind mode; call it periodically while
+ * the target runs: the ring buffer is 16 MiB); how many there were, 0 when not in unwind mode */
+static int l_drain(lua_State *L);
 
 static session *check_session(lua_State *L) {
   session *s = luaL_checkudata(L, 1, SESSION_MT);
@@ -196,6 +227,14 @@ static int l_stop(lua_State *L) {
   session *s = check_session(L);
   if (!s->stopped) stop(s);
   return 0;
+}
+
+static int l_drain(lua_State *L) {
+  session *s = check_session(L);
+  if (s->us) wb_unwinder_next_epoch(wb_ustacks_unwinder(s->us));
+  int n = s->rb ? ring_buffer__consume(s->rb) : 0;
+  lua_pushinteger(L, n > 0 ? n : 0);
+  return 1;
 }
 
 /* Pushes stack `id` as a list of addresses (leaf first), cached by id in the table at `cache`. */
@@ -245,21 +284,61 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
   }
 }
 
+/* The aggregated stacks of unwind mode: on-CPU (kind 0) or off-CPU, as push_counts does. */
+static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
+  static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
+  int stacks_fd = bpf_map__fd(s->skel->maps.stacks), n = 0;
+  size_t count;
+  const wb_ustack_entry *e = wb_ustacks_entries(s->us, &count);
+  const uint64_t *pool = wb_ustacks_pool(s->us);
+  lua_newtable(L);
+  for (size_t i = 0; i < count; i++) {
+    if ((e[i].kind != WB_KIND_ONCPU) != offcpu || e[i].count == 0) continue;
+    lua_createtable(L, 0, 6);
+    wb_set_int(L, "pid", e[i].tgid);
+    char comm[WB_COMM_LEN + 1] = {0};
+    memcpy(comm, e[i].comm, WB_COMM_LEN);
+    wb_set_str(L, "comm", comm);
+    wb_set_str(L, "kind", e[i].kind < 3 ? kinds[e[i].kind] : "?");
+    lua_createtable(L, (int)e[i].nu, 0);
+    for (uint32_t k = 0; k < e[i].nu; k++) {
+      lua_pushinteger(L, (lua_Integer)pool[e[i].pcs + k]);
+      lua_rawseti(L, -2, k + 1);
+    }
+    lua_setfield(L, -2, "user");
+    push_stack(L, stacks_fd, e[i].kern_stack_id, cache);
+    lua_setfield(L, -2, "kernel");
+    wb_set_int(L, "count", (lua_Integer)e[i].count);
+    lua_rawseti(L, -2, ++n);
+  }
+}
+
 /* -- t = s:read() : {oncpu = {{pid, comm, kind = "oncpu", user = {addrs, leaf first}, kernel =
  * {addrs}, count (samples)}}, offcpu = {... kind = "blocked"|"runqueue", count (ns)}, pids =
  * {tracked process ids}, stats = {samples, lost_samples, oncpu_stack_errors, switches,
  * lost_switches, offcpu_stack_errors, forks}}: lost_* were not counted for a full map,
  * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
- * (counted without it) */
+ * (counted without it). In unwind mode (after a last drain) the user stacks were walked with CFI,
+ * and t.unwind holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size);
+ * stats.lost_ustacks counts records the ring buffer had no room for. */
 static int l_read(lua_State *L) {
   session *s = check_session(L);
+  if (s->rb) ring_buffer__consume(s->rb);
   lua_newtable(L);
   int cache = lua_gettop(L);
-  lua_createtable(L, 0, 4);
-  push_counts(L, s, s->skel->maps.oncpu_counts, cache);
+  lua_createtable(L, 0, 5);
+  if (s->us) push_ustacks(L, s, 0, cache);
+  else push_counts(L, s, s->skel->maps.oncpu_counts, cache);
   lua_setfield(L, -2, "oncpu");
-  push_counts(L, s, s->skel->maps.offcpu_counts, cache);
+  if (s->us) push_ustacks(L, s, 1, cache);
+  else push_counts(L, s, s->skel->maps.offcpu_counts, cache);
   lua_setfield(L, -2, "offcpu");
+  if (s->us) {
+    wb_unwind_push_stats(L, wb_ustacks_unwinder(s->us));
+    wb_set_int(L, "stack_bytes", (lua_Integer)wb_ustacks_bytes(s->us));
+    wb_set_int(L, "stack_size", (lua_Integer)s->ustack);
+    lua_setfield(L, -2, "unwind");
+  }
   int tfd = bpf_map__fd(s->skel->maps.tracked), n = 0;
   uint32_t pid, next;
   lua_newtable(L);
@@ -274,7 +353,7 @@ static int l_read(lua_State *L) {
   uint64_t *vals = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *vals);
   static const char *const names[WB_NSTATS] = {"samples",  "lost_samples",  "oncpu_stack_errors",
                                                "switches", "lost_switches", "offcpu_stack_errors",
-                                               "forks"};
+                                               "forks", "lost_ustacks"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;
@@ -291,6 +370,7 @@ static int l_read(lua_State *L) {
 static int l_close(lua_State *L) {
   session *s = luaL_checkudata(L, 1, SESSION_MT);
   if (!s->stopped) stop(s);
+  free_ustacks(s);
   wb_profile__destroy(s->skel);
   s->skel = NULL;
   return 0;
@@ -303,7 +383,7 @@ static int l_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"read", l_read},
+static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"read", l_read},
                                            {"stop", l_stop},   {"track", l_track}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};

@@ -25,7 +25,7 @@ static const luaL_Reg native_modules[] = {
     {"wb.json", luaopen_wb_json},   {"wb.memory", luaopen_wb_memory},   {"wb.perf", luaopen_wb_perf},   {"wb.proc", luaopen_wb_proc},
     {"wb.python", luaopen_wb_python},
     {"wb.scan", luaopen_wb_scan},   {"wb.stats", luaopen_wb_stats}, {"wb.sym", luaopen_wb_sym},
-    {"wb.term", luaopen_wb_term},   {"wb.yaml", luaopen_wb_yaml},
+    {"wb.term", luaopen_wb_term},   {"wb.unwind", luaopen_wb_unwind}, {"wb.yaml", luaopen_wb_yaml},
     {NULL, NULL}};
 
 int wb_push_error(lua_State *L, int err, const char *what) {

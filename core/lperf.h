@@ -72,6 +72,10 @@ typedef struct wb_sampler {
   struct vec tid_comm;               /* hash table of pairs (tid + 1, comm index) */
   struct vec mappings, forks, exits, execs;
   uint64_t samples, lost;
+  uint32_t stack_user;        /* > 0: user registers and this many bytes of user stack per sample,
+                                 unwound with the CFI of each object (core/unwind.c) as drained */
+  struct wb_unwinder *unwinder; /* set when stack_user > 0 */
+  uint64_t stack_bytes;       /* bytes of user stack copied by the kernel, in all */
 } wb_sampler;
 
 
@@ -81,6 +85,8 @@ typedef struct wb_sampler {
  * kernel stacks are not allowed, and to no build ids on kernels without them. Returns 0, or an
  * errno with everything released. s must be zeroed. */
 int wb_sampler_open(wb_sampler *s, pid_t pid, int sampling, long freq, size_t pages);
+/* With s->stack_user set before wb_sampler_open, samples carry the user registers and stack
+ * instead of the kernel's frame-pointer user call chain, and are unwound as they are drained. */
 
 /* Moves every pending record out of the rings and handles them in time order; returns how many. */
 size_t wb_sampler_drain(wb_sampler *s);

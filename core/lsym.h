@@ -64,3 +64,9 @@ const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off);
 /* Reads /proc/kallsyms now (once); returns the number of kernel functions known, 0 when it shows
  * zero addresses. */
 size_t wb_kallsyms_load(void);
+
+/* Calls fn(arg, start, end, file offset, name) for each executable mapping with a name in
+ * /proc/PID/maps (core/sym.c); returns how many fn accepted (returned 0), or -1 with errno (ESRCH
+ * when there were none: a zombie or a kernel thread). */
+int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
+                 void *arg);

@@ -24,6 +24,7 @@ int luaopen_wb_scan(lua_State *L);
 int luaopen_wb_stats(lua_State *L);
 int luaopen_wb_sym(lua_State *L);
 int luaopen_wb_term(lua_State *L);
+int luaopen_wb_unwind(lua_State *L);
 int luaopen_wb_yaml(lua_State *L);
 
 /* Opens the standard libraries, preloads the native modules, installs the searcher for the

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "lperf.h"
+#include "lsym.h"
+#include "lunwind.h"
 
 /* ---- small containers --------------------------------------------------------------------- */
 
@@ -146,13 +148,39 @@ static uint64_t trailer_time(const struct perf_event_header *h) {
   return t;
 }
 
+/* The user frames of a sample with {u64 abi; u64 bp, sp, ip (abi != 0)} {u64 size; u8 data[size];
+ * u64 dyn_size (size != 0)} at offset `at` of its body: walked by the unwinder; 0 frames when the
+ * sample has no user registers (a kernel thread). */
+static size_t unwind_user(wb_sampler *s, const struct perf_event_header *h, size_t at, uint32_t pid,
+                          uint64_t *out, int max) {
+  const char *p = (const char *)(h + 1), *end = (const char *)h + h->size;
+  uint64_t abi, regs[3], size, dyn = 0;
+  if (p + at + 8 > end) return 0;
+  memcpy(&abi, p + at, 8);
+  at += 8;
+  if (abi == PERF_SAMPLE_REGS_ABI_NONE) return 0;
+  if (p + at + sizeof regs + 8 > end) return 0;
+  memcpy(regs, p + at, sizeof regs); /* in bit order: bp, sp, ip */
+  at += sizeof regs;
+  memcpy(&size, p + at, 8);
+  at += 8;
+  if (size > (uint64_t)(end - (p + at))) return 0;
+  if (size && p + at + size + 8 <= end) memcpy(&dyn, p + at + size, 8);
+  if (dyn > size) dyn = size;
+  s->stack_bytes += dyn;
+  int stop;
+  int n = wb_unwinder_walk(s->unwinder, (int)pid, regs[2], regs[1], regs[0], (const uint8_t *)p + at, dyn,
+                           out, max, &stop);
+  return n > 0 ? (size_t)n : 0;
+}
+
 /* A sample {u64 ip; u32 pid, tid; u64 time; u64 nr; u64 chain[nr]}: the chain holds context
  * markers, then the kernel frames and the user frames, each leaf first. */
 static void on_sample(wb_sampler *s, const struct perf_event_header *h) {
-  enum { CAP = PERF_MAX_STACK_DEPTH + 8 };
+  enum { CAP = PERF_MAX_STACK_DEPTH + 8, UCAP = 1024 };
   const char *p = (const char *)(h + 1);
   uint32_t pid, tid;
-  uint64_t nr, ips[2 * CAP], user[CAP];
+  uint64_t nr, ips[CAP + UCAP], user[UCAP];
   memcpy(&pid, p + 8, 4);
   memcpy(&tid, p + 12, 4);
   memcpy(&nr, p + 24, 8);
@@ -168,6 +196,7 @@ static void on_sample(wb_sampler *s, const struct perf_event_header *h) {
     else if (ctx == 1 && nk < CAP) ips[nk++] = ip;
     else if (ctx == 2 && nu < CAP) user[nu++] = ip;
   }
+  if (s->stack_user) nu = unwind_user(s, h, 32 + nr * 8, pid, user, UCAP);
   memcpy(ips + nk, user, nu * sizeof *ips);
   uint32_t *comm = tid_comm_slot(s, pid, 0); /* the process's name: its main thread's */
   if (!comm) comm = tid_comm_slot(s, tid, 0);
@@ -198,6 +227,11 @@ static void on_mmap2(wb_sampler *s, const struct perf_event_header *h) {
   size_t max = h->size - sizeof *h - 64;
   m->path = strndup(name, max);
   if (!m->path) s->mappings.n--;
+  else if (s->unwinder) {
+    char hex[2 * sizeof m->build_id + 1];
+    wb_hex(m->build_id, m->build_id_size, hex, sizeof hex);
+    wb_unwinder_add_map(s->unwinder, (int)m->pid, m->addr, m->len, m->pgoff, m->path, hex);
+  }
 }
 
 static void on_task(wb_sampler *s, const struct perf_event_header *h) {
@@ -213,6 +247,7 @@ static void on_task(wb_sampler *s, const struct perf_event_header *h) {
     if (parent && child) *child = *parent;
   }
   if (h->type == PERF_RECORD_FORK ? r.pid == r.ppid : r.pid != r.tid) return; /* threads */
+  if (h->type == PERF_RECORD_FORK && s->unwinder) wb_unwinder_fork(s->unwinder, (int)r.pid, (int)r.ppid);
   struct task_rec *slot = vec_push(h->type == PERF_RECORD_FORK ? &s->forks : &s->exits);
   if (slot) *slot = r;
 }
@@ -227,6 +262,7 @@ static void on_comm(wb_sampler *s, const struct perf_event_header *h) {
   uint32_t *slot = tid_comm_slot(s, r.tid, 1);
   if (slot) *slot = r.comm;
   if (!(h->misc & PERF_RECORD_MISC_COMM_EXEC)) return;
+  if (s->unwinder) wb_unwinder_exec(s->unwinder, (int)r.pid);
   struct task_rec *e = vec_push(&s->execs);
   if (e) *e = r;
 }
@@ -307,11 +343,13 @@ void wb_sampler_release(wb_sampler *s) {
   struct vec *vs[] = {&s->stacks, &s->ip_pool, &s->slots, &s->comms, &s->tid_comm,
                       &s->mappings, &s->forks, &s->exits, &s->execs};
   for (size_t i = 0; i < sizeof vs / sizeof *vs; i++) vec_free(vs[i]);
+  wb_unwinder_free(s->unwinder);
+  s->unwinder = NULL;
   s->closed = 1;
 }
 
 static void fill_attr(struct perf_event_attr *a, int sampling, long freq, int user_only,
-                      int build_id) {
+                      int build_id, uint32_t stack_user) {
   memset(a, 0, sizeof *a);
   a->type = PERF_TYPE_SOFTWARE;
   a->config = sampling ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_DUMMY;
@@ -320,6 +358,12 @@ static void fill_attr(struct perf_event_attr *a, int sampling, long freq, int us
     a->sample_type |= PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN;
     a->freq = 1;
     a->sample_freq = (uint64_t)freq;
+    if (stack_user) { /* the user stack is walked here: the kernel's frame-pointer walk is not needed */
+      a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+      a->sample_regs_user = 1u << 6 | 1u << 7 | 1u << 8; /* PERF_REG_X86_BP, _SP, _IP */
+      a->sample_stack_user = stack_user;
+      a->exclude_callchain_user = 1;
+    }
   }
   a->disabled = a->enable_on_exec = a->inherit = 1;
   a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = a->sample_id_all = 1;
@@ -358,7 +402,13 @@ int wb_sampler_open(wb_sampler *s, pid_t pid, int sampling, long freq, size_t pa
   s->mappings.elem = sizeof(struct mapping_rec);
   s->forks.elem = s->exits.elem = s->execs.elem = sizeof(struct task_rec);
   s->sampling = sampling;
-  if (!(s->rings = calloc((size_t)ncpu, sizeof *s->rings))) return ENOMEM;
+  if (!sampling) s->stack_user = 0;
+  if (s->stack_user && !(s->unwinder = wb_unwinder_new())) return ENOMEM;
+  if (!(s->rings = calloc((size_t)ncpu, sizeof *s->rings))) {
+    wb_unwinder_free(s->unwinder);
+    s->unwinder = NULL;
+    return ENOMEM;
+  }
   struct perf_event_attr a;
   int build_id = 1;
   for (int i = 0; i < ncpu; i++) {
@@ -366,7 +416,7 @@ int wb_sampler_open(wb_sampler *s, pid_t pid, int sampling, long freq, size_t pa
     s->nrings = i + 1;
     int e;
     for (;;) {
-      fill_attr(&a, sampling, freq, s->user_only, build_id);
+      fill_attr(&a, sampling, freq, s->user_only, build_id, s->stack_user);
       if ((e = open_ring(&s->rings[i], &a, pid, cpus[i], pages)) == 0) break;
       if ((e == EACCES || e == EPERM) && !s->user_only) s->user_only = 1;
       else if (e == EINVAL && build_id) build_id = 0;

@@ -11,6 +11,7 @@
 #include "lopt.h"
 #include "lperf.h"
 #include "lsym.h"
+#include "lunwind.h"
 #include "lwb.h"
 
 #define SAMPLER_MT "wb.perf.sampler"
@@ -24,7 +25,10 @@ static wb_sampler *check_sampler(lua_State *L) {
 /* -- s, err, errno = wb.perf.sampler(pid [, opts]) : one event + ring per online CPU on pid and
  * its descendants, enabled at pid's next exec (spawn it held). opts: freq = 99 (cpu-clock samples
  * per second with user and kernel call chains), sample = true (false: only the side-band records,
- * for symbolizing another sampler's stacks), pages = 64 (ring size per CPU, a power of two).
+ * for symbolizing another sampler's stacks), pages = 64 (ring size per CPU, a power of two),
+ * unwind = "fp" (the kernel's frame-pointer user call chains) | "dwarf" (each sample carries the user
+ * registers and the top stack_size = 8192 bytes of the user stack, walked with each object's CFI as
+ * the rings are drained; x86-64).
  * Without the privilege to see kernel stacks (perf_event_paranoid) it falls back to user space
  * only: s.user_only. nil, "perf sampler: ...", errno when perf_event_open or mmap fails. */
 int wb_perf_sampler(lua_State *L) {
@@ -33,11 +37,22 @@ int wb_perf_sampler(lua_State *L) {
   lua_Integer freq = wb_opt_int(L, opts, "freq", 99, 1, 100000);
   lua_Integer pages = wb_opt_integer(L, opts, "pages", 64);
   int sampling = wb_opt_bool(L, opts, "sample", 1);
+  const char *unwind = wb_opt_string(L, opts, "unwind", "fp");
+  lua_Integer stack_size = wb_opt_integer(L, opts, "stack_size", 8192);
+  luaL_argcheck(L, strcmp(unwind, "fp") == 0 || strcmp(unwind, "dwarf") == 0, 2,
+                "unwind must be \"fp\" or \"dwarf\"");
+  luaL_argcheck(L, stack_size >= 512 && stack_size <= 65528 && stack_size % 8 == 0, 2,
+                "stack_size must be a multiple of 8 in 512..65528");
   luaL_argcheck(L, pages > 0 && pages <= 4096 && (pages & (pages - 1)) == 0, 2,
                 "pages must be a power of two up to 4096");
   wb_sampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SAMPLER_MT);
+#if defined(__x86_64__)
+  if (strcmp(unwind, "dwarf") == 0) s->stack_user = (uint32_t)stack_size;
+#else
+  if (strcmp(unwind, "dwarf") == 0) return luaL_error(L, "wb.perf.sampler: unwind = \"dwarf\" needs x86-64");
+#endif
   int e = wb_sampler_open(s, (pid_t)pid, sampling, (long)freq, (size_t)pages);
   if (e)
     return wb_push_error(L, e, e == EACCES || e == EPERM ? "perf sampler (perf_event_paranoid)"
@@ -81,7 +96,9 @@ static void push_tasks(lua_State *L, wb_sampler *s, struct vec *v, const char *n
 /* -- t = s:read() : drains, then everything recorded so far: {samples = {{pid, comm, user = {ips,
  * leaf first}, kernel = {ips}, count}}, mappings = {{pid, time, addr, len, pgoff, path,
  * build_id (hex) | maj, min, ino}}, execs = {{pid, comm, time}}, forks = {{pid, ppid, time}}, exits = {{pid,
- * ppid, time}}, sample_count, lost, user_only}. Times are CLOCK_MONOTONIC nanoseconds. */
+ * ppid, time}}, sample_count, lost, user_only, unwind?}. Times are CLOCK_MONOTONIC nanoseconds.
+ * unwind (with unwind = "dwarf"): wb.unwind's u:stats() plus stack_bytes (copied in all) and
+ * stack_size. */
 static int l_read(lua_State *L) {
   wb_sampler *s = check_sampler(L);
   wb_sampler_drain(s);
@@ -130,6 +147,12 @@ static int l_read(lua_State *L) {
   wb_set_int(L, "sample_count", (lua_Integer)s->samples);
   wb_set_int(L, "lost", (lua_Integer)s->lost);
   wb_set_bool(L, "user_only", s->user_only);
+  if (s->unwinder) {
+    wb_unwind_push_stats(L, s->unwinder);
+    wb_set_int(L, "stack_bytes", (lua_Integer)s->stack_bytes);
+    wb_set_int(L, "stack_size", (lua_Integer)s->stack_user);
+    lua_setfield(L, -2, "unwind");
+  }
   return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lsym.h"
+#include "lunwind.h"
 #include "lwb.h"
 
 #define SYM_MT "wb.sym"
@@ -31,6 +32,7 @@ typedef struct symbolizer {
   size_t n, cap;
   uint32_t *index; /* hash of pid -> position in as + 1 (0: free), cap * 2 slots */
   int closed;
+  int dwarf; /* inline chains from DWARF and demangled names (core/unwobj.c) */
 } symbolizer;
 
 /* ---- address spaces ----------------------------------------------------------------------- */
@@ -97,15 +99,12 @@ static int add_mapping(aspace *a, uint64_t start, uint64_t end, uint64_t pgoff, 
   return 0;
 }
 
-/* Replaces the process's mappings with the executable ones of /proc/PID/maps; returns the count
- * or -1 with errno. */
-static int snapshot(aspace *a) {
+int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
+                 void *arg) {
   char path[64], line[4352];
-  snprintf(path, sizeof path, "/proc/%d/maps", a->pid);
-  a->tried_snapshot = 1;
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
   FILE *f = fopen(path, "re");
   if (!f) return -1;
-  clear_maps(a);
   int n = 0;
   while (fgets(line, sizeof line, f)) {
     unsigned long long lo, hi, off, ino;
@@ -115,13 +114,31 @@ static int snapshot(aspace *a) {
       continue;
     if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
     line[strcspn(line, "\n")] = 0;
-    if (add_mapping(a, lo, hi, off, line + name_at, NULL) == 0) n++;
+    if (fn(arg, lo, hi, off, line + name_at) == 0) n++;
   }
   fclose(f);
   if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
     errno = ESRCH;
     return -1;
   }
+  return n;
+}
+
+static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path) {
+  aspace *a = arg;
+  if (!a->tried_snapshot) { /* the first mapping read: the file is there, forget the old ones */
+    clear_maps(a);
+    a->tried_snapshot = 1;
+  }
+  return add_mapping(a, lo, hi, off, path, NULL);
+}
+
+/* Replaces the process's mappings with the executable ones of /proc/PID/maps; returns the count
+ * or -1 with errno. */
+static int snapshot(aspace *a) {
+  a->tried_snapshot = 0;
+  int n = wb_maps_each(a->pid, snapshot_one, a);
+  a->tried_snapshot = 1;
   return n;
 }
 
@@ -140,6 +157,8 @@ struct frame {
   const char *name; /* NULL: unresolved */
   const char *module;
   uint64_t offset;  /* into the symbol when resolved, else into the module's file */
+  const char *path; /* the mapped file, when named from it */
+  uint64_t vaddr;   /* the address in the file's ELF terms */
 };
 
 static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
@@ -157,6 +176,8 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   if (name) {
     f.name = name;
     f.offset = off;
+    f.path = m->path;
+    f.vaddr = vaddr;
   }
   return f;
 }
@@ -169,10 +190,20 @@ static symbolizer *check_sym(lua_State *L) {
   return s;
 }
 
-/* -- s = wb.sym.new() : an empty symbolizer (ELF files are cached across symbolizers) */
+/* -- s = wb.sym.new([{dwarf = false}]) : an empty symbolizer (ELF files are cached across
+ * symbolizers). dwarf: frames expand to their inline chains where the object has DWARF (its own
+ * or a separate debug file), and C++/Rust names are demangled. */
 static int l_new(lua_State *L) {
+  int dwarf = 0;
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_getfield(L, 1, "dwarf");
+    dwarf = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   symbolizer *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
+  s->dwarf = dwarf;
   luaL_setmetatable(L, SYM_MT);
   return 1;
 }
@@ -241,10 +272,41 @@ static int l_resolve(lua_State *L) {
   return 3;
 }
 
-/* -- names, unresolved = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one sampled
- * stack (leaf first, as sampled: every address but the first is a return address, looked up one
- * byte back). User frames: the function, else "module+0xoff", else "[unknown]"; kernel frames get
- * the suffix "_[k]". unresolved counts the frames not named by a symbol. */
+/* Pushes name into the table at -2 at position *at (demangled with s->dwarf); records what it
+ * came from in the table at `info` (name -> {mangled?, file?, line?}). */
+static void push_name(lua_State *L, symbolizer *s, const char *name, const char *suffix, const wb_inline_frame *fr,
+                      int info, lua_Integer *at) {
+  char *d = s->dwarf ? wb_demangle(name) : NULL;
+  lua_pushfstring(L, "%s%s", d ? d : name, suffix);
+  if (info && (d || fr)) {
+    lua_pushvalue(L, -1);
+    lua_createtable(L, 0, 3);
+    if (d) wb_set_str(L, "mangled", name);
+    if (fr && fr->file) wb_set_str(L, "file", fr->file);
+    if (fr && fr->line) wb_set_int(L, "line", fr->line);
+    lua_rawset(L, info);
+  }
+  free(d);
+  lua_rawseti(L, -2, ++*at);
+}
+
+/* The frames of a user address with s->dwarf: its inlined functions (innermost first, each
+ * "name (inlined)"), then the function holding them. */
+static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int info, lua_Integer *at) {
+  wb_inline_frame fr[32];
+  wb_dwobj *o = f->path ? wb_dwobj_get(f->path) : NULL;
+  int n = o ? wb_dwobj_inline(o, f->vaddr, fr, 32) : 0;
+  for (int i = 0; i + 1 < n; i++) push_name(L, s, fr[i].name, " (inlined)", &fr[i], info, at);
+  push_name(L, s, f->name, "", n > 0 ? &fr[n - 1] : NULL, info, at);
+}
+
+/* -- names, unresolved, info = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one
+ * sampled stack (leaf first, as sampled: every address but the first is a return address, looked
+ * up one byte back). User frames: the function, else "module+0xoff", else "[unknown]"; kernel
+ * frames get the suffix "_[k]". unresolved counts the frames not named by a symbol. With a dwarf
+ * symbolizer a user frame expands to its inline chain ("name (inlined)" frames before the function
+ * holding them), names are demangled, and info maps each such name to {mangled?, file?, line?}
+ * (the file:line of the frame's address: for an inlined function's caller, the call site). */
 static int l_frames(lua_State *L) {
   symbolizer *s = check_sym(L);
   int pid = (int)luaL_checkinteger(L, 2);
@@ -252,7 +314,12 @@ static int l_frames(lua_State *L) {
   const char *kind = luaL_optstring(L, 4, "user");
   int kernel = strcmp(kind, "kernel") == 0;
   luaL_argcheck(L, kernel || strcmp(kind, "user") == 0, 4, "\"user\" or \"kernel\" expected");
-  lua_Integer n = (lua_Integer)lua_rawlen(L, 3), unresolved = 0;
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 3), unresolved = 0, at = 0;
+  int info = 0;
+  if (s->dwarf) {
+    lua_newtable(L);
+    info = lua_gettop(L);
+  }
   lua_createtable(L, (int)n, 0);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, 3, i);
@@ -265,7 +332,10 @@ static int l_frames(lua_State *L) {
       lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
     } else {
       struct frame f = resolve_user(s, pid, addr);
-      if (f.name) {
+      if (f.name && s->dwarf) {
+        push_user(L, s, &f, info, &at);
+        continue;
+      } else if (f.name) {
         lua_pushstring(L, f.name);
       } else {
         char buf[320];
@@ -275,10 +345,12 @@ static int l_frames(lua_State *L) {
         unresolved++;
       }
     }
-    lua_rawseti(L, -2, i);
+    lua_rawseti(L, -2, ++at);
   }
   lua_pushinteger(L, unresolved);
-  return 2;
+  if (!info) return 2;
+  lua_pushvalue(L, info);
+  return 3;
 }
 
 /* -- list = s:pids() : the processes the symbolizer knows mappings of */

@@ -4,6 +4,7 @@
 --   wb profile freq=999 offcpu=false -- ./app
 --   wb profile method=perf_event -- ./app        (auto | bpf | perf_event | perf_cli)
 --   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
+--   wb profile unwind=dwarf -- ./app              (user stacks walked with CFI: code without frame pointers)
 -- Profiling until Ctrl-C: the first Ctrl-C stops the command and the profile and report are still
 -- written (exit 0); a second Ctrl-C aborts (exit 130).
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
@@ -48,12 +49,13 @@ return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
-    shell = false, timeout = wb.null, root = "auto", stdout = "tee",
+    shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "fp", stack_size = 8192,
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
+    unwind = "fp|dwarf", stack_size = "integer>=1",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -102,7 +104,7 @@ return wb.recipe {
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
-        title = command, verbose = ctx.opts.verbose,
+        title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
       }
       for _, f in ipairs(logs) do f:close() end
       if not res then wb.fail("profile: " .. tostring(err)) end
@@ -127,6 +129,11 @@ return wb.recipe {
         elseif p then
           profiles[kind] = { skipped = p.skipped }
         end
+      end
+      if res.oncpu and res.oncpu.unwind then
+        r.unwind = res.oncpu.unwind
+        metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
+        metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
       end
       r.metrics = metrics
       r.profiles = profiles

@@ -21,12 +21,14 @@ local json = require "wb.json"
 local perf = require "wb.perf"
 local proc = require "wb.proc"
 local sym = require "wb.sym"
+local unwind_q = require "wb.capture_unwind"
 
 local M = {}
 
 M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
+M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
 
 -- ---- the registry -----------------------------------------------------------------------------
 
@@ -256,7 +258,7 @@ end
 -- Writes the folded text and its renderings; returns the profile table.
 local function outputs(kind, text, info, opts)
   local unit = kind == "offcpu" and "ns" or "samples"
-  local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text,
+  local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text, symbols = info.symbols,
     unresolved_fraction = info.total > 0 and info.unresolved / info.total or 0 }
   if not opts.dir then return t end
   local base = opts.dir .. "/" .. opts.name .. "." .. kind
@@ -348,7 +350,7 @@ local function quality(res, side, sampled)
     for _, path in ipairs(paths) do
       local f = sym.file(path)
       local fp = f.frame_pointers
-      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 then
+      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 and not unwind_q.covered(res, path) then
         w[#w + 1] = string.format("%s has no frame pointers (%d of %d functions set up %%rbp): callers are "
           .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
       elseif not f.symtab and f.symbols == 0 then
@@ -410,6 +412,19 @@ local function options(spec)
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
   end
+  o.unwind, o.stack_size = spec.unwind or "fp", spec.stack_size or 8192
+  if o.unwind ~= "fp" and o.unwind ~= "dwarf" then error("wb.capture: unwind must be \"fp\" or \"dwarf\"", 3) end
+  if o.unwind == "dwarf" and o.requested == "perf_cli" then
+    error("wb.capture: unwind = \"dwarf\" needs method \"bpf\" or \"perf_event\" (or \"auto\")", 3)
+  end
+  if o.unwind == "dwarf" and o.requested == "bpf" and o.stack_size > M.BPF_STACK_MAX then
+    error("wb.capture: stack_size above " .. M.BPF_STACK_MAX .. " needs method \"perf_event\"", 3)
+  end
+  if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > 65528 or o.stack_size % 8 ~= 0 then
+    error("wb.capture: stack_size must be a multiple of 8 in 512..65528", 3)
+  end
+  o.pages = 128 -- ring pages per CPU: a drain every 0.1 s must find room for 4x what a CPU writes
+  while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
   local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
   o.title = spec.title or table.concat(words, " ")
   return o
@@ -422,8 +437,9 @@ local function record(spec, o, res, method, session)
   if not p then return nil, err, errno end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
   local sampling = method == "perf_event" and o.want_on
+  local dwarf = sampling and o.unwind == "dwarf"
   local side <close>, side_err = perf.sampler(p.pid, { sample = sampling, freq = o.freq,
-    pages = sampling and 128 or 16 })
+    pages = dwarf and o.pages or sampling and 128 or 16, unwind = dwarf and "dwarf" or nil, stack_size = o.stack_size })
   if not side and sampling then
     res.method = "none"
     res.fallback = (res.fallback and res.fallback .. "; " or "") .. "perf_event: " .. side_err
@@ -431,7 +447,7 @@ local function record(spec, o, res, method, session)
     res.warnings[#res.warnings + 1] = "no perf side-band records (" .. side_err
       .. "): user frames are named from /proc/PID/maps snapshots only"
   end
-  local symbolizer = sym.new()
+  local symbolizer = sym.new { dwarf = o.unwind == "dwarf" }
   if session then
     assert(session:track(p.pid))
     session:arm()
@@ -445,6 +461,7 @@ local function record(spec, o, res, method, session)
   local snapped = false
   res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end
+    if session then session:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
   end)
   r.python = py_sampler and py_sampler:stop()
@@ -570,10 +587,15 @@ local function profiles(res, r, o, off_skip)
     end
     local stats = data and data.stats
     res.oncpu = finish_profile("oncpu", on_records, r.sym, root, o, {
-      lost = stats and stats.lost_samples or sb.lost,
+      lost = stats and stats.lost_samples + (stats.lost_ustacks or 0) or sb.lost,
       stack_errors = stats and stats.oncpu_stack_errors or 0,
       user_only = not data and sb.user_only or nil,
     })
+    local ustats = data and data.unwind or sb and sb.unwind
+    if ustats then
+      res.oncpu.unwind = unwind_q.figures(ustats, res.oncpu.folded_text)
+      unwind_q.warn(res.warnings, res.oncpu.unwind)
+    end
     if res.oncpu.user_only then
       res.warnings[#res.warnings + 1] = string.format("user space only: kernel frames and time in the kernel "
         .. "are not sampled (perf_event_paranoid=%d for unprivileged users)", perf.paranoid())
@@ -584,6 +606,9 @@ local function profiles(res, r, o, off_skip)
   if off_records then
     res.offcpu = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
       stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches })
+    if data.unwind then
+      res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
+    end
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
   end
@@ -599,20 +624,27 @@ end
 -- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
--- messages), stack_entries and count_entries (wb.bpf map sizes). Raises on misuse; nil, err,
--- errno when the command cannot be started. The first Ctrl-C while the command runs stops it
--- (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one interrupts.
+-- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "fp" | "dwarf" (user stacks
+-- walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with eBPF,
+-- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
+-- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
+-- memory = true and memory_hz = 20 (the tree's memory over time, res.memory). Raises on misuse;
+-- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
+-- stops it (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one
+-- interrupts.
 function M.run(spec)
   local o = options(spec)
   if o.dir then assert(fs.mkdir_p(o.dir)) end
   local res = { warnings = {}, freq = o.freq }
-  local method, passed = choose(o.requested, o.want_on or o.want_off)
+  local method, passed = choose(o.requested == "auto" and o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX
+    and "perf_event" or o.requested, o.want_on or o.want_off)
   res.profilers = consulted()
   local session
   if method == "bpf" then
     local err
     session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
-      stack_entries = spec.stack_entries, count_entries = spec.count_entries }
+      stack_entries = spec.stack_entries, count_entries = spec.count_entries,
+      ustack = o.unwind == "dwarf" and o.stack_size or nil }
     if not session then
       passed[#passed + 1] = { method = "bpf", reason = err }
       method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"

@@ -73,10 +73,10 @@ end
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
--- {kind = total}}.
+-- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil}.
 function M.fold(records, sym, opts)
   local by_pid = opts and opts.root == "pid"
-  local memo = {}
+  local memo, symbols = {}, nil
   local function names(pid, addrs, kind)
     if #addrs == 0 then return {}, 0 end
     local m = memo[pid]
@@ -86,7 +86,11 @@ function M.fold(records, sym, opts)
     end
     local hit = m[kind][addrs]
     if hit then return hit[1], hit[2] end
-    local list, unresolved = sym:frames(pid, addrs, kind)
+    local list, unresolved, info = sym:frames(pid, addrs, kind)
+    for name, v in pairs(info or {}) do
+      symbols = symbols or {}
+      symbols[name] = v
+    end
     if kind == "kernel" then
       -- the probe's own frames at the leaf: the machinery and the unnamed (JIT-compiled BPF)
       -- frames it called, up to the last machinery frame of that leading run
@@ -135,7 +139,7 @@ function M.fold(records, sym, opts)
     stacks[i] = { frames = o.frames, count = counts[o.key] }
   end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
-    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind }
+    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols }
 end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end

@@ -73,6 +73,14 @@ function M.text(res, opts)
       else
         if kind == "oncpu" then
           add("on-CPU: %s samples; top functions (self, total share of samples)", grouped(p.samples))
+          local u = p.unwind
+          if u then
+            local used = {}
+            for _, o in ipairs(u.objects) do used[#used + 1] = (o.path:match("[^/]+$") or o.path) .. " " .. o.method end
+            add("  unwinding: CFI from %d-byte stack copies; %s of stacks reach main/_start/start_thread, %s "
+              .. "truncated, %.1f us per sample; %s", u.stack_size, pct(u.reach_entry_fraction),
+              pct(u.truncated_fraction), u.ns_per_sample / 1000, table.concat(used, ", "))
+          end
         else
           add("off-CPU: %s (blocked %s, run queue %s); top functions (self, total share of off-CPU time)",
             seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds))

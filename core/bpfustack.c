@@ -1,0 +1,176 @@
+/* wb.bpf's unwind mode, the user-space side (see core/lbpfu.h): each on-CPU record is walked and
+ * counted once; a switch-out record is walked and kept as the thread's pending stack until its
+ * switch-in record adds the time away to it. Stacks are aggregated by (process, comm, kind,
+ * kernel stack id, user pcs) in an open-addressing table. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbpfu.h"
+#include <linux/types.h>
+
+#include "bpf/profile.h"
+
+#define MAX_FRAMES 1024
+
+typedef struct pending {
+  uint32_t tid1; /* tid + 1, 0 free */
+  uint64_t ts_out;
+  size_t entry;  /* index + 1 into entries, 0 none */
+} pending;
+
+struct wb_ustacks {
+  wb_unwinder *u;
+  wb_ustack_entry *e;
+  size_t n, cap;
+  uint64_t *pool;
+  size_t npool, cappool;
+  uint32_t *slots; /* index + 1 into e */
+  size_t nslots;
+  pending *pend;
+  size_t npend, cappend;
+  uint64_t bytes;
+};
+
+wb_ustacks *wb_ustacks_new(void) {
+  wb_ustacks *a = calloc(1, sizeof *a);
+  if (a && !(a->u = wb_unwinder_new())) {
+    free(a);
+    return NULL;
+  }
+  return a;
+}
+
+void wb_ustacks_free(wb_ustacks *a) {
+  if (!a) return;
+  wb_unwinder_free(a->u);
+  free(a->e);
+  free(a->pool);
+  free(a->slots);
+  free(a->pend);
+  free(a);
+}
+
+static uint64_t hash_of(const struct wb_ustack_hdr *h, const uint64_t *pcs, size_t n) {
+  uint64_t x = 1469598103934665603ULL ^ ((uint64_t)h->tgid << 32 | h->kind) ^ (uint64_t)(uint32_t)h->kern_stack_id << 7;
+  for (size_t i = 0; i < sizeof h->comm && h->comm[i]; i++) x = (x ^ (uint8_t)h->comm[i]) * 1099511628211ULL;
+  for (size_t i = 0; i < n; i++) x = (x ^ pcs[i]) * 1099511628211ULL;
+  return x ? x : 1;
+}
+
+static int regrow(wb_ustacks *a) {
+  size_t nslots = a->nslots ? a->nslots * 2 : 1024;
+  uint32_t *slots = calloc(nslots, sizeof *slots);
+  if (!slots) return -1;
+  for (size_t i = 0; i < a->n; i++) {
+    size_t j = a->e[i].hash & (nslots - 1);
+    while (slots[j]) j = (j + 1) & (nslots - 1);
+    slots[j] = (uint32_t)i + 1;
+  }
+  free(a->slots);
+  a->slots = slots;
+  a->nslots = nslots;
+  return 0;
+}
+
+/* The index + 1 of the entry of this stack, made when new; 0 when out of memory. */
+static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, const uint64_t *pcs, size_t n) {
+  if ((a->n + 1) * 2 > a->nslots && regrow(a) != 0) return 0;
+  uint64_t hv = hash_of(h, pcs, n);
+  size_t j = hv & (a->nslots - 1);
+  for (; a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
+    wb_ustack_entry *e = &a->e[a->slots[j] - 1];
+    if (e->hash == hv && e->tgid == h->tgid && e->kind == h->kind && e->kern_stack_id == h->kern_stack_id &&
+        e->nu == n && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
+        memcmp(a->pool + e->pcs, pcs, n * sizeof *pcs) == 0)
+      return a->slots[j];
+  }
+  if (a->n == a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 256;
+    wb_ustack_entry *p = realloc(a->e, cap * sizeof *p);
+    if (!p) return 0;
+    a->e = p;
+    a->cap = cap;
+  }
+  if (a->npool + n > a->cappool) {
+    size_t cap = a->cappool ? a->cappool * 2 : 4096;
+    while (cap < a->npool + n) cap *= 2;
+    uint64_t *p = realloc(a->pool, cap * sizeof *p);
+    if (!p) return 0;
+    a->pool = p;
+    a->cappool = cap;
+  }
+  memcpy(a->pool + a->npool, pcs, n * sizeof *pcs);
+  wb_ustack_entry *e = &a->e[a->n];
+  *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .kern_stack_id = h->kern_stack_id, .nu = (uint32_t)n,
+                         .pcs = a->npool, .hash = hv};
+  memcpy(e->comm, h->comm, sizeof e->comm);
+  a->npool += n;
+  a->slots[j] = (uint32_t)++a->n;
+  return a->n;
+}
+
+/* The pending slot of tid (created when asked). */
+static pending *pending_of(wb_ustacks *a, uint32_t tid, int create) {
+  if (create && (a->npend + 1) * 2 > a->cappend) {
+    size_t cap = a->cappend ? a->cappend * 2 : 256;
+    pending *p = calloc(cap, sizeof *p);
+    if (!p) return NULL;
+    for (size_t i = 0; i < a->cappend; i++) {
+      if (!a->pend[i].tid1) continue;
+      size_t j = a->pend[i].tid1 * 2654435761u & (cap - 1);
+      while (p[j].tid1) j = (j + 1) & (cap - 1);
+      p[j] = a->pend[i];
+    }
+    free(a->pend);
+    a->pend = p;
+    a->cappend = cap;
+  }
+  if (!a->cappend) return NULL;
+  for (size_t j = (tid + 1) * 2654435761u & (a->cappend - 1);; j = (j + 1) & (a->cappend - 1)) {
+    if (a->pend[j].tid1 == tid + 1) return &a->pend[j];
+    if (a->pend[j].tid1) continue;
+    if (!create) return NULL;
+    a->pend[j].tid1 = tid + 1;
+    a->npend++;
+    return &a->pend[j];
+  }
+}
+
+int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
+  struct wb_ustack_hdr h;
+  if (size < sizeof h) return 0;
+  memcpy(&h, data, sizeof h);
+  if (h.type == WB_REC_IN) {
+    pending *p = pending_of(a, h.tid, 0);
+    if (p && p->entry && p->ts_out == h.ts_out && h.ts >= h.ts_out) a->e[p->entry - 1].count += h.ts - h.ts_out;
+    if (p) p->entry = 0;
+    return 0;
+  }
+  if (h.size > size - sizeof h) h.size = 0;
+  a->bytes += h.size;
+  uint64_t pcs[MAX_FRAMES];
+  int stop, n = 0;
+  if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h, h.size, pcs,
+                                 MAX_FRAMES, &stop);
+  size_t at = entry_of(a, &h, pcs, n > 0 ? (size_t)n : 0);
+  if (!at) return 0;
+  if (h.type == WB_REC_ONCPU) {
+    a->e[at - 1].count++;
+  } else {
+    pending *p = pending_of(a, h.tid, 1);
+    if (p) {
+      p->ts_out = h.ts;
+      p->entry = at;
+    }
+  }
+  return 0;
+}
+
+const wb_ustack_entry *wb_ustacks_entries(const wb_ustacks *a, size_t *n) {
+  *n = a->n;
+  return a->e;
+}
+const uint64_t *wb_ustacks_pool(const wb_ustacks *a) { return a->pool; }
+wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a) { return a->u; }
+uint64_t wb_ustacks_bytes(const wb_ustacks *a) { return a->bytes; }

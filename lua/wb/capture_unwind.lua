@@ -1,0 +1,86 @@
+-- Profile-quality figures of a capture whose user stacks were walked with call-frame information
+-- (wb.capture{unwind = "dwarf"}: wb.perf.sampler's unwind statistics, core/unwind.c): which
+-- unwinding each object used, the share of samples whose stack reaches the process or thread
+-- entry, the share of walks that stopped early and why, the cost.
+local M = {}
+
+-- Frames that only a complete stack holds: the process's entry (through libc's start-up) and a
+-- thread's (glibc's start_thread, called from clone3/clone).
+M.ENTRY = { main = true, _start = true, __libc_start_main = true, __libc_start_call_main = true,
+  start_thread = true, clone3 = true, __clone3 = true, clone = true, __clone = true }
+
+M.TRUNCATED_LIMIT = 0.05 -- warn above this share of walks that stopped early
+
+-- fraction = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
+-- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34")
+function M.reach_entry(text)
+  local total, reach = 0, 0
+  for line in text:gmatch("[^\n]+") do
+    local stack, n = line:match("^(.*) (%d+)$")
+    if stack then
+      n = tonumber(n)
+      total = total + n
+      local first = true
+      for f in (stack .. ";"):gmatch("([^;]*);") do
+        if not first and M.ENTRY[f:match("^[^@]*")] then
+          reach = reach + n
+          break
+        end
+        first = false
+      end
+    end
+  end
+  return total > 0 and reach / total or 0
+end
+
+-- figures = M.figures(stats, folded_text) : stats is a sampler's read().unwind; figures =
+-- {method = "dwarf", stack_size, walks, truncated, truncated_fraction, reach_entry_fraction,
+-- reasons = {reason = walks} (the non-zero ones), objects = {{path, method, cfi, fp, stopped}}
+-- (most frames first), seconds (walking), ns_per_sample, stack_bytes}
+function M.figures(u, text)
+  local reasons = {}
+  for k, v in pairs(u.reasons) do
+    if v > 0 then reasons[k] = v end
+  end
+  local objects = {}
+  for i, o in ipairs(u.objects) do
+    objects[i] = { path = o.path, build_id = o.build_id ~= "" and o.build_id or nil, method = o.method,
+      cfi = o.cfi, fp = o.fp, stopped = o.stopped }
+  end
+  table.sort(objects, function(a, b)
+    if a.cfi + a.fp ~= b.cfi + b.fp then return a.cfi + a.fp > b.cfi + b.fp end
+    return a.path < b.path
+  end)
+  return { method = "dwarf", stack_size = u.stack_size, walks = u.walks, truncated = u.truncated,
+    truncated_fraction = u.walks > 0 and u.truncated / u.walks or 0, reach_entry_fraction = M.reach_entry(text),
+    reasons = reasons, objects = objects, seconds = u.seconds,
+    ns_per_sample = u.walks > 0 and u.seconds * 1e9 / u.walks or 0, stack_bytes = u.stack_bytes }
+end
+
+-- M.covered(res, path) : whether the capture walked path's frames with its CFI
+function M.covered(res, path)
+  local u = res.oncpu and res.oncpu.unwind
+  for _, o in ipairs(u and u.objects or {}) do
+    if o.path == path and o.cfi > 0 then return true end
+  end
+  return false
+end
+
+-- M.warn(warnings, figures) : a warning when too many walks stopped early, naming why and where
+function M.warn(w, fig)
+  if fig.truncated_fraction <= M.TRUNCATED_LIMIT then return end
+  local why = {}
+  for k, v in pairs(fig.reasons) do
+    if k ~= "complete" then why[#why + 1] = string.format("%s %d", k, v) end
+  end
+  table.sort(why)
+  local where = {}
+  for _, o in ipairs(fig.objects) do
+    if o.stopped > 0 then where[#where + 1] = string.format("%s (%d)", o.path, o.stopped) end
+  end
+  w[#w + 1] = string.format("%.0f%% of user stacks are truncated (%s)%s; their callers are missing",
+    fig.truncated_fraction * 100, table.concat(why, ", "),
+    #where > 0 and (": stopped in " .. table.concat(where, ", ")) or "")
+end
+
+return M

@@ -1,0 +1,5 @@
+/* The stack walker wb.unwind (core/unwind.c, core/unwobj.c) on arbitrary stack copies and
+ * registers, over the fuzzer's own mappings; checks in tests/fuzz/lua/unwind.lua. */
+#include "fuzz_lua.h"
+
+FUZZ_LUA_TARGET("unwind", NULL)

@@ -1,0 +1,471 @@
+-- wb.unwind and wb.capture{unwind = "dwarf"}: user stacks walked with each object's CFI from a
+-- copy of the stack per perf_event sample, of programs this test builds (gcc -O2 -g with and
+-- without -fno-omit-frame-pointer, g++ with inlining, threads, rustc -O when installed), checked
+-- against what the programs planted and measured themselves, and against addr2line.
+local T = require "wb.test"
+local capture = require "wb.capture"
+local fs = require "wb.fs"
+local perf = require "wb.perf"
+local proc = require "wb.proc"
+local unwind = require "wb.unwind"
+
+local function run(argv)
+  local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture" })
+  assert(res.ok, table.concat(argv, " ") .. ": " .. res.stderr)
+  return res.stdout
+end
+
+local dir -- one build directory for the file
+
+local function build(name, ext, source, compiler, flags)
+  dir = dir or T.tmpdir()
+  local src = dir .. "/" .. name .. "." .. ext
+  assert(fs.write(src, source))
+  local argv = { compiler, compiler == "rustc" and "-O" or "-O2", "-g", "-o", dir .. "/" .. name, src }
+  for _, f in ipairs(flags or {}) do argv[#argv + 1] = f end
+  run(argv)
+  return dir .. "/" .. name, src
+end
+
+local function need_perf()
+  local s, err = perf.sampler(0, { sample = false })
+  if not s then T.skip("perf_event unavailable: " .. tostring(err)) end
+  s:close()
+end
+
+-- res of a dwarf-unwound capture of argv
+local function profile(argv, freq, method)
+  local res = assert(capture.run { argv = argv, freq = freq or 999, unwind = "dwarf", stdout = "capture",
+    method = method or "perf_event" })
+  T.eq(res.method, method or "perf_event")
+  T.ok(res.ok, "the program ran")
+  return res
+end
+
+-- The count of samples whose stack holds frame `fn` (the root frame, the process, excluded), and
+-- the total.
+local function under(folded, fn)
+  local n, total = 0, 0
+  for line in folded:gmatch("[^\n]+") do
+    local stack, c = line:match("^(.*) (%d+)$")
+    c = tonumber(c)
+    total = total + c
+    if (";" .. stack:gsub("^[^;]*", "") .. ";"):find(";" .. fn .. ";", 1, true) then n = n + c end
+  end
+  return n, total
+end
+
+-- Two callers of one hot function; the program measures the CPU time under each itself.
+local SPLIT = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+/* CPU time: the loop runs for `secs` of it and measures it under each caller, whatever the load */
+static double now(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long churn(unsigned long x, long n) {
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  return x;
+}
+__attribute__((noinline)) void outer_alpha(long n) { sink += churn(sink, n); }
+__attribute__((noinline)) void outer_beta(long n) { sink += churn(sink ^ 1, n); }
+int main(int argc, char **argv) {
+  double secs = argc > 1 ? atof(argv[1]) : 1.0, t0 = now(), ta = 0, tb = 0;
+  while (now() - t0 < secs) {
+    double a = now();
+    outer_alpha(8000000);
+    outer_alpha(8000000);
+    double b = now();
+    outer_beta(8000000);
+    ta += b - a;
+    tb += now() - b;
+  }
+  printf("%.6f %.6f\n", ta, tb);
+  return 0;
+}
+]]
+
+for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer", { "-fno-omit-frame-pointer" } } }) do
+  T.case("2:1 split between two callers of one hot function, " .. variant[1] .. ": shares within 3 points of "
+    .. "the program's own measurement, >= 95% of samples reach main", function()
+    need_perf()
+    local exe = build("split" .. #variant[2], "c", SPLIT, "gcc", variant[2])
+    local res = profile({ exe, "1.2" })
+    local ta, tb = res.result.stdout:match("^(%S+) (%S+)\n$")
+    local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+    T.near(truth, 2 / 3, 0.03, "the planted split, as the program measured it")
+    local folded = res.oncpu.folded_text
+    local alpha, total = under(folded, "outer_alpha")
+    local beta = under(folded, "outer_beta")
+    T.ok(total > 600, "samples: " .. total)
+    T.near(alpha / total, truth, 0.03, "outer_alpha's share")
+    T.near(beta / total, 1 - truth, 0.03, "outer_beta's share")
+    local in_main = under(folded, "main")
+    T.ok(in_main / total >= 0.95, string.format("%.1f%% reach main", 100 * in_main / total))
+    local u = res.oncpu.unwind
+    T.ok(u.reach_entry_fraction >= 0.95 and u.truncated_fraction <= 0.05, "quality figures")
+    T.eq(u.walks, res.oncpu.samples)
+    T.eq(u.stack_size, 8192)
+    local methods = {}
+    for _, o in ipairs(u.objects) do methods[o.path] = o.method end
+    T.eq(methods[exe], "cfi")
+    for _, w in ipairs(res.warnings) do T.ok(not w:find("no frame pointers", 1, true), "no frame-pointer warning: " .. w) end
+  end)
+end
+
+local INLINE = [[
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+namespace app {
+static double now() { timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+template <typename T> inline T mix_kernel(T x, long n) {
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL; // HOT
+  return x;
+}
+struct Worker {
+  unsigned long state = 1;
+  __attribute__((noinline)) void spin(long n) { state = mix_kernel<unsigned long>(state, n); } // CALL
+};
+}
+int main(int argc, char **argv) {
+  double secs = argc > 1 ? atof(argv[1]) : 1.0, t0 = app::now();
+  app::Worker w;
+  while (app::now() - t0 < secs) w.spin(10000000);
+  printf("%lu\n", w.state);
+  return 0;
+}
+]]
+
+local function line_of(source, marker)
+  local n = 0
+  for line in (source .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if line:find(marker, 1, true) then return n end
+  end
+end
+
+T.case("C++ -O2 -g: the inlined hot function is a frame with its file:line, names demangled", function()
+  need_perf()
+  local exe, src = build("inl", "cc", INLINE, "g++")
+  local res = profile({ exe, "0.8" })
+  local leaf = "unsigned long app::mix_kernel<unsigned long>(unsigned long, long) (inlined)"
+  local n, total = under(res.oncpu.folded_text, "app::Worker::spin(long);" .. leaf)
+  T.ok(n / total >= 0.9, string.format("%d of %d samples in the inlined frame under its caller", n, total))
+  local at = res.oncpu.symbols[leaf]
+  T.eq(at.file, src)
+  T.eq(at.line, line_of(INLINE, "// HOT"))
+  T.eq(at.mangled, "_ZN3app10mix_kernelImEET_S1_l")
+  local caller = res.oncpu.symbols["app::Worker::spin(long)"]
+  T.eq(caller.mangled, "_ZN3app6Worker4spinEl")
+  T.eq(caller.line, line_of(INLINE, "// CALL"), "the caller's line is the call site")
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95)
+end)
+
+T.case("symbolize: the inline chain of an address as addr2line -i -f prints it", function()
+  local exe = build("inl", "cc", INLINE, "g++")
+  local base = tonumber(run({ "nm", exe }):match("(%x+) [tTwW] _ZN3app6Worker4spinEl\n"), 16)
+  local checked = 0
+  for off = 0, 48 do
+    local want = {}
+    for name, pos in run({ "addr2line", "-i", "-f", "-e", exe, string.format("0x%x", base + off) })
+      :gmatch("([^\n]+)\n([^\n]+)\n") do
+      want[#want + 1] = { name = name, line = tonumber(pos:match(":(%d+)")) }
+    end
+    local got = unwind.symbolize(exe, base + off)
+    T.eq(#got, #want, string.format("frames at +0x%x", off))
+    for i, f in ipairs(got) do
+      T.eq(f.mangled or f.name, want[i].name)
+      T.eq(f.line, want[i].line)
+      T.eq(f.inlined, i < #got)
+    end
+    if #got > 1 then checked = checked + 1 end
+  end
+  T.ok(checked > 0, "some addresses are in the inlined function")
+  T.eq(#unwind.symbolize("/nonexistent", 0x1000), 0)
+end)
+
+local THREADS = [[
+#include <pthread.h>
+#include <stdio.h>
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long worker_spin(unsigned long x, long n) {
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  return x;
+}
+static void *worker(void *arg) { sink += worker_spin((unsigned long)arg, 300000000L); return NULL; }
+int main(void) {
+  pthread_t t[2];
+  for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+T.case("threads: stacks reach start_thread", function()
+  need_perf()
+  local exe = build("thr", "c", THREADS, "gcc", { "-pthread" })
+  local res = profile({ exe })
+  local spin, total = under(res.oncpu.folded_text, "worker_spin")
+  local through = under(res.oncpu.folded_text, "start_thread;worker;worker_spin")
+  T.ok(spin > 100, "samples in worker_spin: " .. spin)
+  T.ok(through / spin >= 0.95, string.format("%d of %d worker_spin samples under start_thread", through, spin))
+  T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.95)
+  T.ok(total > 0)
+end)
+
+local RUST = [[
+#[repr(C)]
+struct Timespec { tv_sec: i64, tv_nsec: i64 }
+extern "C" { fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32; }
+fn cpu_now() -> f64 { // CLOCK_THREAD_CPUTIME_ID
+    let mut t = Timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { clock_gettime(3, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+pub mod work {
+    #[inline(never)]
+    pub fn alpha_spin(mut x: u64, n: u64) -> u64 {
+        for _ in 0..n { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); }
+        x
+    }
+    #[inline(never)]
+    pub fn beta_spin(mut x: u64, n: u64) -> u64 {
+        for _ in 0..n { x = x.wrapping_mul(6364136223846793005).wrapping_add(1); }
+        x
+    }
+}
+fn main() {
+    let secs: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let t0 = cpu_now();
+    let (mut s, mut ta, mut tb) = (1u64, 0f64, 0f64);
+    while cpu_now() - t0 < secs {
+        let a = cpu_now();
+        s = work::alpha_spin(s, std::hint::black_box(8_000_000));
+        s = work::alpha_spin(s, std::hint::black_box(8_000_000));
+        let b = cpu_now();
+        s = work::beta_spin(s, std::hint::black_box(8_000_000));
+        ta += b - a;
+        tb += cpu_now() - b;
+    }
+    println!("{:.6} {:.6} {}", ta, tb, s);
+}
+]]
+
+T.case("Rust release build (rustc -O): demangled names, the 2:1 split within 3 points", function()
+  if not proc.which("rustc") then T.skip("rustc not installed") end
+  need_perf()
+  local exe = build("hot", "rs", RUST, "rustc")
+  local res = profile({ exe, "1.0" })
+  local ta, tb = res.result.stdout:match("^(%S+) (%S+)")
+  local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+  local alpha, total = under(res.oncpu.folded_text, "hot::work::alpha_spin")
+  local beta = under(res.oncpu.folded_text, "hot::work::beta_spin")
+  T.near(alpha / total, truth, 0.03, "alpha_spin's share")
+  T.near(beta / total, 1 - truth, 0.03, "beta_spin's share")
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95)
+  T.match(res.oncpu.symbols["hot::work::alpha_spin"].mangled, "^_ZN3hot4work10alpha_spin17h%x+E$")
+end)
+
+-- Code run from an anonymous executable mapping (as a JIT's): walks stop there and say so.
+local JIT = [[
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+int main(void) {
+  static const unsigned char loop[] = {0x48, 0xff, 0xcf, 0x75, 0xfb, 0xc3}; /* dec %rdi; jnz .-3; ret */
+  void *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (code == MAP_FAILED) return 1;
+  memcpy(code, loop, sizeof loop);
+  void (*fn)(long) = (void (*)(long))code;
+  double t0 = now();
+  while (now() - t0 < 0.5) fn(10000000);
+  puts("done");
+  return 0;
+}
+]]
+
+T.case("a JIT-like anonymous code region: the walk stops there, the stack is counted truncated and warned", function()
+  need_perf()
+  local exe = build("jit", "c", JIT, "gcc")
+  local res = profile({ exe })
+  local u = res.oncpu.unwind
+  T.ok(u.reasons.no_mapping and u.reasons.no_mapping / u.walks >= 0.9,
+    "walks stopped in the anonymous region: " .. require("wb.json").encode(u.reasons))
+  T.ok(u.truncated_fraction >= 0.9)
+  T.ok(u.reach_entry_fraction < 0.1, "no invented callers")
+  local warned = false
+  for _, w in ipairs(res.warnings) do warned = warned or w:find("truncated", 1, true) ~= nil end
+  T.ok(warned, "a truncation warning")
+end)
+
+T.case("demangle: C++ and Rust (legacy and v0) names; other names are not mangled", function()
+  T.eq(unwind.demangle("_ZN3app6Worker4spinEl"), "app::Worker::spin(long)")
+  T.eq(unwind.demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"), "core::ptr::drop_in_place")
+  T.eq(unwind.demangle("_RNvCs1234_7mycrate3foo"), "mycrate::foo")
+  T.eq(unwind.demangle("main"), nil)
+  T.eq(unwind.demangle("_Zjunk"), nil)
+end)
+
+T.case("object: what a file offers the unwinder; misuse raises", function()
+  local exe = build("split0", "c", SPLIT, "gcc")
+  local o = unwind.object(exe)
+  T.eq({ o.eh_frame, o.debug_info, o.frame_pointers }, { true, true, false })
+  T.match(o.build_id, "^%x+$")
+  local missing = unwind.object("/nonexistent")
+  T.eq({ missing.eh_frame, missing.debug_info }, { false, false })
+  local u <close> = unwind.new()
+  local pcs, stop = u:walk(1, { ip = 0x1234, sp = 0x1000, bp = 0 }, "")
+  T.eq(pcs, { 0x1234 })
+  T.eq(stop, "no_mapping")
+  T.raises(function() u:walk(1, { ip = 1 }, "") end, "regs.sp")
+  T.raises(function() u:walk(1, { ip = 1, sp = 1, bp = 1 }, "", 0) end, "1..1024")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "perf_cli" } end, "needs method")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "bpf", stack_size = 32768 } end,
+    "needs method")
+  T.raises(function() require("wb.bpf").open { ustack = 100 } end, "ustack")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "lbr" } end, "unwind must be")
+  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", stack_size = 100 } end, "stack_size")
+  T.raises(function() perf.sampler(1, { unwind = "dwarf", stack_size = 12 }) end, "stack_size")
+  u:close()
+  T.raises(function() u:stats() end, "closed")
+  T.match(tostring(u), "closed")
+end)
+
+T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", function()
+  need_perf()
+  local exe = build("split0", "c", SPLIT, "gcc")
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "unwind=dwarf", "freq=499", "-o", out, "--", exe, "0.5" })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "unwinding: CFI from 8192%-byte stack copies; +[%d.]+%% of stacks reach main")
+  local run = T.manifest(out).runs[1]
+  T.eq(run.method, require("wb.bpf").available() and "bpf" or "perf_event")
+  T.ok(run.unwind.reach_entry_fraction >= 0.95 and run.metrics.reach_entry_fraction == run.unwind.reach_entry_fraction)
+  T.ok(run.metrics.truncated_fraction <= 0.05)
+  T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
+end)
+
+-- The 2:1 program, then a function blocked in nanosleep (25 x 20 ms) and one in read() on a pipe
+-- that a child writes every 50 ms (5 times); it measures the wall time of those calls itself
+-- (a second output line) since a loaded machine can delay the reader past the first write.
+local BLOCKING = SPLIT:gsub("int main%(", [[
+static double wall(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static double slept, read_wait;
+__attribute__((noinline)) void sleeper(void) {
+  struct timespec t = {0, 20000000};
+  double t0 = wall();
+  for (int i = 0; i < 25; i++) nanosleep(&t, NULL);
+  slept = wall() - t0;
+}
+__attribute__((noinline)) void pipe_reader(void) {
+  int fds[2];
+  if (pipe(fds)) return;
+  if (fork() == 0) {
+    struct timespec t = {0, 50000000};
+    for (int i = 0; i < 5; i++) {
+      nanosleep(&t, NULL);
+      if (write(fds[1], "x", 1) != 1) break;
+    }
+    _exit(0);
+  }
+  char c;
+  for (int i = 0; i < 5; i++) {
+    double t0 = wall();
+    if (read(fds[0], &c, 1) != 1) break;
+    read_wait += wall() - t0;
+  }
+}
+int main(]], 1)
+BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  printf(", 1)
+BLOCKING = BLOCKING:gsub("  return 0;\n}\n$", "  printf(\"%%.6f %%.6f\\n\", slept, read_wait);\n%0", 1)
+BLOCKING = "#include <unistd.h>\n" .. BLOCKING
+
+-- {root frame = folded text of its lines}
+local function by_root(folded)
+  local t = {}
+  for line in folded:gmatch("[^\n]+") do
+    local root = line:match("^[^;]*")
+    t[root] = (t[root] or "") .. line .. "\n"
+  end
+  return t
+end
+
+for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer", { "-fno-omit-frame-pointer" } } }) do
+  T.case("eBPF, unwind=dwarf, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper and " ..
+    "pipe_reader (the callers of nanosleep and read) within 10%", function()
+    local ok, why = require("wb.bpf").available()
+    if not ok then T.skip("eBPF unavailable: " .. why) end
+    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", variant[2])
+    local res = profile({ exe, "1.0" }, 999, "bpf")
+    local ta, tb, slept, read_wait = res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+)\n$")
+    local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+    T.ok(tonumber(slept) >= 0.5 and tonumber(read_wait) > 0.1, "the planted sleep and wait") -- longer when loaded
+    local on = res.oncpu.folded_text
+    local alpha, total = under(on, "outer_alpha")
+    T.ok(total > 500, "samples: " .. total)
+    T.near(alpha / total, truth, 0.03, "outer_alpha's share")
+    T.near(under(on, "outer_beta") / total, 1 - truth, 0.03, "outer_beta's share")
+    T.ok(under(on, "main") / total >= 0.95, "on-CPU samples reach main")
+    local off = res.offcpu.folded_text
+    T.near(under(off, "sleeper;__nanosleep") / 1e9, tonumber(slept), 0.05 * tonumber(slept),
+      "seconds blocked under sleeper (within 5% of the program's measurement)")
+    T.near(under(off, "pipe_reader;read") / 1e9, tonumber(read_wait), 0.1 * tonumber(read_wait),
+      "seconds blocked in read under pipe_reader (within 10%)")
+    local main_pid = tostring(res.processes[1])
+    local mine
+    for root, text in pairs(by_root(off)) do
+      if root:sub(-#main_pid - 1) == "-" .. main_pid then mine = text end
+    end
+    local named = under(mine, "sleeper") + under(mine, "pipe_reader")
+    local blocked = 0
+    for line in mine:gmatch("[^\n]+") do
+      if not line:find("[run queue]", 1, true) then blocked = blocked + tonumber(line:match(" (%d+)$")) end
+    end
+    T.ok(named / blocked >= 0.95, string.format("%.1f%% of the blocked time names the user function", 100 * named / blocked))
+    T.ok(res.offcpu.unwind.reach_entry_fraction >= 0.95, "off-CPU stacks reach main")
+    T.ok(res.oncpu.unwind.truncated_fraction <= 0.05)
+    T.eq(res.oncpu.lost, 0)
+  end)
+end
+
+-- CPU time in a library loaded after the first samples (dlopen), so after the snapshot of the
+-- process's mappings that eBPF's records are walked with.
+local DLOPEN = [[
+#include <dlfcn.h>
+#include <stdio.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) void before(void) { double t0 = cpu(); while (cpu() - t0 < 0.3) sink++; }
+int main(void) {
+  before();
+  void *h = dlopen("libz.so.1", RTLD_NOW);
+  if (!h) return 1;
+  unsigned long (*crc)(unsigned long, const unsigned char *, unsigned) =
+      (unsigned long (*)(unsigned long, const unsigned char *, unsigned))dlsym(h, "crc32");
+  static unsigned char buf[1 << 16];
+  unsigned long c = 0;
+  double t0 = cpu();
+  while (cpu() - t0 < 0.5) c = crc(c, buf, sizeof buf);
+  printf("%lu\n", c);
+  return 0;
+}
+]]
+
+T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walked too", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  local exe = build("dl", "c", DLOPEN, "gcc")
+  local res = profile({ exe }, 999, "bpf")
+  local u = res.oncpu.unwind
+  local libz = 0
+  for _, o in ipairs(u.objects) do
+    if o.path:find("libz", 1, true) then libz = o.cfi + o.fp end
+  end
+  T.ok(libz > 50, "frames walked in libz: " .. libz)
+  T.ok(u.reach_entry_fraction >= 0.95, string.format("%.1f%% reach main", 100 * u.reach_entry_fraction))
+end)
