@@ -235,8 +235,9 @@ end)
 T.case("wb.capture and wb profile: Python profiles beside the native ones, flame graphs of py_alpha (script.py:7)", function()
   local path = script(SPLIT)
   local dir = T.tmpdir()
+  -- 4 s at 299 Hz: about 1200 samples, the 5 points beyond 3.5 standard errors
   local res = assert(require("wb.capture").run { argv = { DEBIAN, path, "4" }, dir = dir, name = "cap",
-    stdout = "null", counters = false })
+    stdout = "null", counters = false, freq = 299 })
   T.ok(res.python and res.python.oncpu, "a Python on-CPU profile")
   local share = {}
   for _, row in ipairs(res.python.oncpu.top) do share[row.name] = row.total_fraction end
