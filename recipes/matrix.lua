@@ -549,6 +549,16 @@ end
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "matrix_chr22",
+  types = {
+    ["matrix.axes"] = "mapping", ["matrix.runs"] = "list", ["matrix.only"] = "list", ["matrix.name"] = "string|null",
+    ["matrix.values"] = "mapping", ["matrix.params"] = "mapping", ["matrix.trials"] = "integer>=1",
+    ["matrix.command"] = "list", ["matrix.env"] = "mapping", ["matrix.timeout"] = "number>0|null",
+    ["matrix.cache_root"] = "string|null", ["matrix.cache_group"] = "string", ["matrix.event_log"] = "string|null",
+    ["matrix.profile_summary"] = "string|null", ["matrix.rows"] = "mapping|null", ["matrix.inputs"] = "list",
+    ["matrix.tools"] = "list", ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
+    ["tool.max_subprocess_runs"] = "integer>=0|null", ["tool.max_major_profiler_runs"] = "integer>=0|null",
+    ["tool.allow_over_budget"] = "boolean",
+  },
   run = function(ctx)
     local s = settings(ctx.cfg)
     local runs = schedule(expand_runs(s))

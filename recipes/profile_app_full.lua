@@ -321,7 +321,7 @@ return wb.recipe {
     ["tool.command"] = "list", ["tool.trials"] = "integer>=1", ["tool.warmup"] = "integer>=0",
     ["tool.timeout"] = "number>0|null", ["tool.freq"] = "integer>=1", ["tool.top"] = "integer>=1",
     ["tool.counters"] = "boolean", ["tool.oncpu"] = "boolean", ["tool.offcpu"] = "boolean",
-    ["tool.callgrind"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
+    ["tool.callgrind"] = "boolean", ["tool.cprofile"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
     ["tool.max_major_profiler_runs"] = "integer>=0|null", ["tool.allow_over_budget"] = "boolean",
   },
   run = function(ctx)
