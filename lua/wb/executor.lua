@@ -313,7 +313,7 @@ function Slurm:run_cases(cases, opts)
     local ids = tracker:job_ids()
     if #ids > 0 then
       local cancelled = slurm.cancel(ids, { stats = self.stats })
-      pcall(c.event, c, "slurm_cancelled", { job_ids = json.array(ids), ok = cancelled,
+      require("wb.recipe").raw_pcall(c.event, c, "slurm_cancelled", { job_ids = json.array(ids), ok = cancelled,
         reason = tostring(type(err) == "table" and (err.msg or err) or err) }, "ERROR")
     end
     error(err, 0)

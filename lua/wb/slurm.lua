@@ -308,8 +308,10 @@ M.CASES_SCHEMA = "wb.slurm_cases"
 function M.secret_var(index, name) return "WB_SECRET_" .. index .. "_" .. name end
 
 -- ok, err = slurm.protect(fn, ...) : pcall that also catches the interrupt which the signal
--- hook raises again right after a wb.proc/wb.clock call was interrupted
+-- hook raises again right after a wb.proc/wb.clock call was interrupted; the raw pcall, not the
+-- one recipes get (which passes interrupts on), since catching one to clean up is the point
 function M.protect(fn, ...)
+  local pcall = require("wb.recipe").raw_pcall
   local ok, inner_ok, err = pcall(pcall, fn, ...)
   if not ok then return false, inner_ok end
   return inner_ok, err

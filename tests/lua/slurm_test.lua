@@ -228,7 +228,10 @@ T.case("rejected submissions: exit 2 with Slurm's message, nothing submitted", f
 end)
 
 T.case("SIGINT cancels every job the campaign submitted; --resume submits the rest", function()
-  local quick = "script='if [ \"$CASE_INDEX\" = 1 ]; then echo quick; else sleep 120; fi'"
+  -- --resume takes the run's own overrides: the script itself says "resumed" once the flag exists
+  local flag = T.tmpdir() .. "/resumed"
+  local quick = "script='if [ -e " .. flag .. " ]; then echo resumed; elif [ \"$CASE_INDEX\" = 1 ]; " ..
+    "then echo quick; else sleep 120; fi'"
   local p <close>, dir = start_cases({ "cases=3", quick })
   local id = submitted_job(dir, p)
   T.wait_until("case001 done and the others running", 60, function()
@@ -248,7 +251,8 @@ T.case("SIGINT cancels every job the campaign submitted; --resume submits the re
     return st[id .. "_0"] == "COMPLETED" and st[id .. "_1"] == "CANCELLED" and st[id .. "_2"] == "CANCELLED"
   end)
 
-  local r2 = T.wb(run_args(CASES, { "cases=3", "script=echo resumed", "--resume", dir }), { timeout = 120, cwd = ROOT })
+  assert(fs.write(flag, ""))
+  local r2 = T.wb(run_args(CASES, { "cases=3", quick, "--resume", dir }), { timeout = 120, cwd = ROOT })
   T.eq(r2.code, 0, r2.stderr)
   m = T.manifest(dir)
   T.eq(m.status, "complete")
