@@ -108,23 +108,27 @@ T.case("the second run carries comparisons against the first", function()
   T.match(fs.read(dir .. "/report.md"), "## Comparison with the previous run")
 end)
 
--- The slowdown makes each compute chunk burn 10% more CPU, so the compute stage's wall time and the
--- run's CPU time grow by about 10% (CPU time: by the compute stage's share of the run). Wall time
--- on this shared machine can swing by 2x between runs when others load it; CPU time barely moves.
--- The test wants the regression found on either metric of at least one of the three binary runs.
-T.case("a planted 10% compute slowdown is flagged as a regression", function()
+-- The slowdown makes each compute chunk burn 25% more CPU, so the compute stage's wall time grows by
+-- about 25% and the run's CPU time by its share of the run. A planted 10% was tried: on this VM the
+-- engine's per-trial times vary by ±15% and more between trials, and a 10% change with 8 trials
+-- clears the comparison engine's rule (significant after Benjamini–Hochberg over the matrix's ~36
+-- tested metrics, its CI wholly beyond the 2% threshold) only some of the time.
+T.case("a planted 25% compute slowdown is flagged as a regression", function()
   if os.getenv("WB_TEST_PASS") == "asan" then
-    T.skip("ASan pass: a 10% timing difference under a sanitized wb; it runs in full in the first pass")
+    T.skip("ASan pass: a timing difference under a sanitized wb; it runs in full in the first pass")
   end
   local dir = parent .. "/m3"
-  local res = run_wb(with(SMALL, "-o", dir), { GWAS_ENGINE_SLOWDOWN = "1.10" })
+  local res = run_wb(with(SMALL, "-o", dir), { GWAS_ENGINE_SLOWDOWN = "1.25" })
   local m = T.manifest(dir)
   T.eq(m.previous_manifest_path, parent .. "/m2/manifest.json")
   local flagged, seen = {}, {}
   for _, c in ipairs(m.comparisons) do
     if (c.metric == "stage_compute_seconds" or c.metric == "cpu_seconds") and c.run_name:match("^binary") then
       seen[#seen + 1] = string.format("%s %s %.3f %s", c.run_name, c.metric, c.ratio, c.verdict)
-      if c.verdict == "regression" then flagged[#flagged + 1] = c.run_name end
+      if c.verdict == "regression" then
+        flagged[#flagged + 1] = c.run_name
+        T.ok(c.ratio > 1.05, c.reason)
+      end
     end
   end
   T.eq(#seen, 6)
