@@ -89,6 +89,21 @@ local function end_survivors(dir, previous)
     io.stderr:write(string.format("wb: %s: ended what the previous wb left running of %s\n", dir,
       table.concat(found, ", ")))
   end
+  -- children gone with no end recorded: wb died between their exit and its journal entry, so
+  -- whether they finished is unknown; they are run again, and the user is told
+  local unknown = {}
+  for _, pid in ipairs(order) do
+    local c = running[pid]
+    if c then
+      local left = false
+      for _, n in ipairs(found) do left = left or n == c.name end
+      if not left then unknown[#unknown + 1] = c.name end
+    end
+  end
+  if #unknown > 0 then
+    io.stderr:write(string.format("wb: %s: the previous wb died while %s ran, before recording how it ended: "
+      .. "run again (it may have finished)\n", dir, table.concat(unknown, ", ")))
+  end
   return found
 end
 

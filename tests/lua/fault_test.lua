@@ -188,7 +188,7 @@ local function count_lines(path)
   return n
 end
 
-T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases run twice, 0 lost", function()
+T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases run twice unannounced, 0 lost", function()
   if os.getenv("WB_TEST_PASS") == "asan" then
     T.skip("ASan pass: wb runs several times slower there, which widens the moment between a child's exit " ..
       "and its journal entry; the loop runs in full in the first pass")
@@ -207,6 +207,14 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
     local m = json.read(path .. "/manifest.json")
     return m and m.status
   end
+  -- the cases a resume said it runs again because a kill landed between their exit and wb's
+  -- journal entry (the one window a journal kept by wb itself cannot close)
+  local unknown = {}
+  local function note_unknown(run, text)
+    for names in (text or ""):gmatch("died while ([^\n]-) ran, before recording how it ended") do
+      for name in names:gmatch("[^, ]+") do unknown[run .. " " .. name] = true end
+    end
+  end
   local reused = 0
   for i = 1, 20 do
     local extra
@@ -219,10 +227,10 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
       runs[#runs + 1] = dir
       extra = { "-o", dir }
     end
-    local p = assert(proc.spawn { argv = argv_for(extra), stdout = "null", stderr = "null" })
+    local p = assert(proc.spawn { argv = argv_for(extra), stdout = "null", stderr = "capture" })
     wb.clock.sleep(0.02 + math.random() * 0.5)
     p:kill(9)
-    p:wait()
+    note_unknown(dir, p:wait().stderr)
     p:close()
   end
   for _, r in ipairs(runs) do
@@ -230,21 +238,24 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
     if st ~= "complete" then
       local res = T.wb({ table.unpack(argv_for(st and { "--resume", r } or { "-o", r }), 2) })
       T.eq(res.code, 0, "finishing " .. r .. ": " .. res.stderr)
+      note_unknown(r, res.stderr)
     end
   end
-  local twice, lost = 0, 0
+  local twice, lost, window = 0, 0, 0
   for _, r in ipairs(runs) do
     local done = count_lines(r .. ".done")
     local m = T.manifest(r)
     T.eq(m.status, "complete", r)
     for _, rec in ipairs(m.runs) do
       if rec.status ~= "success" or not done[rec.name] then lost = lost + 1 end
-      if (done[rec.name] or 0) > 1 then twice = twice + 1 end
+      if (done[rec.name] or 0) > 1 and not unknown[r .. " " .. rec.name] then twice = twice + 1 end
+      if (done[rec.name] or 0) > 1 and unknown[r .. " " .. rec.name] then window = window + 1 end
     end
     reused = reused + #T.events(r, "run_reused")
   end
-  print(string.format("# kill -9 loop (seed %d): %d campaigns, %d cases run twice, %d lost, %d results reused",
-    seed, #runs, twice, lost, reused))
+  print(string.format("# kill -9 loop (seed %d): %d campaigns, %d cases run twice, %d lost, %d results reused, "
+    .. "%d run again as wb said (killed between a child's exit and its journal entry)", seed, #runs, twice, lost,
+    reused, window))
   T.eq(twice, 0, "cases run twice (seed " .. seed .. ")")
   T.eq(lost, 0, "cases lost (seed " .. seed .. ")")
 end)
