@@ -85,9 +85,16 @@ for p in "${selected[@]}"; do for s in $(header "$p" Suites); do suites_seen[$s]
 for s in $(printf '%s\n' "${!suites_seen[@]}" | sort); do
   : >"$log"
   if ! run_suite "$s"; then
-    echo "mutate: suite $s fails on the unmutated tree: no mutant can be judged"
-    grep -E '^not ok' -A5 "$log" | head -n 30
-    exit 2
+    # a timing-dependent case can fail once on a loaded machine: the suite gets one more run, and
+    # must pass it (the first failure is shown either way)
+    echo "mutate: suite $s failed once on the unmutated tree; running it again:"
+    grep -E '^not ok' -A3 "$log" | head -n 12
+    : >"$log"
+    if ! run_suite "$s"; then
+      echo "mutate: suite $s fails on the unmutated tree: no mutant can be judged"
+      grep -E '^not ok' -A5 "$log" | head -n 30
+      exit 2
+    fi
   fi
 done
 echo "mutate: the unmutated tree passes ${#suites_seen[@]} suites ($(($(date +%s) - t0)) s)"
