@@ -76,8 +76,10 @@ T.case("the second run compares against the first compatible one", function()
   for _, row in ipairs(e.comparisons) do
     if row.metric == "wall_seconds" and row.verdict == "regression" then
       slower = slower + 1
-      T.ok(row.ratio > 1.85 and row.ratio < 2.05, row.ratio) -- sleep 0.1 -> 0.2 plus a shell's start
-      T.ok(row.p_value < 0.01 and row.ci_lo > 1.8, row.reason)
+      -- sleep 0.1 -> 0.2 plus a shell's start, which a loaded machine lengthens (1.80x and a CI from
+      -- 1.65x were seen at load 7 on this 2-CPU VM)
+      T.between(row.ratio, 1.6, 2.05, "planted 2x")
+      T.ok(row.p_value < 0.01 and row.ci_lo > 1.4, row.reason)
       T.match(row.reason, "^[12]%.%d%d× slower: p = [%d.e-]+, CI [12]%.%d%d–[12]%.%d%d×: regression$")
     end
   end
