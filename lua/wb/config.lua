@@ -154,11 +154,19 @@ local function walk(cfg, o, create)
 end
 
 -- The value o sets in place of cur, converted, or a type mismatch error.
+-- A key whose default is a number takes finite numbers only; one whose default is an integer,
+-- integers only (3.0 becomes 3; 1.5, 1e20, inf and nan are refused).
 local function checked(o, cur, t, k)
   local v, ck, vk = o.value, kind(cur), kind(o.value)
+  if ck == "integer" and vk == "float" then
+    if math.tointeger(v) then return math.tointeger(v) end
+    fail(o, o.key .. " is an integer" .. located(t, k) .. ", got float " .. show(v))
+  end
+  if ck == "float" and vk == "float" and not (v > -math.huge and v < math.huge) then
+    fail(o, o.key .. " is a finite number" .. located(t, k) .. ", got " .. show(v))
+  end
   if ck == "null" or vk == "null" or ck == vk then return v end
   if vk == "string" and v:find("${", 1, true) then return v end
-  if ck == "integer" and vk == "float" then return v end
   if ck == "float" and vk == "integer" then return v + 0.0 end
   if ck == "string" and (vk == "integer" or vk == "float" or vk == "boolean") then return o.raw end
   fail(o, "type mismatch: " .. o.key .. " is " .. ARTICLE[ck] .. located(t, k) .. ", got " .. vk .. " " .. show(v))
@@ -213,6 +221,11 @@ end
 local function classify(ctx, overrides, open)
   local keys = {}
   for _, text in ipairs(overrides) do
+    local key = text:match("^[%+~]?%+?([^=]*)")
+    if override.key_problem(key:match("^%s*(.-)%s*$")) then
+      keys.bad = keys.bad or text -- refused once the keys are known, with the nearest one
+      goto next
+    end
     local o = override.parse(text)
     if o.values and #o.values > 1 and in_open(o, open) then
       local list = {}
@@ -232,8 +245,19 @@ local function classify(ctx, overrides, open)
     else
       defaults.select(ctx, o.key, group_option(o), o.text)
     end
+    ::next::
   end
   return keys
+end
+
+-- Refuses the override text whose key is not a valid key, suggesting the nearest key of cfg
+-- (`tool.trіals=1` with a Cyrillic і: did you mean 'tool.trials'?).
+local function bad_key(cfg, text)
+  local key = text:match("^[%+~]?%+?([^=]*)"):match("^%s*(.-)%s*$")
+  local msg = override.key_problem(key)
+  local plain = key:gsub("[\192-\255][\128-\191]*", "?")
+  local near = util.suggest(plain, all_paths(cfg, "", {}))
+  raise("override '" .. text .. "': " .. msg .. (near[1] and ("; did you mean '" .. near[1] .. "'?") or ""))
 end
 
 -- ---- the API -----------------------------------------------------------------------------
@@ -272,6 +296,7 @@ function M.compose(args)
     local content = normalize(prof.data, prof.where, "", "defaults")
     place(cfg, step.package, content, prof.where(prof.data) or prof.path)
   end
+  if key_overrides.bad then bad_key(cfg, key_overrides.bad) end
   for _, o in ipairs(key_overrides) do apply(cfg, o, open) end
   interpolate.resolve(cfg, { where = M.where, copy = copy_composed })
   composed[cfg] = { search_path = roots }
