@@ -280,6 +280,37 @@ T.case("kill -9 of wb: the case's process dies with it; what it left in its grou
   T.eq(alive("sleep " .. tag), "", "survivors after --resume")
 end)
 
+T.case("--resume refuses another -o, changed overrides (naming the keys) and a manifest of the wrong shape", function()
+  local d = T.tmpdir()
+  local dir = d .. "/r"
+  T.eq(T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0" }).code, 0)
+  local res = T.wb({ "run", RECIPE, "--resume", dir, "-o", d .. "/other", "cases=2", "sleep=0" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "^wb: %-%-resume [^\n]*/r %-o [^\n]*/other: a resumed run stays in its directory")
+  T.ok(not fs.exists(d .. "/other"), "nothing made at -o")
+  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=3", "sleep=0", "trials=2" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "%(changed: cases, trials; resume without them, or start a new run%)\n$")
+  local shapes = {
+    { '"runs": 5', "runs is a number, not a list" },
+    { '"runs": [5]', "runs%[1%] is a number, not a mapping" },
+    { '"runs": [{"name": 1, "status": "success"}]', "runs%[1%]%.name is a number, not a string" },
+    { '"runs": [{"name": "case1", "status": "success", "metrics": 3}]', "runs%[1%]%.metrics is a number" },
+    { '"runs": [], "overrides": [1]', "overrides%[1%] is a number, not a string" },
+    { '"status": null, "runs": []', "status is null, not a string" },
+  }
+  for _, c in ipairs(shapes) do
+    local text = '{"schema_name": "wb.manifest", "schema_version": 1, "recipe": "campaign", "status": "running", ' ..
+        c[1] .. "}\n"
+    text = text:gsub('"status": "running", ("status": null)', "%1")
+    fs.write(dir .. "/manifest.json", text)
+    res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0" })
+    T.eq(res.code, 2, c[1])
+    T.match(res.stderr, "^wb: %-%-resume: [^\n]*manifest%.json: " .. c[2] .. "[^\n]*\n$")
+    T.eq(fs.read(dir .. "/manifest.json"), text, "the manifest is untouched")
+  end
+end)
+
 T.case("two wb on one run directory: the second exits 2 naming the owner's pid", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/one", d .. "/marker"
@@ -363,6 +394,15 @@ end
 T.case("a pure-Lua loop inside pcall that swallows errors is interrupted anyway (SIGINT, SIGTERM)", function()
   for _, sig in ipairs({ { 2, 130 }, { 15, 143 } }) do
     local code, stderr, m, left = fault_run("pcall_loop", sig[1])
+    T.eq(code, sig[2], stderr)
+    T.eq(m.status, "interrupted")
+    T.eq(left, "", "the child it left running")
+  end
+end)
+
+T.case("a pure-Lua loop inside a coroutine is interrupted too (SIGINT, SIGTERM, SIGHUP)", function()
+  for _, sig in ipairs({ { 2, 130 }, { 15, 143 }, { 1, 129 } }) do
+    local code, stderr, m, left = fault_run("co_loop", sig[1])
     T.eq(code, sig[2], stderr)
     T.eq(m.status, "interrupted")
     T.eq(left, "", "the child it left running")
