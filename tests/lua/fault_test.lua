@@ -6,11 +6,13 @@ local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local RECIPE = "tests/fixtures/recipes/campaign.lua"
 
-local function lines(path)
+local function lines_of(text)
   local out = {}
-  for l in (fs.read(path) or ""):gmatch("[^\n]+") do out[#out + 1] = l end
+  for l in text:gmatch("[^\n]+") do out[#out + 1] = l end
   return out
 end
+
+local function lines(path) return lines_of(fs.read(path) or "") end
 
 local function alive(marker)
   local res = proc.run { argv = { "pgrep", "-f", marker }, stdout = "capture" }
@@ -260,7 +262,7 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
   T.eq(lost, 0, "cases lost (seed " .. seed .. ")")
 end)
 
-T.case("kill -9 of wb: the case's process dies with it; what it left in its group is ended by --resume", function()
+T.case("kill -9 of wb: the case's process and what it started in its group die with it; --resume finishes", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/k", d .. "/marker"
   -- a sleep of about 1.5 s unique to this run (as the config prints it: no trailing 0); --resume
@@ -273,11 +275,26 @@ T.case("kill -9 of wb: the case's process dies with it; what it left in its grou
   p:close()
   wb.clock.sleep(0.2)
   T.eq(alive("^sh -c .*sleep " .. tag), "", "the case's shell outlived wb")
-  T.ok(alive("^sleep " .. tag) ~= "", "its sleep is left in the group (the shell's child)")
+  T.wait_until("the shell's sleep (in its group) ended by the reaper", 5, function()
+    return alive("^sleep " .. tag) == ""
+  end)
   local res = T.wb({ "run", RECIPE, "--resume", dir, "marker=" .. marker, "cases=2", "sleep=" .. tag })
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stderr, "ended what the previous wb left running of case1")
+  T.eq(T.manifest(dir).status, "complete")
   T.eq(alive("sleep " .. tag), "", "survivors after --resume")
+end)
+
+T.case("kill -9 of wb: a child started by wb.proc outside a campaign dies with it, and its group too", function()
+  local d = T.tmpdir()
+  local tag = "wbfault_direct" .. math.floor(wb.clock.wall() * 1000) % 100000
+  local p = assert(proc.spawn { argv = { T.wb_binary(), "run", FAULTS, "mode=direct_tree", "tag=" .. tag,
+    "ready=" .. d .. "/ready" }, stdout = "null", stderr = "null" })
+  T.wait_until("ready", 20, function() return fs.exists(d .. "/ready") end, p)
+  T.eq(#lines_of(alive("^" .. tag)), 2, "the child and its own child run")
+  p:kill(9)
+  T.eq(p:wait().signal, 9)
+  p:close()
+  T.wait_until("no survivor", 5, function() return alive("^" .. tag) == "" end)
 end)
 
 T.case("--resume refuses another -o, changed overrides (naming the keys) and a manifest of the wrong shape", function()
