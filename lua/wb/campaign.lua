@@ -215,11 +215,11 @@ function M.point_latest(dir)
   fs.symlink(util.basename(dir), link)
 end
 
--- Makes the run directory (and its logs/ unless bare): a directory wb cannot make is the environment
--- refusing before any work, exit 2 naming the directory asked for.
-local function make_run_dir(dir, bare)
+-- Makes the run directory and its logs/: a directory wb cannot make is the environment refusing
+-- before any work, exit 2 naming the directory asked for.
+local function make_run_dir(dir)
   local ok, err = fs.mkdir_p(dir)
-  if ok and not bare then ok, err = fs.mkdir_p(dir .. "/logs") end
+  if ok then ok, err = fs.mkdir_p(dir .. "/logs") end
   if not ok then
     errors.raise(2, "run directory " .. dir .. ": " .. tostring(err):gsub("^.-: ([^:]+)$", "%1"), 0)
   end
@@ -629,39 +629,5 @@ function M.abort(err)
 end
 
 function M.current() return current end
-
--- status = campaign.multirun(recipe, opts, combos) : runs the recipe once per override list, each
--- in its own sub-directory of one parent; returns the worst exit status.
-function M.multirun(recipe, opts, combos)
-  local runner = require "wb.recipe"
-  local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
-    clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
-  make_run_dir(parent, true)
-  if not opts.output then M.point_latest(parent) end
-  local varying = {} -- name sub-directories by the overrides that differ between combinations
-  for i, o in ipairs(combos[1]) do
-    for _, other in ipairs(combos) do
-      if other[i] ~= o then varying[i] = true end
-    end
-  end
-  local worst, listing = 0, json.array()
-  for i, overrides in ipairs(combos) do
-    local label = {}
-    for j, o in ipairs(overrides) do
-      if varying[j] then label[#label + 1] = o end
-    end
-    local o = {}
-    for k, v in pairs(opts) do o[k] = v end
-    o.overrides, o.multirun = overrides, false
-    o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
-    io.write(string.format("[multirun %d/%d] %s  (%s)\n", i, #combos, table.concat(label, " "), o.output))
-    io.stdout:flush()
-    local status = runner.run(recipe, o)
-    listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
-    worst = math.max(worst, status)
-  end
-  check(fs.write(parent .. "/multirun.json", json.encode({ schema_name = "wb.multirun", schema_version = 1, runs = listing }, { pretty = true }) .. "\n"))
-  return worst
-end
 
 return M

@@ -225,6 +225,8 @@ local function resumed(opts)
 end
 
 function M.run(recipe, opts)
+  local multirun = require "wb.multirun"
+  if opts.resume and multirun.is_parent(opts.resume) then return multirun.resume(recipe, opts) end
   if opts.resume then opts = resumed(opts) end
   if opts.multirun and recipe.multirun ~= false then
     require("wb.config").check_multirun(opts.overrides, recipe.open)
@@ -234,7 +236,7 @@ function M.run(recipe, opts)
         local cfg = compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
         require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
       end
-      if not (opts.info or opts.cfg) then return require("wb.campaign").multirun(recipe, opts, multi) end
+      if not (opts.info or opts.cfg) then return multirun.run(recipe, opts, multi) end
       opts = setmetatable({ overrides = multi[1] }, { __index = opts })
     end
   end

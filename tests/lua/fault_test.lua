@@ -328,6 +328,41 @@ T.case("--resume refuses another -o, changed overrides (naming the keys) and a m
   end
 end)
 
+T.case("an interrupted --multirun (kill -9) is finished by --resume PARENT: each case done once", function()
+  local d = T.tmpdir()
+  local parent, done = d .. "/mr", d .. "/done"
+  local argv = { T.wb_binary(), "run", RECIPE, "--multirun", "cases=1,2,3", "sleep=0.2", "done=" .. done, "-o", parent }
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "null" })
+  T.wait_until("the second run started", 20, function() return fs.exists(parent .. "/2_cases=2/manifest.json") end, p)
+  p:kill(9)
+  p:wait()
+  p:close()
+  local listing = json.read(parent .. "/multirun.json")
+  T.eq(listing.status, "running")
+  T.eq(#listing.runs, 3, "every combination listed from the start")
+  local res = T.wb({ "run", RECIPE, "--resume", parent })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "%[multirun 2/3%] cases=2 [^\n]* resumed, was running")
+  T.ok(not res.stdout:find("multirun 1/3", 1, true), "the completed run is not run again")
+  listing = json.read(parent .. "/multirun.json")
+  T.eq(listing.status, "complete")
+  for i, e in ipairs(listing.runs) do
+    T.eq(e.exit_status, 0, e.label)
+    T.eq(T.manifest(e.dir).status, "complete", e.label)
+    T.eq(#T.manifest(e.dir).runs, i)
+  end
+  local n = {}
+  for _, l in ipairs(lines(done)) do n[l] = (n[l] or 0) + 1 end
+  local want = { case1 = 3, case2 = 2, case3 = 1 } -- each run's cases done once (case1 is in all three runs)
+  for name in (res.stderr:match("died while ([^\n]-) ran") or ""):gmatch("[^, ]+") do
+    want[name] = want[name] + 1 -- announced: killed between its exit and the journal entry
+  end
+  T.eq(n, want, res.stderr)
+  res = T.wb({ "run", RECIPE, "--resume", parent, "cases=1,2" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "ran with the overrides")
+end)
+
 T.case("two wb on one run directory: the second exits 2 naming the owner's pid", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/one", d .. "/marker"
