@@ -546,27 +546,65 @@ local function files_under(dir, out)
   return out
 end
 
-T.case("three planted secrets (a token variable, an API key variable, a config password): 0 hits in any file", function()
+-- A small git repository of two commits whose build is `true`, for wb regress.
+local function tiny_repo(d)
+  local repo = d .. "/repo"
+  local env = { GIT_AUTHOR_NAME = "t", GIT_AUTHOR_EMAIL = "t@example.org", GIT_COMMITTER_NAME = "t",
+    GIT_COMMITTER_EMAIL = "t@example.org", GIT_CONFIG_GLOBAL = "/dev/null", GIT_CONFIG_NOSYSTEM = "1" }
+  local script = "set -e; git init -q; echo 1 > f; git add f; git commit -qm one; echo 2 > f; git commit -qam two"
+  assert(fs.mkdir_p(repo))
+  local res = assert(proc.run { argv = { "sh", "-c", script }, cwd = repo, env = env, stderr = "capture" })
+  assert(res.ok, res.stderr)
+  return repo
+end
+
+T.case("three planted secrets (a token in a command, a config password, a secret-looking env value): 0 hits " ..
+  "in any file of a run directory of each shipped recipe", function()
   local d = T.tmpdir()
   local env = { WB_TEST_TOKEN = "tok-AAAA1111", MY_API_KEY = "key-CCCC3333" }
-  local runs = {
-    { "bench", "echo tok-AAAA1111 key-CCCC3333 pw-BBBB2222", "runs=3", "+db.password=pw-BBBB2222", "-o", d .. "/bench" },
-    { "run", RECIPE, "cases=2", "sleep=0", "echo_env=MY_API_KEY", "+service.api_key=pw-BBBB2222", "-o", d .. "/campaign" },
+  local cmd = "echo tok-AAAA1111 $MY_API_KEY >&2; echo tok-AAAA1111 $MY_API_KEY"
+  local list = "[sh, -c, '" .. cmd .. "']"
+  local pw = "+db.password=pw-BBBB2222"
+  local recipes = {
+    bench = { cmd, "shell=true", "runs=2", "min_runs=2", "min_time=0", pw },
+    data = { "dataset.samples=20", "dataset.variants=50", "dataset.dir=" .. d .. "/data", pw },
+    demo = { "command=" .. list, "trials=1", "warmup=0", pw },
+    matrix = { "dataset.variants=200", "dataset.samples=20", "workload.threads=1", "+matrix.env.NOTE=tok-AAAA1111",
+      pw },
+    profile = { "freq=49", pw, "--", "sh", "-c", cmd },
+    profile_app_full = { "tool.command=" .. list, "tool.trials=1", "tool.warmup=0", pw },
+    regress = { "repo=" .. tiny_repo(d), "range=HEAD~1..HEAD", "build=[true]", "bench=" .. list, "runs=2",
+      "warmup=0", "results_dir=" .. d .. "/regress-results", pw },
+    scaling = { "command=[sh, -c, '" .. cmd .. " {workers}']", "workers=[1,2]", "runs=2", "warmup=0", pw },
+    vep_breakdown = { "emit.bytes=64k", "+env.SERVICE_TOKEN=tok-AAAA1111", pw },
   }
-  for _, args in ipairs(runs) do
-    local res = T.wb(args, { env = env })
-    T.eq(res.code, 0, res.stderr)
+  local names = {}
+  for _, file in ipairs(fs.list(T.root() .. "/recipes")) do
+    local name = file:match("^(.+)%.lua$")
+    if name then names[#names + 1] = name end
   end
-  local n, hits = 0, {}
-  for path, text in pairs(files_under(d)) do
-    n = n + 1
-    for _, s in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
-      if text:find(s, 1, true) then hits[#hits + 1] = path .. ": " .. s end
+  table.sort(names)
+  local hits, counts = {}, {}
+  for _, name in ipairs(names) do
+    local args = recipes[name]
+    T.ok(args, "the test knows how to run recipes/" .. name .. ".lua")
+    local dir = d .. "/" .. name
+    local argv = { "run", T.root() .. "/recipes/" .. name .. ".lua", "-o", dir }
+    for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+    local res = T.wb(argv, { env = env, cwd = d, timeout = 300 })
+    T.eq(res.code, 0, name .. ": " .. res.stderr)
+    local n = 0
+    for path, text in pairs(files_under(dir)) do
+      n = n + 1
+      for _, secret in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
+        if text:find(secret, 1, true) then hits[#hits + 1] = path .. ": " .. secret end
+      end
     end
+    counts[#counts + 1] = name .. " " .. n
+    T.ok(n >= 4 or name == "demo", name .. ": " .. n .. " files") -- demo writes no run directory
   end
-  T.ok(n >= 20, n .. " files")
+  print("# files searched per run directory: " .. table.concat(counts, ", "))
   T.eq(hits, {})
-  T.match(fs.read(d .. "/campaign/logs/case1.stdout.log"), "secret is %[REDACTED%]")
   T.match(fs.read(d .. "/bench/config.yaml"), "password: '?%[REDACTED%]")
 end)
 
