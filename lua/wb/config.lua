@@ -155,9 +155,13 @@ end
 
 -- The value o sets in place of cur, converted, or a type mismatch error.
 -- A key whose default is a number takes finite numbers only; one whose default is an integer,
--- integers only (3.0 becomes 3; 1.5, 1e20, inf and nan are refused).
-local function checked(o, cur, t, k)
+-- integers only (3.0 becomes 3; 1.5, 1e20, inf and nan are refused). A key with a declared type
+-- (types, lua/wb/schema.lua) takes any number here: its type decides (a timeout of 600 takes 0.5).
+local function checked(o, cur, t, k, types)
   local v, ck, vk = o.value, kind(cur), kind(o.value)
+  if types and types[o.key] and (ck == "integer" or ck == "float") and (vk == "integer" or vk == "float") then
+    return v
+  end
   if ck == "integer" and vk == "float" then
     if math.tointeger(v) then return math.tointeger(v) end
     fail(o, o.key .. " is an integer" .. located(t, k) .. ", got float " .. show(v))
@@ -179,7 +183,7 @@ local function in_open(o, open)
 end
 
 -- open: the set of dotted paths of mappings that take new keys without `+` (a recipe's open list)
-local function apply(cfg, o, open)
+local function apply(cfg, o, open, types)
   local here = "override '" .. o.text .. "'"
   local last = o.path[#o.path]
   local t = walk(cfg, o, o.op == "add" or o.op == "force")
@@ -198,7 +202,7 @@ local function apply(cfg, o, open)
   local v
   if o.op == "set" then
     if cur == nil then unknown_key(cfg, o) end
-    v = checked(o, cur, t, last)
+    v = checked(o, cur, t, last, types)
   elseif o.op == "add" and cur ~= nil then
     fail(o, "key '" .. o.key .. "' already exists (use " .. o.key .. "=" .. o.value_text .. " to change it)")
   else
@@ -266,7 +270,7 @@ end
 -- $WB_PROFILE_PATH (or of env, colon-separated), then the installed profiles.
 M.search_path = defaults.search_path
 
--- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =, open =}
+-- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =, open =, types =}
 -- Composes profile `name` (profiles/NAME.yaml on the search path) over the recipe's inline
 -- defaults, applies the overrides and resolves interpolations. open: dotted paths of mappings
 -- whose keys are the user's to choose (`scan` in wb bench): `open.key=v` adds a key there as
@@ -297,7 +301,7 @@ function M.compose(args)
     place(cfg, step.package, content, prof.where(prof.data) or prof.path)
   end
   if key_overrides.bad then bad_key(cfg, key_overrides.bad) end
-  for _, o in ipairs(key_overrides) do apply(cfg, o, open) end
+  for _, o in ipairs(key_overrides) do apply(cfg, o, open, args.types) end
   interpolate.resolve(cfg, { where = M.where, copy = copy_composed })
   composed[cfg] = { search_path = roots }
   return cfg, info

@@ -95,6 +95,7 @@ local function compose(recipe, opts)
     name = opts.config_name or recipe.config,
     inline = recipe.defaults,
     open = recipe.open,
+    types = recipe.types,
     overrides = opts.overrides,
     recipe_path = recipe.path,
   }
