@@ -276,10 +276,20 @@ static volatile sig_atomic_t defer_first, deferred_signal;
 static int signal_pipe[2] = {-1, -1};
 static lua_State *main_state;
 
-static void interrupt_hook(lua_State *L, lua_Debug *ar) {
+/* Every thread runs with a count hook (watch_hook, every WB_WATCH_COUNT instructions) that raises a
+ * pending signal's interrupt once: coroutines inherit it from the thread that creates them, so a
+ * pure-Lua loop inside a coroutine is interrupted too. The signal handler also hooks the main
+ * thread at its next call, return or instruction, for an immediate stop there. */
+#define WB_WATCH_COUNT 65536
+static volatile sig_atomic_t interrupt_raised; /* the pending signal's interrupt was raised */
+
+static void watch_hook(lua_State *L, lua_Debug *ar);
+
+static void watch(lua_State *L) { lua_sethook(L, watch_hook, LUA_MASKCOUNT, WB_WATCH_COUNT); }
+
+static void watch_hook(lua_State *L, lua_Debug *ar) {
   (void)ar;
-  lua_sethook(L, NULL, 0, 0);
-  wb_raise_interrupt(L);
+  if (pending_signal && !interrupt_raised) wb_raise_interrupt(L);
 }
 
 static volatile int64_t pending_since_ms; /* CLOCK_MONOTONIC, when pending_signal was set */
@@ -317,8 +327,7 @@ static void on_signal(int signo) {
     ssize_t w = write(signal_pipe[1], &c, 1);
     (void)w;
   }
-  if (main_state)
-    lua_sethook(main_state, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+  if (main_state) lua_sethook(main_state, watch_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
   errno = saved;
 }
 
@@ -328,7 +337,8 @@ int wb_signal_fd(void) { return signal_pipe[0]; }
 void wb_signal_clear(void) {
   char buf[64];
   pending_signal = 0;
-  if (main_state) lua_sethook(main_state, NULL, 0, 0);
+  interrupt_raised = 0;
+  if (main_state) watch(main_state);
   while (signal_pipe[0] >= 0 && read(signal_pipe[0], buf, sizeof buf) > 0) {
   }
 }
@@ -343,7 +353,8 @@ static int interrupt_tostring(lua_State *L) {
 
 int wb_raise_interrupt(lua_State *L) {
   int signo = pending_signal ? pending_signal : SIGINT;
-  if (main_state) lua_sethook(main_state, NULL, 0, 0); /* raised once, not again after a pcall */
+  interrupt_raised = 1; /* raised once, not again after a pcall */
+  if (main_state) watch(main_state);
   lua_createtable(L, 0, 1);
   lua_pushinteger(L, signo);
   lua_setfield(L, -2, "interrupted");
@@ -411,6 +422,7 @@ static int l_check_interrupt(lua_State *L) {
 
 void wb_signals_install(lua_State *L) {
   main_state = L;
+  watch(L);
   if (signal_pipe[0] < 0 && pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     signal_pipe[0] = signal_pipe[1] = -1;
   struct sigaction sa;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lreaper.h"
 #include "lspawn.h"
 #include "lwb.h"
 #include "wb_c.h"
@@ -127,6 +128,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   wb_gate(argc, argv);
+  wb_reaper(argc, argv);
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
   lua_State *L = luaL_newstate();

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lreaper.h"
 #include "lwb.h"
 #include "lspawn.h"
 
@@ -191,6 +192,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
     goto fail;
   }
+  wb_reaper_watch(c->pid);
   /* Without pidfd_open (ENOSYS: kernels before 5.3, valgrind) the loop polls for exits. */
   c->pidfd = pidfd_open(c->pid, 0);
   int pidfd_failed = c->pidfd < 0 && errno != ENOSYS;

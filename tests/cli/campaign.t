@@ -10,6 +10,7 @@ $ ls $T/multi; grep -c '"schema_name": "wb.multirun"' $T/multi/multirun.json
 1_cases=1
 2_cases=2
 multirun.json
+wb.lock
 1
 
 $ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,x -o $T/multi2

@@ -86,3 +86,40 @@ exit 1
 
 $ wb run tests/fixtures/recipes/faults.lua mode=return code=256; echo "exit $?"
 exit 1
+
+$ cd tests/fixtures/errors && wb run run_one.lua 'tool.trіals=1' -o $T/x13 -- true; echo "exit $?"; test ! -e $T/x13 && echo nothing written
+wb: override 'tool.trіals=1': bad key 'tool.trіals': 'і' is not an ASCII character; did you mean 'tool.trials'?
+exit 2
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua 1tool.trials=1 -o $T/x14 -- true; echo "exit $?"; test ! -e $T/x14 && echo nothing written
+wb: override '1tool.trials=1': bad key '1tool.trials': a key starts with a letter or '_'; did you mean 'tool.trials'?
+exit 2
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua --tool.trials=1 -o $T/x15 -- true; echo "exit $?"
+wb: unknown option '--tool.trials=1': did you mean tool.trials=1?
+exit 2
+
+$ cd tests/fixtures/errors && wb run run_one.lua --output=$T/x16 -- true && test -f $T/x16/manifest.json && echo written there
+written there
+
+$ for v in 2.5 1e20 inf nan; do wb run tests/fixtures/recipes/campaign.lua cases=$v -o $T/x17; echo "exit $?"; done; test ! -e $T/x17 && echo nothing written
+wb: override 'cases=2.5': cases is an integer (tests/fixtures/recipes/campaign.lua), got float 2.5
+exit 2
+wb: override 'cases=1e20': cases is an integer (tests/fixtures/recipes/campaign.lua), got float 1e+20
+exit 2
+wb: override 'cases=inf': cases is an integer (tests/fixtures/recipes/campaign.lua), got float .inf
+exit 2
+wb: override 'cases=nan': cases is an integer (tests/fixtures/recipes/campaign.lua), got float .nan
+exit 2
+nothing written
+
+$ wb run tests/fixtures/recipes/campaign.lua sleep=inf -o $T/x18; echo "exit $?"
+wb: override 'sleep=inf': sleep is a finite number (tests/fixtures/recipes/campaign.lua), got .inf
+exit 2
+
+$ cd tests/fixtures/errors && wb run run_one.lua --config-name two_docs -o $T/x19 -- true; echo "exit $?"; test ! -e $T/x19 && echo nothing written
+wb: profiles/two_docs.yaml:4:1: a second document: the file must hold one (remove the '---' and what follows)
+exit 2
+nothing written

@@ -153,7 +153,7 @@ wb: %-%-resume: .*/r8 ran with the arguments 'sleep 0.01', not 'sleep 0.02' %(re
 [2]
 
 $ cd $T && ${WB_BIN:-wb} bench --resume $T/r8 runs=5
-wb: %-%-resume: .*/r8 ran with the overrides 'runs=2', not 'runs=5' %(resume without them, or start a new run%) (re)
+wb: %-%-resume: .*/r8 ran with the overrides 'runs=2', not 'runs=5' %(changed: runs; resume without them, or start a new run%) (re)
 [2]
 
 # 10. per-recipe help, and hints for hyperfine habits
