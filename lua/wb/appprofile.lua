@@ -9,6 +9,7 @@
 local wb = require "wb"
 local json, util = wb.json, wb.util
 local opt = util.opt
+local page = require "wb.page"
 
 local M = {}
 
@@ -387,18 +388,26 @@ end
 
 -- html = appprofile.html(md, r) : report.html: the summary's Markdown, the flame graphs, and the
 -- trials' timing table
-function M.html(md_sections, r)
+function M.html(md, r)
   local trials, argv, cap = r.trials, r.argv, r.capture
-  local esc = function(s) return (tostring(s):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" })) end
-  -- the summary's Markdown as HTML, without its title (the page has its own), headings under the page's h1
-  local body = { "<section>\n", require("wb.markdown").html((md_sections:gsub("^# [^\n]*\n", "")), { shift = 0 }),
-    "</section>\n" }
+  -- the summary's Markdown without its title (the page has its own): its opening lines, then a
+  -- section per heading
+  local parts = { { lines = {} } }
+  for line in (md:gsub("^# [^\n]*\n", "") .. "\n"):gmatch("(.-)\n") do
+    local title = line:match("^## (.*)$")
+    if title then parts[#parts + 1] = { title = title, lines = {} } else table.insert(parts[#parts].lines, line) end
+  end
+  local blocks = {}
+  for _, part in ipairs(parts) do
+    local body = page.markdown(table.concat(part.lines, "\n"), { shift = 0 })
+    blocks[#blocks + 1] = part.title and page.section(part.title, body) or body
+  end
   for _, side in ipairs({ { "oncpu", "On-CPU flame graph" }, { "offcpu", "Off-CPU flame graph (time blocked, by stack)" } }) do
     local p = cap and cap[side[1]]
     if p and p.svg then
-      local rel = esc(p.svg:match("(profiles/[^/]+)$") or p.svg) -- relative to report.html
-      body[#body + 1] = string.format('<section>\n<h2>%s</h2>\n<object type="image/svg+xml" data="%s" ' ..
-        'style="width:100%%"></object>\n<p><a href="%s">open</a></p>\n</section>\n', side[2], rel, rel)
+      local rel = p.svg:match("(profiles/[^/]+)$") or p.svg -- relative to report.html
+      blocks[#blocks + 1] = page.section(side[2], { page.raw('<object type="image/svg+xml" data="' .. page.escape(rel)
+        .. '" style="width:100%"></object>\n'), page.p(page.link(rel, "open")) })
     end
   end
   local summary = {
@@ -408,7 +417,7 @@ function M.html(md_sections, r)
       stats = { wall = wb.stats.summary(trials.wall) }, warnings = json.array() } },
     comparisons = json.array(),
   }
-  return wb.report.html(summary, { title = "Application profile", sections = { table.concat(body) } })
+  return wb.report.html(summary, { title = "Application profile", blocks = blocks })
 end
 
 -- doc = appprofile.summary(r) : summary.json (schema wb.profile_app v1), the folded stacks left out

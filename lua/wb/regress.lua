@@ -9,6 +9,7 @@
 -- (the step rule), first_parent, skip_existing, force.
 local wb = require "wb"
 local svg = require "wb.svg"
+local page = require "wb.page"
 
 local json, util = wb.json, wb.util
 local null = wb.null
@@ -430,31 +431,22 @@ end
 
 -- html = regress.html(doc, chart_svg) : the report page: steps, the chart, the commits
 function M.html(doc, chart_svg)
-  local esc, unit = svg.escape, unit_of(doc)
+  local unit = unit_of(doc)
   local items = {}
   for _, st in ipairs(doc.steps) do
     local cls = not st.significant and "same" or (st.kind == "regression" and "slower" or "faster")
-    items[#items + 1] = string.format('<li><span class="chip %s">%s %s</span><code>%s</code> %s — %s</li>\n', cls,
-      esc(pct(st.ratio)), esc(st.significant and st.kind or "not significant"), esc(st.short), esc(st.subject),
-      esc(step_sentence(st, unit, doc.settings)))
+    items[#items + 1] = page.join { page.raw('<span class="chip ' .. cls .. '">' .. page.escape(pct(st.ratio) .. " "
+      .. (st.significant and st.kind or "not significant")) .. "</span>"), page.code(st.short),
+      " " .. st.subject .. " — " .. step_sentence(st, unit, doc.settings) }
   end
   local rows = rows_table(doc, unit)
-  local t = { '<div class="scroll"><table>\n<thead><tr>' }
-  for j, h in ipairs(rows[1]) do t[#t + 1] = string.format('<th%s>%s</th>', (j == 1 or j >= 6) and ' class="r"' or "", esc(h)) end
-  t[#t + 1] = "</tr></thead>\n<tbody>\n"
-  for i = 2, #rows do
-    t[#t + 1] = "<tr>"
-    for j, v in ipairs(rows[i]) do
-      t[#t + 1] = string.format('<td%s>%s</td>', (j == 1 or (j >= 6 and j < 8)) and ' class="r"' or "", j == 2 and ("<code>" .. esc(v) .. "</code>") or esc(v))
-    end
-    t[#t + 1] = "</tr>\n"
-  end
-  t[#t + 1] = "</tbody></table></div>\n"
-  local body = "<section>\n<h2>Steps</h2>\n" .. (#items > 0 and ("<ul>\n" .. table.concat(items) .. "</ul>\n")
-      or "<p>No step found in the series of means.</p>\n") .. "</section>\n"
-      .. "<section>\n<h2>Series</h2>\n<figure>\n" .. chart_svg .. "\n<figcaption>Mean wall time of each commit in commit order; "
-      .. "dashed lines: the fitted levels and the steps between them.</figcaption>\n</figure>\n</section>\n"
-      .. "<section>\n<h2>Commits</h2>\n" .. table.concat(t) .. "</section>\n"
+  for i = 2, #rows do rows[i][2] = page.code(rows[i][2]) end
+  local blocks = {
+    page.section("Steps", #items > 0 and page.list(items) or page.p("No step found in the series of means.")),
+    page.section("Series", page.figure(chart_svg, "Mean wall time of each commit in commit order; "
+      .. "dashed lines: the fitted levels and the steps between them.")),
+    page.section("Commits", page.table(rows, { align = { "r", "l", "l", "l", "l", "r", "r", "l" } })),
+  }
   local summary = json.object()
   summary.schema_name, summary.schema_version = "wb.bench", 1
   summary.created_at_utc, summary.wb_version = doc.created_at_utc, doc.wb_version
@@ -469,7 +461,7 @@ function M.html(doc, chart_svg)
     end
   end
   summary.commands, summary.comparisons, summary.scan = commands, json.array(), null
-  return wb.report.html(summary, { title = "Regression hunt", sections = { body } })
+  return wb.report.html(summary, { title = "Regression hunt", blocks = blocks })
 end
 
 -- range = regress.default_range(repo) : the last 10 commits (HEAD~10..HEAD), or all of them in a
