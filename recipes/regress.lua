@@ -21,14 +21,6 @@ local util, opt, null = wb.util, wb.util.opt, wb.null
 -- The significance rule of a step and the per-commit CI (docs/regress.md).
 local ALPHA, CI_LEVEL, RESAMPLES = 0.05, 0.95, 2000
 
-local function usage(msg) wb.usage("regress: " .. msg, 0) end
-
-local function strings(list)
-  local out = {}
-  for i, a in ipairs(list) do out[i] = tostring(a) end
-  return out
-end
-
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
@@ -45,9 +37,11 @@ return wb.recipe {
   },
   run = function(ctx)
     local cfg = ctx.cfg
-    if type(cfg.bench) ~= "table" or #cfg.bench == 0 then usage("which benchmark? e.g. 'bench=[./build/app, --n, \"1000\"]'") end
+    if type(cfg.bench) ~= "table" or #cfg.bench == 0 then
+      wb.usage("regress: which benchmark? e.g. 'bench=[./build/app, --n, \"1000\"]'", 0)
+    end
     local path, err = wb.fs.realpath(tostring(cfg.repo))
-    if not path then usage("repo: " .. err) end
+    if not path then wb.usage("regress: repo: " .. err, 0) end
     local repo = regress.git(path, "rev-parse", "--show-toplevel"):gsub("%s+$", "")
     local machine = opt(cfg.machine_name) or ((wb.fs.read("/proc/sys/kernel/hostname") or "localhost"):gsub("%s+$", ""))
     local range = opt(cfg.range) or regress.default_range(repo)
@@ -59,8 +53,8 @@ return wb.recipe {
       ctx.runs_root = root .. "/runs"
       io.stderr:write("regress: inside the repository under test, so the run directory is under ", root, "/runs\n")
     end
-    local h = { repo = repo, machine = machine, dir = util.join(results_dir, util.safe_name(machine)),
-      build = strings(cfg.build), bench = strings(cfg.bench), runs = cfg.runs, warmup = cfg.warmup, seed = cfg.seed,
+    local h = regress.hunt { repo = repo, machine = machine, dir = util.join(results_dir, util.safe_name(machine)),
+      build = cfg.build, bench = cfg.bench, runs = cfg.runs, warmup = cfg.warmup, seed = cfg.seed,
       timeout = opt(cfg.timeout), build_timeout = opt(cfg.build_timeout), ci_level = CI_LEVEL, resamples = RESAMPLES,
       threshold = cfg.threshold, alpha = ALPHA, min_size = cfg.min_size, first_parent = cfg.first_parent,
       skip_existing = cfg.skip_existing, force = cfg.force }

@@ -3,7 +3,7 @@
 -- per commit and machine (wb.regress.result v1, reused across runs), step detection over the
 -- per-commit means judged by wb.verdict, and the wb.regress v1 document as Markdown, SVG and HTML.
 --
--- A hunt h is a table: repo, machine, dir (the machine's results directory), build and bench
+-- A hunt h (regress.hunt) is a table: repo, machine, dir (the machine's results directory), build and bench
 -- (argv lists of strings; build {} for none), runs, warmup, seed, timeout, build_timeout (nil for
 -- none), ci_level, resamples (the per-commit bootstrap CI of the mean), threshold, alpha, min_size
 -- (the step rule), first_parent, skip_existing, force.
@@ -19,6 +19,17 @@ local M = {}
 
 local function usage(msg) wb.usage("regress: " .. msg, 0) end
 local function log(fmt, ...) io.stderr:write(string.format(fmt, ...), "\n") end
+
+-- h = regress.hunt(o) : the hunt o with its build and bench words as strings
+function M.hunt(o)
+  local h = {}
+  for k, v in pairs(o) do h[k] = v end
+  for _, k in ipairs({ "build", "bench" }) do
+    h[k] = {}
+    for i, a in ipairs(o[k]) do h[k][i] = tostring(a) end
+  end
+  return h
+end
 
 -- out = regress.git(repo, args...) : git's stdout; a failing git command fails the run with its message
 function M.git(repo, ...)
