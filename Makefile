@@ -23,7 +23,7 @@ BPFTOOL   ?= bpftool
 
 CORE_SRC := $(filter-out core/main.c,$(sort $(wildcard core/*.c)))
 CORE_OBJ := $(patsubst core/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(BUILD)/obj/embed_lua.o
-LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua)))
+LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua))) $(wildcard lua/wb/*.js)
 C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 

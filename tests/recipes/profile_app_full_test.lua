@@ -153,3 +153,35 @@ T.case("--dry-run writes only the plan, with the budget", function()
   T.eq(res.code, 1)
   T.match(res.stderr, "over budget: %d+ subprocess runs > max_subprocess_runs 3")
 end)
+
+-- dir = path_without(names) : a directory of symlinks to every program on PATH except names,
+-- the PATH of a machine without them
+local function path_without(names)
+  local drop, dir = {}, T.tmpdir() .. "/bin"
+  for _, n in ipairs(names) do drop[n] = true end
+  assert(fs.mkdir_p(dir))
+  for p in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    for _, name in ipairs(fs.list(p) or {}) do
+      if not drop[name] and not fs.lstat(dir .. "/" .. name) then assert(fs.symlink(p .. "/" .. name, dir .. "/" .. name)) end
+    end
+  end
+  return dir
+end
+
+T.case("tool.callgrind=true without valgrind or callgrind_annotate: the pass is skipped with its reason, exit 0", function()
+  local d = T.tmpdir()
+  for _, case in ipairs({ { { "valgrind", "callgrind_annotate" }, "valgrind is not on PATH" },
+    { { "callgrind_annotate" }, "callgrind_annotate is not on PATH" } }) do
+    local bin = path_without(case[1])
+    T.ok(not fs.exists(bin .. "/callgrind_annotate") and fs.exists(bin .. "/sh"), "the PATH lacks only " .. case[2])
+    local dir = d .. "/" .. #case[1]
+    local res = T.wb({ "run", "recipes/profile_app_full.lua", "-o", dir, "tool.trials=1", "tool.warmup=0",
+      "tool.callgrind=true", "tool.counters=false", "tool.oncpu=false", "tool.offcpu=false",
+      "tool.command=[build/examples/phases,--scale,1,--sleep-ms,0]" }, { env = { PATH = bin }, timeout = 120 })
+    T.eq(res.code, 0, res.stderr)
+    T.eq(assert(json.read(dir .. "/summary.json")).callgrind, { skipped = case[2] })
+    T.match(assert(fs.read(dir .. "/summary.md")), "\n## Notes\n\n%- skipped: " .. case[2]:gsub("%p", "%%%0") .. "\n")
+    T.ok(not fs.exists(dir .. "/logs/callgrind.stderr.log"), "no callgrind run")
+    T.eq(T.manifest(dir).status, "complete")
+  end
+end)
