@@ -74,14 +74,19 @@ function M.follow(paths, on_line)
   local argv = { "tail", "-v", "-n", "+1", "-s", "0.1", "-F" }
   table.move(paths, 1, #paths, #argv + 1, argv)
   local current = paths[1] -- tail names a lone file that appears late without a header
+  local blank = false -- an empty line held back: tail writes one before each header after the first
   return proc.spawn {
     argv = argv, stderr = "null",
     stdout = function(line)
       local path = line:match("^==> (.*) <==$")
       if path then
-        current = path
-      elseif current then
-        on_line(current, line)
+        current, blank = path, false
+      elseif line == "" and not blank then
+        blank = true
+      else
+        if blank then on_line(current, "") end
+        blank = line == ""
+        if not blank then on_line(current, line) end
       end
     end,
   }
