@@ -75,8 +75,8 @@ if [ -z "$only" ] || [ "$only" = c ]; then
 fi
 if [ -z "$only" ] || [ "$only" = lua ]; then
   for t in ${WB_TEST_LUA:-tests/lua/*_test.lua tests/recipes/*_test.lua}; do
-    # the suite is named by its directory: lua/x_test.lua, recipes/x_test.lua
-    [ -f "$t" ] && run_suite "$(basename "$(dirname "$t")")/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
+    case $t in tests/recipes/*) kind=recipes ;; *) kind=lua ;; esac # recipes/x_test.lua, lua/x_test.lua
+    [ -f "$t" ] && run_suite "$kind/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
   done
 fi
 if [ -z "$only" ] || [ "$only" = ffi ]; then
