@@ -3,8 +3,8 @@
 -- says what goes on its page and never writes HTML or escapes text.
 --
 -- A plain string (or number) anywhere is text: escaped for HTML, Markdown's markup characters
--- escaped for Markdown (in table cells Markdown text is kept as written, pipes and newlines made
--- safe, so names stay readable in a terminal). Every builder returns a fragment, which is placed
+-- escaped for Markdown (not an underscore inside a word; in table cells Markdown text is kept as
+-- written, pipes and newlines made safe, so names stay readable in a terminal). Every builder returns a fragment, which is placed
 -- as it is. Inline: page.code, page.strong, page.link, page.join. Blocks: page.p, page.list,
 -- page.table, page.figure, page.frame, page.pre, page.markdown, page.section. Document:
 -- page.document, then page.html(doc) / page.md(doc), or doc:write(c, base).
@@ -40,11 +40,20 @@ function M.md_code(s)
   return fence .. pad .. s .. pad .. fence
 end
 
+-- Text in Markdown: markup characters escaped, underscores only at a word's edge (inside a word,
+-- as in snake_case names, one is not emphasis), newlines as spaces.
+local function md_inline(v)
+  local s = tostring(v):gsub("[\r\n]+", " "):gsub("([\\`*%[%]<>|])", "\\%1")
+  return (s:gsub("()_()", function(i, j)
+    return (s:sub(i - 1, i - 1):find("^%w") and s:sub(j, j):find("^%w")) and "_" or "\\_"
+  end))
+end
+
 -- The fragment of an inline value: a fragment as it is, anything else text.
 local function inline(v, md_plain)
   if getmetatable(v) == Fragment then return v end
   if v == nil then return frag("", "") end
-  return frag(esc(v), md_plain and tostring(v) or M.md_text(v))
+  return frag(esc(v), md_plain and tostring(v) or md_inline(v))
 end
 
 -- ---- inline ----------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ T.case("text is escaped everywhere; fragments are placed as they are", function(
   local p = page.p(HOSTILE)
   T.eq(p.html, "<p>" .. page.escape(HOSTILE) .. "</p>\n")
   T.eq(p.md, [[\<script\>alert("x")\</script\> & 'q' \*b\* \_u\_ \`t\` \|p\|]])
+  T.eq(page.p("snake_case _edge_ a__b").md, [[snake_case \_edge\_ a\_\_b]], "an underscore inside a word stays")
+  T.eq(page.md_text("snake_case"), [[snake\_case]], "md_text escapes every markup character")
   T.eq(page.code("a`b").md, "``a`b``")
   T.eq(page.code("<x>").html, "<code>&lt;x&gt;</code>")
   T.eq(page.strong(page.code("x")).html, "<b><code>x</code></b>")

@@ -3,7 +3,8 @@
 #   tests/mutate/run.sh [--sample] [PATCH...]
 # Each patch starts with header lines before its diff:
 #   Mutant: what the mutation does (the operator and where)
-#   Suites: the suites that must kill it (lua/x_test.lua, recipes/x_test.lua, c/x_test, cli/x.t, integration/x.sh)
+#   Suites: the suites that must kill it (lua/x_test.lua, recipes/x_test.lua, c/x_test, cli/x.t,
+#           integration/x.sh)
 #   Sample: yes          (optional: part of the fixed CI sample, `--sample`)
 #   Accepted: why        (optional: a survivor that is acceptable — an equivalent mutant, or one
 #                        this machine cannot observe; reported, not counted as a failure)
