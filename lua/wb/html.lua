@@ -339,9 +339,44 @@ local section, raw = page.section, page.raw
 -- A section of bench-report markup made here.
 local function part(title, html, class) return section(title, raw(html), class and { class = class }) end
 
--- doc = html.document(summary [, {title, blocks, previous}]) : the report as a page.document;
--- `blocks` (page kit fragments, e.g. page.section) come first, after the header, for recipes with
--- results of their own (`sections`: HTML strings, made without the kit); `previous` (a wb.compare result) adds the comparison with the previous run
+local function distribution_section(summary, model)
+  local dist, sampled = distribution_chart(summary, model)
+  if not dist then return nil end
+  return section("Distribution of wall time", page.figure(dist,
+    "Each dot is one run (spread vertically for legibility" .. (sampled and string.format(
+      "; of more than %d runs, at most %d evenly spaced ones", MAX_POINTS, MAX_POINTS) or "") .. "). Box: quartiles; thick line: median; "
+    .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values."))
+end
+
+-- items = html.settings_meta(settings) : the header items of a timing's settings ({runs, warmup,
+-- order, seed, reference, shell}), for page.document's meta
+function M.settings_meta(settings) return settings_items({ settings = settings }) end
+
+-- items = html.host_meta(host, created_at_utc, wb_version) : the header items naming the host (a
+-- name or a table of facts), the time and wb's version; any may be nil
+function M.host_meta(host, created, version)
+  return host_items({ host = host, created_at_utc = created, wb_version = version })
+end
+
+-- blocks = html.timings(runs) : the summary table and the wall-time distribution of timed runs, as
+-- page sections for any page; each run is {name, command, samples = {wall = {seconds...}}}, its
+-- statistics computed here
+function M.timings(runs)
+  local commands = {}
+  for i, r in ipairs(runs) do
+    commands[i] = { name = r.name, command = r.command or r.name, samples = { wall = r.samples.wall },
+      stats = { wall = require("wb.stats").summary(r.samples.wall) }, warnings = {} }
+  end
+  local timed = { commands = commands }
+  local model = report.model(timed)
+  local blocks = { part("Summary", summary_table(timed, model)) }
+  blocks[#blocks + 1] = distribution_section(timed, model)
+  return blocks
+end
+
+-- doc = html.document(summary [, {title, blocks, previous}]) : the bench report as a page.document;
+-- `blocks` (page kit fragments, e.g. page.section) come first, after the header; `previous` (a
+-- wb.compare result) adds the comparison with the previous run
 function M.document(summary, opts)
   opts = opts or {}
   local model = report.model(summary)
@@ -349,7 +384,6 @@ function M.document(summary, opts)
     generator = "wb " .. (get(summary, "wb_version") or ""),
     meta = { settings_items(summary), host_items(summary) }, lead = lead(model) }
   for _, b in ipairs(opts.blocks or {}) do doc:add(b) end
-  for _, h in ipairs(opts.sections or {}) do doc:add(raw(h)) end -- HTML made before the page kit
   doc:add(part("Summary", summary_table(summary, model)))
   local cmps = comparisons_list(summary)
   if cmps then doc:add(part("Comparisons", cmps)) end
@@ -359,13 +393,8 @@ function M.document(summary, opts)
   end
   local warnings = warnings_list(model)
   if warnings then doc:add(part("Warnings", warnings, "warnings")) end
-  local dist, sampled = distribution_chart(summary, model)
-  if dist then
-    doc:add(section("Distribution of wall time", page.figure(dist,
-      "Each dot is one run (spread vertically for legibility" .. (sampled and string.format(
-        "; of more than %d runs, at most %d evenly spaced ones", MAX_POINTS, MAX_POINTS) or "") .. "). Box: quartiles; thick line: median; "
-      .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values.")))
-  end
+  local dist = distribution_section(summary, model)
+  if dist then doc:add(dist) end
   local ratios = ratio_chart(summary)
   if ratios then
     doc:add(section("Relative to the reference", page.figure(ratios,
