@@ -59,6 +59,7 @@ end
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "matrix_chr22",
+  executors = { "local", "slurm" }, -- the machine profile's executor runs the cases
   types = matrix.TYPES,
   run = function(ctx)
     local m = matrix.open(ctx) -- the profile checked, the campaign opened, the runs declared

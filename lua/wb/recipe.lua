@@ -225,6 +225,19 @@ local function resumed(opts)
   return o
 end
 
+-- A recipe runs its work through the executors it declares (`executors = {"local", "slurm"}`; by
+-- default only "local", on the machine wb runs on): a machine profile naming another is refused
+-- (exit 2) before anything runs, so that no work meant for a cluster runs on a login node.
+local function check_executor(recipe, cfg)
+  local machine = type(cfg) == "table" and rawget(cfg, "machine")
+  local kind = type(machine) == "table" and machine.executor or "local"
+  for _, k in ipairs(recipe.executors or { "local" }) do
+    if k == kind then return end
+  end
+  raise(2, string.format("recipe '%s' runs its work on this machine, not through executor '%s' (the machine "
+    .. "profile's executor); use machine=local, or run wb itself inside a job", recipe.name, tostring(kind)), 0)
+end
+
 function M.run(recipe, opts)
   local multirun = require "wb.multirun"
   if opts.resume and multirun.is_parent(opts.resume) then return multirun.resume(recipe, opts) end
@@ -255,6 +268,7 @@ function M.run(recipe, opts)
     io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
     return 0
   end
+  check_executor(recipe, cfg)
   local ctx = {
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
     config_info = info,

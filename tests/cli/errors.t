@@ -123,3 +123,29 @@ $ cd tests/fixtures/errors && wb run run_one.lua --config-name two_docs -o $T/x1
 wb: profiles/two_docs.yaml:4:1: a second document: the file must hold one (remove the '---' and what follows)
 exit 2
 nothing written
+
+A recipe that runs its work on this machine refuses a machine profile whose executor is Slurm
+(nothing written); the matrix and data recipes run their cases through it (a dry run writes the
+batch scripts).
+
+$ for r in bench demo profile profile_app_full regress scaling vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+bench exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+demo exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+profile exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+profile_app_full exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+regress exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+scaling exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+vep_breakdown exit 2
+
+$ for r in matrix data; do wb $r machine=slurm_cpu --dry-run -o $T/s_$r >/dev/null; echo "$r exit $?"; ls $T/s_$r/jobs | grep -c sbatch; done
+matrix exit 0
+2
+data exit 0
+1
