@@ -127,7 +127,7 @@ static void free_child(wb_child *c) {
   free(c);
 }
 
-/* Held start: the child runs the wb binary as the gate (see core/spawn_exec.c). */
+/* Held start: the child runs the wb binary as the gate (see core/spawn_gate.c). */
 static int setup_gate(struct setup *su, wb_child *c, const char *exe, const char *const *argv,
                       const char ***gate_argv) {
   if (!(*gate_argv = wb_gate_argv(exe, argv))) return errno;
