@@ -75,10 +75,15 @@ case("libwb.so changes no process-wide state: not a subreaper, the descriptor li
     int prctl(int option, ...);
     struct wb_test_rlimit { unsigned long cur, max; };
     int getrlimit(int resource, struct wb_test_rlimit *rl);
+    int setrlimit(int resource, const struct wb_test_rlimit *rl);
   ]]
   local PR_GET_CHILD_SUBREAPER, RLIMIT_NOFILE = 37, 7
   local before = ffi.new("struct wb_test_rlimit")
   assert(ffi.C.getrlimit(RLIMIT_NOFILE, before) == 0)
+  if before.cur == before.max and before.max > 64 then -- a soft limit that wb would raise
+    before.cur = 64
+    assert(ffi.C.setrlimit(RLIMIT_NOFILE, before) == 0)
+  end
   local argv = ffi.new("const char *[4]", { "sh", "-c", "exit 0" })
   local err = ffi.new("char[256]")
   local child = wb.wb_child_spawn(argv, nil, "", "", 10, 1, err, 256)
