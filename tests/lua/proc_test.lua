@@ -341,7 +341,7 @@ T.case("the wb binary is a child subreaper and runs at its hard descriptor limit
   T.eq(r.code, 0)
   local pid = T.ok(tonumber(r.stdout:match("^(%d+)")))
   local stat = T.ok(fs.read("/proc/" .. pid .. "/stat"))
-  T.eq(tonumber(stat:match("^%d+ %b() %a (%d+)")), my_pid())  -- reparented to wb, not to init
+  T.eq(tonumber(stat:match("^%d+ %b() %a (%d+)")), my_pid()) -- reparented to wb, not to init
   T.eq(p:kill(9), true)
   -- a wb started with a soft limit below its hard one runs at the hard one
   local dir = T.tmpdir()
