@@ -10,7 +10,7 @@
 struct builder {
   lua_State *L;
   int depth;
-  lua_Integer count[WB_MAX_DEPTH + 1]; /* items so far at each depth; -1 in objects */
+  lua_Integer count[WB_MAX_NESTING + 1]; /* items so far at each depth; -1 in objects */
 };
 
 /* Stores the value on top into its container (below it, after the key for objects). */
@@ -101,7 +101,7 @@ struct encoder {
   lua_State *L;
   wb_buf *b;
   int pretty, indent, depth;
-  const void *path[WB_MAX_DEPTH];
+  const void *path[WB_MAX_NESTING];
 };
 
 static void encode_value(struct encoder *e, int idx);

@@ -21,7 +21,7 @@
 #include "internal.h"
 
 #define BLOCK (1 << 20)
-#define MAX_THREADS 8
+#define SCAN_MAX_THREADS 8
 #define MIN_RANGE (16 << 20)      /* bytes per thread, at least, when threads = 0 */
 #define MIN_RANGE_ASKED (1 << 20) /* ... when the caller asked for a number of threads */
 #define PAD 64 /* zeroed bytes after the buffer: the matcher reads a little past a segment */
@@ -247,7 +247,7 @@ static int thread_count(const scan_spec *spec, int splittable, int64_t size) {
   int64_t n = spec->threads > 0 ? spec->threads : sysconf(_SC_NPROCESSORS_ONLN);
   int64_t most = size / (spec->threads > 0 ? MIN_RANGE_ASKED : MIN_RANGE);
   if (n > most) n = most;
-  return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+  return n < 1 ? 1 : n > SCAN_MAX_THREADS ? SCAN_MAX_THREADS : (int)n;
 }
 
 /* Merges the workers' results into out (in file order) and converts the aggregates. */
