@@ -353,6 +353,7 @@ static int l_read(lua_State *L) {
   return decode(L, s, len, path);
 }
 
+/* -- t = wb.json.array([t]) : wb.array (core/ordered.c), for encoders: an empty one encodes as [] */
 static const luaL_Reg json_functions[] = {{"array", wb_array},   {"decode", l_decode},
                                           {"encode", l_encode}, {"object", l_object},
                                           {"read", l_read},     {"write", l_write},

@@ -118,6 +118,32 @@ static int l_has_module(lua_State *L) {
   return 1;
 }
 
+/* -- names = wb.core.modules() : every native (preloaded) and embedded wb module, sorted */
+static int l_modules(lua_State *L) {
+  lua_newtable(L);
+  int n = 0;
+  for (size_t i = 0; i < wb_embedded_lua_count; i++) {
+    lua_pushstring(L, wb_embedded_lua[i].module);
+    lua_rawseti(L, -2, ++n);
+  }
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) == LUA_TSTRING && strncmp(lua_tostring(L, -1), "wb.", 3) == 0) {
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, -4, ++n);
+    }
+  }
+  lua_pop(L, 1);
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, -3);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+  return 1;
+}
+
 static const char EXE_KEY = 'e'; /* registry key of the cached value */
 
 /* Pushes the path of the running binary, read from /proc/self/exe on first use, and returns 0;
@@ -149,6 +175,7 @@ static int l_repl(lua_State *L) {
 
 static const luaL_Reg core_functions[] = {{"exe_path", l_exe_path},
                                           {"has_module", l_has_module},
+                                          {"modules", l_modules},
                                           {"repl", l_repl},
                                           {NULL, NULL}};
 
