@@ -1,6 +1,8 @@
 /* wb.json: JSON text <-> Lua values. Objects decode to ordered tables (source order), arrays to
  * "wb.array" tables, null to wb.null. The encoder writes ordered tables in insertion order and
- * other tables with sorted keys, so its output is deterministic. */
+ * other tables with sorted keys, so its output is deterministic. The parser is wb's own, not
+ * cJSON: errors carry line and column, integers stay integers, duplicate keys are rejected and no
+ * intermediate tree is built (docs/design.md). */
 #include <errno.h>
 
 #include "encode.h"
