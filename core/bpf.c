@@ -4,7 +4,7 @@
  * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
  * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
  * with verbose. In unwind mode (ustack) drain() walks the ring buffer's stack copies
- * (core/bpfustack.c, core/unwind.c) while the command runs. */
+ * (core/bpf_ustack.c, core/unwind.c) while the command runs. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbpfu.h"
-#include "lopt.h"
-#include "lperf.h"
-#include "lwb.h"
+#include "bpf_ustack.h"
+#include "opt.h"
+#include "perf.h"
+#include "internal.h"
 #include "profile.h"
 #include "profile.skel.h"
 
@@ -245,10 +245,10 @@ static void push_stack(lua_State *L, int stacks_fd, int32_t id, int cache) {
   }
   if (lua_rawgeti(L, cache, id) != LUA_TNIL) return;
   lua_pop(L, 1);
-  uint64_t ips[WB_MAX_DEPTH] = {0};
+  uint64_t ips[WB_BPF_MAX_FRAMES] = {0};
   lua_createtable(L, 16, 0);
   if (bpf_map_lookup_elem(stacks_fd, &id, ips) == 0)
-    for (int i = 0; i < WB_MAX_DEPTH && ips[i]; i++) {
+    for (int i = 0; i < WB_BPF_MAX_FRAMES && ips[i]; i++) {
       lua_pushinteger(L, (lua_Integer)ips[i]);
       lua_rawseti(L, -2, i + 1);
     }

@@ -1,5 +1,5 @@
 /* The reaper: ends the process groups of wb's children when wb dies, even by kill -9
- * (core/lreaper.h). PR_SET_PDEATHSIG ends a child, not what it started in its group; the reaper,
+ * (core/reaper.h). PR_SET_PDEATHSIG ends a child, not what it started in its group; the reaper,
  * a separate process (the wb binary re-executed as `wb __reaper`), hears of every group wb makes
  * through a pipe and, when the pipe's last write end closes (wb is gone, however it went),
  * SIGKILLs each group that still has members. Groups that emptied are dropped once a second, so
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lreaper.h"
-#include "lspawn.h"
+#include "reaper.h"
+#include "spawn.h"
 
 extern char **environ;
 

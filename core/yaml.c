@@ -1,7 +1,7 @@
 /* wb.yaml: YAML text -> Lua values with libyaml's event parser. Mappings become ordered tables,
  * sequences "wb.array" tables, plain scalars resolve by the YAML 1.2 core schema. Where each
  * table and each value came from (file, line) is kept off the data, in a weak-keyed registry
- * table, for wb.yaml.location. The dumper is in core/yamldump.c. */
+ * table, for wb.yaml.location. The dumper is in core/yaml_dump.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <yaml.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
 #define TAG(name) "tag:yaml.org,2002:" name
 /* Most table entries that alias expansion may copy in one load. */
@@ -251,7 +251,7 @@ static void push_scalar(struct loader *ld) {
 static void deep_copy(struct loader *ld, int depth) {
   lua_State *L = ld->L;
   int src = lua_gettop(L);
-  if (ld->depth + depth > WB_MAX_DEPTH) fail(ld, ld->ev.start_mark, "nesting too deep");
+  if (ld->depth + depth > WB_MAX_NESTING) fail(ld, ld->ev.start_mark, "nesting too deep");
   luaL_checkstack(L, 12, "yaml: nesting too deep");
   int array = wb_has_metatable(L, src, "wb.array");
   if (array) {
@@ -300,7 +300,7 @@ static void enter(struct loader *ld, const yaml_char_t *tag, const yaml_char_t *
                   const char *std) {
   if (tag && strcmp((const char *)tag, "!") != 0 && strcmp((const char *)tag, std) != 0)
     fail(ld, ld->ev.start_mark, "unsupported tag '%s'", (const char *)tag);
-  if (++ld->depth > WB_MAX_DEPTH) fail(ld, ld->ev.start_mark, "nesting too deep");
+  if (++ld->depth > WB_MAX_NESTING) fail(ld, ld->ev.start_mark, "nesting too deep");
   luaL_checkstack(ld->L, 16, "yaml: nesting too deep");
   if (anchor)
     lua_pushstring(ld->L, (const char *)anchor);

@@ -1,5 +1,5 @@
 /* Build tool: compiles the lua/wb/ sources to Lua bytecode (with debug information, chunk names
- * "@lua/wb/x.lua") and writes a C file embedding them for core/init.c. Bytecode loads several
+ * "@lua/wb/x.lua") and writes a C file embedding them for core/modules.c. Bytecode loads several
  * times faster than source, which is most of wb's start-up; it is produced by the same liblua
  * wb links, so the formats always agree. Any other file (an asset such as lua/wb/flame.js)
  * becomes a module that returns its text: lua/wb/flame.js is `require "wb.flame_js"`.

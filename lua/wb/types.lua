@@ -47,6 +47,16 @@
 ---@field compare wb.compare
 ---@field python wb.python
 ---@field memory wb.memory
+---@field bpf wb.bpf
+---@field html wb.html
+---@field markdown wb.markdown
+---@field perf wb.perf
+---@field scan wb.scan
+---@field slurm wb.slurm
+---@field svg wb.svg
+---@field sym wb.sym
+---@field trace wb.trace
+---@field unwind wb.unwind
 ---@field cprofile wb.cprofile
 local wb = {}
 
@@ -78,6 +88,12 @@ function wb.ordered(t) end
 ---@param t table?
 ---@return table array (encodes as [] when empty)
 function wb.array(t) end
+---wb.check_interrupt() : raises the interrupt error when a signal is pending.
+function wb.check_interrupt() end
+---signo = wb.interrupted() : the pending SIGINT/SIGTERM number, or nil.
+function wb.interrupted() end
+---keys = wb.ordered_keys(t) : keys of an ordered table in insertion order, or nil.
+function wb.ordered_keys(t) end
 
 -- wb.proc -------------------------------------------------------------------------------------
 
@@ -188,6 +204,12 @@ local bench = {}
 ---@param spec wb.BenchSpec
 ---@return table summary wb.bench summary (schema_name "wb.bench")
 function bench.run(spec) end
+---values = bench.parse_scan(v) : a list from a list, "1,2,4", "1..8" (doubling when it starts at 1:
+---1,2,4,8) or "1:8:2" (start:stop:step)
+function bench.parse_scan(v) end
+---section = bench.plan(spec) : the plan section of bench.run(spec) (lua/wb/plan.lua) without
+---running anything: its commands as cases and the subprocess runs (automatic counts as min_runs)
+function bench.plan(spec) end
 
 ---@class wb.stats
 local stats = {}
@@ -271,6 +293,26 @@ function campaign.merge_secrets(env, base) end
 function campaign.redact_files(paths, secrets) end
 ---Exit status, times, peak RSS of a wb.proc result and the log paths rel into rec.
 function campaign.fill_result(rec, res, rel) end
+---Called by the recipe runner when a recipe raised: marks the open campaign interrupted (SIGINT,
+---SIGTERM) or failed and saves its manifest, so the directory stays resumable.
+function campaign.abort(err) end
+---The campaign opened last in this process (wb.campaign.open), or nil.
+function campaign.current() end
+---status = campaign.multirun(recipe, opts, combos) : runs the recipe once per override list, each
+---in its own sub-directory of one parent; returns the worst exit status.
+function campaign.multirun(recipe, opts, combos) end
+---campaign.point_latest(dir) : runs/latest -> dir, for run directories wb named itself under runs/
+---(never for -o DIR); an existing `latest` that is not a symlink is left alone.
+function campaign.point_latest(dir) end
+---ok, err = campaign.redact_tree(dir [, secrets]) : every regular file under dir (up to
+---REDACT_TREE_MAX_BYTES) rewritten with the secrets redacted (those without them are left
+---untouched); the last pass over a run directory, so that no writer can leak one.
+function campaign.redact_tree(dir, secrets) end
+---secrets = campaign.secrets([cfg]) : what every file of a run directory must not contain: the
+---values of secret-named environment variables and of secret-named config keys of cfg
+---(util.is_secret_name, util.is_secret_key); without cfg, those of the last campaign opened (or of
+---the environment alone)
+function campaign.secrets(cfg) end
 
 -- wb.capture / outputs ------------------------------------------------------------------------
 
@@ -282,6 +324,12 @@ function capture.run(spec) end
 ---@param names string[]?
 ---@return {name: string, available: boolean, path: string?, version: string?, notes: string?, skipped: string?}[]
 function capture.profilers(names) end
+---entry = capture.profiler(name) : {name, available, path?, version?, notes}, probed once per
+---process; an unknown name is an error.
+function capture.profiler(name) end
+---result = capture.with(name, fn) : fn(entry) when the profiler is available, else the skipped
+---record {name, available = false, skipped = reason}.
+function capture.with(name, fn) end
 
 ---@class wb.report
 local report = {}
@@ -299,6 +347,44 @@ function report.write_all(dir, summary, opts) end
 ---@param rows string[][]
 ---@return string
 function report.table(rows, opts) end
+---parts = report.comparison_parts(c) : the pieces of a comparison sentence: {name, reference, kind
+---= "faster"|"slower"|"same", factor = "1.85×" | nil, details = "95% CI 1.84–1.86, p = 2.1e-08"};
+---for "faster" the factor and interval are reference/name so that both read as "N× faster".
+function report.comparison_parts(c) end
+---s = report.comparison_sentence(c, code, strong) : the comparison as one sentence; code(s) and
+---strong(s) format a command name and the verdict (plain text when omitted)
+function report.comparison_sentence(c, code, strong) end
+---s = report.csv_field(v) : v as an RFC 4180 field (quoted when it holds , " CR or LF)
+function report.csv_field(v) end
+---text = report.csv_runs(summary) : one row per run: command (the command's name), run (1-based),
+---wall, user, sys, maxrss_kb, exit_code.
+function report.csv_runs(summary) end
+---next_piece = report.csv_runs_pieces(summary) : a function returning runs.csv (see csv_runs) a few
+---hundred rows at a time, then nil; what wb.fs.write takes to stream a file.
+function report.csv_runs_pieces(summary) end
+---t[k1][k2]... or nil when a step is missing or null.
+function report.get(t, ...) end
+---text = report.json(summary) : the summary as pretty JSON, keys in schema order.
+function report.json(summary) end
+---s = report.md_code(s) : s as a Markdown code span (fence longer than any backtick run in s)
+function report.md_code(s) end
+---s = report.md_text(s) : plain text with Markdown's inline markup characters escaped.
+function report.md_text(s) end
+---unit = report.memory_unit(kib_list) : {name = "KiB"|"MiB"|"GiB", factor}.
+function report.memory_unit(values) end
+---model = report.model(summary) : the summary table shared by Markdown and HTML: {columns = {{key,
+---title, align}}, rows = {{name, command, cells = {key = text}, reference = bool, warnings, index,
+---mean = seconds}}, unit, memory_unit, decimals, reference}.
+function report.model(summary) end
+---s = report.number(x) : x exactly (shortest text that reads back as x); "" for nil.
+function report.number(x) end
+---The names of the scan parameters of a summary's commands, in first-seen order.
+function report.parameter_names(commands) end
+---s = report.previous_title(result) : the heading of a comparison with the previous run.
+function report.previous_title(result) end
+---unit = report.time_unit(seconds_list) : {name = "µs"|"ms"|"s", factor} suited to the smallest
+---positive value (the unit in which it is at least 1)
+function report.time_unit(values) end
 
 ---@class wb.flame
 local flame = {}
@@ -312,6 +398,16 @@ function flame.speedscope(folded, opts) end
 function flame.trace(events, opts) end
 ---@return table[]
 function flame.top(folded, n) end
+---stacks, total = flame.parse(folded_text) : {{frames = {root, ..., leaf}, count = N}, ...} in
+---input order and the sum of the counts. Tolerant: CRLF, a UTF-8 BOM and blank lines are accepted;
+---the count is the last whitespace-separated field (frame names may hold spaces); empty frames
+---(";;") are dropped; lines without a non-negative integer count, without frames or with a zero
+---count are skipped.
+function flame.parse(text) end
+---wb.trace.from_runs: a campaign's runs as complete trace events, one track per run.
+function flame.trace_from_runs(runs) end
+---wb.trace.from_stages: wb.clock.stages() as complete trace events.
+function flame.trace_from_stages(stages, opts) end
 
 -- files, data, time -----------------------------------------------------------------------------
 
@@ -347,6 +443,21 @@ function fs.list(dir) end
 function fs.tmpdir(prefix, dir) end
 ---@return boolean?, string? err
 function fs.remove_tree(path) end
+---The current working directory.
+function fs.cwd() end
+---Like wb.fs.stat, not following a final symlink.
+function fs.lstat(path) end
+---The target of the symlink at path; nil, err, errno when it is none.
+function fs.readlink(path) end
+---The absolute path with every symlink, "." and ".." resolved (realpath(3)); nil, err, errno when a
+---part is missing.
+function fs.realpath(path) end
+---ok, err = wb.fs.remove(path) : removes a file, a symlink or an empty directory.
+function fs.remove(path) end
+---rename(2): replaces `to` atomically; nil, err, errno on failure.
+function fs.rename(from, to) end
+---ok, err = wb.fs.symlink(target, link) : creates or atomically replaces the symlink `link`.
+function fs.symlink(target, link) end
 
 ---@class wb.json
 ---@field null lightuserdata
@@ -362,6 +473,11 @@ function json.read(path) end
 ---@param opts {pretty: boolean?, indent: integer?, sync: boolean?}?
 ---@return boolean? ok, string? err, integer? errno
 function json.write(path, value, opts) end
+---wb.array: marks t (or a new table) as an array; an empty one encodes as [].
+function json.array(t) end
+---t = wb.json.object([t]) : an ordered table; t's existing keys are ordered as encode sorts them,
+---keys added later follow in insertion order.
+function json.object(t) end
 
 ---@class wb.yaml
 local yaml = {}
@@ -373,6 +489,8 @@ function yaml.load_file(path) end
 function yaml.dump(value) end
 ---@return string? file, integer? line
 function yaml.location(t, key) end
+---docs, err = wb.yaml.load_all(text [, filename]) : every document, as an array.
+function yaml.load_all(text, filename) end
 
 ---@class wb.clock
 local clock = {}
@@ -389,6 +507,13 @@ function clock.timer() end
 function clock.stage(name, fn, ...) end
 ---@return table[]
 function clock.stages() end
+---wb.clock.reset_stages() : forgets all stages (open ones too)
+function clock.reset_stages() end
+---index = wb.clock.stage_begin(name) : opens a stage nested in the innermost open one.
+function clock.stage_begin(name) end
+---seconds = wb.clock.stage_end([name]) : closes the innermost open stage (its name must match when
+---given) and returns its duration.
+function clock.stage_end(name) end
 
 ---@class wb.term
 local term = {}
@@ -399,6 +524,11 @@ function term.color(text, name, stream) end
 ---@return boolean shown
 function term.progress(text) end
 function term.progress_done() end
+---yes = wb.term.color_enabled([stream = "stdout"]) : a TTY, TERM not dumb, NO_COLOR unset
+---(WB_COLOR=always forces colour)
+function term.color_enabled(stream) end
+---columns = wb.term.width([stream = "stderr"]) : terminal width, 80 when not a terminal.
+function term.width(stream) end
 
 ---@class wb.util
 local util = {}
@@ -424,16 +554,70 @@ function util.is_list(v) end
 ---@param candidates string[]
 ---@return string[]
 function util.suggest(word, candidates) end
+---The last component of path.
+function util.basename(path) end
+---values = util.config_secret_values(cfg) : the values (4 bytes or longer, as strings) of the
+---secret-named keys anywhere in the config tree cfg, and every string inside them.
+function util.config_secret_values(cfg) end
+---copy = util.deep_copy(v) : tables copied recursively (metatables kept: ordered/array marks)
+function util.deep_copy(v, seen) end
+---yes = util.deep_equal(a, b) : same values, recursively (metatables ignored)
+function util.deep_equal(a, b) end
+---path without its last component ("." when there is none).
+function util.dirname(path) end
+---hex = util.hash(s) : FNV-1a 64-bit of s as 16 hex digits (identity, not security)
+function util.hash(s) end
+---yes = util.is_secret_key(name) : config keys (the last part of a dotted key) whose values must
+---not reach disk.
+function util.is_secret_key(name) end
+---yes = util.is_secret_name(name) : environment variable names whose values must not reach disk.
+function util.is_secret_name(name) end
+---The path components joined with "/".
+function util.join(...) end
+---text = util.redact(text, values) : every occurrence of each value replaced by "[REDACTED]".
+function util.redact(text, values) end
+---s = util.safe_name(s) : a string usable as one path component.
+function util.safe_name(s) end
+---values = util.secret_values([env]) : the values of secret-named variables in env (a table) or in
+---wb's environment; values shorter than 4 bytes are ignored (they would redact noise)
+function util.secret_values(env) end
+---keys = util.sorted_keys(t)
+function util.sorted_keys(t) end
 
 ---@class wb.sweep
 local sweep = {}
 ---@return {name: string, params: table}[]
 function sweep.expand(axes, opts) end
+---cases = wb.sweep.from_config(sweep) : expand for a config's `sweep:` block: non-empty lists are
+---axes, everything else (scalars, mappings, empty lists) is fixed. A nil or null block gives one
+---case named "default".
+function sweep.from_config(sweep) end
 
 ---@class wb.config
 local config = {}
 ---@return table cfg, table info
 function config.compose(args) end
+---config.check_multirun(overrides [, open]) : raises (exit 2) when the product of the sweeps is
+---over the limit, before any combination is made; announces a large one on stderr.
+function config.check_multirun(overrides, open) end
+---text = config.format_info(info) : one line per entry, "machine: local
+---(profiles/machine/local.yaml)".
+function config.format_info(info) end
+---list = config.multirun_overrides(overrides [, open]) : nil when no override has several values
+---(those in the open mappings are lists, not sweeps) (top-level commas); else the override lists of
+---every combination, the first sweeping override varying slowest.
+function config.multirun_overrides(overrides, open) end
+---./profiles, the entries of $WB_PROFILE_PATH (or env), the profiles beside a recipe file, then
+---those of the source tree or the installed set.
+function config.search_path(env, recipe_path) end
+---text = config.to_yaml(cfg) : the config as block YAML, keys in composition order.
+function config.to_yaml(cfg) end
+---where = config.where(tbl, key) : "FILE:LINE" where tbl[key] of a composed config was defined (or
+---"override '...'"), or nil.
+function config.where(t, k) end
+---cfg2 = config.with_wb_settings(cfg, opts) : a copy of cfg with a `wb:` block (version, the
+---profile search path, the run options), for `--cfg all`.
+function config.with_wb_settings(cfg, opts) end
 
 ---@class wb.VerdictRow
 ---@field metric string
@@ -470,6 +654,8 @@ function verdict.judge(rows, opts) end
 function verdict.summary_text(info) end
 ---@return string
 function verdict.describe(row) end
+---The values of s (a list of numbers or wb.stats samples) as a list of finite numbers, or nil.
+function verdict.values_of(s) end
 
 ---@class wb.compare
 local compare = {}
@@ -485,6 +671,20 @@ function compare.markdown(result) end
 function compare.html(result) end
 ---@return table
 function compare.document(result) end
+---s = compare.format_value(v, unit) : times auto-scaled (µs, ms, s), memory in B/KiB/MiB/GiB,
+---anything without a unit as a plain number.
+function compare.format_value(v, unit) end
+---status = compare.main(args) : 0; 1 with --fail-on-regression when a metric regressed; raises exit
+---2 on bad usage or input.
+function compare.main(args) end
+---o = compare.row_object(r) : a row as the JSON object of wb.compare documents and manifests.
+function compare.row_object(r) end
+---o = compare.summary_object(result) : the summary as a JSON object.
+function compare.summary_object(result) end
+---compare.write_document(result, write) : the document's pretty JSON (exactly
+---json.encode(compare.document(result), {pretty = true})), passed to write(piece) a row at a time,
+---so that a large comparison is never one string.
+function compare.write_document(result, write) end
 
 ---@class wb.PythonSampler
 local PythonSampler = {}
@@ -520,5 +720,292 @@ function MemorySampler:stop() end
 local memory = {}
 ---@return wb.MemorySampler?, string?
 function memory.sampler(pid, opts) end
+
+-- wb.bpf: eBPF on-CPU and off-CPU stacks -------------------------------------------------------
+
+---@class wb.bpf
+local bpf = {}
+---ok, reason = wb.bpf.available() : whether a BPF capture can be tried (kernel BTF present, root or
+---CAP_BPF+CAP_PERFMON), else false and why. Loading can still fail; open() says why.
+function bpf.available() end
+---s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99 (on-CPU
+---samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack map size),
+---count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's messages on
+---stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes of user stack,
+---a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a ring buffer, walked
+---with CFI as s:drain() reads them). nil, "bpf: ...", errno when BTF, privilege or the kernel
+---refuses.
+function bpf.open(opts) end
+
+-- wb.html: HTML pages of wb.report -------------------------------------------------------------
+
+---@class wb.html
+local html = {}
+---text = html.page(summary [, {title, sections, previous}]) : the whole HTML document; `sections`
+---(HTML strings, already escaped) are placed first, after the header, for recipes with their own
+---results; `previous` (a wb.compare result) adds the comparison with the previous run.
+function html.page(summary, opts) end
+---groups, numeric, values = html.scan_groups(summary) : the commands of a scan grouped into series:
+---commands whose command line (with the scan value replaced by {parameter}) and other parameters
+---agree form one series {label, points = {{value, index}}}; numeric tells whether every value is a
+---number; values are the scan's values in order.
+function html.scan_groups(summary) end
+---html = html.section(title, body [, class]) : a <section> with an <h2> title (escaped) and the
+---body (HTML)
+function html.section(title, body, class) end
+
+-- wb.markdown: the Markdown wb writes, as HTML -------------------------------------------------
+
+---@class wb.markdown
+local markdown = {}
+---The Markdown wb itself writes (headings, paragraphs, lists, pipe tables, `code`, **bold**,
+---escapes) as HTML; opts.shift moves headings down that many levels (default 1: # -> h2). Anything
+---else is kept as escaped text.
+function markdown.html(text, opts) end
+
+-- wb.perf: perf_event counters and samplers ----------------------------------------------------
+
+---@class wb.perf
+local perf = {}
+---c, err, errno = wb.perf.counters(pid [, opts]) : opens counting events on pid (and, with inherit,
+---every thread and process it creates afterwards). opts: events = {names} (default task-clock,
+---context-switches, cpu-migrations, page-faults, cycles, instructions, cache-misses, branch-misses;
+---wb.perf.events() lists the names), enable_on_exec = true (count from pid's next exec: spawn it
+---held), inherit = true. An event that cannot be opened is kept with its reason; nil, err, errno
+---only when pid does not exist.
+function perf.counters(pid, opts) end
+---list = wb.perf.events() : {name, kind = "software"|"hardware", unit} for every known event.
+function perf.events() end
+---ok, reason = wb.perf.hardware() : whether hardware events can be opened here, else why.
+function perf.hardware() end
+---n = wb.perf.paranoid() : kernel.perf_event_paranoid (2 when unreadable)
+function perf.paranoid() end
+---s, err, errno = wb.perf.sampler(pid [, opts]) : one event + ring per online CPU on pid and its
+---descendants, enabled at pid's next exec (spawn it held). opts: freq = 99 (cpu-clock samples per
+---second with user and kernel call chains), sample = true (false: only the side-band records, for
+---symbolizing another sampler's stacks), pages = 64 (ring size per CPU, a power of two), unwind =
+---"fp" (the kernel's frame-pointer user call chains) | "dwarf" (each sample carries the user
+---registers and the top stack_size = 8192 bytes of the user stack, walked with each object's CFI as
+---the rings are drained; x86-64). Without the privilege to see kernel stacks (perf_event_paranoid)
+---it falls back to user space only: s.user_only. nil, "perf sampler: ...", errno when
+---perf_event_open or mmap fails.
+function perf.sampler(pid, opts) end
+
+-- wb.scan: streaming scans of large logs -------------------------------------------------------
+
+---@class wb.scan
+local scan = {}
+---fields = wb.scan.fields(line) : the key=value tokens of line as an ordered table {key = value (a
+---string)}; a repeated key keeps its last value.
+function scan.fields(line) end
+---res, err, errno = wb.scan.file(path, {rules = {rule, ...} [, threads = 0] [, max_line = 64 MiB]})
+---Scans the file once (gzip-compressed when it is a regular file starting with the gzip magic;
+---pipes and FIFOs are read as they come). A rule: {tag = "[TAG]", name = s, word = "bare_token",
+---group = "event"|"label", sum = "time"|"count"|"number"|"all", value = key | {key, ...}, collect =
+---true | {group, ...}, keep = "first"|"last"} res = {bytes, lines, truncated, threads, gzip, rules
+---= {[i] = r, [name] = r}} where r = {name, tag, n, keys = ordered{key = agg}, value = agg, dist =
+---{n, min, median, mean, max}, line = kept segment, groups = ordered{group = {n, keys, value, dist,
+---line}}, dropped_keys, dropped_groups}; agg = {sum, count, min, max}. Grouped rules carry their
+---aggregates per group; group = "label" reads `[TAG] label.... 123.4ms` lines (value = the trailing
+---number of the kinds `sum` selects, default "number"). nil, "path: strerror", errno when
+---unreadable.
+function scan.file(path, opts) end
+---x, unit = wb.scan.number(s) : s parsed as a number (see core/scan.h): unit "s" with x in seconds
+---for durations, "" for plain numbers (an integer when s is one), "bool" for true/false (1/0); nil
+---when s is not a number.
+function scan.number(s) end
+---tokens = wb.scan.tokens(line) : the key=value tokens of line in order, as {{key, value}, ...};
+---tokens without '=' (bare words, tags) and with an empty key are skipped; a value may hold '='.
+function scan.tokens(line) end
+
+-- wb.slurm: Slurm batch jobs -------------------------------------------------------------------
+
+---@class wb.slurm
+local slurm = {}
+---ok, err = slurm.cancel(ids [, opts]) : scancel of every id (integers or "12_3" strings) in one
+---call; works while an interrupt is pending (it then bypasses wb.proc). opts.stats counts it.
+function slurm.cancel(ids, opts) end
+---res, err, kind = slurm.command(argv [, opts]) : runs a Slurm command, capturing its output. opts:
+---stats (counts calls as stats[<cmd>_calls]), retry_for (seconds to keep retrying transient
+---failures, default 0), timeout (per call, default 60), cwd, env, stdin. On failure: nil, the
+---command's message (stderr, verbatim but trimmed), and kind "transient" | "rejected" | "missing".
+function slurm.command(argv, opts) end
+---s, err = slurm.directive_quote(value) : the value of an `#SBATCH --opt=value` line as sbatch
+---reads it back: bare when plain, else in double quotes with \ before " and \. A value with a line
+---break cannot be written: nil, err.
+function slurm.directive_quote(v) end
+---list = slurm.directives(spec) : the spec's sbatch options, {{"--opt", value|nil}, ...}.
+function slurm.directives(spec) end
+---code, signal = slurm.exit_code("3:0") : Slurm's ExitCode field.
+function slurm.exit_code(s) end
+---yes = slurm.is_transient(message) : a failure worth retrying (controller restarting, timeouts)
+function slurm.is_transient(msg) end
+---status = slurm.job_main(args) : `wb job CASES.json [INDEX]` runs case INDEX (0-based, default
+---$SLURM_ARRAY_TASK_ID) of a cases file written by the Slurm executor, measured as campaign:spawn
+---measures a local run: output in <run_dir>/logs/<name>.std{out,err}.log, and
+---<run_dir>/jobs/results/<name>.json with the record fields (command_arguments, return_code,
+---signal, timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, logs, status).
+---Returns the case's exit status (128 + signal when it was killed); when the job itself is
+---cancelled or over its time limit, the result records `interrupted` and the error is re-raised.
+function slurm.job_main(args) end
+---ok, err = slurm.protect(fn, ...) : pcall that also catches the interrupt which the signal hook
+---raises again right after a wb.proc/wb.clock call was interrupted; the raw pcall, not the one
+---recipes get (which passes interrupts on), since catching one to clean up is the point.
+function slurm.protect(fn, ...) end
+---text = slurm.render(spec) : the batch script (raises exit 2 on a bad spec)
+function slurm.render(spec) end
+---name = slurm.secret_var(index, NAME) : the sbatch environment variable carrying the secret NAME
+---of case index (0-based) of a cases file.
+function slurm.secret_var(index, name) end
+---s = slurm.shell_quote(word) : a word /bin/sh reads back unchanged (spaces, quotes, $, \,
+---newlines) (a carriage return is written as "$(printf '\r')": sbatch refuses scripts with CR LF in
+---them)
+function slurm.shell_quote(s) end
+---written, secret = slurm.split_env(env) : variables written into the script (a list of names) and
+---the secret-named ones (name -> value) that must travel through sbatch's environment.
+function slurm.split_env(env) end
+---STATE = slurm.state("CANCELLED by 0") : the bare state name (sacct adds "by UID")
+function slurm.state(s) end
+---id, err, kind = slurm.submit(spec [, opts]) : renders and submits with sbatch --parsable. opts:
+---script_path (the script is written there and submitted from it; else fed on stdin), stats,
+---retry_for (default 120 s of transient failures). id is an integer; on failure nil, sbatch's
+---message verbatim and the kind (see slurm.command).
+function slurm.submit(spec, opts) end
+
+-- wb.svg: SVG charts ---------------------------------------------------------------------------
+
+---@class wb.svg
+local svg = {}
+---s = svg.attrs(t) : ` k="v"` pairs sorted by key; nil and false values are left out.
+function svg.attrs(t) end
+---s = svg.axis{orient = "bottom"|"left", scale, ticks, at, from, to [, format] [, label] [, grid]}
+---: an axis line at `at` (y for bottom, x for left) spanning from..to in range coordinates, with
+---ticks, labels and an optional title; grid = length of light grid lines drawn across the plot.
+function svg.axis(o) end
+---s = svg.bar_chart{bars, x_label [, reference] [, left_note, right_note] [, width] [, title]} :
+---one horizontal bar per {label, value [, lo, hi] [, color] [, note] [, tip]}, drawn from the
+---reference value (default 0) to value, with [lo, hi] as an error bar, a dashed vertical line at
+---the reference, and left/right notes (e.g. "faster"/"slower") beside it.
+function svg.bar_chart(o) end
+---s = svg.box_plot{rows, x_label [, format] [, width] [, title] [, outlier_note]} : horizontal box
+---plots on a shared axis, one row per {label, values [, color] [, q1, median, q3, mean] [, outliers
+---= {[i] = true}] [, runs = {[i] = run number}] [, tip]}. Box = quartiles, thick line = median,
+---diamond = mean, whiskers = the furthest values within 1.5 IQR of the box; every value is drawn as
+---a vertically jittered point, the rows' `outliers` in the outlier colour.
+function svg.box_plot(o) end
+---b = svg.box_stats(values [, q1, median, q3]) : {q1, med, q3, wlo, whi, min, max} of a box plot;
+---quartiles (R type 7) computed unless given; whiskers wlo/whi are the furthest values within 1.5
+---IQR of the box (the box edge when there is none).
+function svg.box_stats(values, q1, med, q3) end
+---A <circle> element with the attributes of a (see svg.el).
+function svg.circle(a) end
+---s = svg.document{width, height, title, desc, content} : a standalone <svg> with a viewBox (scales
+---to its container), an accessible <title> and optional <desc>.
+function svg.document(o) end
+---s = svg.el(name, attrs [, content]) : an element; content is raw markup (a string or a list of
+---strings). attrs.title becomes an escaped <title> child (a hover tooltip), attrs.text escaped text
+---content.
+function svg.el(name, attrs, content) end
+---s = svg.escape(v) : text safe inside XML content and double- or single-quoted attributes.
+function svg.escape(v) end
+---A <g> group of the children (markup strings) with the attributes of a.
+function svg.g(a, children) end
+---A <line> element with the attributes of a (see svg.el).
+function svg.line(a) end
+---s = svg.line_chart{series, x_label, y_label [, x_ticks] [, x_log] [, x_format, y_format] [,
+---band_label] [, width, height] [, title]} : one line per {label, points = {{x, y [, lo, hi] [,
+---tip]}} [, color]} with a shaded lo–hi band, markers, a y axis from 0 and a legend below. x_ticks
+---defaults to the distinct x values when there are at most 12; x_log uses a log scale. A single
+---series of at most twelve points has each point labelled with y_format(y) (default: four
+---significant digits).
+function svg.line_chart(o) end
+---f = svg.linear(d0, d1, r0, r1) : maps the domain [d0, d1] linearly onto the range [r0, r1].
+function svg.linear(d0, d1, r0, r1) end
+---f = svg.log(d0, d1, r0, r1) : logarithmic mapping of [d0, d1] (both > 0) onto [r0, r1].
+function svg.log(d0, d1, r0, r1) end
+---ticks, step = svg.nice_ticks(lo, hi [, count = 5]) : evenly spaced ticks covering [lo, hi] with a
+---step of 1, 2 or 5 × 10^k giving about `count` intervals; the first and last ticks bound the data
+---(use them as the axis domain).
+function svg.nice_ticks(lo, hi, count) end
+---s = svg.num(x) : a coordinate with at most two decimals, trailing zeros dropped.
+function svg.num(x) end
+---A <path> element with the attributes of a (see svg.el).
+function svg.path(a) end
+---A <rect> element with the attributes of a (see svg.el).
+function svg.rect(a) end
+---label = svg.shorten(s, max) : s cut to max characters (UTF-8) with an ellipsis.
+function svg.shorten(s, max) end
+---s = svg.sig(v [, digits = 4]) : v with about `digits` significant digits, never in exponent form.
+function svg.sig(v, digits) end
+---A <text> element: a.text is its escaped content (see svg.el).
+function svg.text(a) end
+---s = svg.tick_format(v, step) : v with as many decimals as the tick step needs.
+function svg.tick_format(v, step) end
+
+-- wb.sym: symbols of ELF files and the kernel --------------------------------------------------
+
+---@class wb.sym
+local sym = {}
+---info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
+---.dynsym), debug_file?, error?, frame_pointers = {functions, with}} — frame_pointers counts the
+---functions (of a file with a .symtab) whose code starts by setting up %rbp.
+function sym.file(path) end
+---name, offset = wb.sym.kernel(addr) : the kernel function at addr from /proc/kallsyms, or nil
+---(always nil for a reader to whom kallsyms shows zero addresses)
+function sym.kernel(addr) end
+---n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup (it is
+---slow to generate: a capture reads it while its target runs); the number of kernel functions, 0
+---when kallsyms shows zero addresses to this user.
+function sym.load_kernel() end
+---name, offset = wb.sym.lookup(path, vaddr) : the function of an ELF file at a virtual address (as
+---nm prints them), or nil.
+function sym.lookup(path, vaddr) end
+---s = wb.sym.new([{dwarf = false}]) : an empty symbolizer (ELF files are cached across
+---symbolizers). dwarf: frames expand to their inline chains where the object has DWARF (its own or
+---a separate debug file), and C++/Rust names are demangled.
+function sym.new(opts) end
+
+-- wb.trace: Chrome trace-event and speedscope files --------------------------------------------
+
+---@class wb.trace
+local trace = {}
+---json_text = trace.encode(events [, {process_name}]) : a Chrome trace-event file in object form,
+---{"traceEvents": [...], "displayTimeUnit": "ms"}. Each event is {name, ts, dur, pid = 1, tid = 1,
+---cat = "wb", args, ph = "X"}: a complete event, ts and dur in microseconds; other ph values (e.g.
+---"M" metadata) pass through with their name, pid, tid, ts and args. process_name names every pid
+---the events use.
+function trace.encode(events, opts) end
+---events = trace.from_runs(runs) : a campaign's runs (manifest.runs, or the manifest) as complete
+---events on one track per run (tid = its position; thread_name and thread_sort_index metadata name
+---and order the tracks): the run from started_at_utc for wall_time_seconds (else until
+---finished_at_utc), and its stage_seconds{} (or metrics.stage_seconds{}) laid end to end from the
+---run's start, scaled down to fit the run when they add up to more. Times are relative to the
+---earliest start; runs without a start or a duration are left out.
+function trace.from_runs(runs) end
+---events = trace.from_stages(stages [, {pid = 1, tid = 1, cat = "stage"}]) : wb.clock.stages() as
+---complete events, times relative to the first stage's start; a stage still open lasts until now
+---and has args.open = true. Nesting is kept by timing (children lie inside their parent).
+function trace.from_stages(stages, opts) end
+---json_text = trace.speedscope(stacks [, {name = "profile", unit = "none"}]) : a speedscope file
+---(https://www.speedscope.app/file-format-schema.json) with one "sampled" profile: every frame name
+---once in shared.frames, one sample per stack (frame indices root-first) weighted by its count;
+---startValue 0, endValue the total. stacks = {{frames = {...}, count = N}, ...}.
+function trace.speedscope(stacks, opts) end
+
+-- wb.unwind: unwinding user stacks with CFI, inline chains, demangling -------------------------
+
+---@class wb.unwind
+local unwind = {}
+---name = wb.unwind.demangle(symbol) : the demangled C++ or Rust name, or nil.
+function unwind.demangle(symbol) end
+---u = wb.unwind.new() : an unwinder with no address spaces (objects are shared by all)
+function unwind.new() end
+---info = wb.unwind.object(path) : {build_id, eh_frame, debug_frame, debug_info, debug_file?,
+---frame_pointers} — what the unwinder and symbolizer can use in a file.
+function unwind.object(path) end
+---frames = wb.unwind.symbolize(path, vaddr) : the inline chain at an ELF virtual address of the
+---file, innermost first: {{name, mangled?, file?, line?, inlined}} (the last one is the function
+---holding the others, inlined = false); {} without DWARF for it.
+function unwind.symbolize(path, vaddr) end
 
 return wb

@@ -42,6 +42,7 @@ exit 1
 2
 previous kept
 
+# requires: root: it runs wb as nobody (runuser), to whom the file is unreadable
 $ printf 'x' > $T/unreadable.lua && chmod 600 $T/unreadable.lua && chmod 755 $T && runuser -u nobody -- wb run $T/unreadable.lua
 wb: /tmp/wbcli%.%w+/unreadable%.lua: Permission denied (re)
 [2]

@@ -1,14 +1,14 @@
-/* Helpers shared by the data-format modules core/json.c, core/jsontext.c, core/yaml.c and
- * core/yamldump.c; defined in core/datafmt.c unless noted. Internal, not installed. */
+/* Helpers shared by the data-format modules core/json.c, core/json_text.c, core/yaml.c and
+ * core/yaml_dump.c; defined in core/encode.c unless noted. Internal, not installed. */
 #pragma once
 
 #include <stdint.h>
 #include <string.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 /* Nesting limit of the JSON and YAML readers and writers. */
-#define WB_MAX_DEPTH 1000
+#define WB_MAX_NESTING 1000
 
 /* A growable output buffer. With a Lua state (wb_buf_new) the buffer belongs to a userdata whose
  * __gc frees the memory if an error unwinds, and running out of memory raises "not enough
@@ -65,7 +65,7 @@ void wb_sorted_keys(lua_State *L, int t);
 
 /* An encoder entering the table at idx, with path[0..*depth) the tables it is inside: raises
  * "<format>: cycle" when the table is among them and "<format>: nesting too deep" past
- * WB_MAX_DEPTH; else makes stack room for the level and appends the table to path. */
+ * WB_MAX_NESTING; else makes stack room for the level and appends the table to path. */
 void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const char *format);
 
 /* Writes the shortest %.15g..%.17g form of d that reads back exactly, with ".0" appended when it
@@ -73,7 +73,7 @@ void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const 
  * hold 32 bytes. Returns the length. */
 int wb_format_float(char *buf, double d);
 
-/* ---- JSON text (core/jsontext.c; Lua-free, so the C API runs inside any host) ---- */
+/* ---- JSON text (core/json_text.c; Lua-free, so the C API runs inside any host) ---- */
 
 enum wb_json_kind { WB_JSON_NULL, WB_JSON_BOOL, WB_JSON_INT, WB_JSON_FLOAT, WB_JSON_STRING };
 
@@ -98,7 +98,7 @@ struct wb_json_sink {
   void (*close)(void *ctx, int object);
 };
 
-/* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_DEPTH) and feeds
+/* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_NESTING) and feeds
  * the sink; a key the sink reports as repeated in its object is an error ("duplicate key"). Integral numbers without fraction or exponent and |v| <= 2^53 are INT, other numbers
  * FLOAT. Returns 0, or -1 with err set to "json: line L col C: what" (1-based, bytes). Errors
  * the sink raises pass through. */
@@ -122,5 +122,5 @@ void wb_json_newline(wb_buf *b, int pretty, int indent, int depth);
 /* Whether the YAML plain scalar s reads as a string under the core schema (core/yaml.c). */
 int wb_yaml_plain_is_string(const char *s, size_t n);
 
-/* -- s = wb.yaml.dump(v) (core/yamldump.c) */
+/* -- s = wb.yaml.dump(v) (core/yaml_dump.c) */
 int wb_yaml_dump(lua_State *L);

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
 /* libyaml gives up on implicit keys longer than 1024 characters; longer ones use "? key". */
 #define MAX_IMPLICIT_KEY 1000
@@ -14,7 +14,7 @@ struct dumper {
   lua_State *L;
   wb_buf *b;
   int depth;
-  const void *path[WB_MAX_DEPTH];
+  const void *path[WB_MAX_NESTING];
 };
 
 /* Decodes the multi-byte UTF-8 sequence at s (s[0] >= 0x80, n bytes available): returns the code
