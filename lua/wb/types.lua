@@ -8,6 +8,8 @@
 ---@field opts wb.RunOptions
 ---@field name string recipe name
 ---@field path string recipe file
+---@field config_info table[] where each part of cfg came from (config.compose's info)
+---@field runs_root string? set before wb.campaign.open: where a new run directory goes (default "runs")
 
 ---@class wb.RunOptions
 ---@field dry_run boolean?
@@ -58,6 +60,14 @@
 ---@field trace wb.trace
 ---@field unwind wb.unwind
 ---@field cprofile wb.cprofile
+---@field files wb.files
+---@field page wb.page
+---@field profile wb.profile
+---@field appprofile wb.appprofile
+---@field matrix wb.matrix
+---@field regress wb.regress
+---@field scaling wb.scaling
+---@field vep wb.vep
 local wb = {}
 
 ---@param spec wb.RecipeSpec
@@ -210,6 +220,15 @@ function bench.parse_scan(v) end
 ---section = bench.plan(spec) : the plan section of bench.run(spec) (lua/wb/plan.lua) without
 ---running anything: its commands as cases and the subprocess runs (automatic counts as min_runs)
 function bench.plan(spec) end
+---The cases of a bench.plan section declared as the records of the campaign c, in order.
+---@param c wb.Campaign
+---@param plan {name: string, cases: {name: string, argv: string[]}[], subprocess_runs: integer} bench.plan(spec)
+function bench.declare(c, plan) end
+---Each command's record in the campaign c: status "success", arguments, wall mean/median/min/max,
+---mean user/sys time and peak RSS as metrics, and the samples the compared metrics need.
+---@param c wb.Campaign
+---@param summary table bench.run's summary
+function bench.record(c, summary) end
 
 ---@class wb.stats
 local stats = {}
@@ -273,7 +292,16 @@ function Campaign:event(name, fields, level) end
 function Campaign:write(relpath, text) end
 ---@return string path
 function Campaign:write_json(relpath, value) end
----@return {status: string, regressions: integer, dir: string}
+---Writes manifest.json now (atomically, redacted), its updated_at_utc stamped.
+function Campaign:save() end
+---The wb.compare result against the latest compatible complete run (nil when there is none, or in
+---a dry run); computed once, and what c:finish() records.
+---@return {rows: wb.VerdictRow[], summary: table}?
+function Campaign:compare_previous() end
+---Final status ("complete", or "failed" when a run failed), the comparison with the baseline, the
+---manifest written.
+---@param status string?
+---@return {status: string, regressions: integer, dir: string, comparison: {rows: wb.VerdictRow[], summary: table}?}
 function Campaign:finish(status) end
 
 ---@class wb.campaign
@@ -284,6 +312,11 @@ local campaign = {}
 function campaign.open(ctx, spec) end
 ---@return table? manifest, string? err
 function campaign.read_manifest(path) end
+---campaign.read_manifest, and a shape --resume can take up; else nil and one line naming the field
+---that is not (the file is not touched).
+---@param path string
+---@return table? manifest, string? err
+function campaign.read_resumable(path) end
 ---A run's stdout and stderr log paths {out, err} under dir, and relative to it.
 ---@return string[] paths, string[] rel
 function campaign.log_paths(dir, name) end
@@ -298,9 +331,6 @@ function campaign.fill_result(rec, res, rel) end
 function campaign.abort(err) end
 ---The campaign opened last in this process (wb.campaign.open), or nil.
 function campaign.current() end
----status = campaign.multirun(recipe, opts, combos) : runs the recipe once per override list, each
----in its own sub-directory of one parent; returns the worst exit status.
-function campaign.multirun(recipe, opts, combos) end
 ---campaign.point_latest(dir) : runs/latest -> dir, for run directories wb named itself under runs/
 ---(never for -o DIR); an existing `latest` that is not a symlink is left alone.
 function campaign.point_latest(dir) end
@@ -339,7 +369,8 @@ function report.markdown(summary, opts) end
 function report.csv(summary) end
 ---@return string
 function report.hyperfine_json(summary) end
----@param opts {title: string?, sections: string[]?}?
+---A self-contained HTML page (html.page).
+---@param opts {title: string?, blocks: wb.PageFragment[]?, previous: table?}?
 ---@return string
 function report.html(summary, opts) end
 ---@return string[]? paths, string? err
@@ -458,6 +489,41 @@ function fs.remove(path) end
 function fs.rename(from, to) end
 ---ok, err = wb.fs.symlink(target, link) : creates or atomically replaces the symlink `link`.
 function fs.symlink(target, link) end
+
+-- wb.files: walking trees, counting lines, following growing files ------------------------------
+
+---@class wb.files
+local files = {}
+---Calls fn(path, info) for every entry under dir, depth first, directories before their contents
+---(info from wb.fs.lstat: symbolic links are not followed); a missing or unreadable directory is
+---skipped.
+---@param dir string
+---@param fn fun(path: string, info: {type: string, size: integer, mtime: number, mode: integer, ino: integer})
+function files.walk(dir, fn) end
+---The file count and total size of the regular files under dir (0, 0 when it does not exist), as a
+---JSON object.
+---@param dir string
+---@return {file_count: integer, total_size_bytes: integer}
+function files.tree_stats(dir) end
+---The number of lines of the file (a last line without its newline counts).
+---@param path string
+---@return integer? n, string? err
+function files.count_lines(path) end
+---The data lines of the files matching each glob under dir, header_lines (default 0) less per
+---file; nil when no file matches.
+---@param dir string
+---@param globs string|string[]
+---@param header_lines integer?
+---@return integer?
+function files.count_rows(dir, globs, header_lines) end
+---Follows the files (`tail -F`: each may not exist yet, grow, or be replaced), calling
+---on_line(path, line) for every line, from their beginnings, as wb.proc's loop reads them (while
+---wb waits on another process). Returns the tail process (close it to stop), or nil when there is
+---nothing to follow or no `tail` (or, with the error, when tail cannot be started).
+---@param paths string[]
+---@param on_line fun(path: string, line: string)
+---@return wb.Proc?, string? err, integer? errno
+function files.follow(paths, on_line) end
 
 ---@class wb.json
 ---@field null lightuserdata
@@ -741,18 +807,179 @@ function bpf.open(opts) end
 
 ---@class wb.html
 local html = {}
----text = html.page(summary [, {title, sections, previous}]) : the whole HTML document; `sections`
----(HTML strings, already escaped) are placed first, after the header, for recipes with their own
----results; `previous` (a wb.compare result) adds the comparison with the previous run.
+---The bench report of a wb.bench summary as a page.document (write it with doc:write, or
+---page.html / page.md); `blocks` (page kit fragments, e.g. page.section) come first, after the
+---header; `previous` (a wb.compare result) adds the comparison with the previous run.
+---@param summary table wb.bench summary
+---@param opts {title: string?, blocks: wb.PageFragment[]?, previous: table?}?
+---@return wb.PageDocument
+function html.document(summary, opts) end
+---The whole HTML document of html.document(summary, opts).
+---@param summary table wb.bench summary
+---@param opts {title: string?, blocks: wb.PageFragment[]?, previous: table?}?
+---@return string
 function html.page(summary, opts) end
+---The header items of a timing's settings, for page.document's meta.
+---@param settings {runs: integer?, min_runs: integer?, min_time: number?, warmup: integer?, order: string?, seed: integer?, reference: string?, shell: boolean?}
+---@return wb.PageInline[] items
+function html.settings_meta(settings) end
+---The header items naming the host (a name or a table of facts), the time and wb's version, for
+---page.document's meta; any may be nil.
+---@param host string|table|nil
+---@param created string? created_at_utc
+---@param version string? wb's version
+---@return wb.PageInline[] items
+function html.host_meta(host, created, version) end
+---The summary table and the wall-time distribution of timed runs, as page sections for any page;
+---their statistics are computed here.
+---@param runs {name: string, command: string?, samples: {wall: number[]}}[]
+---@return wb.PageFragment[] blocks
+function html.timings(runs) end
 ---groups, numeric, values = html.scan_groups(summary) : the commands of a scan grouped into series:
 ---commands whose command line (with the scan value replaced by {parameter}) and other parameters
 ---agree form one series {label, points = {{value, index}}}; numeric tells whether every value is a
 ---number; values are the scan's values in order.
 function html.scan_groups(summary) end
----html = html.section(title, body [, class]) : a <section> with an <h2> title (escaped) and the
----body (HTML)
-function html.section(title, body, class) end
+
+-- wb.page: the page kit (one document as self-contained HTML and as Markdown) --------------------
+
+---A piece of a page made by the page kit, placed as it is (tostring gives its HTML).
+---@class wb.PageFragment
+---@field html string
+---@field md string
+
+---Text (a string or number: escaped for HTML and Markdown) or a fragment.
+---@alias wb.PageInline string|number|wb.PageFragment
+
+---@class wb.PageDocument
+---@field title wb.PageInline
+---@field meta wb.PageInline[][]
+---@field lead wb.PageInline?
+---@field blocks wb.PageFragment[]
+---@field footer wb.PageInline?
+---@field css string?
+---@field generator string?
+local PageDocument = {}
+---Appends a block (a fragment, or text as a paragraph); nil is ignored.
+---@param block wb.PageInline?
+---@return wb.PageDocument self
+function PageDocument:add(block) end
+---@return string html page.html(doc)
+function PageDocument:html() end
+---@return string markdown page.md(doc)
+function PageDocument:md() end
+---Writes base.html (with opts.md: base.md too) into the campaign c's run directory (c:write:
+---atomic, redacted).
+---@param c wb.Campaign
+---@param base string path relative to the run directory, without extension
+---@param opts {md: boolean?}?
+---@return string[] paths
+function PageDocument:write(c, base, opts) end
+
+---@class wb.page
+---@field CSS string the kit's style sheet
+local page = {}
+---@param v any
+---@return boolean
+function page.is_fragment(v) end
+---tostring(v) safe in HTML/XML text and quoted attributes (& < > " ').
+---@param v any
+---@return string
+function page.escape(v) end
+---Text with Markdown's inline markup characters escaped, newlines as spaces.
+---@param v any
+---@return string
+function page.md_text(v) end
+---v as a Markdown code span (a fence longer than any backtick run in v).
+---@param v any
+---@return string
+function page.md_code(v) end
+---The Markdown table of rows of strings (rows[1] the header), columns padded and aligned.
+---@param rows any[][]
+---@param align ("l"|"r"|"c")[] one per column (nil entries: "l")
+---@return string markdown ending in "\n"
+function page.md_table(rows, align) end
+---s in a code span.
+---@param s any
+---@return wb.PageFragment
+function page.code(s) end
+---x in bold.
+---@param x wb.PageInline
+---@return wb.PageFragment
+function page.strong(x) end
+---x (default: href) linking to href.
+---@param href string
+---@param x wb.PageInline?
+---@return wb.PageFragment
+function page.link(href, x) end
+---The items one after another, sep between.
+---@param list wb.PageInline[]
+---@param sep wb.PageInline?
+---@return wb.PageFragment
+function page.join(list, sep) end
+---A paragraph of one or more lines; a last argument that is a plain table is the options.
+---@param ... wb.PageInline|{class: string?}
+---@return wb.PageFragment
+function page.p(...) end
+---A list of items (text or fragments).
+---@param items wb.PageInline[]
+---@param opts {ordered: boolean?}?
+---@return wb.PageFragment
+function page.list(items, opts) end
+---A table, rows[1] the header; cells text or fragments; right-aligned columns get class "r".
+---@param rows wb.PageInline[][]
+---@param opts {align: ("l"|"r"|"c")[]?, class: string?, row_class: table<integer, string>?}?
+---@return wb.PageFragment
+function page.table(rows, opts) end
+---A chart (wb.svg) with its caption; in Markdown the caption, linking to opts.file when given (the
+---SVG written beside it).
+---@param chart string SVG text
+---@param caption wb.PageInline
+---@param opts {file: string?, class: string?}?
+---@return wb.PageFragment
+function page.figure(chart, caption, opts) end
+---An interactive SVG (a flame graph, with its script) embedded whole in an iframe's srcdoc, sized
+---to its height; Markdown links to opts.file.
+---@param doc string SVG text
+---@param title string
+---@param opts {file: string?}?
+---@return wb.PageFragment
+function page.frame(doc, title, opts) end
+---Preformatted text (a log, a command's output).
+---@param text any
+---@return wb.PageFragment
+function page.pre(text) end
+---Markdown of the kind wb writes (wb.markdown), as a block.
+---@param text string
+---@param opts {shift: integer?}?
+---@return wb.PageFragment
+function page.markdown(text, opts) end
+---Markup a library module made itself (for wb's own reports; a recipe builds its page from the
+---other blocks).
+---@param html string
+---@param md string? default ""
+---@return wb.PageFragment
+function page.raw(html, md) end
+---A titled section of blocks (fragments, or text as paragraphs).
+---@param title wb.PageInline
+---@param blocks wb.PageFragment|wb.PageInline[]
+---@param opts {class: string?}?
+---@return wb.PageFragment
+function page.section(title, blocks, opts) end
+---A page; each meta line is a list of items shown separated by dots; lead a paragraph under the
+---title; blocks sections (page.section) or other blocks; css added to the kit's style sheet;
+---generator the <meta name="generator"> content. Raises without a title.
+---@param o {title: wb.PageInline, meta: wb.PageInline[][]?, lead: wb.PageInline?, blocks: wb.PageInline[]?, footer: wb.PageInline?, css: string?, generator: string?}
+---@return wb.PageDocument
+function page.document(o) end
+---The whole HTML document.
+---@param doc wb.PageDocument
+---@return string
+function page.html(doc) end
+---The document as Markdown (title, meta lines, lead, blocks), ending in "\n".
+---@param doc wb.PageDocument
+---@return string
+function page.md(doc) end
 
 -- wb.markdown: the Markdown wb writes, as HTML -------------------------------------------------
 
@@ -1007,5 +1234,375 @@ function unwind.object(path) end
 ---file, innermost first: {{name, mangled?, file?, line?, inlined}} (the last one is the function
 ---holding the others, inlined = false); {} without DWARF for it.
 function unwind.symbolize(path, vaddr) end
+
+-- Engines of the shipped recipes (recipes/*.lua are their policy) -------------------------------
+
+-- wb.profile: the engine of `wb profile`
+
+---@class wb.profile
+local profile = {}
+---The profiled command's streams for wb.capture.run. stdout is "tee" (the terminal and
+---logs/profile.stdout.log, line by line), "inherit", "null" (or wb.null), or a file path written as
+---it comes (binary-safe); stderr is teed to logs/profile.stderr.log. stdout_log is relative to the
+---run directory (nil when not kept); close() closes the logs.
+---@param c wb.Campaign
+---@param stdout "tee"|"inherit"|"null"|lightuserdata|string
+---@return {stdout: wb.Sink, stderr: fun(line: string), stdout_log: string?, close: fun()}
+function profile.output(c, stdout) end
+---Fills the manifest record r from the wb.capture result res: arguments, method, exit, metrics
+---(times, task-clock, samples, off-CPU time, unwinding reach), the profiles written (paths relative
+---to the run directory dir) or why each was skipped, warnings.
+---@param r table the run's record
+---@param res table wb.capture.run's result
+---@param argv string[]
+---@param out table profile.output's
+---@param dir string the run directory
+function profile.record(r, res, argv, out, dir) end
+---Differential flame graphs against the baseline run the campaign found (call after c:finish),
+---written as profiles/profile.<kind>.diff.svg; href is relative to the run directory.
+---@param c wb.Campaign
+---@param res table wb.capture.run's result
+---@return {title: string, path: string, href: string}[]
+function profile.differential(c, res) end
+
+-- wb.appprofile: the engine of recipes/profile_app_full.lua
+
+---Timing trials of appprofile.trials: samples of the measured runs, per-stage samples in the order
+---first seen.
+---@class wb.AppTrials
+---@field wall userdata wb.stats samples (seconds)
+---@field cpu userdata wb.stats samples (seconds)
+---@field rss userdata wb.stats samples (KiB)
+---@field stages table<string, userdata>
+---@field order string[] stage names
+---@field warmup integer
+---@field stage_source string? "profile_summary.json" or "stderr stage lines"
+
+---A profile the recipe fills pass by pass.
+---@class wb.AppProfile
+---@field argv string[]
+---@field trials wb.AppTrials
+---@field capture table? wb.capture.run's result
+---@field callgrind table? appprofile.callgrind's
+---@field cprofile table? wb.cprofile.run's
+---@field bottlenecks table? appprofile.bottlenecks'
+
+---@class wb.appprofile
+---@field SCHEMA string "wb.profile_app"
+local appprofile = {}
+---The command's words as strings, {run_dir} replaced.
+---@param list any[]
+---@param run_dir string
+---@return string[]
+function appprofile.argv(list, run_dir) end
+---valgrind's path when both valgrind and callgrind_annotate are on PATH, else nil and what is
+---missing.
+---@return string? path, string? reason
+function appprofile.callgrind_tools() end
+---Declares the runs of campaign c (warmups, trials, then the passes chosen) and writes the plan.
+---@param c wb.Campaign
+---@param tool {warmup: integer, trials: integer}
+---@param argv string[]
+---@param passes {capture: boolean?, callgrind: boolean?, cprofile: boolean?}
+---@return boolean planned true when that is all this run does (--dry-run)
+function appprofile.plan(c, tool, argv, passes) end
+---tool.warmup + tool.trials runs of argv (cwd, env, timeout from tool), the measured ones' wall,
+---CPU, peak RSS and stages, and their summary as campaign c's record "trials". Stages come from the
+---file at summary_path when the application wrote it, else from tool.stage_pattern in stderr. A
+---failed run fails the campaign (exit 1).
+---@param c wb.Campaign
+---@param tool {warmup: integer, trials: integer, stage_pattern: string, cwd: string?, env: table<string, string>?, timeout: number?}
+---@param argv string[]
+---@param summary_path string?
+---@return wb.AppTrials
+function appprofile.trials(c, tool, argv, summary_path) end
+---Campaign c's run "capture": the counters and on/off-CPU stacks tool asks for (wb.capture.run
+---into profiles/app.*).
+---@param c wb.Campaign
+---@param tool table cwd, env, timeout, counters, oncpu, offcpu, freq
+---@param argv string[]
+---@param summary_path string? removed after the run
+---@return table cap wb.capture.run's result
+function appprofile.capture(c, tool, argv, summary_path) end
+---callgrind_annotate's output: the program's total instructions (Ir) and its first limit functions.
+---@param text string
+---@param limit integer
+---@return integer total, {name: string, instructions: integer, fraction: number}[] top
+function appprofile.parse_callgrind(text, limit) end
+---Campaign c's run "callgrind" (argv under valgrind --tool=callgrind, timeout opts.timeout_factor ×
+---tool.timeout), read by callgrind_annotate --threshold=opts.threshold; {skipped = why} when a tool
+---is missing or a step fails.
+---@param c wb.Campaign
+---@param tool {cwd: string?, env: table<string, string>?, timeout: number}
+---@param argv string[]
+---@param opts {timeout_factor: number, threshold: number, top: integer}
+---@return {file: string?, total_instructions: integer?, top: table[]?, skipped: string?}
+function appprofile.callgrind(c, tool, argv, opts) end
+---Blocked (not run-queue) off-CPU time by the innermost user-space frame, largest first.
+---@param folded_text string? folded stacks with nanosecond counts
+---@return {name: string, seconds: number}[]
+function appprofile.blocked_waits(folded_text) end
+---The bottleneck model: stages (of the median trial) and functions and waits (of the capture, at
+---most model.functions and model.waits) as fractions of the run with their Amdahl bounds; kind
+---"cpu-bound" when the CPU time is at least model.cpu_bound of the wall time, else "waiting" or
+---"cpu-contention"; `first`: the model.top places to look.
+---@param trials wb.AppTrials
+---@param cap table? wb.capture.run's result
+---@param model {functions: integer, waits: integer, cpu_bound: number, top: integer}
+---@return table b {wall_seconds, cpu_seconds, utilisation, stages, functions, waits, kind, verdict, first, ...}
+function appprofile.bottlenecks(trials, cap, model) end
+---The profile r as Markdown (summary.md): timing, the bottlenecks, then a section per pass that
+---found something, and notes of what was skipped.
+---@param r wb.AppProfile
+---@param limits {python: integer, cprofile: integer}
+---@return string
+function appprofile.markdown(r, limits) end
+---report.html: the summary's Markdown md, the flame graphs, and the trials' timing table.
+---@param md string appprofile.markdown's
+---@param r wb.AppProfile
+---@return string
+function appprofile.html(md, r) end
+---summary.json (schema wb.profile_app v1), the folded stacks left out.
+---@param r wb.AppProfile
+---@return table doc
+function appprofile.summary(r) end
+
+-- wb.matrix: the engine of recipes/matrix.lua (docs/matrix.md)
+
+---A matrix run opened by matrix.open.
+---@class wb.Matrix
+---@field c wb.Campaign
+---@field s table matrix.settings'
+---@field runs table[] matrix.runs'
+---@field waves table[][] matrix.cases'
+---@field root string the run directory (real path)
+---@field profile string the primary config profile's name
+---@field dry_run boolean? set by m:plan()
+local Matrix = {}
+---Writes the plan (a section per wave).
+---@return boolean dry true on --dry-run
+function Matrix:plan() end
+---Runs the waves through the machine profile's executor (on a dry run: only what the executor
+---renders, e.g. Slurm batch scripts) and, with trials, aggregates each run's trials.
+function Matrix:run() end
+
+---@class wb.matrix
+---@field TYPES table<string, string> override types of the profile keys the engine reads (wb.recipe's `types`)
+local matrix = {}
+---The profile's matrix block (and tool.threshold, fail_on_regression), checked (bad input: exit
+---2), with defaults.
+---@param cfg table
+---@return table s
+function matrix.settings(cfg) end
+---The runs in matrix order (explicit runs or the product of the axes, matrix.only applied,
+---warm-ups added).
+---@param s table matrix.settings'
+---@return {name: string, params: table, cache: "disabled"|"cold"|"warm", group: string?, role: "run"|"warmup", wave: integer}[]
+function matrix.runs(s) end
+---The executor's cases, wave by wave, trials interleaved within a wave, with their outputs under
+---root (template mistakes: exit 2).
+---@param s table matrix.settings'
+---@param runs table[] matrix.runs'
+---@param root string
+---@return {name: string, argv: string[], env: table<string, string>, timeout: number?, run: table, trial: integer, out: string, params: table, cache_dir: string?, event_log: string?}[][] waves
+function matrix.cases(s, runs, root) end
+---A run's status with the reason it failed: its error, its exit status or signal, or the first of
+---its trials (in records, the manifest's runs) that failed.
+---@param record table
+---@param records table[]
+---@return string
+function matrix.status_text(record, records) end
+---The n longest stages, "compute 1.20 s, load 0.31 s".
+---@param stage_seconds table<string, number>?
+---@param n integer
+---@return string
+function matrix.top_stages(stage_seconds, n) end
+---The recipe context's matrix checked (bad input, missing inputs: exit 2 before a run directory
+---exists; with --dry-run missing inputs are only reported), the campaign opened and the records
+---declared.
+---@param ctx wb.Context
+---@return wb.Matrix
+function matrix.open(ctx) end
+
+-- wb.regress: the engine of recipes/regress.lua (docs/regress.md)
+
+---A regression hunt (regress.hunt): build and bench are argv lists of strings (build {} for none).
+---@class wb.RegressHunt
+---@field repo string
+---@field machine string
+---@field dir string the machine's results directory
+---@field build string[]
+---@field bench string[]
+---@field runs integer
+---@field warmup integer
+---@field seed integer
+---@field timeout number?
+---@field build_timeout number?
+---@field ci_level number
+---@field resamples integer
+---@field threshold number
+---@field alpha number
+---@field min_size number
+---@field first_parent boolean
+---@field skip_existing boolean
+---@field force boolean
+
+---A commit of regress.commits (regress.plan adds path and reuse).
+---@class wb.RegressCommit
+---@field sha string
+---@field short string
+---@field date string
+---@field subject string
+---@field path string? its stored result
+---@field reuse table? the stored result, when it can be reused
+
+---@class wb.regress
+local regress = {}
+---The hunt o with its build and bench words as strings.
+---@param o table
+---@return wb.RegressHunt
+function regress.hunt(o) end
+---git -C repo args...: its stdout; a failing git command fails the run (exit 1) with its message.
+---@param repo string
+---@param ... string
+---@return string
+function regress.git(repo, ...) end
+---The commits in commit order (rev-list --reverse of a range string, or the listed commits in their
+---order); a range that selects nothing or names no commit is a usage error (exit 2).
+---@param repo string
+---@param range string|string[]
+---@param first_parent boolean?
+---@return wb.RegressCommit[]
+function regress.commits(repo, range, first_parent) end
+---Writes the machine's description (kernel, CPU, memory) to path unless it exists.
+---@param path string
+---@param name string
+function regress.machine_info(path, name) end
+---The run names (short shas) and the cases to measure; sets each commit's result path and, when its
+---stored result can be reused, its reuse.
+---@param commits wb.RegressCommit[]
+---@param h wb.RegressHunt
+---@return string[] names, {name: string, argv: string[]}[] todo
+function regress.plan(commits, h) end
+---Each planned commit as campaign c's run named by its short sha: its stored result reused, or
+---measured and stored; progress on stderr.
+---@param c wb.Campaign
+---@param commits wb.RegressCommit[]
+---@param h wb.RegressHunt
+---@return integer measured, integer reused
+function regress.run(c, commits, h) end
+---The wb.regress v1 document of the planned commits, whose results are stored.
+---@param commits wb.RegressCommit[]
+---@param h wb.RegressHunt
+---@param range string|string[]
+---@param measured integer
+---@param reused integer
+---@return table doc
+function regress.document(commits, h, range, measured, reused) end
+---The document as Markdown: the steps, then the commits.
+---@param doc table
+---@return string
+function regress.markdown(doc) end
+---The series against commit index: means with CI error bars, fitted levels, steps, failures.
+---@param doc table
+---@return string svg
+function regress.chart(doc) end
+---The report page: steps, the chart, the commits.
+---@param doc table
+---@param chart_svg string
+---@return string html
+function regress.html(doc, chart_svg) end
+---The last 10 commits (HEAD~10..HEAD), or all of them ("HEAD") in a shorter history.
+---@param repo string
+---@return string range
+function regress.default_range(repo) end
+---Where runs/ goes: run from inside the repository under test, <git dir>/wb (which no commit and
+---no `git status` sees); elsewhere nil.
+---@param repo string
+---@return string?
+function regress.runs_root(repo) end
+
+-- wb.scaling: the engine of recipes/scaling.lua (docs/scaling.md)
+
+---@class wb.scaling
+local scaling = {}
+---The CPUs this process may use: nproc (CPU affinity), capped by a cgroup v2 CPU quota.
+---@return integer
+function scaling.cpu_count() end
+---The 1-minute load average, or nil.
+---@return number?
+function scaling.load_average() end
+---The configuration checked (bad input: exit 2); the worker counts sorted.
+---@param cfg {mode: "strong"|"weak", workers: integer[], size: integer, runs: integer, command: string[]}
+---@return integer[] workers
+function scaling.check(cfg) end
+---One wb.bench command per worker count and its problem size (weak: size × p / p0).
+---@param cfg table
+---@param workers integer[]
+---@return {name: string, argv: string[]}[] commands, integer[] sizes
+function scaling.commands(cfg, workers) end
+---The wb.scaling v1 document of the measured points.
+---@param cfg table
+---@param workers integer[]
+---@param sizes integer[]
+---@param summary table wb.bench summary
+---@param opts {ci_level: number?, resamples: integer?}? defaults 0.95, 2000
+---@return table doc
+function scaling.document(cfg, workers, sizes, summary, opts) end
+---The reports: md the scaling.md text, html the bench report of summary with the scaling sections
+---first, and the two charts.
+---@param cfg table
+---@param doc table scaling.document's
+---@param summary table wb.bench summary
+---@return {md: string, html: string, speedup_svg: string, efficiency_svg: string}
+function scaling.report(cfg, doc, summary) end
+
+-- wb.vep: the VEP profile reader of recipes/vep_breakdown.lua (docs/vep_breakdown.md)
+
+---@class wb.vep
+---@field RULES table[] the wb.scan rules of a capture
+local vep = {}
+---The breakdown of one capture (json-ready, schema wb.vep_breakdown v1).
+---@param path string
+---@param threads integer? wb.scan.file's threads
+---@return table? b, string? err
+function vep.analyse(path, threads) end
+---Fills b.reading: the interpretation rules as sentences with the numbers in.
+---@param b table vep.analyse's
+---@param cfg {bound_ratio: number, top: integer, wall: "auto"|"annotate"|"command"}
+---@param command_wall number? the measured command's wall seconds
+function vep.read(b, cfg, command_wall) end
+---What of a capture could not be read, one sentence each ({} when all of it was).
+---@param b table
+---@return string[]
+function vep.incomplete(b) end
+---The breakdown as Markdown.
+---@param b table
+---@param title string
+---@return string
+function vep.markdown(b, title) end
+---The reading as Markdown, after the command line, exit and wall time.
+---@param b table read (vep.read)
+---@param command table? vep.run_command's record
+---@return string
+function vep.summary(b, command) end
+---Two read breakdowns side by side (wb.vep_compare v1) and as Markdown.
+---@param a table
+---@param b table
+---@return table c, string md
+function vep.compare(a, b) end
+---Runs argv as campaign c's run "command" with env set, its stderr to logs/command.stderr.log (the
+---capture, at path log); command is its json-ready record. A command that cannot start fails the
+---run (exit 1).
+---@param c wb.Campaign
+---@param argv string[]
+---@param env table<string, string>?
+---@param timeout number?
+---@return {argv: string[], exit_code: integer|lightuserdata, signal: integer|lightuserdata, timed_out: boolean, wall_seconds: number, stderr_log: string} command, string log
+function vep.run_command(c, argv, env, timeout) end
+---A breakdown's headline figures, for its manifest record.
+---@param b table
+---@return table metrics
+function vep.metrics(b) end
 
 return wb

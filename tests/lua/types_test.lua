@@ -27,6 +27,7 @@ local INTERNAL = {
   ["wb.capture_unwind"] = "wb.capture's unwinding of user stacks",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",
+  ["wb.multirun"] = "--multirun of `wb run`, driven by wb.recipe",
 }
 
 -- "wb.x.f" -> true for each module function types.lua annotates (`---@class wb.x` followed by
