@@ -149,7 +149,7 @@ bench: all
 	@$(BUILD)/wb run bench/run.lua
 
 bench-smoke: all
-	@$(BUILD)/wb run bench/run.lua size=smoke
+	@$(BUILD)/wb run bench/run.lua size=smoke results=$(BUILD)/bench-smoke.md
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/wb \

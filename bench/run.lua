@@ -3,7 +3,40 @@
 -- `size=smoke` (make bench-smoke) runs every section with tiny sizes, to prove the suite runs.
 local wb = require "wb"
 
-local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "python", "memory", "slurm", "input" }
+local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "python", "memory", "slurm", "input", "compare" }
+
+-- The results file with one section measured again (only=NAME): the other sections stay as they
+-- were, the new one replaces the section whose command names only=NAME (or is added before the
+-- mutation-testing section), with the machine, date and commit of its own run.
+local function only_section(old, name, section, header)
+  if not section then return old end
+  local stamp = {}
+  for i = 1, #header do
+    if header[i]:match("^%- ") then stamp[#stamp + 1] = header[i]:sub(3) end
+  end
+  section = section:gsub("\n*$", "") .. "\n\nMeasured alone: " .. table.concat(stamp, "; ") .. ".\n\n"
+  if old == "" then return table.concat(header, "\n") .. section end
+  local parts, at = {}, 1
+  for pos in old:gmatch("()\n## ") do
+    parts[#parts + 1] = old:sub(at, pos)
+    at = pos + 1
+  end
+  parts[#parts + 1] = old:sub(at)
+  local marker = "only=" .. name .. "`"
+  for i = 2, #parts do
+    if parts[i]:find(marker, 1, true) then
+      parts[i] = section
+      return table.concat(parts)
+    end
+  end
+  local last = #parts
+  if parts[last]:match("^## Mutation testing") then
+    table.insert(parts, last, section)
+  else
+    parts[#parts + 1] = "\n" .. section
+  end
+  return table.concat(parts)
+end
 
 return wb.recipe {
   defaults = { size = "full", only = "", results = "bench/RESULTS.md" },
@@ -26,12 +59,14 @@ return wb.recipe {
     lines[#lines + 1] = "- wb: " .. wb.version .. (smoke and " (smoke sizes: figures are not meaningful)" or "")
     lines[#lines + 1] = ""
     local failures = 0
+    local measured = {} -- name -> the section's lines
     for _, name in ipairs(SECTIONS) do
       local path = "bench/" .. name .. ".lua"
       if wb.fs.exists(path) and (cfg.only == "" or cfg.only == name) then
         io.stderr:write("bench: ", name, "\n")
         local section = dofile(path)
         local ok, result = pcall(section.run, { smoke = smoke })
+        local first = #lines + 1
         lines[#lines + 1] = "## " .. section.title
         lines[#lines + 1] = ""
         if not ok then
@@ -51,12 +86,19 @@ return wb.recipe {
           if result.notes then lines[#lines + 1] = "" lines[#lines + 1] = result.notes end
         end
         lines[#lines + 1] = ""
+        measured[name] = table.concat(lines, "\n", first, #lines)
       end
     end
-    -- the section `make mutate` writes (tests/mutate/run.sh) is kept as it was
-    local mutation = (wb.fs.read(cfg.results) or ""):match("\n(## Mutation testing.*)$")
-    if mutation then lines[#lines + 1] = mutation end
-    local text = table.concat(lines, "\n")
+    local old = wb.fs.read(cfg.results) or ""
+    local text
+    if cfg.only ~= "" then
+      text = only_section(old, cfg.only, measured[cfg.only], lines)
+    else
+      -- the section `make mutate` writes (tests/mutate/run.sh) is kept as it was
+      local mutation = old:match("\n(## Mutation testing.*)$")
+      if mutation then lines[#lines + 1] = mutation end
+      text = table.concat(lines, "\n")
+    end
     wb.check(wb.fs.write(cfg.results, text))
     io.write(text)
     return failures == 0 and 0 or 1

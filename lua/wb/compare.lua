@@ -432,12 +432,16 @@ local function change_text(row)
   return s
 end
 
--- result = compare.compare(base_set, new_set [, {threshold, alpha, allow_empty}]) : {base, new,
+-- A row's change text is made when it is read: a 400k-metric comparison need not hold 400k of them.
+local ROW = { __index = function(r, k) if k == "change" then return change_text(r) end end }
+
+-- result = compare.compare(base_set, new_set [, {threshold, alpha, allow_empty, consume}]) : {base, new,
 -- threshold, rows, judged, summary}; rows sorted by metric name, each a verdict row (metric,
 -- kind, stat, base, new, delta, ratio, tested, p, q, ci_lo, ci_hi, verdict, reason, note) with
 -- record, name, unit and change added; all rows judged together (verdict.judge: the
 -- Benjamini–Hochberg correction when several are tested). Raises (exit 2) when no metric is in
--- both sets, unless allow_empty.
+-- both sets, unless allow_empty. consume: the sets' metrics are dropped as their rows are made
+-- (the sets are spent; a large comparison then holds one copy of its metrics).
 function M.compare(base, new, opts)
   opts = opts or {}
   local threshold = opts.threshold or verdict.DEFAULT_THRESHOLD
@@ -460,9 +464,11 @@ function M.compare(base, new, opts)
       resolution_of = b.resolution and "the kernel's user/system split (its scheduler tick)" })
     r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
+    if opts.consume then base.metrics[name], new.metrics[name] = nil, nil end
   end
+  if opts.consume then base.metrics, new.metrics = nil, nil end
   local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha })
-  for _, r in ipairs(rows) do r.change = change_text(r) end
+  for _, r in ipairs(rows) do setmetatable(r, ROW) end
   local c = judged.counts
   local text = verdict.summary_text(judged)
   local notes = {}
@@ -494,12 +500,16 @@ local function cells_of(r)
   return { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason }
 end
 
--- text = compare.markdown(result) : the table (each row with the reason for its verdict) and the
--- summary line
-function M.markdown(result)
+-- text = compare.markdown(result [, write]) : the table (each row with the reason for its verdict)
+-- and the summary line; with write, the text is passed to write(piece) line by line instead
+function M.markdown(result, write)
   local cells = { HEADER }
   for _, r in ipairs(result.rows) do cells[#cells + 1] = cells_of(r) end
-  return report.table(cells, { align = { "l", "r", "r", "l", "l" } }) .. "\n" .. result.summary.text .. "\n"
+  local out = {}
+  local emit = write or function(piece) out[#out + 1] = piece end
+  require("wb.page").md_table(cells, { "l", "r", "r", "l", "l" }, emit)
+  emit("\n" .. result.summary.text .. "\n")
+  return not write and table.concat(out) or nil
 end
 
 -- f = compare.html(result) : the same table and summary as a page kit fragment (lua/wb/page.lua),
@@ -636,12 +646,13 @@ function M.main(args)
   if #files ~= 2 then
     usage_error(string.format("expected two files (BASE and NEW), got %d", #files))
   end
+  opts.consume = true
   local result = M.compare(M.load(files[1]), M.load(files[2]), opts)
   if opts.json then
     M.write_document(result, function(piece) io.write(piece) end)
     io.write("\n")
   else
-    io.write(M.markdown(result))
+    M.markdown(result, function(piece) io.write(piece) end)
   end
   if opts.fail_on_regression and result.summary.regressions > 0 then return 1 end
   return 0

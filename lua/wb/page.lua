@@ -115,16 +115,19 @@ function M.list(items, opts)
 end
 
 -- The Markdown table of rows of strings (rows[1] the header), columns padded and aligned.
-local function md_table(rows, align)
+-- text = page.md_table(rows, align [, write]) : a Markdown table, rows[1] the header, columns
+-- padded to their widest cell; with write, its lines go to write(line .. "\n") one by one instead
+local function md_table(rows, align, write)
+  local function cell(row, j) -- the cell's text on one line, pipes escaped once
+    local s = row[j] == nil and "" or tostring(row[j])
+    if s:find("[\r\n|]") then s = s:gsub("[\r\n]+", " "):gsub("\\?|", "\\|") end
+    return s
+  end
   local ncol, width = 0, {}
   for _, row in ipairs(rows) do ncol = math.max(ncol, #row) end
-  local cells = {}
-  for i, row in ipairs(rows) do
-    cells[i] = {}
+  for _, row in ipairs(rows) do
     for j = 1, ncol do
-      local s = row[j] == nil and "" or tostring(row[j])
-      if s:find("[\r\n|]") then s = s:gsub("[\r\n]+", " "):gsub("\\?|", "\\|") end -- escaped once
-      cells[i][j] = s
+      local s = cell(row, j)
       width[j] = math.max(width[j] or 3, utf8.len(s) or #s)
     end
   end
@@ -135,20 +138,21 @@ local function md_table(rows, align)
     return s .. (" "):rep(gap)
   end
   local out = {}
-  for i, row in ipairs(cells) do
-    local line = {}
-    for j = 1, ncol do line[j] = pad(row[j], width[j], align[j]) end
-    out[#out + 1] = "| " .. table.concat(line, " | ") .. " |"
+  local emit = write or function(line) out[#out + 1] = line end
+  local line = {}
+  for i, row in ipairs(rows) do
+    for j = 1, ncol do line[j] = pad(cell(row, j), width[j], align[j]) end
+    emit("| " .. table.concat(line, " | ") .. " |\n")
     if i == 1 then
       local rule = {}
       for j = 1, ncol do
         local a = align[j] or "l"
         rule[j] = ((a == "l" or a == "c") and ":" or "-") .. ("-"):rep(width[j] - 2) .. ((a == "r" or a == "c") and ":" or "-")
       end
-      out[#out + 1] = "| " .. table.concat(rule, " | ") .. " |"
+      emit("| " .. table.concat(rule, " | ") .. " |\n")
     end
   end
-  return table.concat(out, "\n") .. "\n"
+  return not write and table.concat(out) or nil
 end
 M.md_table = md_table
 

@@ -731,8 +731,9 @@ function compare.load(path) end
 function compare.from_document(doc, path) end
 ---@return {rows: wb.VerdictRow[], summary: table}
 function compare.compare(base_set, new_set, opts) end
----@return string
-function compare.markdown(result) end
+---@param write? fun(piece: string) given: the text goes to it piece by piece and nil is returned
+---@return string?
+function compare.markdown(result, write) end
 ---@return string
 function compare.html(result) end
 ---@return table
@@ -897,8 +898,9 @@ function page.md_code(v) end
 ---The Markdown table of rows of strings (rows[1] the header), columns padded and aligned.
 ---@param rows any[][]
 ---@param align ("l"|"r"|"c")[] one per column (nil entries: "l")
----@return string markdown ending in "\n"
-function page.md_table(rows, align) end
+---@param write? fun(line: string) given: each line (with its "\n") goes to it and nil is returned
+---@return string? markdown ending in "\n"
+function page.md_table(rows, align, write) end
 ---s in a code span.
 ---@param s any
 ---@return wb.PageFragment
