@@ -111,7 +111,13 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
 typedef struct wb_unw_objstat {
   wb_dwobj *obj;
   uint64_t cfi, fp, stopped;
+  uint64_t stops[WB_UNW_NREASONS]; /* the walks that stopped there, by reason */
 } wb_unw_objstat;
+
+/* What a sampler appends to the pcs of a walk that stopped before the stack's end (and before
+ * its max), so that aggregation and the folded output keep it apart as truncated: no user pc is
+ * all ones. */
+#define WB_UNW_TRUNCATED_PC UINT64_MAX
 
 const wb_unw_objstat *wb_unwinder_objects(const wb_unwinder *u, size_t *n);
 const uint64_t *wb_unwinder_reasons(const wb_unwinder *u); /* [WB_UNW_NREASONS] walks */

@@ -386,6 +386,10 @@ const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {
   wb_kallsyms_load();
   size_t lo = count_at_or_below(ksyms.syms, ksyms.n, addr);
   if (lo == 0 || lo == ksyms.n) return NULL; /* below the first or past the last symbol */
+  const char *name = ksyms.names.p + ksyms.syms[lo - 1].name;
+  /* past the end of the kernel image's text: code of no listed symbol (a BPF program gone from
+   * kallsyms, a trampoline), not the marker's */
+  if (strcmp(name, "_etext") == 0 || strcmp(name, "_einittext") == 0) return NULL;
   *off = addr - ksyms.syms[lo - 1].addr;
-  return ksyms.names.p + ksyms.syms[lo - 1].name;
+  return name;
 }

@@ -207,6 +207,7 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
   uspace *a = find_space(u, pid, 1);
   if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
   int n = 0, why = WB_UNW_DEPTH;
+  wb_unw_objstat *st = NULL; /* the object of the frame being unwound, while it is */
   while (a && n < max) {
     out[n++] = ip;
     uint64_t pc = ip - (n > 1); /* a return address: the call is the byte before */
@@ -224,7 +225,7 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
       why = ip == 0 ? WB_UNW_COMPLETE : WB_UNW_NO_MAP;
       break;
     }
-    wb_unw_objstat *st = stat_of(u, m);
+    st = stat_of(u, m);
     uint64_t vaddr = wb_dwobj_vaddr(m->obj, pc - m->start + m->pgoff);
     const wb_unw_row *r = vaddr ? wb_dwobj_row(m->obj, vaddr) : NULL;
     uint64_t ra = 0, nsp, nbp = bp;
@@ -233,7 +234,6 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
       if (!read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->ra_off, &ra) ||
           (r->bp_rule == 1 && !read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->bp_off, &nbp))) {
         why = WB_UNW_OFF_STACK;
-        if (st) st->stopped++;
         break;
       }
       nsp = cfa;
@@ -244,14 +244,12 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     } else if ((!r || r->kind == WB_UNW_NO_CFI) && wb_dwobj_frame_pointers(m->obj)) {
       if (bp < sp || !read_word(stack, len, base, bp, &nbp) || !read_word(stack, len, base, bp + 8, &ra)) {
         why = WB_UNW_OFF_STACK;
-        if (st) st->stopped++;
         break;
       }
       nsp = bp + 16;
       if (st) st->fp++;
     } else {
       why = r ? r->kind : WB_UNW_NO_CFI;
-      if (st) st->stopped++;
       break;
     }
     if (ra == 0) {
@@ -260,12 +258,16 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     }
     if (nsp <= sp) {
       why = WB_UNW_BAD;
-      if (st) st->stopped++;
       break;
     }
     ip = ra;
     sp = nsp;
     bp = nbp;
+    st = NULL;
+  }
+  if (st && why != WB_UNW_COMPLETE) {
+    st->stopped++;
+    st->stops[why]++;
   }
   if (!a) why = WB_UNW_NO_MAP;
   u->reasons[why]++;
@@ -303,6 +305,10 @@ void wb_unwind_push_stats(lua_State *L, const wb_unwinder *u) {
     wb_set_int(L, "cfi", (lua_Integer)s->cfi);
     wb_set_int(L, "fp", (lua_Integer)s->fp);
     wb_set_int(L, "stopped", (lua_Integer)s->stopped);
+    lua_createtable(L, 0, 2);
+    for (int r = 1; r < WB_UNW_NREASONS; r++)
+      if (s->stops[r]) wb_set_int(L, wb_unw_stop_names[r], (lua_Integer)s->stops[r]);
+    lua_setfield(L, -2, "stops");
     wb_set_str(L, "method", s->cfi ? (s->fp ? "cfi+fp" : "cfi") : s->fp ? "fp" : "none");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }

@@ -11,8 +11,16 @@
 local M = {}
 
 M.RUN_QUEUE = "[run queue]"
+-- A user stack whose walk stopped before its end (core/lunwind.h's WB_UNW_TRUNCATED_PC closes
+-- its pcs), or one the kernel cut at its frame limit, gets this frame above its outermost one,
+-- with its depth.
+M.TRUNCATED = "[truncated after %d frames]"
+M.TRUNCATED_PC = -1
+M.KERNEL_MAX_DEPTH = 127 -- the kernel's frame-pointer walks (perf_event_max_stack) stop there
 
--- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks.
+-- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks,
+-- with the frames they called, when among the first PROBE_DEPTH frames.
+M.PROBE_DEPTH = 6
 local MACHINERY = { "^bpf_prog_", "^bpf_trace_run", "^__bpf_trace_", "^__traceiter_", "^perf_trace_" }
 
 local function machinery(name)
@@ -92,13 +100,15 @@ function M.fold(records, sym, opts)
       symbols[name] = v
     end
     if kind == "kernel" then
-      -- the probe's own frames at the leaf: the machinery and the unnamed (JIT-compiled BPF)
-      -- frames it called, up to the last machinery frame of that leading run
-      local first, i, dropped, unknown = 1, 1, 0, 0
-      while i <= #list and (machinery(list[i]) or list[i]:find("^%[unknown%]")) do
-        if list[i]:find("^%[unknown%]") then unknown = unknown + 1 end
-        i = i + 1
-        if machinery(list[i - 1]) then first, dropped = i, unknown end
+      -- the probe's own frames at the leaf: the machinery and the JIT-compiled BPF program it
+      -- called (unnamed, or named after whatever kernel symbol precedes its address), up to the
+      -- last machinery frame among the first PROBE_DEPTH
+      local first, dropped = 1, 0
+      for i = 1, math.min(#list, M.PROBE_DEPTH) do
+        if machinery(list[i]) then first = i + 1 end
+      end
+      for i = 1, first - 1 do
+        if list[i]:find("^%[unknown%]") then dropped = dropped + 1 end
       end
       if first > 1 then
         list = table.move(list, first, #list, 1, {})
@@ -113,7 +123,15 @@ function M.fold(records, sym, opts)
   for _, r in ipairs(records) do
     if r.count > 0 then
       local frames = { by_pid and (r.comm .. "-" .. r.pid) or r.comm }
-      local user, ubad = names(r.pid, r.user, "user")
+      local addrs, depth = r.user, #r.user
+      if addrs[depth] == M.TRUNCATED_PC then
+        depth = depth - 1
+        addrs = table.move(addrs, 1, depth, 1, {})
+      end
+      if depth > 0 and (depth < #r.user or depth >= M.KERNEL_MAX_DEPTH) then
+        frames[2] = string.format(M.TRUNCATED, depth)
+      end
+      local user, ubad = names(r.pid, addrs, "user")
       local kernel, kbad = names(r.pid, r.kernel, "kernel")
       for i = #user, 1, -1 do frames[#frames + 1] = user[i] end
       for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end
@@ -170,7 +188,7 @@ function M.top(stacks, n, opts)
     local leaf
     for j = first, #st.frames do
       local f = top_name(st.frames[j])
-      if not user_only or is_function(f) then
+      if not f:find("^%[truncated after") and (not user_only or is_function(f)) then
         leaf = f
         if seen[f] ~= i then
           seen[f] = i

@@ -323,7 +323,6 @@ T.case("object: what a file offers the unwinder; misuse raises", function()
   T.eq(stop, "no_mapping")
   T.raises(function() u:walk(1, { ip = 1 }, "") end, "regs.sp")
   T.raises(function() u:walk(1, { ip = 1, sp = 1, bp = 1 }, "", 0) end, "1..1024")
-  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "perf_cli" } end, "needs method")
   T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "bpf", stack_size = 32768 } end,
     "needs method")
   T.raises(function() require("wb.bpf").open { ustack = 100 } end, "ustack")
@@ -349,12 +348,14 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
   T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
 end)
 
--- The 2:1 program, then a function blocked in nanosleep (25 x 20 ms) and one in read() on a pipe
--- that a child writes every 50 ms (5 times); it measures the wall time of those calls itself
--- (a second output line) since a loaded machine can delay the reader past the first write.
+-- The 2:1 program, then four functions that block in libc: sleeper in nanosleep (25 x 20 ms),
+-- pipe_reader in read() on a pipe that a child writes every 50 ms (5 times), joiner in
+-- pthread_join on a thread that spins 0.2 s, reap in waitpid on a child that sleeps 0.2 s. It
+-- measures the wall time of those calls itself (a second output line), since a loaded machine
+-- stretches them.
 local BLOCKING = SPLIT:gsub("int main%(", [[
 static double wall(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
-static double slept, read_wait;
+static double slept, read_wait, join_wait, reap_wait;
 __attribute__((noinline)) void sleeper(void) {
   struct timespec t = {0, 20000000};
   double t0 = wall();
@@ -378,11 +379,36 @@ __attribute__((noinline)) void pipe_reader(void) {
     if (read(fds[0], &c, 1) != 1) break;
     read_wait += wall() - t0;
   }
+  wait(NULL);
+}
+static void *spinner(void *arg) {
+  double t0 = wall();
+  while (wall() - t0 < 0.2) sink++;
+  return arg;
+}
+__attribute__((noinline)) void joiner(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, spinner, NULL)) return;
+  double t0 = wall();
+  pthread_join(t, NULL);
+  join_wait = wall() - t0;
+}
+__attribute__((noinline)) void reap(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct timespec t = {0, 200000000};
+    nanosleep(&t, NULL);
+    _exit(0);
+  }
+  double t0 = wall();
+  waitpid(pid, NULL, 0);
+  reap_wait = wall() - t0;
 }
 int main(]], 1)
-BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  printf(", 1)
-BLOCKING = BLOCKING:gsub("  return 0;\n}\n$", "  printf(\"%%.6f %%.6f\\n\", slept, read_wait);\n%0", 1)
-BLOCKING = "#include <unistd.h>\n" .. BLOCKING
+BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  joiner();\n  reap();\n  printf(", 1)
+BLOCKING = BLOCKING:gsub("  return 0;\n}\n$",
+  "  printf(\"%%.6f %%.6f %%.6f %%.6f\\n\", slept, read_wait, join_wait, reap_wait);\n%0", 1)
+BLOCKING = "#include <pthread.h>\n#include <sys/wait.h>\n#include <unistd.h>\n" .. BLOCKING
 
 -- {root frame = folded text of its lines}
 local function by_root(folded)
@@ -394,38 +420,58 @@ local function by_root(folded)
   return t
 end
 
+-- The seconds under frame `fn` whose next frame (the libc function it called) matches `callee`.
+local function under_call(folded, fn, callee)
+  local n = 0
+  for line in folded:gmatch("[^\n]+") do
+    local next_frame = (line:match("^(.*) %d+$") .. ";"):match(";" .. fn:gsub("%p", "%%%0") .. ";([^;]*);")
+    if next_frame and next_frame:find(callee) then n = n + tonumber(line:match(" (%d+)$")) end
+  end
+  return n / 1e9
+end
+
 for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer", { "-fno-omit-frame-pointer" } } }) do
-  T.case("eBPF, unwind=dwarf, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper and " ..
-    "pipe_reader (the callers of nanosleep and read) within 10%", function()
+  T.case("eBPF, default unwinding, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper, "
+    .. "pipe_reader, joiner and reap (the callers of nanosleep, read, pthread_join, waitpid) within 10%", function()
     local ok, why = require("wb.bpf").available()
     if not ok then T.skip("eBPF unavailable: " .. why) end
-    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", variant[2])
-    local res = profile({ exe, "1.0" }, 999, "bpf")
-    local ta, tb, slept, read_wait = res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+)\n$")
+    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", { "-pthread", table.unpack(variant[2]) })
+    local res = assert(capture.run { argv = { exe, "1.0" }, freq = 999, stdout = "capture", method = "bpf" })
+    T.ok(res.ok, "the program ran")
+    local ta, tb, slept, read_wait, join_wait, reap_wait =
+      res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+) (%S+) (%S+)\n$")
     local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
-    T.ok(tonumber(slept) >= 0.5 and tonumber(read_wait) > 0.1, "the planted sleep and wait") -- longer when loaded
+    slept, read_wait, join_wait, reap_wait = tonumber(slept), tonumber(read_wait), tonumber(join_wait),
+      tonumber(reap_wait)
+    T.ok(slept >= 0.5 and read_wait > 0.1 and join_wait >= 0.2 and reap_wait >= 0.2, "the planted waits")
     local on = res.oncpu.folded_text
     local alpha, total = under(on, "outer_alpha")
-    T.ok(total > 500, "samples: " .. total)
-    T.near(alpha / total, truth, 0.03, "outer_alpha's share")
-    T.near(under(on, "outer_beta") / total, 1 - truth, 0.03, "outer_beta's share")
-    T.ok(under(on, "main") / total >= 0.95, "on-CPU samples reach main")
+    local beta = under(on, "outer_beta")
+    T.ok(alpha + beta > 500, "samples: " .. alpha + beta)
+    T.near(alpha / (alpha + beta), truth, 0.03, "outer_alpha's share of the split (joiner's thread spins too)")
+    T.ok((under(on, "main") + under(on, "start_thread")) / total >= 0.95, "on-CPU samples reach main or start_thread")
     local off = res.offcpu.folded_text
-    T.near(under(off, "sleeper;__nanosleep") / 1e9, tonumber(slept), 0.05 * tonumber(slept),
-      "seconds blocked under sleeper (within 5% of the program's measurement)")
-    T.near(under(off, "pipe_reader;read") / 1e9, tonumber(read_wait), 0.1 * tonumber(read_wait),
+    T.near(under_call(off, "sleeper", "nanosleep"), slept, 0.05 * slept,
+      "seconds blocked in nanosleep under sleeper (within 5% of the program's measurement)")
+    T.near(under_call(off, "pipe_reader", "^read"), read_wait, 0.1 * read_wait,
       "seconds blocked in read under pipe_reader (within 10%)")
+    T.near(under_call(off, "joiner", "pthread_%a*join"), join_wait, 0.1 * join_wait,
+      "seconds blocked in pthread_join under joiner (within 10%)")
+    T.near(under_call(off, "reap", "wait"), reap_wait, 0.1 * reap_wait,
+      "seconds blocked in waitpid under reap (within 10%)")
     local main_pid = tostring(res.processes[1])
     local mine
     for root, text in pairs(by_root(off)) do
       if root:sub(-#main_pid - 1) == "-" .. main_pid then mine = text end
     end
-    local named = under(mine, "sleeper") + under(mine, "pipe_reader")
+    local named = 0
+    for _, fn in ipairs({ "sleeper", "pipe_reader", "joiner", "reap" }) do named = named + under(mine, fn) end
     local blocked = 0
     for line in mine:gmatch("[^\n]+") do
       if not line:find("[run queue]", 1, true) then blocked = blocked + tonumber(line:match(" (%d+)$")) end
     end
     T.ok(named / blocked >= 0.95, string.format("%.1f%% of the blocked time names the user function", 100 * named / blocked))
+    T.ok(not off:find("bpf_", 1, true) and not on:find("bpf_", 1, true), "no frame of wb's own probes")
     T.ok(res.offcpu.unwind.reach_entry_fraction >= 0.95, "off-CPU stacks reach main")
     T.ok(res.oncpu.unwind.truncated_fraction <= 0.05)
     T.eq(res.oncpu.lost, 0)
