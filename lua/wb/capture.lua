@@ -398,7 +398,8 @@ local function profile_of(kind, text, info, opts, extra)
 end
 
 local function finish_profile(kind, records, symbolizer, root, opts, extra)
-  local text, info = fold.fold(records, symbolizer, { root = root })
+  local text, info = fold.fold(records, symbolizer, { root = root,
+    cut = opts.unwind == "fp" and fold.KERNEL_MAX_DEPTH or nil })
   return profile_of(kind, text, info, opts, extra)
 end
 

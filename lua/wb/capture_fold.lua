@@ -77,13 +77,15 @@ function M.process_count(...)
   return n
 end
 
--- text, info = M.fold(records, sym [, {root = "comm"|"pid"}]) : records = {{pid, comm, kind =
+-- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n}]) : records = {{pid, comm, kind =
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
 -- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil}.
+-- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
+-- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH).
 function M.fold(records, sym, opts)
-  local by_pid = opts and opts.root == "pid"
+  local by_pid, cut = opts and opts.root == "pid", opts and opts.cut
   local memo, symbols = {}, nil
   local function names(pid, addrs, kind)
     if #addrs == 0 then return {}, 0 end
@@ -128,10 +130,10 @@ function M.fold(records, sym, opts)
         depth = depth - 1
         addrs = table.move(addrs, 1, depth, 1, {})
       end
-      if depth > 0 and (depth < #r.user or depth >= M.KERNEL_MAX_DEPTH) then
-        frames[2] = string.format(M.TRUNCATED, depth)
-      end
       local user, ubad = names(r.pid, addrs, "user")
+      if depth > 0 and (depth < #r.user or (cut and depth >= cut)) then
+        frames[2] = string.format(M.TRUNCATED, #user) -- the frames shown, inlined ones included
+      end
       local kernel, kbad = names(r.pid, r.kernel, "kernel")
       for i = #user, 1, -1 do frames[#frames + 1] = user[i] end
       for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end

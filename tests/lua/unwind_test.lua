@@ -515,3 +515,126 @@ T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walk
   T.ok(libz > 50, "frames walked in libz: " .. libz)
   T.ok(u.reach_entry_fraction >= 0.95, string.format("%.1f%% reach main", 100 * u.reach_entry_fraction))
 end)
+
+-- A 300-deep recursion (each frame holds a volatile local, so none is a tail call or a loop)
+-- whose leaf spins.
+local DEEP = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long deep_leaf(long n) {
+  unsigned long x = sink;
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  return x;
+}
+__attribute__((noinline)) unsigned long deep(int d, long n) {
+  volatile int keep = d;
+  unsigned long r = d == 0 ? deep_leaf(n) : deep(d - 1, n);
+  return r + keep;
+}
+int main(int argc, char **argv) {
+  int depth = atoi(argv[1]);
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) sink += deep(depth, 2000000);
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+-- The largest count of frame `fn` in one stack, and the samples of stacks marked truncated.
+local function max_run(folded, fn)
+  local most, truncated = 0, 0
+  for line in folded:gmatch("[^\n]+") do
+    local n = 0
+    for f in (line:match("^(.*) %d+$") .. ";"):gmatch("([^;]*);") do
+      if f == fn then n = n + 1 end
+    end
+    most = math.max(most, n)
+    if line:find("[truncated after ", 1, true) then truncated = truncated + tonumber(line:match(" (%d+)$")) end
+  end
+  return most, truncated
+end
+
+T.case("a 300-deep recursion: with the default 8 KiB copies its stacks are marked truncated with their depth; "
+  .. "with stack_size = 16376 they reach main", function()
+  need_perf()
+  local exe = build("deep", "c", DEEP, "gcc")
+  local res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false })
+  local on = res.oncpu.folded_text
+  local _, total = under(on, "deep_leaf")
+  local most, truncated = max_run(on, "deep")
+  T.ok(truncated / total >= 0.9, string.format("%d of %d samples marked truncated", truncated, total))
+  for line in on:gmatch("[^\n]+") do -- the mark gives the count of user frames after it
+    local depth, rest = line:match("^[^;]*;%[truncated after (%d+) frames%];(.*) %d+$")
+    if depth then
+      local n = 0
+      for f in (rest .. ";"):gmatch("([^;]*);") do
+        if not f:find("_%[k%]$") then n = n + 1 end
+      end
+      T.eq(n, tonumber(depth), "frames after the mark")
+      if rest:find(";deep_leaf", 1, true) then T.ok(n > 100, "walked deep: " .. n) end
+    end
+  end
+  T.ok(most > 100 and most < 301)
+  T.ok(res.oncpu.unwind.reasons.off_stack >= 0.9 * res.oncpu.unwind.walks, "stopped at the end of the copy")
+  T.ok(not on:find(";main;deep;[^\n]*;deep_leaf"), "no caller invented past the copy")
+  res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false, stack_size = 16376 })
+  on = res.oncpu.folded_text
+  _, total = under(on, "deep_leaf")
+  T.ok(under(on, "main") / total >= 0.95, string.format("%d of %d samples reach main", under(on, "main"), total))
+  T.eq((max_run(on, "deep")), 302, "the root frame (the process) and all 301 frames of deep")
+  T.ok(not on:find("%[truncated[^\n]*;deep_leaf"), "no stack of the recursion truncated")
+  -- frame pointers walked by the kernel stop at its 127 frames: marked too
+  local fp_exe = build("deepfp", "c", DEEP, "gcc", { "-fno-omit-frame-pointer" })
+  res = assert(capture.run { argv = { fp_exe, "300" }, freq = 499, stdout = "capture", offcpu = false, unwind = "fp" })
+  on = res.oncpu.folded_text
+  _, total = under(on, "deep_leaf")
+  local marked = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";[truncated after 127 frames];deep;", 1, true) then marked = marked + tonumber(line:match(" (%d+)$")) end
+  end
+  T.ok(marked / total >= 0.9, string.format("%d of %d samples marked at the kernel's limit", marked, total))
+end)
+
+T.case("method perf_cli: perf record --call-graph dwarf by default (the split and main), frame pointers with "
+  .. "unwind = \"fp\"", function()
+  if not capture.profiler("perf").available then T.skip("perf: " .. capture.profiler("perf").notes) end
+  local exe = build("split0", "c", SPLIT, "gcc")
+  local res = assert(capture.run { argv = { exe, "0.6" }, freq = 499, method = "perf_cli", stdout = "capture",
+    offcpu = false })
+  T.eq(res.method, "perf_cli")
+  local ta, tb = res.result.stdout:match("^(%S+) (%S+)\n$")
+  local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+  local alpha, total = under(res.oncpu.folded_text, "outer_alpha")
+  T.ok(total > 150, "samples: " .. total)
+  T.near(alpha / total, truth, 0.05, "outer_alpha's share")
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95, "perf's dwarf stacks reach main")
+  res = assert(capture.run { argv = { exe, "0.3" }, freq = 499, method = "perf_cli", stdout = "capture",
+    offcpu = false, unwind = "fp" })
+  alpha, total = under(res.oncpu.folded_text, "outer_alpha")
+  T.ok(alpha / total < 0.1, "frame pointers lose churn's caller in this build")
+end)
+
+T.case("Debian's python3 (no frame pointers), default unwinding: native stacks reach main through "
+  .. "_PyEval_EvalFrameDefault", function()
+  local py = "/usr/bin/python3"
+  if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
+  need_perf()
+  local res = assert(capture.run { argv = { py, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1: sum(range(1000))" },
+    freq = 499, stdout = "capture", offcpu = false, python = false })
+  local on = res.oncpu.folded_text
+  local _, total = under(on, "_PyEval_EvalFrameDefault")
+  local through = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";__libc_start_call_main;.-Py_BytesMain;.-;_PyEval_EvalFrameDefault;") then
+      through = through + tonumber(line:match(" (%d+)$"))
+    end
+  end
+  T.ok(total > 100, "samples: " .. total)
+  T.ok(through / total >= 0.9, string.format("%d of %d samples reach libc's start through Py_BytesMain and the "
+    .. "eval loop", through, total))
+  T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
+  for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
+end)
