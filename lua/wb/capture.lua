@@ -274,7 +274,7 @@ local function outputs(kind, text, info, opts)
   t.svg = write(base .. ".svg", flame.svg(stacks, { title = title, unit = unit,
     colors = kind == "offcpu" and "io" or "hot" }))
   t.speedscope = write(base .. ".speedscope.json", flame.speedscope(stacks,
-    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none" }))
+    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none", located = info.located }))
   return t
 end
 

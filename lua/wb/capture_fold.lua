@@ -81,7 +81,10 @@ end
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
--- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil}.
+-- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil,
+-- located = the stacks kept apart by the source position of their sampled user address:
+-- {{frames, count, leaf (the index of the deepest user frame), file, line}}, file and line nil
+-- where the symbolizer had none}.
 -- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
 -- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH).
 function M.fold(records, sym, opts)
@@ -95,8 +98,8 @@ function M.fold(records, sym, opts)
       memo[pid] = m
     end
     local hit = m[kind][addrs]
-    if hit then return hit[1], hit[2] end
-    local list, unresolved, info = sym:frames(pid, addrs, kind)
+    if hit then return hit[1], hit[2], hit[3] end
+    local list, unresolved, info, leaf = sym:frames(pid, addrs, kind)
     for name, v in pairs(info or {}) do
       symbols = symbols or {}
       symbols[name] = v
@@ -117,10 +120,11 @@ function M.fold(records, sym, opts)
         unresolved = math.max(unresolved - dropped, 0)
       end
     end
-    m[kind][addrs] = { list, unresolved }
-    return list, unresolved
+    m[kind][addrs] = { list, unresolved, leaf }
+    return list, unresolved, leaf
   end
   local counts, order = {}, {}
+  local located, lorder = {}, {} -- the stacks again, apart by the source line of their user leaf
   local total, unresolved, by_kind = 0, 0, {}
   for _, r in ipairs(records) do
     if r.count > 0 then
@@ -130,12 +134,13 @@ function M.fold(records, sym, opts)
         depth = depth - 1
         addrs = table.move(addrs, 1, depth, 1, {})
       end
-      local user, ubad = names(r.pid, addrs, "user")
+      local user, ubad, leaf = names(r.pid, addrs, "user")
       if depth > 0 and (depth < #r.user or (cut and depth >= cut)) then
         frames[2] = string.format(M.TRUNCATED, #user) -- the frames shown, inlined ones included
       end
       local kernel, kbad = names(r.pid, r.kernel, "kernel")
       for i = #user, 1, -1 do frames[#frames + 1] = user[i] end
+      local leaf_at = #frames
       for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end
       if r.kind == "runqueue" then frames[#frames + 1] = M.RUN_QUEUE end
       local key = table.concat(frames, ";")
@@ -144,6 +149,14 @@ function M.fold(records, sym, opts)
         order[#order + 1] = { key = key, frames = frames }
       end
       counts[key] = counts[key] + r.count
+      local lkey = leaf and (key .. "\0" .. leaf.file .. ":" .. leaf.line) or key
+      local l = located[lkey]
+      if not l then
+        l = { frames = frames, count = 0, leaf = leaf and leaf_at, file = leaf and leaf.file, line = leaf and leaf.line }
+        located[lkey] = l
+        lorder[#lorder + 1] = lkey
+      end
+      l.count = l.count + r.count
       total = total + r.count
       if ubad + kbad > 0 then unresolved = unresolved + r.count end
       by_kind[r.kind or "oncpu"] = (by_kind[r.kind or "oncpu"] or 0) + r.count
@@ -158,8 +171,13 @@ function M.fold(records, sym, opts)
     lines[i] = o.key .. " " .. counts[o.key]
     stacks[i] = { frames = o.frames, count = counts[o.key] }
   end
+  table.sort(lorder, function(a, b)
+    if located[a].count ~= located[b].count then return located[a].count > located[b].count end
+    return a < b
+  end)
+  for i, k in ipairs(lorder) do lorder[i] = located[k] end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
-    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols }
+    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols, located = lorder }
 end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end

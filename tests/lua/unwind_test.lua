@@ -638,3 +638,45 @@ T.case("Debian's python3 (no frame pointers), default unwinding: native stacks r
   T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
 end)
+
+local TWO_LINES = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long two_loops(unsigned long x, long n) {
+  for (long i = 0; i < 2 * n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL; // LOOP_A
+  for (long i = 0; i < n; i++) x = x * 2862933555777941757UL + 3037000493UL; // LOOP_B
+  return x;
+}
+int main(int argc, char **argv) {
+  double secs = argc > 1 ? atof(argv[1]) : 1.0, t0 = cpu();
+  while (cpu() - t0 < secs) sink += two_loops(sink, 4000000);
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+T.case("speedscope: the leaf's file:line per sampled address (two hot lines of one function, 2:1)", function()
+  need_perf()
+  local exe, src = build("lines", "c", TWO_LINES, "gcc")
+  local out = T.tmpdir()
+  local res = assert(capture.run { argv = { exe, "0.8" }, freq = 499, stdout = "capture", offcpu = false, dir = out,
+    name = "lines" })
+  local doc = assert(require("wb.json").decode(fs.read(res.oncpu.speedscope)))
+  local prof = doc.profiles[1]
+  local by_line, total = {}, 0
+  for i, sample in ipairs(prof.samples) do
+    local leaf = doc.shared.frames[sample[#sample] + 1]
+    total = total + prof.weights[i]
+    if leaf.name == "two_loops" then
+      T.eq(leaf.file, src)
+      by_line[leaf.line] = (by_line[leaf.line] or 0) + prof.weights[i]
+    end
+  end
+  local a, b = by_line[line_of(TWO_LINES, "// LOOP_A")] or 0, by_line[line_of(TWO_LINES, "// LOOP_B")] or 0
+  T.ok(a + b >= 0.9 * total, string.format("%d + %d of %d samples on the two lines", a, b, total))
+  T.near(a / (a + b), 2 / 3, 0.05, "LOOP_A's share")
+  T.eq(prof.endValue, res.oncpu.samples)
+end)
