@@ -402,7 +402,8 @@ static int l_tostring(lua_State *L) {
 }
 
 /* -- info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
- * .dynsym), debug_file?, error?, frame_pointers = {functions, with}} — frame_pointers counts the
+ * .dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, frame_pointers
+ * = {functions, with}} — frame_pointers counts the
  * functions (of a file with a .symtab) whose code starts by setting up %rbp */
 static int l_file(lua_State *L) {
   wb_elf *e = wb_elf_get(luaL_checkstring(L, 1));
@@ -412,6 +413,7 @@ static int l_file(lua_State *L) {
   wb_set_int(L, "symbols", (lua_Integer)e->nsyms);
   wb_set_bool(L, "symtab", e->symtab);
   if (e->debug_file) wb_set_str(L, "debug_file", e->debug_file);
+  if (e->minidebug) wb_set_bool(L, "minidebug", 1);
   if (e->err[0]) wb_set_str(L, "error", e->err);
   if (e->symtab && !e->debug_file) {
     wb_elf_check_frame_pointers(e);

@@ -680,3 +680,30 @@ T.case("speedscope: the leaf's file:line per sampled address (two hot lines of o
   T.near(a / (a + b), 2 / 3, 0.05, "LOOP_A's share")
   T.eq(prof.endValue, res.oncpu.samples)
 end)
+
+T.case("libc6-dbg: libc's inline chains and lines through its build-id debug file, as addr2line -i -f gives them",
+  function()
+  local libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+  local o = unwind.object(libc)
+  if not o.debug_file then T.skip("libc6-dbg not installed (make deps installs it)") end
+  T.eq(o.debug_file, string.format("/usr/lib/debug/.build-id/%s/%s.debug", o.build_id:sub(1, 2), o.build_id:sub(3)))
+  T.ok(o.debug_info)
+  local base = tonumber(run({ "nm", o.debug_file }):match("(%x+) t __futex_abstimed_wait_common\n"), 16)
+  T.ok(base, "__futex_abstimed_wait_common in the debug file")
+  local inlined = 0
+  for off = 0, 160, 4 do
+    local want = {}
+    for name, pos in run({ "addr2line", "-i", "-f", "-e", o.debug_file, string.format("0x%x", base + off) })
+      :gmatch("([^\n]+)\n([^\n]+)\n") do
+      want[#want + 1] = { name = name, line = tonumber(pos:match(":(%d+)")) }
+    end
+    local got = unwind.symbolize(libc, base + off)
+    T.eq(#got, #want, string.format("frames at +0x%x", off))
+    for i, f in ipairs(got) do
+      T.eq(f.mangled or f.name, want[i].name)
+      T.eq(f.line, want[i].line)
+    end
+    if #got > 1 then inlined = inlined + 1 end
+  end
+  T.ok(inlined > 0, "some addresses hold inlined frames")
+end)
