@@ -340,6 +340,12 @@ static int l_frames(lua_State *L) {
       lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
     } else {
       struct frame f = resolve_user(s, pid, addr);
+      if (!f.name && i > 1) {
+        /* a return address whose byte before is in no function: the start of a signal
+         * trampoline (__restore_rt), which the kernel "returns" to */
+        struct frame at = resolve_user(s, pid, addr + 1);
+        if (at.name) f = at;
+      }
       if (f.name && s->dwarf) {
         push_user(L, s, &f, info, &at, i == 1 ? &leaf_file : &ignored_file, i == 1 ? &leaf_line : &ignored_line);
         continue;

@@ -1,9 +1,9 @@
 /* wb.unwind: walks a user stack from a copy of its top bytes and the registers ip, sp, bp (what
  * perf's PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER deliver) through the call-frame
  * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an object
- * has no CFI for a pc, and stops — marking the stack truncated — where neither can go: no mapping
- * (JIT, anonymous code), a rule other than CFA = rsp/rbp + k, a signal frame, a value outside the
- * copy. Also symbolization with inline chains and demangling for those frames. */
+ * has no CFI for a pc, through signal frames, and stops — marking the stack truncated — where
+ * neither can go: no mapping (JIT, anonymous code), a rule other than CFA = rsp/rbp + k (or the
+ * linkers' PLT expression), a value outside the copy. Also symbolization with inline chains and demangling for those frames. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +16,10 @@
 #include "internal.h"
 
 #define UNWIND_MT "wb.unwind"
+/* Offsets in the x86-64 ucontext_t of the saved rbp, rsp and rip (uc_mcontext.gregs[REG_*]) */
+#define UC_RBP 0x78
+#define UC_RSP 0xa0
+#define UC_RIP 0xa8
 #define MAX_FRAMES 1024
 
 const char *const wb_unw_stop_names[WB_UNW_NREASONS] = {
@@ -206,11 +210,12 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
   uint64_t t0 = now_ns(), base = sp;
   uspace *a = find_space(u, pid, 1);
   if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
-  int n = 0, why = WB_UNW_DEPTH;
+  int n = 0, why = WB_UNW_DEPTH, exact = 1;
   wb_unw_objstat *st = NULL; /* the object of the frame being unwound, while it is */
   while (a && n < max) {
     out[n++] = ip;
-    uint64_t pc = ip - (n > 1); /* a return address: the call is the byte before */
+    uint64_t pc = ip - !exact; /* a return address: the call is the byte before */
+    exact = 0;
     umap *m = find_map(a, pc);
     if (!m && a->from_snapshot && a->snap_epoch != u->epoch && snapshot(a, u->epoch) > 0)
       m = find_map(a, pc); /* mapped since the snapshot (dlopen) */
@@ -237,6 +242,16 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
         break;
       }
       nsp = cfa;
+      if (st) st->cfi++;
+    } else if (r && r->kind == WB_UNW_SIGNAL) {
+      /* a signal handler's return into the trampoline: the interrupted registers are in the
+       * ucontext the kernel put at sp (uc_mcontext.gregs: rbp, rsp, rip), its rip exact */
+      if (!read_word(stack, len, base, sp + UC_RIP, &ra) || !read_word(stack, len, base, sp + UC_RSP, &nsp) ||
+          !read_word(stack, len, base, sp + UC_RBP, &nbp)) {
+        why = WB_UNW_OFF_STACK;
+        break;
+      }
+      exact = 1;
       if (st) st->cfi++;
     } else if (r && r->kind == WB_UNW_ROW_END) {
       why = WB_UNW_COMPLETE;

@@ -14,7 +14,8 @@ enum wb_unw_stop {
   WB_UNW_NO_MAP,    /* the pc is in no mapping of a file: JIT, anonymous code, gone */
   WB_UNW_NO_CFI,    /* the object has no rule for the pc and no frame pointer to follow */
   WB_UNW_COMPLEX,   /* a rule that is not CFA = sp/bp + k with the return address at CFA + k */
-  WB_UNW_SIGNAL,    /* a signal frame */
+  WB_UNW_SIGNAL,    /* as a row: a signal trampoline (the kernel's rt_sigframe is at sp), stepped
+                       through; never a stop */
   WB_UNW_OFF_STACK, /* the next value lies outside the stack copy */
   WB_UNW_BAD,       /* the stack pointer did not grow, or the pc is 0 before the end */
   WB_UNW_DEPTH,     /* the frame limit */

@@ -212,6 +212,20 @@ static int cfa_rule(const Dwarf_Op *op, wb_unw_row *r) {
   return 0;
 }
 
+/* The one CFA expression linkers write for lazy PLT entries (binutils' x86-64 .plt: CFA = rsp + k,
+ * + 8 once the entry has pushed its index, at (rip & 15) >= t), recognized whole, not evaluated:
+ * [breg7 k, breg16 0, lit15, and, lit<t>, ge, lit3, shl, plus]. */
+static int plt_rule(const Dwarf_Op *op, size_t n, uint64_t pc, wb_unw_row *r) {
+  if (n != 9 || op[0].atom != DW_OP_breg7 || op[1].atom != DW_OP_breg16 || op[1].number != 0 ||
+      op[2].atom != DW_OP_lit15 || op[3].atom != DW_OP_and || op[4].atom < DW_OP_lit0 || op[4].atom > DW_OP_lit15 ||
+      op[5].atom != DW_OP_ge || op[6].atom != DW_OP_lit3 || op[7].atom != DW_OP_shl || op[8].atom != DW_OP_plus ||
+      (int64_t)op[0].number < 0 || op[0].number > 64)
+    return -1;
+  r->cfa_bp = 0;
+  r->cfa_off = (int32_t)op[0].number + ((pc & 15) >= (uint64_t)(op[4].atom - DW_OP_lit0) ? 8 : 0);
+  return 0;
+}
+
 static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   Dwarf_Frame *fr = NULL;
   r->kind = WB_UNW_NO_CFI;
@@ -230,7 +244,8 @@ static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   r->kind = WB_UNW_COMPLEX;
   if (signal) {
     r->kind = WB_UNW_SIGNAL;
-  } else if (ra >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1 && cfa_rule(&ops[0], r) == 0) {
+  } else if (ra >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0 &&
+             ((nops == 1 && cfa_rule(&ops[0], r) == 0) || plt_rule(ops, nops, pc, r) == 0)) {
     if (dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
       if (nops == 0 && ops == mem) r->kind = WB_UNW_ROW_END; /* undefined: the outermost frame */
       else if (cfa_offset(ops, nops, &r->ra_off) == 0) r->kind = 0;

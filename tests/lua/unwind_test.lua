@@ -707,3 +707,76 @@ T.case("libc6-dbg: libc's inline chains and lines through its build-id debug fil
   end
   T.ok(inlined > 0, "some addresses hold inlined frames")
 end)
+
+-- A hot loop calling a tiny function of a shared library through its lazy PLT entry (so a share of
+-- the samples is in the PLT stub), and a signal handler that does the work (raise() in a loop).
+local TINY_LIB = [[
+__attribute__((noinline)) unsigned long tiny(unsigned long x) { return x * 6364136223846793005UL + 1; }
+]]
+local PLT = [[
+#include <stdio.h>
+#include <time.h>
+unsigned long tiny(unsigned long);
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) unsigned long plt_caller(unsigned long x) {
+  for (int i = 0; i < 1000000; i++) x = tiny(x);
+  return x;
+}
+int main(void) {
+  unsigned long x = 1;
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) x = plt_caller(x);
+  printf("%lu\n", x);
+  return 0;
+}
+]]
+local SIGNAL = [[
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) void handler_spin(void) {
+  unsigned long x = sink;
+  for (long i = 0; i < 2000000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  sink = x;
+}
+static void on_signal(int sig) { (void)sig; handler_spin(); }
+__attribute__((noinline)) void signaller(void) { raise(SIGUSR1); __asm__ volatile(""); }
+int main(void) {
+  signal(SIGUSR1, on_signal);
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) signaller();
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+T.case("PLT stubs and signal frames are stepped over: stacks reach main", function()
+  need_perf()
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/tiny.c", TINY_LIB))
+  run({ "gcc", "-O2", "-g", "-shared", "-fPIC", "-o", dir .. "/libtiny.so", dir .. "/tiny.c" })
+  local exe = build("plt", "c", PLT, "gcc", { "-L" .. dir, "-ltiny", "-Wl,-rpath," .. dir, "-Wl,-z,lazy" })
+  local res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
+  local u = res.oncpu.unwind
+  local _, total = under(res.oncpu.folded_text, "plt_caller")
+  T.ok(total > 150, "samples: " .. total)
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95,
+    string.format("%d of %d samples reach main", under(res.oncpu.folded_text, "main"), total))
+  T.eq(u.reasons.complex_rule, nil, "no walk stopped at a PLT rule")
+  exe = build("sig", "c", SIGNAL, "gcc")
+  res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
+  local on = res.oncpu.folded_text
+  local spin
+  spin, total = under(on, "handler_spin")
+  T.ok(spin / total >= 0.5, "samples in the handler: " .. spin)
+  local through = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";main;signaller;[^\n]*;__restore_rt;[^\n]*handler_spin") then -- on_signal tail-calls it
+      through = through + tonumber(line:match(" (%d+)$"))
+    end
+  end
+  T.ok(through / spin >= 0.95, string.format("%d of %d handler samples reach main through the signal frame",
+    through, spin))
+end)
