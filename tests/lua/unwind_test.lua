@@ -622,8 +622,9 @@ T.case("Debian's python3 (no frame pointers), default unwinding: native stacks r
   local py = "/usr/bin/python3"
   if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
   need_perf()
-  local res = assert(capture.run { argv = { py, "-c", "import time\nt = time.time()\nwhile time.time() - t < 1: sum(range(1000))" },
-    freq = 499, stdout = "capture", offcpu = false, python = false })
+  local loop = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: sum(range(1000))"
+  local res = assert(capture.run { argv = { py, "-c", loop }, freq = 499, stdout = "capture", offcpu = false,
+    python = false })
   local on = res.oncpu.folded_text
   local _, total = under(on, "_PyEval_EvalFrameDefault")
   local through = 0
