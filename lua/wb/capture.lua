@@ -634,9 +634,10 @@ end
 -- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
--- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "fp" | "dwarf" (user stacks
--- walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with eBPF,
--- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
+-- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "auto" (= "dwarf": user
+-- stacks walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with
+-- eBPF, per switch-out; perf_cli records --call-graph dwarf) | "fp" (frame pointers, walked by the
+-- kernel); res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
 -- memory = true and memory_hz = 20 (the tree's memory over time, res.memory). Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
