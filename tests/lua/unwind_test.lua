@@ -781,3 +781,45 @@ T.case("PLT stubs and signal frames are stepped over: stacks reach main", functi
   T.ok(through / spin >= 0.95, string.format("%d of %d handler samples reach main through the signal frame",
     through, spin))
 end)
+
+-- What `wb help profile` says of a key ("default X"), or nil when the recipe has no such key.
+local function profile_default(key)
+  local res = T.wb({ "help", "profile" })
+  return res.stdout:match("\n  " .. key .. " [^\n]- default (%S+)\n")
+end
+
+T.case("wb profile -- python3 (Debian's, no frame pointers), no options: native stacks through "
+  .. "_PyEval_EvalFrameDefault, no frame-pointer warning", function()
+  local py = "/usr/bin/python3"
+  if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
+  need_perf()
+  if profile_default("unwind") == "fp" then
+    T.skip("recipes/profile.lua still defaults to unwind=fp (issue 16: its default becomes auto)")
+  end
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "freq=499", "offcpu=false", "-o", out, "--", py, "-c",
+    "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: sum(range(1000))" })
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not res.stdout:find("frame pointers", 1, true), res.stdout)
+  local run = T.manifest(out).runs[1]
+  T.ok(run.unwind and run.unwind.reach_entry_fraction >= 0.9, "stacks reach libc's start")
+  local folded = fs.read(out .. "/profiles/profile.oncpu.folded")
+  local n, total = under(folded, "_PyEval_EvalFrameDefault")
+  T.ok(n / total >= 0.9, string.format("%d of %d samples under the eval loop", n, total))
+end)
+
+T.case("wb profile stack_entries=64: kernel stacks that did not fit are counted and warned, the key named", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  if not profile_default("stack_entries") then
+    T.skip("recipes/profile.lua does not take stack_entries yet (issue 16's recipe change)")
+  end
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "stack_entries=64", "freq=999", "shell=true", "-o", out,
+    "--", "for i in $(seq 150); do /bin/true; done" })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "counted without their stack: the kernel's stack map was full[^\n]*raise stack_entries")
+  local warned = false
+  for _, w in ipairs(T.manifest(out).runs[1].warnings) do warned = warned or w:find("raise stack_entries", 1, true) end
+  T.ok(warned, "the warning is in the manifest")
+end)
