@@ -1,9 +1,10 @@
 /* wb.unwind: walks a user stack from a copy of its top bytes and the registers ip, sp, bp (what
  * perf's PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER deliver) through the call-frame
- * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an object
- * has no CFI for a pc, through signal frames, and stops — marking the stack truncated — where
- * neither can go: no mapping (JIT, anonymous code), a rule other than CFA = rsp/rbp + k (or the
- * linkers' PLT expression), a value outside the copy. Also symbolization with inline chains and demangling for those frames. */
+ * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an
+ * object has no CFI for a pc, through signal frames, and stops — marking the stack truncated —
+ * where neither can go: no mapping (JIT, anonymous code), a rule other than CFA = rsp/rbp + k (or
+ * the linkers' PLT expression), a value outside the copy. Also symbolization with inline chains
+ * and demangling for those frames. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
