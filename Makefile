@@ -14,7 +14,7 @@ OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
              -iquote core -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
              -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
-LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -lz -lm
+LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -llzma -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
 # to map and relocate at every start-up (wb's start-up is a benchmarked figure). It exports the
 # Lua API, so that compiled Lua modules a recipe requires find it as they find it in lua5.4.

@@ -150,7 +150,8 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   uint64_t pcs[WB_UNW_MAX_FRAMES];
   int stop, n = 0;
   if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h, h.size, pcs,
-                                 WB_UNW_MAX_FRAMES, &stop);
+                                 WB_UNW_MAX_FRAMES - 1, &stop);
+  if (n > 0 && stop != WB_UNW_COMPLETE) pcs[n++] = WB_UNW_TRUNCATED_PC;
   size_t at = entry_of(a, &h, pcs, n > 0 ? (size_t)n : 0);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {

@@ -170,7 +170,8 @@ static size_t unwind_user(wb_sampler *s, const struct perf_event_header *h, size
   s->stack_bytes += dyn;
   int stop;
   int n = wb_unwinder_walk(s->unwinder, (int)pid, regs[2], regs[1], regs[0], (const uint8_t *)p + at, dyn,
-                           out, max, &stop);
+                           out, max - 1, &stop);
+  if (n > 0 && stop != WB_UNW_COMPLETE) out[n++] = WB_UNW_TRUNCATED_PC;
   return n > 0 ? (size_t)n : 0;
 }
 

@@ -291,22 +291,29 @@ static void push_name(lua_State *L, symbolizer *s, const char *name, const char 
 }
 
 /* The frames of a user address with s->dwarf: its inlined functions (innermost first, each
- * "name (inlined)"), then the function holding them. */
-static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int info, lua_Integer *at) {
+ * "name (inlined)"), then the function holding them. *line (and *file) become the source position
+ * of the address itself when DWARF has one. */
+static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int info, lua_Integer *at,
+                      const char **file, int *line) {
   wb_inline_frame fr[32];
   wb_dwobj *o = f->path ? wb_dwobj_get(f->path) : NULL;
   int n = o ? wb_dwobj_inline(o, f->vaddr, fr, 32) : 0;
+  if (n > 0 && fr[0].file && fr[0].line) {
+    *file = fr[0].file;
+    *line = fr[0].line;
+  }
   for (int i = 0; i + 1 < n; i++) push_name(L, s, fr[i].name, " (inlined)", &fr[i], info, at);
   push_name(L, s, f->name, "", n > 0 ? &fr[n - 1] : NULL, info, at);
 }
 
-/* -- names, unresolved, info = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one
+/* -- names, unresolved, info, leaf = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one
  * sampled stack (leaf first, as sampled: every address but the first is a return address, looked
  * up one byte back). User frames: the function, else "module+0xoff", else "[unknown]"; kernel
  * frames get the suffix "_[k]". unresolved counts the frames not named by a symbol. With a dwarf
  * symbolizer a user frame expands to its inline chain ("name (inlined)" frames before the function
- * holding them), names are demangled, and info maps each such name to {mangled?, file?, line?}
- * (the file:line of the frame's address: for an inlined function's caller, the call site). */
+ * holding them), names are demangled, info maps each such name to {mangled?, file?, line?}
+ * (the file:line of the frame's address: for an inlined function's caller, the call site), and
+ * leaf = {file, line} is the source position of the first address (nil without DWARF for it). */
 static int l_frames(lua_State *L) {
   symbolizer *s = check_sym(L);
   int pid = (int)luaL_checkinteger(L, 2);
@@ -315,7 +322,8 @@ static int l_frames(lua_State *L) {
   int kernel = strcmp(kind, "kernel") == 0;
   luaL_argcheck(L, kernel || strcmp(kind, "user") == 0, 4, "\"user\" or \"kernel\" expected");
   lua_Integer n = (lua_Integer)lua_rawlen(L, 3), unresolved = 0, at = 0;
-  int info = 0;
+  int info = 0, leaf_line = 0, ignored_line;
+  const char *leaf_file = NULL, *ignored_file;
   if (s->dwarf) {
     lua_newtable(L);
     info = lua_gettop(L);
@@ -332,8 +340,14 @@ static int l_frames(lua_State *L) {
       lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
     } else {
       struct frame f = resolve_user(s, pid, addr);
+      if (!f.name && i > 1) {
+        /* a return address whose byte before is in no function: the start of a signal
+         * trampoline (__restore_rt), which the kernel "returns" to */
+        struct frame at = resolve_user(s, pid, addr + 1);
+        if (at.name) f = at;
+      }
       if (f.name && s->dwarf) {
-        push_user(L, s, &f, info, &at);
+        push_user(L, s, &f, info, &at, i == 1 ? &leaf_file : &ignored_file, i == 1 ? &leaf_line : &ignored_line);
         continue;
       } else if (f.name) {
         lua_pushstring(L, f.name);
@@ -350,7 +364,11 @@ static int l_frames(lua_State *L) {
   lua_pushinteger(L, unresolved);
   if (!info) return 2;
   lua_pushvalue(L, info);
-  return 3;
+  if (!leaf_line) return 3;
+  lua_createtable(L, 0, 2);
+  wb_set_str(L, "file", leaf_file);
+  wb_set_int(L, "line", leaf_line);
+  return 4;
 }
 
 /* -- list = s:pids() : the processes the symbolizer knows mappings of */
@@ -390,7 +408,8 @@ static int l_tostring(lua_State *L) {
 }
 
 /* -- info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
- * .dynsym), debug_file?, error?, frame_pointers = {functions, with}} — frame_pointers counts the
+ * .dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, frame_pointers
+ * = {functions, with}} — frame_pointers counts the
  * functions (of a file with a .symtab) whose code starts by setting up %rbp */
 static int l_file(lua_State *L) {
   wb_elf *e = wb_elf_get(luaL_checkstring(L, 1));
@@ -400,6 +419,7 @@ static int l_file(lua_State *L) {
   wb_set_int(L, "symbols", (lua_Integer)e->nsyms);
   wb_set_bool(L, "symtab", e->symtab);
   if (e->debug_file) wb_set_str(L, "debug_file", e->debug_file);
+  if (e->minidebug) wb_set_bool(L, "minidebug", 1);
   if (e->err[0]) wb_set_str(L, "error", e->err);
   if (e->symtab && !e->debug_file) {
     wb_elf_check_frame_pointers(e);

@@ -25,6 +25,7 @@ typedef struct wb_elf {
   char err[160];     /* why the file gave no symbols, "" when it did */
   int symtab;        /* symbols come from a .symtab (not only .dynsym) */
   char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
+  int minidebug;     /* .symtab from the file's .gnu_debugdata (MiniDebugInfo), with .dynsym */
   wb_load *loads;
   int nloads;
   wb_symbol *syms;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,71 @@ static void load_debug_file(wb_elf *e) {
   close(fd);
 }
 
+/* The xz-compressed ELF image in e's .gnu_debugdata section (MiniDebugInfo), malloc'ed, or NULL. */
+static char *debugdata(Elf *elf, size_t *len) {
+  size_t shstrndx;
+  Elf_Data *d = NULL;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return NULL;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+    if (n && strcmp(n, ".gnu_debugdata") == 0 && sh.sh_type == SHT_PROGBITS) d = elf_getdata(scn, NULL);
+  }
+  if (!d || d->d_size == 0) return NULL;
+  lzma_stream z = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&z, 256u << 20, 0) != LZMA_OK) return NULL;
+  size_t cap = d->d_size * 4 + 4096;
+  char *out = malloc(cap);
+  z.next_in = d->d_buf;
+  z.avail_in = d->d_size;
+  lzma_ret r = LZMA_OK;
+  while (out && r == LZMA_OK) {
+    z.next_out = (uint8_t *)out + z.total_out;
+    z.avail_out = cap - z.total_out;
+    r = lzma_code(&z, LZMA_FINISH);
+    if ((r == LZMA_OK || r == LZMA_BUF_ERROR) && z.avail_out == 0) { /* the output is full */
+      char *p = realloc(out, cap *= 2);
+      if (!p) free(out);
+      out = p;
+      r = LZMA_OK;
+    }
+  }
+  *len = z.total_out;
+  lzma_end(&z);
+  if (r != LZMA_STREAM_END) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* A stripped file's MiniDebugInfo: .gnu_debugdata holds an ELF whose .symtab has the functions that
+ * .dynsym lacks; both are kept. */
+static void load_minidebug(wb_elf *e, Elf *elf) {
+  if (e->symtab) return;
+  size_t len;
+  char *image = debugdata(elf, &len);
+  Elf *mini = image ? elf_memory(image, len) : NULL;
+  struct names names = {0};
+  wb_symbol *dyn = NULL, *local = NULL;
+  size_t nd = read_symbols(elf, SHT_DYNSYM, &dyn, &names);
+  size_t nl = mini ? read_symbols(mini, SHT_SYMTAB, &local, &names) : 0;
+  wb_symbol *all = nl ? realloc(dyn, (nd + nl) * sizeof *all) : NULL;
+  if (all) {
+    memcpy(all + nd, local, nl * sizeof *all);
+    set_symbols(e, all, nd + nl, &names);
+    e->symtab = 1;
+    e->minidebug = 1;
+    e->err[0] = 0;
+  } else {
+    free(dyn);
+  }
+  free(local);
+  free(names.p);
+  if (mini) elf_end(mini);
+  free(image);
+}
+
 static void free_elf(wb_elf *e) {
   free(e->path);
   free(e->debug_file);
@@ -214,9 +280,10 @@ wb_elf *wb_elf_get(const char *path) {
   if (fd < 0) snprintf(e->err, sizeof e->err, "%s", strerror(errno));
   else if (!elf) snprintf(e->err, sizeof e->err, "%s", elf_errmsg(-1));
   else load_elf(e, elf);
+  load_debug_file(e);
+  if (elf) load_minidebug(e, elf);
   if (elf) elf_end(elf);
   if (fd >= 0) close(fd);
-  load_debug_file(e);
   e->next = files;
   files = e;
   return e;
@@ -386,6 +453,10 @@ const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {
   wb_kallsyms_load();
   size_t lo = count_at_or_below(ksyms.syms, ksyms.n, addr);
   if (lo == 0 || lo == ksyms.n) return NULL; /* below the first or past the last symbol */
+  const char *name = ksyms.names.p + ksyms.syms[lo - 1].name;
+  /* past the end of the kernel image's text: code of no listed symbol (a BPF program gone from
+   * kallsyms, a trampoline), not the marker's */
+  if (strcmp(name, "_etext") == 0 || strcmp(name, "_einittext") == 0) return NULL;
   *off = addr - ksyms.syms[lo - 1].addr;
-  return ksyms.names.p + ksyms.syms[lo - 1].name;
+  return name;
 }

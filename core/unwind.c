@@ -1,9 +1,10 @@
 /* wb.unwind: walks a user stack from a copy of its top bytes and the registers ip, sp, bp (what
  * perf's PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER deliver) through the call-frame
- * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an object
- * has no CFI for a pc, and stops — marking the stack truncated — where neither can go: no mapping
- * (JIT, anonymous code), a rule other than CFA = rsp/rbp + k, a signal frame, a value outside the
- * copy. Also symbolization with inline chains and demangling for those frames. */
+ * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an
+ * object has no CFI for a pc, through signal frames, and stops — marking the stack truncated —
+ * where neither can go: no mapping (JIT, anonymous code), a rule other than CFA = rsp/rbp + k (or
+ * the linkers' PLT expression), a value outside the copy. Also symbolization with inline chains
+ * and demangling for those frames. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +17,10 @@
 #include "internal.h"
 
 #define UNWIND_MT "wb.unwind"
+/* Offsets in the x86-64 ucontext_t of the saved rbp, rsp and rip (uc_mcontext.gregs[REG_*]) */
+#define UC_RBP 0x78
+#define UC_RSP 0xa0
+#define UC_RIP 0xa8
 
 const char *const wb_unw_stop_names[WB_UNW_NREASONS] = {
     "complete", "no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth"};
@@ -205,10 +210,12 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
   uint64_t t0 = now_ns(), base = sp;
   uspace *a = find_space(u, pid, 1);
   if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
-  int n = 0, why = WB_UNW_DEPTH;
+  int n = 0, why = WB_UNW_DEPTH, exact = 1;
+  wb_unw_objstat *st = NULL; /* the object of the frame being unwound, while it is */
   while (a && n < max) {
     out[n++] = ip;
-    uint64_t pc = ip - (n > 1); /* a return address: the call is the byte before */
+    uint64_t pc = ip - !exact; /* a return address: the call is the byte before */
+    exact = 0;
     umap *m = find_map(a, pc);
     if (!m && a->from_snapshot && a->snap_epoch != u->epoch && snapshot(a, u->epoch) > 0)
       m = find_map(a, pc); /* mapped since the snapshot (dlopen) */
@@ -223,7 +230,7 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
       why = ip == 0 ? WB_UNW_COMPLETE : WB_UNW_NO_MAP;
       break;
     }
-    wb_unw_objstat *st = stat_of(u, m);
+    st = stat_of(u, m);
     uint64_t vaddr = wb_dwobj_vaddr(m->obj, pc - m->start + m->pgoff);
     const wb_unw_row *r = vaddr ? wb_dwobj_row(m->obj, vaddr) : NULL;
     uint64_t ra = 0, nsp, nbp = bp;
@@ -232,10 +239,19 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
       if (!read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->ra_off, &ra) ||
           (r->bp_rule == 1 && !read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->bp_off, &nbp))) {
         why = WB_UNW_OFF_STACK;
-        if (st) st->stopped++;
         break;
       }
       nsp = cfa;
+      if (st) st->cfi++;
+    } else if (r && r->kind == WB_UNW_SIGNAL) {
+      /* a signal handler's return into the trampoline: the interrupted registers are in the
+       * ucontext the kernel put at sp (uc_mcontext.gregs: rbp, rsp, rip), its rip exact */
+      if (!read_word(stack, len, base, sp + UC_RIP, &ra) || !read_word(stack, len, base, sp + UC_RSP, &nsp) ||
+          !read_word(stack, len, base, sp + UC_RBP, &nbp)) {
+        why = WB_UNW_OFF_STACK;
+        break;
+      }
+      exact = 1;
       if (st) st->cfi++;
     } else if (r && r->kind == WB_UNW_ROW_END) {
       why = WB_UNW_COMPLETE;
@@ -243,14 +259,12 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     } else if ((!r || r->kind == WB_UNW_NO_CFI) && wb_dwobj_frame_pointers(m->obj)) {
       if (bp < sp || !read_word(stack, len, base, bp, &nbp) || !read_word(stack, len, base, bp + 8, &ra)) {
         why = WB_UNW_OFF_STACK;
-        if (st) st->stopped++;
         break;
       }
       nsp = bp + 16;
       if (st) st->fp++;
     } else {
       why = r ? r->kind : WB_UNW_NO_CFI;
-      if (st) st->stopped++;
       break;
     }
     if (ra == 0) {
@@ -259,12 +273,16 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     }
     if (nsp <= sp) {
       why = WB_UNW_BAD;
-      if (st) st->stopped++;
       break;
     }
     ip = ra;
     sp = nsp;
     bp = nbp;
+    st = NULL;
+  }
+  if (st && why != WB_UNW_COMPLETE) {
+    st->stopped++;
+    st->stops[why]++;
   }
   if (!a) why = WB_UNW_NO_MAP;
   u->reasons[why]++;
@@ -302,6 +320,10 @@ void wb_unwind_push_stats(lua_State *L, const wb_unwinder *u) {
     wb_set_int(L, "cfi", (lua_Integer)s->cfi);
     wb_set_int(L, "fp", (lua_Integer)s->fp);
     wb_set_int(L, "stopped", (lua_Integer)s->stopped);
+    lua_createtable(L, 0, 2);
+    for (int r = 1; r < WB_UNW_NREASONS; r++)
+      if (s->stops[r]) wb_set_int(L, wb_unw_stop_names[r], (lua_Integer)s->stops[r]);
+    lua_setfield(L, -2, "stops");
     wb_set_str(L, "method", s->cfi ? (s->fp ? "cfi+fp" : "cfi") : s->fp ? "fp" : "none");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }

@@ -14,7 +14,8 @@ enum wb_unw_stop {
   WB_UNW_NO_MAP,    /* the pc is in no mapping of a file: JIT, anonymous code, gone */
   WB_UNW_NO_CFI,    /* the object has no rule for the pc and no frame pointer to follow */
   WB_UNW_COMPLEX,   /* a rule that is not CFA = sp/bp + k with the return address at CFA + k */
-  WB_UNW_SIGNAL,    /* a signal frame */
+  WB_UNW_SIGNAL,    /* as a row: a signal trampoline (the kernel's rt_sigframe is at sp), stepped
+                       through; never a stop */
   WB_UNW_OFF_STACK, /* the next value lies outside the stack copy */
   WB_UNW_BAD,       /* the stack pointer did not grow, or the pc is 0 before the end */
   WB_UNW_DEPTH,     /* the frame limit */
@@ -112,7 +113,13 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
 typedef struct wb_unw_objstat {
   wb_dwobj *obj;
   uint64_t cfi, fp, stopped;
+  uint64_t stops[WB_UNW_NREASONS]; /* the walks that stopped there, by reason */
 } wb_unw_objstat;
+
+/* What a sampler appends to the pcs of a walk that stopped before the stack's end (and before
+ * its max), so that aggregation and the folded output keep it apart as truncated: no user pc is
+ * all ones. */
+#define WB_UNW_TRUNCATED_PC UINT64_MAX
 
 const wb_unw_objstat *wb_unwinder_objects(const wb_unwinder *u, size_t *n);
 const uint64_t *wb_unwinder_reasons(const wb_unwinder *u); /* [WB_UNW_NREASONS] walks */

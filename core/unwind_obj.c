@@ -36,6 +36,8 @@ struct wb_dwobj {
   Dwarf *dw;            /* DWARF of the file or of its debug file */
   int dw_tried, fp_known, fp;
   char *debug_file;
+  struct cu_index **cus; /* the CUs indexed so far, by offset (inline chains) */
+  size_t ncus;
   wb_unw_row rows[WB_UNW_ROWS];
   struct wb_dwobj *next;
 };
@@ -212,6 +214,20 @@ static int cfa_rule(const Dwarf_Op *op, wb_unw_row *r) {
   return 0;
 }
 
+/* The one CFA expression linkers write for lazy PLT entries (binutils' x86-64 .plt: CFA = rsp + k,
+ * + 8 once the entry has pushed its index, at (rip & 15) >= t), recognized whole, not evaluated:
+ * [breg7 k, breg16 0, lit15, and, lit<t>, ge, lit3, shl, plus]. */
+static int plt_rule(const Dwarf_Op *op, size_t n, uint64_t pc, wb_unw_row *r) {
+  if (n != 9 || op[0].atom != DW_OP_breg7 || op[1].atom != DW_OP_breg16 || op[1].number != 0 ||
+      op[2].atom != DW_OP_lit15 || op[3].atom != DW_OP_and || op[4].atom < DW_OP_lit0 || op[4].atom > DW_OP_lit15 ||
+      op[5].atom != DW_OP_ge || op[6].atom != DW_OP_lit3 || op[7].atom != DW_OP_shl || op[8].atom != DW_OP_plus ||
+      (int64_t)op[0].number < 0 || op[0].number > 64)
+    return -1;
+  r->cfa_bp = 0;
+  r->cfa_off = (int32_t)op[0].number + ((pc & 15) >= (uint64_t)(op[4].atom - DW_OP_lit0) ? 8 : 0);
+  return 0;
+}
+
 static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   Dwarf_Frame *fr = NULL;
   r->kind = WB_UNW_NO_CFI;
@@ -230,7 +246,8 @@ static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   r->kind = WB_UNW_COMPLEX;
   if (signal) {
     r->kind = WB_UNW_SIGNAL;
-  } else if (ra >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1 && cfa_rule(&ops[0], r) == 0) {
+  } else if (ra >= 0 && dwarf_frame_cfa(fr, &ops, &nops) == 0 &&
+             ((nops == 1 && cfa_rule(&ops[0], r) == 0) || plt_rule(ops, nops, pc, r) == 0)) {
     if (dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
       if (nops == 0 && ops == mem) r->kind = WB_UNW_ROW_END; /* undefined: the outermost frame */
       else if (cfa_offset(ops, nops, &r->ra_off) == 0) r->kind = 0;
@@ -266,27 +283,117 @@ static const char *die_name(Dwarf_Die *die) {
   return n ? n : "??";
 }
 
+/* The index of one CU: the address ranges of its concrete functions (subprograms at its top
+ * level or in namespaces and types), sorted, built at the first lookup in the CU. */
+typedef struct fn_range {
+  uint64_t lo, hi;
+  Dwarf_Off die;
+} fn_range;
+
+typedef struct cu_index {
+  Dwarf_Off cu;
+  fn_range *r;
+  size_t n, cap;
+} cu_index;
+
+static int by_lo(const void *a, const void *b) {
+  const fn_range *x = a, *y = b;
+  return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static void index_scope(cu_index *ci, Dwarf_Die *parent) {
+  Dwarf_Die d;
+  if (dwarf_child(parent, &d) != 0) return;
+  do {
+    int tag = dwarf_tag(&d);
+    if (tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+        tag == DW_TAG_union_type || tag == DW_TAG_module) {
+      index_scope(ci, &d);
+    } else if (tag == DW_TAG_subprogram) {
+      Dwarf_Addr base, lo, hi;
+      for (ptrdiff_t off = 0; (off = dwarf_ranges(&d, off, &base, &lo, &hi)) > 0;) {
+        if (ci->n == ci->cap) {
+          size_t cap = ci->cap ? ci->cap * 2 : 64;
+          fn_range *p = realloc(ci->r, cap * sizeof *p);
+          if (!p) return;
+          ci->r = p;
+          ci->cap = cap;
+        }
+        ci->r[ci->n++] = (fn_range){lo, hi, dwarf_dieoffset(&d)};
+      }
+    }
+  } while (dwarf_siblingof(&d, &d) == 0);
+}
+
+static cu_index *index_of(wb_dwobj *o, Dwarf_Die *cu) {
+  Dwarf_Off off = dwarf_dieoffset(cu);
+  size_t lo = 0, hi = o->ncus;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (o->cus[mid]->cu < off) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < o->ncus && o->cus[lo]->cu == off) return o->cus[lo];
+  cu_index **p = realloc(o->cus, (o->ncus + 1) * sizeof *p), *ci = calloc(1, sizeof *ci);
+  if (p) o->cus = p;
+  if (!p || !ci) {
+    free(ci);
+    return NULL;
+  }
+  ci->cu = off;
+  index_scope(ci, cu);
+  qsort(ci->r, ci->n, sizeof *ci->r, by_lo);
+  memmove(o->cus + lo + 1, o->cus + lo, (o->ncus - lo) * sizeof *o->cus);
+  o->cus[lo] = ci;
+  o->ncus++;
+  return ci;
+}
+
+/* The concrete function of the CU holding pc. */
+static int function_at(wb_dwobj *o, Dwarf_Die *cu, uint64_t pc, Dwarf_Die *fn) {
+  cu_index *ci = index_of(o, cu);
+  if (!ci) return 0;
+  size_t lo = 0, hi = ci->n; /* the last range starting at or below pc */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (ci->r[mid].lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t i = lo; i-- > 0 && lo - i <= 8;) /* nested or overlapping ranges: the nearest few */
+    if (pc >= ci->r[i].lo && pc < ci->r[i].hi) return dwarf_offdie(o->dw, ci->r[i].die, fn) != NULL;
+  return 0;
+}
+
+/* Appends to chain[*n..max) the inlined subroutines holding pc below parent, outermost first,
+ * through lexical blocks; returns whether pc was found in a child scope. */
+static int inlined_at(Dwarf_Die *parent, uint64_t pc, Dwarf_Die *chain, int *n, int max) {
+  Dwarf_Die d;
+  if (dwarf_child(parent, &d) != 0) return 0;
+  do {
+    int tag = dwarf_tag(&d);
+    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block) continue;
+    int has = dwarf_haspc(&d, pc);
+    Dwarf_Addr lo;
+    if (has == 1 && tag == DW_TAG_inlined_subroutine) {
+      if (*n < max) chain[(*n)++] = d;
+      inlined_at(&d, pc, chain, n, max);
+      return 1;
+    }
+    /* a block holding pc, or one without addresses of its own (its children have them) */
+    if ((has == 1 || (dwarf_lowpc(&d, &lo) != 0 && !dwarf_hasattr(&d, DW_AT_ranges))) &&
+        inlined_at(&d, pc, chain, n, max))
+      return 1;
+    if (has == 1) return 0;
+  } while (dwarf_siblingof(&d, &d) == 0);
+  return 0;
+}
+
 int wb_dwobj_inline(wb_dwobj *o, uint64_t vaddr, wb_inline_frame *out, int max) {
   load_dwarf(o);
-  Dwarf_Die cu;
-  if (!o->dw || max < 1 || !dwarf_addrdie(o->dw, vaddr, &cu)) return 0;
-  Dwarf_Die *scopes = NULL;
-  int ns = dwarf_getscopes(&cu, vaddr, &scopes);
-  /* Past an inlined function, dwarf_getscopes goes on through its abstract definition; the
-   * concrete chain (the inlined copies and the function holding them) is that of the DIE itself. */
-  int first = 0;
-  while (first < ns && dwarf_tag(&scopes[first]) != DW_TAG_inlined_subroutine &&
-         dwarf_tag(&scopes[first]) != DW_TAG_subprogram)
-    first++;
-  if (first >= ns) {
-    free(scopes);
-    return 0;
-  }
-  Dwarf_Die inner = scopes[first];
-  free(scopes);
-  scopes = NULL;
-  ns = dwarf_getscopes_die(&inner, &scopes);
-  if (ns <= 0) return 0;
+  Dwarf_Die cu, chain[64];
+  if (!o->dw || max < 1 || !dwarf_addrdie(o->dw, vaddr, &cu) || !function_at(o, &cu, vaddr, &chain[0])) return 0;
+  int depth = 1;
+  inlined_at(&chain[0], vaddr, chain, &depth, 64);
   Dwarf_Files *files = NULL;
   size_t nfiles = 0;
   if (dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) files = NULL;
@@ -297,21 +404,16 @@ int wb_dwobj_inline(wb_dwobj *o, uint64_t vaddr, wb_inline_frame *out, int max) 
     file = dwarf_linesrc(l, NULL, NULL);
     dwarf_lineno(l, &line);
   }
-  for (int i = 0; i < ns && n < max; i++) {
-    int tag = dwarf_tag(&scopes[i]);
-    if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram) continue;
-    out[n++] = (wb_inline_frame){.name = die_name(&scopes[i]), .file = file, .line = line,
-                                 .inlined = tag == DW_TAG_inlined_subroutine};
-    if (tag == DW_TAG_subprogram) break;
+  for (int i = depth - 1; i >= 0 && n < max; i--) { /* innermost first */
+    out[n++] = (wb_inline_frame){.name = die_name(&chain[i]), .file = file, .line = line, .inlined = i > 0};
     Dwarf_Attribute a; /* the caller's position: where this one was inlined */
     Dwarf_Word w = 0;
     file = NULL;
     line = 0;
-    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0 && files)
+    if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &a), &w) == 0 && files)
       file = dwarf_filesrc(files, w, NULL, NULL);
-    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0) line = (int)w;
+    if (dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &a), &w) == 0) line = (int)w;
   }
-  free(scopes);
   if (n > 0) out[n - 1].inlined = 0;
   return n;
 }

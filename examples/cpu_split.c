@@ -53,8 +53,9 @@ static __attribute__((noinline, noclone)) uint64_t spin_b(uint64_t x, double sec
   return x;
 }
 
-/* Frame-pointer unwinding loses the direct caller of a function in a library built without frame
- * pointers (Debian's libc): here that is pause_for, so sleep_phase stays in the stack. */
+/* Frame-pointer unwinding (wb's unwind=fp) loses the direct caller of a function in a library
+ * built without frame pointers (Debian's libc): here that is pause_for, so sleep_phase stays in the
+ * stack. CFI unwinding, the default, shows pause_for too. */
 static __attribute__((noinline, noclone)) void pause_for(double seconds) {
   struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

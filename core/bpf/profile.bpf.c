@@ -111,8 +111,8 @@ static __always_inline int add_count(void *map, struct wb_stack_key *key, __u64 
   return 0;
 }
 
-/* Sends the current task's user registers and stack copy (halved until readable: the stack may end
- * sooner) with the kernel stack id. */
+/* Sends the current task's user registers and stack copy (up to the process's start_stack, else
+ * halved until readable: the stack may end sooner) with the kernel stack id. */
 static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64 now) {
   __u32 zero = 0;
   struct wb_ustack *r = bpf_map_lookup_elem(&scratch, &zero);
@@ -134,6 +134,10 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
   if (r->h.kern_stack_id < 0 && r->h.kern_stack_id != -EFAULT)
     stat_add(type == WB_REC_ONCPU ? WB_STAT_ONCPU_STACK_ERR : WB_STAT_OFFCPU_STACK_ERR, 1);
   __u32 size = ustack_size;
+  /* the main thread's stack holds nothing of interest above the process's start_stack (the
+   * arguments, the environment) and may end soon after it: read up to there, not halve */
+  __u64 top = BPF_CORE_READ(task, mm, start_stack);
+  if (top > r->h.sp && top - r->h.sp < size) size = ((top - r->h.sp) + 7) & ~7u;
   long err = -1;
   for (int i = 0; i < 6 && size >= 256; i++) {
     err = bpf_probe_read_user(r->data, size & (WB_USTACK_MAX - 1), (void *)r->h.sp);

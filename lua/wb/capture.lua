@@ -29,6 +29,9 @@ M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
 M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
+-- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
+-- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
+M.DEFAULT_UNWIND = "dwarf"
 
 -- ---- the registry -----------------------------------------------------------------------------
 
@@ -225,11 +228,14 @@ local function wait_stoppable(p, res, each)
 end
 
 -- The perf CLI: `perf record` wraps the command; its samples come back through `perf script`.
-local function run_perf_cli(spec, res, freq, dir, name)
+-- With unwind = "dwarf", perf copies stack_size bytes of user stack per sample and unwinds them
+-- at `perf script` time (--call-graph dwarf); with "fp" it walks frame pointers (-g).
+local function run_perf_cli(spec, res, o)
+  local freq, dir, name = o.freq, o.dir, o.name
   local tmp = not dir and assert(fs.tmpdir("wbperf"))
   local data = (dir or tmp) .. "/" .. name .. ".perf.data"
-  local argv = { M.profiler("perf").path, "record", "-F", tostring(freq), "-g", "--no-bpf-event", "-q",
-    "-o", data, "--" }
+  local argv = { M.profiler("perf").path, "record", "-F", tostring(freq), "--call-graph",
+    o.unwind == "dwarf" and ("dwarf," .. o.stack_size) or "fp", "--no-bpf-event", "-q", "-o", data, "--" }
   local cmd = spec.shell and { "/bin/sh", "-c", spec.cmd or spec.argv } or spec.argv
   for _, a in ipairs(cmd) do argv[#argv + 1] = a end
   local p <close>, err, errno = proc.spawn(spawn_spec(spec, argv))
@@ -268,7 +274,7 @@ local function outputs(kind, text, info, opts)
   t.svg = write(base .. ".svg", flame.svg(stacks, { title = title, unit = unit,
     colors = kind == "offcpu" and "io" or "hot" }))
   t.speedscope = write(base .. ".speedscope.json", flame.speedscope(stacks,
-    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none" }))
+    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none", located = info.located }))
   return t
 end
 
@@ -339,6 +345,8 @@ local function quality(res, side, sampled)
     end
   end
   if side and sampled then
+    -- with CFI unwinding, the objects that stopped walks are named by capture_unwind.warn instead
+    local unwound = res.oncpu and res.oncpu.unwind ~= nil
     local paths, seen = {}, {}
     for pid, path in pairs(fold.executables(side)) do
       if sampled[pid] and not seen[path] then
@@ -350,9 +358,10 @@ local function quality(res, side, sampled)
     for _, path in ipairs(paths) do
       local f = sym.file(path)
       local fp = f.frame_pointers
-      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 and not unwind_q.covered(res, path) then
+      if fp and fp.functions > 0 and fp.with / fp.functions < 0.5 and not unwound then
         w[#w + 1] = string.format("%s has no frame pointers (%d of %d functions set up %%rbp): callers are "
-          .. "missing from its stacks; rebuild with -fno-omit-frame-pointer", path, fp.with, fp.functions)
+          .. "missing from its stacks; unwind with CFI (unwind=dwarf, the default) or rebuild with "
+          .. "-fno-omit-frame-pointer", path, fp.with, fp.functions)
       elseif not f.symtab and f.symbols == 0 then
         w[#w + 1] = path .. " has no symbols (stripped): its frames show as module+0xoffset"
       end
@@ -389,7 +398,8 @@ local function profile_of(kind, text, info, opts, extra)
 end
 
 local function finish_profile(kind, records, symbolizer, root, opts, extra)
-  local text, info = fold.fold(records, symbolizer, { root = root })
+  local text, info = fold.fold(records, symbolizer, { root = root,
+    cut = opts.unwind == "fp" and fold.KERNEL_MAX_DEPTH or nil })
   return profile_of(kind, text, info, opts, extra)
 end
 
@@ -412,10 +422,10 @@ local function options(spec)
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
   end
-  o.unwind, o.stack_size = spec.unwind or "fp", spec.stack_size or 8192
-  if o.unwind ~= "fp" and o.unwind ~= "dwarf" then error("wb.capture: unwind must be \"fp\" or \"dwarf\"", 3) end
-  if o.unwind == "dwarf" and o.requested == "perf_cli" then
-    error("wb.capture: unwind = \"dwarf\" needs method \"bpf\" or \"perf_event\" (or \"auto\")", 3)
+  o.unwind, o.stack_size = spec.unwind or M.DEFAULT_UNWIND, spec.stack_size or 8192
+  if o.unwind == "auto" then o.unwind = "dwarf" end
+  if o.unwind ~= "fp" and o.unwind ~= "dwarf" then
+    error("wb.capture: unwind must be \"auto\", \"dwarf\" or \"fp\"", 3)
   end
   if o.unwind == "dwarf" and o.requested == "bpf" and o.stack_size > M.BPF_STACK_MAX then
     error("wb.capture: stack_size above " .. M.BPF_STACK_MAX .. " needs method \"perf_event\"", 3)
@@ -624,9 +634,10 @@ end
 -- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
--- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "fp" | "dwarf" (user stacks
--- walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with eBPF,
--- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
+-- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "auto" (= "dwarf": user
+-- stacks walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with
+-- eBPF, per switch-out; perf_cli records --call-graph dwarf) | "fp" (frame pointers, walked by the
+-- kernel); res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
 -- memory = true and memory_hz = 20 (the tree's memory over time, res.memory). Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
@@ -656,7 +667,7 @@ function M.run(spec)
   local off_skip = method ~= "bpf" and o.want_off and
     ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
   if method == "perf_cli" then
-    local records, err, errno = run_perf_cli(spec, res, o.freq, o.dir, o.name)
+    local records, err, errno = run_perf_cli(spec, res, o)
     if not res.result then return nil, err, errno end
     if not records then
       res.oncpu = { skipped = err }

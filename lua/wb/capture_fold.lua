@@ -11,8 +11,16 @@
 local M = {}
 
 M.RUN_QUEUE = "[run queue]"
+-- A user stack whose walk stopped before its end (core/lunwind.h's WB_UNW_TRUNCATED_PC closes
+-- its pcs), or one the kernel cut at its frame limit, gets this frame above its outermost one,
+-- with its depth.
+M.TRUNCATED = "[truncated after %d frames]"
+M.TRUNCATED_PC = -1
+M.KERNEL_MAX_DEPTH = 127 -- the kernel's frame-pointer walks (perf_event_max_stack) stop there
 
--- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks.
+-- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks,
+-- with the frames they called, when among the first PROBE_DEPTH frames.
+M.PROBE_DEPTH = 6
 local MACHINERY = { "^bpf_prog_", "^bpf_trace_run", "^__bpf_trace_", "^__traceiter_", "^perf_trace_" }
 
 local function machinery(name)
@@ -69,13 +77,18 @@ function M.process_count(...)
   return n
 end
 
--- text, info = M.fold(records, sym [, {root = "comm"|"pid"}]) : records = {{pid, comm, kind =
+-- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n}]) : records = {{pid, comm, kind =
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
--- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil}.
+-- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil,
+-- located = the stacks kept apart by the source position of their sampled user address:
+-- {{frames, count, leaf (the index of the deepest user frame), file, line}}, file and line nil
+-- where the symbolizer had none}.
+-- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
+-- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH).
 function M.fold(records, sym, opts)
-  local by_pid = opts and opts.root == "pid"
+  local by_pid, cut = opts and opts.root == "pid", opts and opts.cut
   local memo, symbols = {}, nil
   local function names(pid, addrs, kind)
     if #addrs == 0 then return {}, 0 end
@@ -85,37 +98,49 @@ function M.fold(records, sym, opts)
       memo[pid] = m
     end
     local hit = m[kind][addrs]
-    if hit then return hit[1], hit[2] end
-    local list, unresolved, info = sym:frames(pid, addrs, kind)
+    if hit then return hit[1], hit[2], hit[3] end
+    local list, unresolved, info, leaf = sym:frames(pid, addrs, kind)
     for name, v in pairs(info or {}) do
       symbols = symbols or {}
       symbols[name] = v
     end
     if kind == "kernel" then
-      -- the probe's own frames at the leaf: the machinery and the unnamed (JIT-compiled BPF)
-      -- frames it called, up to the last machinery frame of that leading run
-      local first, i, dropped, unknown = 1, 1, 0, 0
-      while i <= #list and (machinery(list[i]) or list[i]:find("^%[unknown%]")) do
-        if list[i]:find("^%[unknown%]") then unknown = unknown + 1 end
-        i = i + 1
-        if machinery(list[i - 1]) then first, dropped = i, unknown end
+      -- the probe's own frames at the leaf: the machinery and the JIT-compiled BPF program it
+      -- called (unnamed, or named after whatever kernel symbol precedes its address), up to the
+      -- last machinery frame among the first PROBE_DEPTH
+      local first, dropped = 1, 0
+      for i = 1, math.min(#list, M.PROBE_DEPTH) do
+        if machinery(list[i]) then first = i + 1 end
+      end
+      for i = 1, first - 1 do
+        if list[i]:find("^%[unknown%]") then dropped = dropped + 1 end
       end
       if first > 1 then
         list = table.move(list, first, #list, 1, {})
         unresolved = math.max(unresolved - dropped, 0)
       end
     end
-    m[kind][addrs] = { list, unresolved }
-    return list, unresolved
+    m[kind][addrs] = { list, unresolved, leaf }
+    return list, unresolved, leaf
   end
   local counts, order = {}, {}
+  local located, lorder = {}, {} -- the stacks again, apart by the source line of their user leaf
   local total, unresolved, by_kind = 0, 0, {}
   for _, r in ipairs(records) do
     if r.count > 0 then
       local frames = { by_pid and (r.comm .. "-" .. r.pid) or r.comm }
-      local user, ubad = names(r.pid, r.user, "user")
+      local addrs, depth = r.user, #r.user
+      if addrs[depth] == M.TRUNCATED_PC then
+        depth = depth - 1
+        addrs = table.move(addrs, 1, depth, 1, {})
+      end
+      local user, ubad, leaf = names(r.pid, addrs, "user")
+      if depth > 0 and (depth < #r.user or (cut and depth >= cut)) then
+        frames[2] = string.format(M.TRUNCATED, #user) -- the frames shown, inlined ones included
+      end
       local kernel, kbad = names(r.pid, r.kernel, "kernel")
       for i = #user, 1, -1 do frames[#frames + 1] = user[i] end
+      local leaf_at = #frames
       for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end
       if r.kind == "runqueue" then frames[#frames + 1] = M.RUN_QUEUE end
       local key = table.concat(frames, ";")
@@ -124,6 +149,14 @@ function M.fold(records, sym, opts)
         order[#order + 1] = { key = key, frames = frames }
       end
       counts[key] = counts[key] + r.count
+      local lkey = leaf and (key .. "\0" .. leaf.file .. ":" .. leaf.line) or key
+      local l = located[lkey]
+      if not l then
+        l = { frames = frames, count = 0, leaf = leaf and leaf_at, file = leaf and leaf.file, line = leaf and leaf.line }
+        located[lkey] = l
+        lorder[#lorder + 1] = lkey
+      end
+      l.count = l.count + r.count
       total = total + r.count
       if ubad + kbad > 0 then unresolved = unresolved + r.count end
       by_kind[r.kind or "oncpu"] = (by_kind[r.kind or "oncpu"] or 0) + r.count
@@ -138,8 +171,13 @@ function M.fold(records, sym, opts)
     lines[i] = o.key .. " " .. counts[o.key]
     stacks[i] = { frames = o.frames, count = counts[o.key] }
   end
+  table.sort(lorder, function(a, b)
+    if located[a].count ~= located[b].count then return located[a].count > located[b].count end
+    return a < b
+  end)
+  for i, k in ipairs(lorder) do lorder[i] = located[k] end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
-    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols }
+    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols, located = lorder }
 end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end
@@ -170,7 +208,7 @@ function M.top(stacks, n, opts)
     local leaf
     for j = first, #st.frames do
       local f = top_name(st.frames[j])
-      if not user_only or is_function(f) then
+      if not f:find("^%[truncated after") and (not user_only or is_function(f)) then
         leaf = f
         if seen[f] ~= i then
           seen[f] = i

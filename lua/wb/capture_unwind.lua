@@ -10,6 +10,8 @@ M.ENTRY = { main = true, _start = true, __libc_start_main = true, __libc_start_c
   start_thread = true, clone3 = true, __clone3 = true, clone = true, __clone = true }
 
 M.TRUNCATED_LIMIT = 0.05 -- warn above this share of walks that stopped early
+M.TRUNCATED_MIN = 10      -- ... when at least this many did
+M.NO_CFI_SHARE = 0.01     -- name an object without CFI or frame pointers that stopped this share of walks
 
 -- fraction = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
 -- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34")
@@ -35,7 +37,8 @@ end
 
 -- figures = M.figures(stats, folded_text) : stats is a sampler's read().unwind; figures =
 -- {method = "dwarf", stack_size, walks, truncated, truncated_fraction, reach_entry_fraction,
--- reasons = {reason = walks} (the non-zero ones), objects = {{path, method, cfi, fp, stopped}}
+-- reasons = {reason = walks} (the non-zero ones), objects = {{path, method, cfi, fp, stopped,
+-- stops = {reason = walks}}}
 -- (most frames first), seconds (walking), ns_per_sample, stack_bytes}
 function M.figures(u, text)
   local reasons = {}
@@ -45,7 +48,7 @@ function M.figures(u, text)
   local objects = {}
   for i, o in ipairs(u.objects) do
     objects[i] = { path = o.path, build_id = o.build_id ~= "" and o.build_id or nil, method = o.method,
-      cfi = o.cfi, fp = o.fp, stopped = o.stopped }
+      cfi = o.cfi, fp = o.fp, stopped = o.stopped, stops = o.stops }
   end
   table.sort(objects, function(a, b)
     if a.cfi + a.fp ~= b.cfi + b.fp then return a.cfi + a.fp > b.cfi + b.fp end
@@ -57,18 +60,19 @@ function M.figures(u, text)
     ns_per_sample = u.walks > 0 and u.seconds * 1e9 / u.walks or 0, stack_bytes = u.stack_bytes }
 end
 
--- M.covered(res, path) : whether the capture walked path's frames with its CFI
-function M.covered(res, path)
-  local u = res.oncpu and res.oncpu.unwind
-  for _, o in ipairs(u and u.objects or {}) do
-    if o.path == path and o.cfi > 0 then return true end
-  end
-  return false
-end
-
--- M.warn(warnings, figures) : a warning when too many walks stopped early, naming why and where
+-- M.warn(warnings, figures) : warnings where stacks stopped early: an object with neither CFI nor
+-- frame pointers for the pcs the walks met (which object, how many walks), and, when more than
+-- TRUNCATED_LIMIT of the walks (and at least TRUNCATED_MIN) stopped early, why and where
 function M.warn(w, fig)
-  if fig.truncated_fraction <= M.TRUNCATED_LIMIT then return end
+  for _, o in ipairs(fig.objects) do
+    local n = o.stops.no_cfi or 0
+    if n > 0 and n >= M.NO_CFI_SHARE * fig.walks then
+      w[#w + 1] = string.format("%s has neither call-frame information nor frame pointers where %d of %d user "
+        .. "stacks were: their callers are missing (rebuild it with -fasynchronous-unwind-tables, gcc's default, "
+        .. "or -fno-omit-frame-pointer)", o.path, n, fig.walks)
+    end
+  end
+  if fig.truncated_fraction <= M.TRUNCATED_LIMIT or fig.truncated < M.TRUNCATED_MIN then return end
   local why = {}
   for k, v in pairs(fig.reasons) do
     if k ~= "complete" then why[#why + 1] = string.format("%s %d", k, v) end

@@ -395,10 +395,11 @@ function M.diff_svg(base_folded, new_folded, opts)
   })
 end
 
--- json_text = flame.speedscope(folded [, {name = "profile", unit = "none"|"nanoseconds"|...}]) :
--- a speedscope file with one sampled profile (see wb.trace.speedscope)
+-- json_text = flame.speedscope(folded [, {name = "profile", unit = "none"|"nanoseconds"|...,
+-- located}]) : a speedscope file with one sampled profile (see wb.trace.speedscope); located
+-- (capture_fold.fold's info.located) replaces folded: the stacks apart by their leaf's file:line.
 function M.speedscope(folded, opts)
-  local stacks = stacks_of(folded, "speedscope")
+  local stacks = opts and opts.located or stacks_of(folded, "speedscope")
   local names, cleaned = {}, {}
   for i, st in ipairs(stacks) do
     local frames = {}
@@ -410,7 +411,7 @@ function M.speedscope(folded, opts)
       end
       frames[j] = c
     end
-    cleaned[i] = { frames = frames, count = st.count }
+    cleaned[i] = { frames = frames, count = st.count, leaf = st.leaf, file = st.file, line = st.line }
   end
   return trace.speedscope(cleaned, opts)
 end

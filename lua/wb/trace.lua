@@ -21,7 +21,9 @@ end
 -- json_text = trace.speedscope(stacks [, {name = "profile", unit = "none"}]) : a speedscope file
 -- (https://www.speedscope.app/file-format-schema.json) with one "sampled" profile: every frame
 -- name once in shared.frames, one sample per stack (frame indices root-first) weighted by its
--- count; startValue 0, endValue the total. stacks = {{frames = {...}, count = N}, ...}.
+-- count; startValue 0, endValue the total. stacks = {{frames = {...}, count = N [, leaf = i,
+-- file = path, line = n]}, ...}: with leaf, frame i of that stack carries the source position
+-- (a frame per name and position).
 function M.speedscope(stacks, opts)
   opts = opts or {}
   local unit = opts.unit or "none"
@@ -32,11 +34,12 @@ function M.speedscope(stacks, opts)
   for i, st in ipairs(stacks) do
     local sample = #st.frames > 0 and {} or json.array()
     for j, f in ipairs(st.frames) do
-      local k = index[f]
+      local at = j == st.leaf and st.file and f .. "\0" .. st.file .. ":" .. st.line or f
+      local k = index[at]
       if not k then
-        frames[#frames + 1] = object { "name", f }
+        frames[#frames + 1] = at == f and object { "name", f } or object { "name", f, "file", st.file, "line", st.line }
         k = #frames - 1
-        index[f] = k
+        index[at] = k
       end
       sample[j] = k
     end

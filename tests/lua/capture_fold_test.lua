@@ -29,6 +29,35 @@ T.case("off-CPU stacks lose the probe's own leaf frames, its unnamed BPF frames 
   T.eq(info.unresolved, 0, "the dropped probe frame was the only unnamed one")
 end)
 
+T.case("a probe frame named after whatever kernel symbol precedes the JIT'd program is dropped too", function()
+  local text = fold.fold({ { pid = 1, comm = "app", kind = "blocked", count = 3, user = { "main" },
+    kernel = { "_einittext_[k]", "bpf_trace_run4_[k]", "__schedule_[k]", "schedule_[k]" } } }, fake)
+  T.eq(text, "app;main;schedule_[k];__schedule_[k] 3\n")
+  -- past the first PROBE_DEPTH frames a machinery name is the kernel's own business
+  local deep = {}
+  for i = 1, fold.PROBE_DEPTH do deep[i] = "f" .. i .. "_[k]" end
+  deep[#deep + 1] = "perf_trace_x_[k]"
+  text = fold.fold({ { pid = 1, comm = "app", kind = "blocked", count = 1, user = {}, kernel = deep } }, fake)
+  T.ok(text:find("perf_trace_x_[k];f" .. fold.PROBE_DEPTH .. "_[k]", 1, true), text)
+end)
+
+T.case("a user stack whose walk stopped early is marked with the frames shown; cut kernel walks too", function()
+  local function rec(user, count)
+    return { pid = 1, comm = "app", kind = "oncpu", count = count, user = user, kernel = {} }
+  end
+  local text = fold.fold({ rec({ "leaf", "mid", fold.TRUNCATED_PC }, 2), rec({ "leaf", "mid", "main" }, 1) }, fake)
+  T.eq(text, "app;[truncated after 2 frames];mid;leaf 2\napp;main;mid;leaf 1\n")
+  local long = {}
+  for i = 1, 127 do long[i] = "f" .. i end
+  text = fold.fold({ rec(long, 1) }, fake, { cut = fold.KERNEL_MAX_DEPTH })
+  T.match(text, "^app;%[truncated after 127 frames%];f127;")
+  T.match(fold.fold({ rec(long, 1) }, fake), "^app;f127;", "without cut, 127 frames are just a stack")
+  local _, info = fold.fold({ rec({ "leaf", fold.TRUNCATED_PC }, 4) }, fake)
+  local top = fold.top(info.stacks, 5)
+  T.eq(#top, 1, "the mark is not a function in the top table")
+  T.eq(top[1].name, "leaf")
+end)
+
 T.case("top: the unresolved addresses of one module are one row", function()
   local stacks = {
     { frames = { "xz", "main", "liblzma.so.5+0x15bc9" }, count = 3 },

@@ -85,7 +85,10 @@ T.case("eBPF: the on-CPU split within ±5 points, 1.0 s off-CPU under sleep_phas
   T.near(slept, 1.0, 0.1, "off-CPU time under sleep_phase")
   T.ok(off.blocked_seconds >= 1.0 and off.total_seconds >= off.blocked_seconds)
   T.near(off.total_seconds, off.blocked_seconds + off.runqueue_seconds, 1e-6)
-  T.ok(off.folded_text:find("sleep_phase;clock_nanosleep[^;]*;[^\n]*schedule_%[k%]"), "kernel frames of the sleep")
+  T.ok(off.folded_text:find("sleep_phase;pause_for;__nanosleep;clock_nanosleep[^;]*;[^\n]*schedule_%[k%]"),
+    "the sleep's caller in libc's frameless nanosleep (CFI unwinding, the default), then the kernel frames")
+  T.ok(not off.folded_text:find("bpf_", 1, true) and not off.folded_text:find("%[unknown%]_%[k%]"),
+    "none of wb's own probe frames")
   T.eq(res.counters["task-clock"].available, true)
   T.near(res.counters["task-clock"].value / 1e9, 2.4, 0.4)
   T.match(fs.read(on.svg), "^<%?xml")
@@ -137,13 +140,18 @@ end)
 T.case("eBPF: full maps are counted and reported, not silent", function()
   need_bpf()
   local res = assert(wb.capture { cmd = "for i in $(seq 150); do /bin/true; done", shell = true, freq = 999,
-    stack_entries = 64, count_entries = 64, counters = false })
+    stack_entries = 64, count_entries = 64, counters = false, unwind = "fp" })
   T.eq(res.method, "bpf")
   T.ok(res.offcpu.lost > 0, "off-CPU intervals lost: " .. res.offcpu.lost)
   T.ok(res.offcpu.stack_errors > 0, "stacks that did not fit: " .. res.offcpu.stack_errors)
   local text = table.concat(res.warnings, "\n")
   T.match(text, "%d+ off%-CPU intervals lost")
   T.match(text, "%d+ off%-CPU intervals counted without their stack: the kernel's stack map was full")
+  -- with CFI unwinding (the default) user stacks are aggregated by wb; kernel stacks still use the map
+  res = assert(wb.capture { cmd = "for i in $(seq 150); do /bin/true; done", shell = true, freq = 999,
+    stack_entries = 64, counters = false })
+  T.ok(res.offcpu.stack_errors > 0, "kernel stacks that did not fit: " .. res.offcpu.stack_errors)
+  T.match(table.concat(res.warnings, "\n"), "counted without their stack.*raise stack_entries")
 end)
 
 T.case("perf_event fallback: the same attribution from ring buffers; off-CPU skipped", function()
@@ -233,14 +241,24 @@ int main(void) { clock_t end = clock() + CLOCKS_PER_SEC / 4; while (clock() < en
     T.ok(proc.run({ argv = argv }).ok, "gcc " .. name)
     return dir .. "/" .. name
   end
-  local function warnings(path)
-    local res = assert(wb.capture { argv = { path }, offcpu = false, counters = false, freq = 99 })
+  local function warnings(path, unwind)
+    local res = assert(wb.capture { argv = { path }, offcpu = false, counters = false, freq = 99, unwind = unwind })
     return table.concat(res.warnings, "\n"), res
   end
-  local nofp = warnings(build_it("nofp", { "-fomit-frame-pointer" }))
+  local nofp_exe = build_it("nofp", { "-fomit-frame-pointer" })
+  local nofp = warnings(nofp_exe, "fp")
   T.match(nofp, "has no frame pointers %(%d+ of %d+ functions set up %%rbp%)")
   T.match(nofp, "%-fno%-omit%-frame%-pointer")
   T.match(nofp, "thin profile: %d+ on%-CPU samples")
+  local cfi = warnings(nofp_exe)
+  T.ok(not cfi:find("frame pointers"), "by default (CFI unwinding) no frame-pointer warning: " .. cfi)
+  -- neither CFI nor frame pointers: the precise warning names the object and the stacks
+  local bare_exe = build_it("bare", { "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables" })
+  local bare, bres = warnings(bare_exe)
+  T.match(bare, bare_exe:gsub("%p", "%%%0") .. " has neither call%-frame information nor frame pointers where %d+ of "
+    .. "%d+ user stacks were")
+  T.ok(bres.oncpu.unwind.reasons.no_cfi > 0)
+  T.ok(bres.oncpu.folded_text:find("%[truncated after 1 frames%];burn"), "the stack is marked truncated")
   local stripped, res = warnings(build_it("stripped", { "-s" }))
   T.match(stripped, "unresolved frames")
   T.match(stripped, "stripped%): its frames show as module%+0xoffset")

@@ -183,3 +183,46 @@ T.case("kernel addresses through /proc/kallsyms", function()
   T.eq(s:frames(0, { addr + 4, addr + 5 }, "kernel"), { "schedule_[k]", "schedule_[k]" })
   T.raises(function() s:frames(0, {}, "both") end, "\"user\" or \"kernel\" expected")
 end)
+
+T.case("kernel addresses past the kernel image's text (_etext, _einittext) are unnamed, not the marker's", function()
+  local etext
+  for line in io.lines("/proc/kallsyms") do
+    local a, name = line:match("^(%x+) [tT] (%S+)$")
+    if name == "_einittext" then etext = tonumber(a, 16) end
+  end
+  if not etext or etext == 0 then T.skip("kallsyms hides addresses from this user, or has no _einittext") end
+  T.eq(sym.kernel(etext + 64), nil)
+end)
+
+-- MiniDebugInfo as Fedora's build makes it (gdb's manual, "MiniDebugInfo"): the functions that
+-- .dynsym lacks, kept in an xz-compressed ELF in .gnu_debugdata of the stripped file.
+T.case("MiniDebugInfo: a stripped file's .gnu_debugdata names its local functions", function()
+  for _, tool in ipairs({ "objcopy", "xz", "strip" }) do
+    if not proc.which(tool) then T.skip(tool .. " not installed") end
+  end
+  local dir = T.tmpdir()
+  local exe = compile(dir, "mini", BURN, { "-g" })
+  local want = nm(exe)
+  local dynamic = {}
+  for name in run({ "nm", "-D", "--defined-only", exe }):gmatch("%x+ %a ([%w_.@]+)") do dynamic[name] = true end
+  local keep = {}
+  for name in pairs(want) do
+    if not dynamic[name] then keep[#keep + 1] = name end
+  end
+  assert(fs.write(dir .. "/keep", table.concat(keep, "\n") .. "\n"))
+  run({ "objcopy", "--only-keep-debug", exe, dir .. "/full.debug" })
+  run({ "objcopy", "-S", "--remove-section", ".gdb_index", "--remove-section", ".comment",
+    "--keep-symbols=" .. dir .. "/keep", dir .. "/full.debug", dir .. "/mini.debug" })
+  run({ "xz", "-k", dir .. "/mini.debug" })
+  run({ "strip", "--strip-all", exe })
+  T.eq(sym.file(exe).symtab, false, "stripped")
+  local stripped = dir .. "/mini_plain"
+  run({ "cp", exe, stripped })
+  run({ "objcopy", "--add-section", ".gnu_debugdata=" .. dir .. "/mini.debug.xz", exe })
+  local f = sym.file(exe)
+  T.eq({ f.symtab, f.minidebug }, { true, true })
+  for _, name in ipairs({ "leaf", "middle", "outer", "main" }) do
+    T.eq(sym.lookup(exe, want[name] + 1), name, name .. " from .gnu_debugdata")
+  end
+  T.eq(sym.lookup(stripped, want.leaf + 1), nil, "without it, the stripped file has no name for leaf")
+end)

@@ -323,7 +323,6 @@ T.case("object: what a file offers the unwinder; misuse raises", function()
   T.eq(stop, "no_mapping")
   T.raises(function() u:walk(1, { ip = 1 }, "") end, "regs.sp")
   T.raises(function() u:walk(1, { ip = 1, sp = 1, bp = 1 }, "", 0) end, "1..1024")
-  T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "perf_cli" } end, "needs method")
   T.raises(function() capture.run { argv = { "true" }, unwind = "dwarf", method = "bpf", stack_size = 32768 } end,
     "needs method")
   T.raises(function() require("wb.bpf").open { ustack = 100 } end, "ustack")
@@ -349,12 +348,14 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
   T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
 end)
 
--- The 2:1 program, then a function blocked in nanosleep (25 x 20 ms) and one in read() on a pipe
--- that a child writes every 50 ms (5 times); it measures the wall time of those calls itself
--- (a second output line) since a loaded machine can delay the reader past the first write.
+-- The 2:1 program, then four functions that block in libc: sleeper in nanosleep (25 x 20 ms),
+-- pipe_reader in read() on a pipe that a child writes every 50 ms (5 times), joiner in
+-- pthread_join on a thread that spins 0.2 s, reap in waitpid on a child that sleeps 0.2 s. It
+-- measures the wall time of those calls itself (a second output line), since a loaded machine
+-- stretches them.
 local BLOCKING = SPLIT:gsub("int main%(", [[
 static double wall(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
-static double slept, read_wait;
+static double slept, read_wait, join_wait, reap_wait;
 __attribute__((noinline)) void sleeper(void) {
   struct timespec t = {0, 20000000};
   double t0 = wall();
@@ -378,11 +379,36 @@ __attribute__((noinline)) void pipe_reader(void) {
     if (read(fds[0], &c, 1) != 1) break;
     read_wait += wall() - t0;
   }
+  wait(NULL);
+}
+static void *spinner(void *arg) {
+  double t0 = wall();
+  while (wall() - t0 < 0.2) sink++;
+  return arg;
+}
+__attribute__((noinline)) void joiner(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, spinner, NULL)) return;
+  double t0 = wall();
+  pthread_join(t, NULL);
+  join_wait = wall() - t0;
+}
+__attribute__((noinline)) void reap(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    struct timespec t = {0, 200000000};
+    nanosleep(&t, NULL);
+    _exit(0);
+  }
+  double t0 = wall();
+  waitpid(pid, NULL, 0);
+  reap_wait = wall() - t0;
 }
 int main(]], 1)
-BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  printf(", 1)
-BLOCKING = BLOCKING:gsub("  return 0;\n}\n$", "  printf(\"%%.6f %%.6f\\n\", slept, read_wait);\n%0", 1)
-BLOCKING = "#include <unistd.h>\n" .. BLOCKING
+BLOCKING = BLOCKING:gsub("  printf%(", "  sleeper();\n  pipe_reader();\n  joiner();\n  reap();\n  printf(", 1)
+BLOCKING = BLOCKING:gsub("  return 0;\n}\n$",
+  "  printf(\"%%.6f %%.6f %%.6f %%.6f\\n\", slept, read_wait, join_wait, reap_wait);\n%0", 1)
+BLOCKING = "#include <pthread.h>\n#include <sys/wait.h>\n#include <unistd.h>\n" .. BLOCKING
 
 -- {root frame = folded text of its lines}
 local function by_root(folded)
@@ -394,38 +420,58 @@ local function by_root(folded)
   return t
 end
 
+-- The seconds under frame `fn` whose next frame (the libc function it called) matches `callee`.
+local function under_call(folded, fn, callee)
+  local n = 0
+  for line in folded:gmatch("[^\n]+") do
+    local next_frame = (line:match("^(.*) %d+$") .. ";"):match(";" .. fn:gsub("%p", "%%%0") .. ";([^;]*);")
+    if next_frame and next_frame:find(callee) then n = n + tonumber(line:match(" (%d+)$")) end
+  end
+  return n / 1e9
+end
+
 for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer", { "-fno-omit-frame-pointer" } } }) do
-  T.case("eBPF, unwind=dwarf, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper and " ..
-    "pipe_reader (the callers of nanosleep and read) within 10%", function()
+  T.case("eBPF, default unwinding, " .. variant[1] .. ": the 2:1 split on-CPU; off-CPU time under sleeper, "
+    .. "pipe_reader, joiner and reap (the callers of nanosleep, read, pthread_join, waitpid) within 10%", function()
     local ok, why = require("wb.bpf").available()
     if not ok then T.skip("eBPF unavailable: " .. why) end
-    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", variant[2])
-    local res = profile({ exe, "1.0" }, 999, "bpf")
-    local ta, tb, slept, read_wait = res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+)\n$")
+    local exe = build("blocking" .. #variant[2], "c", BLOCKING, "gcc", { "-pthread", table.unpack(variant[2]) })
+    local res = assert(capture.run { argv = { exe, "1.0" }, freq = 999, stdout = "capture", method = "bpf" })
+    T.ok(res.ok, "the program ran")
+    local ta, tb, slept, read_wait, join_wait, reap_wait =
+      res.result.stdout:match("^(%S+) (%S+)\n(%S+) (%S+) (%S+) (%S+)\n$")
     local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
-    T.ok(tonumber(slept) >= 0.5 and tonumber(read_wait) > 0.1, "the planted sleep and wait") -- longer when loaded
+    slept, read_wait, join_wait, reap_wait = tonumber(slept), tonumber(read_wait), tonumber(join_wait),
+      tonumber(reap_wait)
+    T.ok(slept >= 0.5 and read_wait > 0.1 and join_wait >= 0.2 and reap_wait >= 0.2, "the planted waits")
     local on = res.oncpu.folded_text
     local alpha, total = under(on, "outer_alpha")
-    T.ok(total > 500, "samples: " .. total)
-    T.near(alpha / total, truth, 0.03, "outer_alpha's share")
-    T.near(under(on, "outer_beta") / total, 1 - truth, 0.03, "outer_beta's share")
-    T.ok(under(on, "main") / total >= 0.95, "on-CPU samples reach main")
+    local beta = under(on, "outer_beta")
+    T.ok(alpha + beta > 500, "samples: " .. alpha + beta)
+    T.near(alpha / (alpha + beta), truth, 0.03, "outer_alpha's share of the split (joiner's thread spins too)")
+    T.ok((under(on, "main") + under(on, "start_thread")) / total >= 0.95, "on-CPU samples reach main or start_thread")
     local off = res.offcpu.folded_text
-    T.near(under(off, "sleeper;__nanosleep") / 1e9, tonumber(slept), 0.05 * tonumber(slept),
-      "seconds blocked under sleeper (within 5% of the program's measurement)")
-    T.near(under(off, "pipe_reader;read") / 1e9, tonumber(read_wait), 0.1 * tonumber(read_wait),
+    T.near(under_call(off, "sleeper", "nanosleep"), slept, 0.05 * slept,
+      "seconds blocked in nanosleep under sleeper (within 5% of the program's measurement)")
+    T.near(under_call(off, "pipe_reader", "^read"), read_wait, 0.1 * read_wait,
       "seconds blocked in read under pipe_reader (within 10%)")
+    T.near(under_call(off, "joiner", "pthread_%a*join"), join_wait, 0.1 * join_wait,
+      "seconds blocked in pthread_join under joiner (within 10%)")
+    T.near(under_call(off, "reap", "wait"), reap_wait, 0.1 * reap_wait,
+      "seconds blocked in waitpid under reap (within 10%)")
     local main_pid = tostring(res.processes[1])
     local mine
     for root, text in pairs(by_root(off)) do
       if root:sub(-#main_pid - 1) == "-" .. main_pid then mine = text end
     end
-    local named = under(mine, "sleeper") + under(mine, "pipe_reader")
+    local named = 0
+    for _, fn in ipairs({ "sleeper", "pipe_reader", "joiner", "reap" }) do named = named + under(mine, fn) end
     local blocked = 0
     for line in mine:gmatch("[^\n]+") do
       if not line:find("[run queue]", 1, true) then blocked = blocked + tonumber(line:match(" (%d+)$")) end
     end
     T.ok(named / blocked >= 0.95, string.format("%.1f%% of the blocked time names the user function", 100 * named / blocked))
+    T.ok(not off:find("bpf_", 1, true) and not on:find("bpf_", 1, true), "no frame of wb's own probes")
     T.ok(res.offcpu.unwind.reach_entry_fraction >= 0.95, "off-CPU stacks reach main")
     T.ok(res.oncpu.unwind.truncated_fraction <= 0.05)
     T.eq(res.oncpu.lost, 0)
@@ -468,4 +514,312 @@ T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walk
   end
   T.ok(libz > 50, "frames walked in libz: " .. libz)
   T.ok(u.reach_entry_fraction >= 0.95, string.format("%.1f%% reach main", 100 * u.reach_entry_fraction))
+end)
+
+-- A 300-deep recursion (each frame holds a volatile local, so none is a tail call or a loop)
+-- whose leaf spins.
+local DEEP = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long deep_leaf(long n) {
+  unsigned long x = sink;
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  return x;
+}
+__attribute__((noinline)) unsigned long deep(int d, long n) {
+  volatile int keep = d;
+  unsigned long r = d == 0 ? deep_leaf(n) : deep(d - 1, n);
+  return r + keep;
+}
+int main(int argc, char **argv) {
+  int depth = atoi(argv[1]);
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) sink += deep(depth, 2000000);
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+-- The largest count of frame `fn` in one stack, and the samples of stacks marked truncated.
+local function max_run(folded, fn)
+  local most, truncated = 0, 0
+  for line in folded:gmatch("[^\n]+") do
+    local n = 0
+    for f in (line:match("^(.*) %d+$") .. ";"):gmatch("([^;]*);") do
+      if f == fn then n = n + 1 end
+    end
+    most = math.max(most, n)
+    if line:find("[truncated after ", 1, true) then truncated = truncated + tonumber(line:match(" (%d+)$")) end
+  end
+  return most, truncated
+end
+
+T.case("a 300-deep recursion: with the default 8 KiB copies its stacks are marked truncated with their depth; "
+  .. "with stack_size = 16376 they reach main", function()
+  need_perf()
+  local exe = build("deep", "c", DEEP, "gcc")
+  local res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false })
+  local on = res.oncpu.folded_text
+  local _, total = under(on, "deep_leaf")
+  local most, truncated = max_run(on, "deep")
+  T.ok(truncated / total >= 0.9, string.format("%d of %d samples marked truncated", truncated, total))
+  for line in on:gmatch("[^\n]+") do -- the mark gives the count of user frames after it
+    local depth, rest = line:match("^[^;]*;%[truncated after (%d+) frames%];(.*) %d+$")
+    if depth then
+      local n = 0
+      for f in (rest .. ";"):gmatch("([^;]*);") do
+        if not f:find("_%[k%]$") then n = n + 1 end
+      end
+      T.eq(n, tonumber(depth), "frames after the mark")
+      if rest:find(";deep_leaf", 1, true) then T.ok(n > 100, "walked deep: " .. n) end
+    end
+  end
+  T.ok(most > 100 and most < 301)
+  T.ok(res.oncpu.unwind.reasons.off_stack >= 0.9 * res.oncpu.unwind.walks, "stopped at the end of the copy")
+  T.ok(not on:find(";main;deep;[^\n]*;deep_leaf"), "no caller invented past the copy")
+  res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false, stack_size = 16376 })
+  on = res.oncpu.folded_text
+  _, total = under(on, "deep_leaf")
+  T.ok(under(on, "main") / total >= 0.95, string.format("%d of %d samples reach main", under(on, "main"), total))
+  T.eq((max_run(on, "deep")), 302, "the root frame (the process) and all 301 frames of deep")
+  T.ok(not on:find("%[truncated[^\n]*;deep_leaf"), "no stack of the recursion truncated")
+  -- frame pointers walked by the kernel stop at its 127 frames: marked too
+  local fp_exe = build("deepfp", "c", DEEP, "gcc", { "-fno-omit-frame-pointer" })
+  res = assert(capture.run { argv = { fp_exe, "300" }, freq = 499, stdout = "capture", offcpu = false, unwind = "fp" })
+  on = res.oncpu.folded_text
+  _, total = under(on, "deep_leaf")
+  local marked = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";[truncated after 127 frames];deep;", 1, true) then marked = marked + tonumber(line:match(" (%d+)$")) end
+  end
+  T.ok(marked / total >= 0.9, string.format("%d of %d samples marked at the kernel's limit", marked, total))
+end)
+
+T.case("method perf_cli: perf record --call-graph dwarf by default (the split and main), frame pointers with "
+  .. "unwind = \"fp\"", function()
+  if not capture.profiler("perf").available then T.skip("perf: " .. capture.profiler("perf").notes) end
+  local exe = build("split0", "c", SPLIT, "gcc")
+  local res = assert(capture.run { argv = { exe, "0.6" }, freq = 499, method = "perf_cli", stdout = "capture",
+    offcpu = false })
+  T.eq(res.method, "perf_cli")
+  local ta, tb = res.result.stdout:match("^(%S+) (%S+)\n$")
+  local truth = tonumber(ta) / (tonumber(ta) + tonumber(tb))
+  local alpha, total = under(res.oncpu.folded_text, "outer_alpha")
+  T.ok(total > 150, "samples: " .. total)
+  T.near(alpha / total, truth, 0.05, "outer_alpha's share")
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95, "perf's dwarf stacks reach main")
+  res = assert(capture.run { argv = { exe, "0.3" }, freq = 499, method = "perf_cli", stdout = "capture",
+    offcpu = false, unwind = "fp" })
+  alpha, total = under(res.oncpu.folded_text, "outer_alpha")
+  T.ok(alpha / total < 0.1, "frame pointers lose churn's caller in this build")
+end)
+
+T.case("Debian's python3 (no frame pointers), default unwinding: native stacks reach main through "
+  .. "_PyEval_EvalFrameDefault", function()
+  local py = "/usr/bin/python3"
+  if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
+  need_perf()
+  local loop = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: sum(range(1000))"
+  local res = assert(capture.run { argv = { py, "-c", loop }, freq = 499, stdout = "capture", offcpu = false,
+    python = false })
+  local on = res.oncpu.folded_text
+  local _, total = under(on, "_PyEval_EvalFrameDefault")
+  local through = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";__libc_start_call_main;.-Py_BytesMain;.-;_PyEval_EvalFrameDefault;") then
+      through = through + tonumber(line:match(" (%d+)$"))
+    end
+  end
+  T.ok(total > 100, "samples: " .. total)
+  T.ok(through / total >= 0.9, string.format("%d of %d samples reach libc's start through Py_BytesMain and the "
+    .. "eval loop", through, total))
+  T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
+  for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
+end)
+
+local TWO_LINES = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long two_loops(unsigned long x, long n) {
+  for (long i = 0; i < 2 * n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL; // LOOP_A
+  for (long i = 0; i < n; i++) x = x * 2862933555777941757UL + 3037000493UL; // LOOP_B
+  return x;
+}
+int main(int argc, char **argv) {
+  double secs = argc > 1 ? atof(argv[1]) : 1.0, t0 = cpu();
+  while (cpu() - t0 < secs) sink += two_loops(sink, 4000000);
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+T.case("speedscope: the leaf's file:line per sampled address (two hot lines of one function, 2:1)", function()
+  need_perf()
+  local exe, src = build("lines", "c", TWO_LINES, "gcc")
+  local out = T.tmpdir()
+  local res = assert(capture.run { argv = { exe, "0.8" }, freq = 499, stdout = "capture", offcpu = false, dir = out,
+    name = "lines" })
+  local doc = assert(require("wb.json").decode(fs.read(res.oncpu.speedscope)))
+  local prof = doc.profiles[1]
+  local by_line, total = {}, 0
+  for i, sample in ipairs(prof.samples) do
+    local leaf = doc.shared.frames[sample[#sample] + 1]
+    total = total + prof.weights[i]
+    if leaf.name == "two_loops" then
+      T.eq(leaf.file, src)
+      by_line[leaf.line] = (by_line[leaf.line] or 0) + prof.weights[i]
+    end
+  end
+  local a, b = by_line[line_of(TWO_LINES, "// LOOP_A")] or 0, by_line[line_of(TWO_LINES, "// LOOP_B")] or 0
+  T.ok(a + b >= 0.9 * total, string.format("%d + %d of %d samples on the two lines", a, b, total))
+  T.near(a / (a + b), 2 / 3, 0.05, "LOOP_A's share")
+  T.eq(prof.endValue, res.oncpu.samples)
+end)
+
+T.case("libc6-dbg: libc's inline chains and lines through its build-id debug file, as addr2line -i -f gives them",
+  function()
+  local libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+  local o = unwind.object(libc)
+  if not o.debug_file then T.skip("libc6-dbg not installed (make deps installs it)") end
+  T.eq(o.debug_file, string.format("/usr/lib/debug/.build-id/%s/%s.debug", o.build_id:sub(1, 2), o.build_id:sub(3)))
+  T.ok(o.debug_info)
+  local base = tonumber(run({ "nm", o.debug_file }):match("(%x+) t __futex_abstimed_wait_common\n"), 16)
+  T.ok(base, "__futex_abstimed_wait_common in the debug file")
+  local inlined = 0
+  for off = 0, 160, 4 do
+    local want = {}
+    for name, pos in run({ "addr2line", "-i", "-f", "-e", o.debug_file, string.format("0x%x", base + off) })
+      :gmatch("([^\n]+)\n([^\n]+)\n") do
+      want[#want + 1] = { name = name, line = tonumber(pos:match(":(%d+)")) }
+    end
+    local got = unwind.symbolize(libc, base + off)
+    T.eq(#got, #want, string.format("frames at +0x%x", off))
+    for i, f in ipairs(got) do
+      T.eq(f.mangled or f.name, want[i].name)
+      T.eq(f.line, want[i].line)
+    end
+    if #got > 1 then inlined = inlined + 1 end
+  end
+  T.ok(inlined > 0, "some addresses hold inlined frames")
+end)
+
+-- A hot loop calling a tiny function of a shared library through its lazy PLT entry (so a share of
+-- the samples is in the PLT stub), and a signal handler that does the work (raise() in a loop).
+local TINY_LIB = [[
+__attribute__((noinline)) unsigned long tiny(unsigned long x) { return x * 6364136223846793005UL + 1; }
+]]
+local PLT = [[
+#include <stdio.h>
+#include <time.h>
+unsigned long tiny(unsigned long);
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) unsigned long plt_caller(unsigned long x) {
+  for (int i = 0; i < 1000000; i++) x = tiny(x);
+  return x;
+}
+int main(void) {
+  unsigned long x = 1;
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) x = plt_caller(x);
+  printf("%lu\n", x);
+  return 0;
+}
+]]
+local SIGNAL = [[
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+volatile unsigned long sink;
+__attribute__((noinline)) void handler_spin(void) {
+  unsigned long x = sink;
+  for (long i = 0; i < 2000000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  sink = x;
+}
+static void on_signal(int sig) { (void)sig; handler_spin(); }
+__attribute__((noinline)) void signaller(void) { raise(SIGUSR1); __asm__ volatile(""); }
+int main(void) {
+  signal(SIGUSR1, on_signal);
+  double t0 = cpu();
+  while (cpu() - t0 < 0.6) signaller();
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+T.case("PLT stubs and signal frames are stepped over: stacks reach main", function()
+  need_perf()
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/tiny.c", TINY_LIB))
+  run({ "gcc", "-O2", "-g", "-shared", "-fPIC", "-o", dir .. "/libtiny.so", dir .. "/tiny.c" })
+  local exe = build("plt", "c", PLT, "gcc", { "-L" .. dir, "-ltiny", "-Wl,-rpath," .. dir, "-Wl,-z,lazy" })
+  local res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
+  local u = res.oncpu.unwind
+  local _, total = under(res.oncpu.folded_text, "plt_caller")
+  T.ok(total > 150, "samples: " .. total)
+  T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95,
+    string.format("%d of %d samples reach main", under(res.oncpu.folded_text, "main"), total))
+  T.eq(u.reasons.complex_rule, nil, "no walk stopped at a PLT rule")
+  exe = build("sig", "c", SIGNAL, "gcc")
+  res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
+  local on = res.oncpu.folded_text
+  local spin
+  spin, total = under(on, "handler_spin")
+  T.ok(spin / total >= 0.5, "samples in the handler: " .. spin)
+  local through = 0
+  for line in on:gmatch("[^\n]+") do
+    if line:find(";main;signaller;[^\n]*;__restore_rt;[^\n]*handler_spin") then -- on_signal tail-calls it
+      through = through + tonumber(line:match(" (%d+)$"))
+    end
+  end
+  T.ok(through / spin >= 0.95, string.format("%d of %d handler samples reach main through the signal frame",
+    through, spin))
+end)
+
+-- What `wb help profile` says of a key ("default X"), or nil when the recipe has no such key.
+local function profile_default(key)
+  local res = T.wb({ "help", "profile" })
+  return res.stdout:match("\n  " .. key .. " [^\n]- default (%S+)\n")
+end
+
+T.case("wb profile -- python3 (Debian's, no frame pointers), no options: native stacks through "
+  .. "_PyEval_EvalFrameDefault, no frame-pointer warning", function()
+  local py = "/usr/bin/python3"
+  if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
+  need_perf()
+  if profile_default("unwind") == "fp" then
+    T.skip("recipes/profile.lua still defaults to unwind=fp (issue 16: its default becomes auto)")
+  end
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "freq=499", "offcpu=false", "-o", out, "--", py, "-c",
+    "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: sum(range(1000))" })
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not res.stdout:find("frame pointers", 1, true), res.stdout)
+  local run = T.manifest(out).runs[1]
+  T.ok(run.unwind and run.unwind.reach_entry_fraction >= 0.9, "stacks reach libc's start")
+  local folded = fs.read(out .. "/profiles/profile.oncpu.folded")
+  local n, total = under(folded, "_PyEval_EvalFrameDefault")
+  T.ok(n / total >= 0.9, string.format("%d of %d samples under the eval loop", n, total))
+end)
+
+T.case("wb profile stack_entries=64: kernel stacks that did not fit are counted and warned, the key named", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  if not profile_default("stack_entries") then
+    T.skip("recipes/profile.lua does not take stack_entries yet (issue 16's recipe change)")
+  end
+  local out = T.tmpdir() .. "/run"
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "stack_entries=64", "freq=999", "shell=true", "-o", out,
+    "--", "for i in $(seq 150); do /bin/true; done" })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "counted without their stack: the kernel's stack map was full[^\n]*raise stack_entries")
+  local warned = false
+  for _, w in ipairs(T.manifest(out).runs[1].warnings) do warned = warned or w:find("raise stack_entries", 1, true) end
+  T.ok(warned, "the warning is in the manifest")
 end)

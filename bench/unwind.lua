@@ -1,0 +1,272 @@
+-- Complete stacks without frame pointers: a `gcc -O2 -g` workload (no frame pointers; a hot
+-- function under two callers, 2:1) unprofiled, under wb's default capture at 99 Hz (user stacks
+-- walked with CFI from stack copies, on-CPU and off-CPU, symbolized, folded and rendered) and under
+-- `perf record -F 99 --call-graph dwarf` followed by `perf script` (its report), interleaved with
+-- the order rotated each round; medians. Then the symbolization of a large generated binary
+-- (tens of thousands of functions, -O2 -g, inline chains): wb against `addr2line -i -f` on the same
+-- addresses.
+local wb = require "wb"
+local lib = dofile("bench/lib.lua")
+
+local WORKLOAD = [[
+#include <stdio.h>
+#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) unsigned long churn(unsigned long x, long n) {
+  for (long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+  return x;
+}
+__attribute__((noinline)) void outer_alpha(long n) { sink += churn(sink, n); }
+__attribute__((noinline)) void outer_beta(long n) { sink += churn(sink ^ 1, n); }
+int main(int argc, char **argv) {
+  long rounds = argc > 1 ? atol(argv[1]) : 10;
+  for (long r = 0; r < rounds; r++) {
+    outer_alpha(4000000);
+    outer_alpha(4000000);
+    outer_beta(4000000);
+  }
+  printf("%lu\n", sink);
+  return 0;
+}
+]]
+
+-- Prints the workload's wall and CPU time inside the capture, the bytes wb wrote, the on-CPU
+-- samples whose stack holds main and all of them, the method.
+local RECIPE = [[
+local wb = require "wb"
+local fold = require "wb.capture_fold"
+return wb.recipe { run = function(ctx)
+  local dir = os.getenv("WB_BENCH_DIR")
+  local res = assert(wb.capture { argv = ctx.args, freq = 99, dir = dir, name = "b", stdout = "null" })
+  if not res.ok then error("capture failed") end
+  local bytes = 0
+  for _, f in ipairs(wb.fs.list(dir)) do bytes = bytes + (wb.fs.stat(dir .. "/" .. f).size or 0) end
+  local total, main = 0, 0
+  for _, st in ipairs(wb.flame.parse(res.oncpu.folded_text)) do
+    total = total + st.count
+    for i = 2, #st.frames do
+      if st.frames[i] == "main" then main = main + st.count break end
+    end
+  end
+  io.write(string.format("%.9f %.9f %d %d %d %s\n", res.result.wall, res.result.user + res.result.sys, bytes, main,
+    total, res.method))
+end }
+]]
+
+-- perf script's samples of the workload whose frames hold main, and all of them.
+local function perf_complete(text, comm)
+  local total, main = 0, 0
+  for _, r in ipairs(require("wb.capture_fold").parse_perf_script(text)) do
+    if r.comm == comm then
+      total = total + 1
+      for _, n in ipairs(r.names) do
+        if n == "main" then
+          main = main + 1
+          break
+        end
+      end
+    end
+  end
+  return main, total
+end
+
+-- A C file of n small functions in chains of ten (each calls the next through a static inline
+-- helper, so addresses have inline chains); main calls the first of each chain.
+local function big_source(n)
+  local out = { "volatile unsigned long sink;" }
+  for i = 0, n - 1 do out[#out + 1] = string.format("unsigned long fn%d(unsigned long);", i) end
+  for i = 0, n - 1 do
+    out[#out + 1] = string.format("static inline unsigned long mix%d(unsigned long x) { return x * %dUL + %d; }", i,
+      2 * i + 3, i)
+    out[#out + 1] = string.format("__attribute__((noinline)) unsigned long fn%d(unsigned long x) {", i)
+    out[#out + 1] = i % 10 == 9 and string.format("  return mix%d(x) ^ sink;", i)
+      or string.format("  return fn%d(mix%d(x)) + 1;", i + 1, i)
+    out[#out + 1] = "}"
+  end
+  out[#out + 1] = "int main(void) {"
+  for i = 0, n - 1, 10 do out[#out + 1] = string.format("  sink += fn%d(sink);", i) end
+  out[#out + 1] = "  return 0;\n}\n"
+  return table.concat(out, "\n")
+end
+
+-- Symbolizes the addresses of a file (one hex per line) with wb.unwind.symbolize; prints the
+-- seconds it took and the frames found.
+local SYMBOLIZE = [[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local exe, list = ctx.args[1], ctx.args[2]
+  local t = wb.clock.timer()
+  local frames, lines = 0, 0
+  for hex in io.lines(list) do
+    for _, f in ipairs(require("wb.unwind").symbolize(exe, tonumber(hex, 16))) do
+      frames = frames + 1
+      if f.line then lines = lines + 1 end
+    end
+  end
+  io.write(string.format("%.9f %d %d\n", t:elapsed(), frames, lines))
+end }
+]]
+
+local function symbolization(tmp, smoke)
+  local n = smoke and 2000 or 30000
+  local src = tmp .. "/big.c"
+  wb.check(wb.fs.write(src, big_source(n)))
+  local exe = tmp .. "/big"
+  local t = wb.clock.timer()
+  lib.run({ "gcc", "-O2", "-g", "-o", exe, src })
+  local build = t:elapsed()
+  local addrs = {}
+  for addr, name in lib.run({ "nm", exe }).stdout:gmatch("(%x+) [tT] (fn%d+)\n") do
+    if tonumber(name:match("%d+")) % 10 == 0 then addrs[#addrs + 1] = string.format("%x", tonumber(addr, 16) + 4) end
+  end
+  local list = tmp .. "/addrs"
+  wb.check(wb.fs.write(list, table.concat(addrs, "\n") .. "\n"))
+  local recipe = tmp .. "/symbolize.lua"
+  wb.check(wb.fs.write(recipe, SYMBOLIZE))
+  local runs = smoke and 1 or 5
+  local wb_wall, wb_inner, a2l = {}, {}, {}
+  local frames, a2l_frames
+  for _ = 1, runs do
+    local res, elapsed = lib.run({ lib.wb, "run", recipe, "--", exe, list })
+    local inner, nf = res.stdout:match("^(%S+) (%d+)")
+    wb_wall[#wb_wall + 1], wb_inner[#wb_inner + 1], frames = elapsed, tonumber(inner), tonumber(nf)
+    local argv = { "addr2line", "-i", "-f", "-e", exe }
+    for _, a in ipairs(addrs) do argv[#argv + 1] = "0x" .. a end
+    local out
+    out, elapsed = lib.run(argv)
+    a2l[#a2l + 1] = elapsed
+    a2l_frames = select(2, out.stdout:gsub("\n", "")) // 2
+  end
+  local med = function(v) return wb.stats.median(v) end
+  return {
+    { name = string.format("large binary: %d functions, -O2 -g, %.1f MB (gcc took %.0f s)", n,
+      wb.fs.stat(exe).size / 1e6, build), value = string.format("%d addresses", #addrs) },
+    { name = "wb.unwind.symbolize of those addresses (inline chains + lines), in-process, median",
+      value = lib.ms(med(wb_inner)) },
+    { name = "the same as a wb process end to end (start-up included), median", value = lib.ms(med(wb_wall)) },
+    { name = "`addr2line -i -f -e` on the same addresses (one process), median", value = lib.ms(med(a2l)) },
+    { name = "frames found: wb / addr2line", value = string.format("%d / %d", frames, a2l_frames),
+      target = "equal", met = frames == a2l_frames },
+    { name = "addr2line / wb end to end", value = lib.ratio(med(a2l) / med(wb_wall)), target = "≥ 1×",
+      met = med(a2l) >= med(wb_wall) },
+  }
+end
+
+return {
+  title = "Complete stacks without frame pointers (targets: wb ≤ 3% on the workload; wb's overhead and bytes " ..
+    "≥ 5× smaller than perf --call-graph dwarf's, end to end; stacks at least as complete)",
+  run = function(opts)
+    local ok, why = wb.bpf.available()
+    if not ok then return { skipped = "eBPF unavailable: " .. why } end
+    local perf = wb.proc.which("perf")
+    if not perf then return { skipped = "perf is not installed" } end
+    local load = (wb.fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)")
+    local tmp = wb.fs.tmpdir("wbbench")
+    local src = tmp .. "/nofp.c"
+    wb.check(wb.fs.write(src, WORKLOAD))
+    local exe = tmp .. "/nofp"
+    lib.run({ "gcc", "-O2", "-g", "-o", exe, src })
+    local recipe = tmp .. "/capture_once.lua"
+    wb.check(wb.fs.write(recipe, RECIPE))
+    local target = opts.smoke and 0.3 or 5.0 -- perf's costs grow with the run; wb's mostly do not
+    local probe = lib.run({ exe, "5" })
+    local rounds_arg = tostring(math.max(2, math.floor(5 * target / probe.wall)))
+    local wb_dir, perf_data, script_out = tmp .. "/wb", tmp .. "/perf.data", tmp .. "/perf.script"
+    local rounds = opts.smoke and 1 or 5
+    local s = { plain = {}, plain_cpu = {}, wb = {}, wb_cpu = {}, wb_workload = {}, wb_workload_cpu = {}, perf = {},
+      perf_cpu = {}, perf_record = {} }
+    local last = {}
+    for round = 0, rounds do -- round 0 warms up
+      for k = 0, 2 do
+        local v = (round + k) % 3
+        if v == 0 then
+          local res = lib.run({ exe, rounds_arg })
+          if round > 0 then
+            table.insert(s.plain, res.wall)
+            table.insert(s.plain_cpu, res.user + res.sys)
+          end
+        elseif v == 1 then
+          wb.fs.remove_tree(wb_dir)
+          wb.check(wb.fs.mkdir_p(wb_dir))
+          local res, elapsed = lib.run({ lib.wb, "run", recipe, "--", exe, rounds_arg }, { WB_BENCH_DIR = wb_dir })
+          local wall, cpu, bytes, main, total, method = res.stdout:match("^(%S+) (%S+) (%d+) (%d+) (%d+) (%S+)")
+          if method ~= "bpf" then wb.fail("wb capture used " .. tostring(method)) end
+          last.wb_bytes, last.wb_main, last.wb_total = tonumber(bytes), tonumber(main), tonumber(total)
+          if round > 0 then
+            table.insert(s.wb, elapsed)
+            table.insert(s.wb_cpu, res.user + res.sys) -- wb's own and the workload's (its child)
+            table.insert(s.wb_workload, tonumber(wall))
+            table.insert(s.wb_workload_cpu, tonumber(cpu))
+          end
+        else
+          local recres, rec = lib.run({ perf, "record", "-F", "99", "--call-graph", "dwarf", "--no-bpf-event", "-q", "-o",
+            perf_data, "--", exe, rounds_arg })
+          local t = wb.clock.timer()
+          local script = wb.check(wb.proc.run { argv = { perf, "script", "-i", perf_data, "-F", "comm,pid,ip,sym,dso" },
+            stdout = { file = script_out }, stderr = "null" })
+          if not script.ok then wb.fail("perf script failed") end
+          local rep = t:elapsed()
+          last.perf_bytes = wb.fs.stat(perf_data).size + wb.fs.stat(script_out).size
+          last.perf_main, last.perf_total = perf_complete(wb.fs.read(script_out), "nofp")
+          if round > 0 then
+            table.insert(s.perf, rec + rep)
+            table.insert(s.perf_cpu, recres.user + recres.sys + script.user + script.sys)
+            table.insert(s.perf_record, rec)
+          end
+        end
+      end
+    end
+    local med = {}
+    for k, v in pairs(s) do med[k] = wb.stats.median(v) end
+    local function paired(a, b) -- median of per-round ratios: adjacent runs share the machine's load
+      local r = {}
+      for i = 1, #a do r[i] = a[i] / b[i] end
+      return wb.stats.median(r) - 1
+    end
+    local overhead, cpu_overhead = paired(s.wb_workload, s.plain), paired(s.wb_workload_cpu, s.plain_cpu)
+    local wb_cost, perf_cost = med.wb - med.plain, med.perf - med.plain
+    local wb_cpu_cost, perf_cpu_cost = med.wb_cpu - med.plain_cpu, med.perf_cpu - med.plain_cpu
+    local wb_complete, perf_complete_share = last.wb_main / last.wb_total, last.perf_main / last.perf_total
+    local figures = {
+      { name = "unprofiled `gcc -O2 -g` workload (no frame pointers), median wall", value = lib.ms(med.plain) },
+      { name = "the workload under wb (default unwinding: CFI, eBPF, 99 Hz), median wall",
+        value = lib.ms(med.wb_workload) },
+      { name = "wb's overhead on the workload's wall time (median of per-round ratios)",
+        value = string.format("%+.2f%%", overhead * 100), target = "≤ 3%", met = overhead <= 0.03 },
+      { name = "the same for its CPU time (user + sys: the machine's other load moves it much less)",
+        value = string.format("%+.2f%% (%s vs %s)", cpu_overhead * 100, lib.ms(med.wb_workload_cpu),
+          lib.ms(med.plain_cpu)), target = "≤ 3%", met = cpu_overhead <= 0.03 },
+      { name = "wb end to end (start-up, BPF load, run, walk, symbolize, folded + SVG + speedscope + report files)",
+        value = lib.ms(med.wb) },
+      { name = "`perf record -F 99 --call-graph dwarf` + `perf script`, end to end", value = string.format("%s (%s record)",
+        lib.ms(med.perf), lib.ms(med.perf_record)) },
+      { name = "wall time added to the run: perf's / wb's", value = string.format("%s / %s = %s",
+        lib.ms(perf_cost), lib.ms(wb_cost), lib.ratio(perf_cost / math.max(wb_cost, 1e-3))), target = "≥ 5×",
+        met = perf_cost >= 5 * wb_cost },
+      { name = "CPU time added to the run (all processes): perf's / wb's", value = string.format("%s / %s = %s",
+        lib.ms(perf_cpu_cost), lib.ms(wb_cpu_cost), lib.ratio(perf_cpu_cost / math.max(wb_cpu_cost, 1e-3))),
+        target = "≥ 5×", met = perf_cpu_cost >= 5 * wb_cpu_cost },
+      { name = "bytes written: perf.data + perf script's output / wb's outputs", value = string.format("%.1f MB / %.1f KB = %s",
+        last.perf_bytes / 1e6, last.wb_bytes / 1e3, lib.ratio(last.perf_bytes / last.wb_bytes)), target = "≥ 5×",
+        met = last.perf_bytes >= 5 * last.wb_bytes },
+      { name = "on-CPU samples whose stack reaches main: wb / perf", value = string.format("%.1f%% (%d of %d) / "
+        .. "%.1f%% (%d of %d)", 100 * wb_complete, last.wb_main, last.wb_total, 100 * perf_complete_share,
+        last.perf_main, last.perf_total), target = "wb ≥ perf", met = wb_complete >= perf_complete_share },
+    }
+    for _, f in ipairs(symbolization(tmp, opts.smoke)) do figures[#figures + 1] = f end
+    wb.fs.remove_tree(tmp)
+    return {
+      command = "build/wb run bench/run.lua only=unwind",
+      figures = figures,
+      notes = string.format("Load average before the section: %s. Workload: `nofp %s` (about %.1f s; churn() under "
+        .. "outer_alpha and outer_beta, 2:1), "
+        .. "%d interleaved rounds after a warm-up, order rotated. wb runs `wb.capture{freq = 99}` (counters, "
+        .. "on-CPU and off-CPU, Python and memory samplers) in a fresh wb process; its bytes are every file of the "
+        .. "capture's directory. perf's end to end is `perf record` plus `perf script` (the report a flame graph is "
+        .. "made from); completeness of both is counted from their own outputs. The symbolization figures time "
+        .. "every tenth function's address +4 (%s). CPU times are the rusage of each command with its children "
+        .. "(wb's includes the workload, perf's its record and script).", load, rounds_arg, target, rounds,
+        opts.smoke and "smoke: a small binary" or "30,000 functions"),
+    }
+  end,
+}
