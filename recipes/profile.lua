@@ -4,7 +4,8 @@
 --   wb profile freq=999 offcpu=false -- ./app
 --   wb profile method=perf_event -- ./app        (auto | bpf | perf_event | perf_cli)
 --   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
---   wb profile unwind=dwarf -- ./app              (user stacks walked with CFI: code without frame pointers)
+--   wb profile unwind=fp -- ./app                 (frame pointers only; by default user stacks are walked with CFI)
+--   wb profile stack_entries=65536 -- ./app       (more kernel stack-map buckets: fewer collisions)
 -- Profiling until Ctrl-C: the first Ctrl-C stops the command and the profile and report are still
 -- written (exit 0); a second Ctrl-C aborts (exit 130).
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
@@ -22,13 +23,14 @@ return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
-    shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "fp", stack_size = 8192,
+    shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = 8192,
+    stack_entries = 16384, count_entries = 16384,
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
-    unwind = "fp|dwarf", stack_size = "integer>=1",
+    unwind = "auto|dwarf|fp", stack_size = "integer>=1", stack_entries = "integer>=64", count_entries = "integer>=64",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -56,6 +58,7 @@ return wb.recipe {
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
         title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
+        stack_entries = cfg.stack_entries, count_entries = cfg.count_entries,
       }
       out.close()
       if not res then wb.fail("profile: " .. tostring(err)) end
