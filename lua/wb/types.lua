@@ -1176,8 +1176,9 @@ function svg.tick_format(v, step) end
 ---@class wb.sym
 local sym = {}
 ---info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
----.dynsym), debug_file?, error?, frame_pointers = {functions, with}} — frame_pointers counts the
----functions (of a file with a .symtab) whose code starts by setting up %rbp.
+---.dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, frame_pointers
+---= {functions, with}} — frame_pointers counts the functions (of a file with a .symtab) whose code
+---starts by setting up %rbp.
 function sym.file(path) end
 ---name, offset = wb.sym.kernel(addr) : the kernel function at addr from /proc/kallsyms, or nil
 ---(always nil for a reader to whom kallsyms shows zero addresses)
@@ -1218,7 +1219,9 @@ function trace.from_stages(stages, opts) end
 ---json_text = trace.speedscope(stacks [, {name = "profile", unit = "none"}]) : a speedscope file
 ---(https://www.speedscope.app/file-format-schema.json) with one "sampled" profile: every frame name
 ---once in shared.frames, one sample per stack (frame indices root-first) weighted by its count;
----startValue 0, endValue the total. stacks = {{frames = {...}, count = N}, ...}.
+---startValue 0, endValue the total. stacks = {{frames = {...}, count = N [, leaf = i, file = path,
+---line = n]}, ...}: with leaf, frame i of that stack carries the source position (a frame per name
+---and position).
 function trace.speedscope(stacks, opts) end
 
 -- wb.unwind: unwinding user stacks with CFI, inline chains, demangling -------------------------
