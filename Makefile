@@ -8,9 +8,11 @@ PKGS    := lua5.4 yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lyaml)
 WARN    := -std=c11 -Wall -Wextra -Werror
+# core/ is searched by "..." includes only (-iquote): core/spawn.h and core/unwind.h share their
+# names with <spawn.h> and the compiler's <unwind.h>, which <...> includes must still find.
 OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
-             -Icore -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
+             -iquote core -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
              -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
 LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
@@ -150,7 +152,7 @@ install: all
 	install -m 755 $(BUILD)/wb $(DESTDIR)$(PREFIX)/bin/wb
 	install -m 644 $(BUILD)/libwb.so $(BUILD)/libwb.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 core/wb.h core/wb_c.h $(DESTDIR)$(PREFIX)/include/wb/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*WB_VERSION "\(.*\)"/\1/p' core/lwb.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*WB_VERSION "\(.*\)"/\1/p' core/internal.h)|' \
 	  tools/wb.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wb.pc
 	cp -R recipes/. $(DESTDIR)$(PREFIX)/share/wb/recipes/
 	if [ -d profiles ]; then cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/; fi

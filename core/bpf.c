@@ -4,7 +4,7 @@
  * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
  * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
  * with verbose. In unwind mode (ustack) drain() walks the ring buffer's stack copies
- * (core/bpfustack.c, core/unwind.c) while the command runs. */
+ * (core/bpf_ustack.c, core/unwind.c) while the command runs. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbpfu.h"
-#include "lopt.h"
-#include "lperf.h"
-#include "lwb.h"
+#include "bpf_ustack.h"
+#include "opt.h"
+#include "perf.h"
+#include "internal.h"
 #include "profile.h"
 #include "profile.skel.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lwb.h"
+#include "internal.h"
 #include "wb_c.h"
 
 #define TIMER_MT "wb.clock.timer"

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 static int push_ok(lua_State *L) {
   lua_pushboolean(L, 1);

@@ -3,9 +3,9 @@
  * other tables with sorted keys, so its output is deterministic. */
 #include <errno.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
-/* ---- decoding: a sink of the parser (core/jsontext.c) that builds Lua values --------- */
+/* ---- decoding: a sink of the parser (core/json_text.c) that builds Lua values --------- */
 
 struct builder {
   lua_State *L;

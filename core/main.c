@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lspawn.h"
-#include "lwb.h"
+#include "spawn.h"
+#include "internal.h"
 #include "wb_c.h"
 
 static int verbose;

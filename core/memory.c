@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lopt.h"
-#include "lwb.h"
+#include "opt.h"
+#include "internal.h"
 #include "proctree.h"
 #include "ticker.h"
 

@@ -1,7 +1,7 @@
 /* wb.perf: perf_event_open counters on a process and all its descendants (inherit), opened
  * before the program starts (enable_on_exec on a held child) and read after it ends. Each event
  * is opened on its own, so one that cannot be counted is reported with its reason while the others
- * count. The ring-buffer sampler of the same module lives in core/perfsample.c. */
+ * count. The ring-buffer sampler of the same module lives in core/perf_sample.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lopt.h"
-#include "lperf.h"
-#include "lwb.h"
+#include "opt.h"
+#include "perf.h"
+#include "internal.h"
 
 #define COUNTERS_MT "wb.perf.counters"
 #define MAX_EVENTS 32
@@ -49,7 +49,7 @@ static const char *const default_events[] = {"task-clock", "context-switches", "
                                              "page-faults", "cycles", "instructions",
                                              "cache-misses", "branch-misses"};
 
-/* ---- shared helpers (core/lperf.h) -------------------------------------------------------- */
+/* ---- shared helpers (core/perf.h) -------------------------------------------------------- */
 
 int wb_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd) {
   attr->size = sizeof *attr;

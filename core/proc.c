@@ -8,8 +8,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
-#include "lwb.h"
-#include "lspawn.h"
+#include "internal.h"
+#include "spawn.h"
 
 #define PROC_MT "wb.proc"
 enum { UV_STDOUT_FN = 1, UV_STDERR_FN = 2, UV_RESULT = 3 };

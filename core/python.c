@@ -23,10 +23,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "lopt.h"
+#include "opt.h"
 #include "proctree.h"
 #include "ticker.h"
-#include "lwb.h"
+#include "internal.h"
 
 #define MAX_FRAMES 128
 #define MAX_THREADS 256

@@ -13,7 +13,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 #define PROMPT "wb> "
 #define PROMPT_MORE "wb>> "

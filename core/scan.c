@@ -1,12 +1,12 @@
 /* wb.scan: streaming scans of large logs of `[TAG] key=value ...` lines. Matching and aggregation
- * run in C (core/logscan.c, core/logread.c; contract in core/lscan.h): Lua gets one table of
+ * run in C (core/scan_match.c, core/scan_read.c; contract in core/scan.h): Lua gets one table of
  * aggregates per rule, never a call per line. */
 #include <errno.h>
 #include <string.h>
 
-#include "lopt.h"
-#include "lscan.h"
-#include "lwb.h"
+#include "opt.h"
+#include "scan.h"
+#include "internal.h"
 
 #define OUT_MT "wb.scan.out"
 
@@ -257,7 +257,7 @@ static int l_file(lua_State *L) {
   return 1;
 }
 
-/* -- x, unit = wb.scan.number(s) : s parsed as a number (see core/lscan.h): unit "s" with x in
+/* -- x, unit = wb.scan.number(s) : s parsed as a number (see core/scan.h): unit "s" with x in
  * seconds for durations, "" for plain numbers (an integer when s is one), "bool" for true/false
  * (1/0); nil when s is not a number */
 static int l_number(lua_State *L) {

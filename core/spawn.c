@@ -1,4 +1,4 @@
-/* The process engine (see core/lspawn.h) and the wb_child_* functions of core/wb.h. */
+/* The process engine (see core/spawn.h) and the wb_child_* functions of core/wb.h. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lwb.h"
-#include "lspawn.h"
+#include "internal.h"
+#include "spawn.h"
 
 #define READ_CHUNK 65536
 #define DRAIN_READS 32                /* reads per stream after the leader was reaped */
@@ -127,7 +127,7 @@ static void free_child(wb_child *c) {
   free(c);
 }
 
-/* Held start: the child runs the wb binary as the gate (see core/spawnexec.c). */
+/* Held start: the child runs the wb binary as the gate (see core/spawn_exec.c). */
 static int setup_gate(struct setup *su, wb_child *c, const char *exe, const char *const *argv,
                       const char ***gate_argv) {
   if (!(*gate_argv = wb_gate_argv(exe, argv))) return errno;

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 /* Pushes a scratch copy of the numbers at stack index arg (a sequence of numbers or a
  * wb.stats.samples) as a userdata and returns it; *n gets the count. Raises on misuse (not a

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lopt.h"
+#include "opt.h"
 #include "stats.h"
 
 /* ---- seeded PRNG: xoshiro256** seeded by splitmix64 (bit-identical on every machine) ---- */

@@ -1,7 +1,7 @@
 /* wb.sym: symbolization of sampled stacks. A symbolizer keeps the executable mappings of each
  * process (from a /proc/PID/maps snapshot taken while it runs, or from perf's mmap, exec and fork
  * records) and resolves user addresses through the ELF .symtab/.dynsym of the mapped files
- * (core/symelf.c: cached per file, separate debug files found by build id), kernel addresses
+ * (core/sym_elf.c: cached per file, separate debug files found by build id), kernel addresses
  * through /proc/kallsyms. Unresolved frames read module+0xoffset (the file offset). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lsym.h"
-#include "lunwind.h"
-#include "lwb.h"
+#include "sym.h"
+#include "unwind.h"
+#include "internal.h"
 
 #define SYM_MT "wb.sym"
 
@@ -32,7 +32,7 @@ typedef struct symbolizer {
   size_t n, cap;
   uint32_t *index; /* hash of pid -> position in as + 1 (0: free), cap * 2 slots */
   int closed;
-  int dwarf; /* inline chains from DWARF and demangled names (core/unwobj.c) */
+  int dwarf; /* inline chains from DWARF and demangled names (core/unwind_obj.c) */
 } symbolizer;
 
 /* ---- address spaces ----------------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 static int stream_fd(lua_State *L, int arg, const char *def) {
   if (lua_isinteger(L, arg)) return (int)lua_tointeger(L, arg);

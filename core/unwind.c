@@ -1,6 +1,6 @@
 /* wb.unwind: walks a user stack from a copy of its top bytes and the registers ip, sp, bp (what
  * perf's PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER deliver) through the call-frame
- * information of each mapped object (core/unwobj.c, elfutils libdw), frame pointers where an object
+ * information of each mapped object (core/unwind_obj.c, elfutils libdw), frame pointers where an object
  * has no CFI for a pc, and stops — marking the stack truncated — where neither can go: no mapping
  * (JIT, anonymous code), a rule other than CFA = rsp/rbp + k, a signal frame, a value outside the
  * copy. Also symbolization with inline chains and demangling for those frames. */
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lsym.h"
-#include "lunwind.h"
-#include "lwb.h"
+#include "sym.h"
+#include "unwind.h"
+#include "internal.h"
 
 #define UNWIND_MT "wb.unwind"
 #define MAX_FRAMES 1024

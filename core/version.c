@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "lwb.h"
+#include "internal.h"
 #include "wb_c.h"
 
 

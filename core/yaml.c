@@ -1,7 +1,7 @@
 /* wb.yaml: YAML text -> Lua values with libyaml's event parser. Mappings become ordered tables,
  * sequences "wb.array" tables, plain scalars resolve by the YAML 1.2 core schema. Where each
  * table and each value came from (file, line) is kept off the data, in a weak-keyed registry
- * table, for wb.yaml.location. The dumper is in core/yamldump.c. */
+ * table, for wb.yaml.location. The dumper is in core/yaml_dump.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <yaml.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
 #define TAG(name) "tag:yaml.org,2002:" name
 /* Most table entries that alias expansion may copy in one load. */

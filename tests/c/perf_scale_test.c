@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "lperf.h"
+#include "perf.h"
 
 static int near(double a, double b) { return isfinite(a) && fabs(a - b) <= 1e-9 * fabs(b) + 1e-12; }
 

@@ -8,7 +8,7 @@ FUZZ_CC    ?= clang
 SAN        ?= -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LIBS       ?= -llua5.4 -lyaml -lreadline -lz -lm
 PKG_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
-FUZZ_FLAGS := -std=c11 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer $(PKG_CFLAGS) -Icore \
+FUZZ_FLAGS := -std=c11 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer $(PKG_CFLAGS) -iquote core \
               -Itests/fuzz -DFUZZ_LUA_DIR='"$(abspath tests/fuzz/lua)"'
 TARGETS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%, \
                 $(filter-out tests/fuzz/fuzz_lua.c,$(sort $(wildcard tests/fuzz/fuzz_*.c))))
@@ -16,7 +16,7 @@ TARGETS    := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%, \
 .PHONY: all
 all: $(TARGETS)
 
-$(FUZZ_BUILD)/fuzz_lua.o: tests/fuzz/fuzz_lua.c tests/fuzz/fuzz_lua.h core/lwb.h
+$(FUZZ_BUILD)/fuzz_lua.o: tests/fuzz/fuzz_lua.c tests/fuzz/fuzz_lua.h core/internal.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(SAN) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_lua.h $(FUZZ_BUILD)/fuzz_lua.o \

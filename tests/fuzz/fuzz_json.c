@@ -1,4 +1,4 @@
-/* JSON: wb.json.decode/encode (core/json.c) and the Lua-free wb_json_reformat (core/jsontext.c);
+/* JSON: wb.json.decode/encode (core/json.c) and the Lua-free wb_json_reformat (core/json_text.c);
  * checks in tests/fuzz/lua/json.lua. */
 #include "fuzz_lua.h"
 #include "wb_c.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "fuzz_lua.h"
-#include "lwb.h"
+#include "internal.h"
 
 #ifndef FUZZ_LUA_DIR
 #error "FUZZ_LUA_DIR must name the directory of the Lua drivers"

@@ -1,5 +1,5 @@
-/* The log scanner's number-with-unit parser (scan_number, core/logscan.c) against an independent
- * reading of the grammar in core/lscan.h converted by strtod, and its key=value tokenizer
+/* The log scanner's number-with-unit parser (scan_number, core/scan_match.c) against an independent
+ * reading of the grammar in core/scan.h converted by strtod, and its key=value tokenizer
  * (wb.scan.tokens, wb.scan.fields, wb.scan.number in core/scan.c; checks in
  * tests/fuzz/lua/scan_tokens.lua). */
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz_lua.h"
-#include "lscan.h"
+#include "scan.h"
 
 #define MAX_DIGITS 64 /* scan_number refuses numbers of more digits (the scanner's limit) */
 

@@ -1,4 +1,4 @@
-/* YAML -> Lua (core/yaml.c via wb.yaml.load) and back (core/yamldump.c); checks in
+/* YAML -> Lua (core/yaml.c via wb.yaml.load) and back (core/yaml_dump.c); checks in
  * tests/fuzz/lua/yaml.lua. */
 #include "fuzz_lua.h"
 

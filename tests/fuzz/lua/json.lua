@@ -1,4 +1,4 @@
--- JSON (core/json.c, core/jsontext.c): wb.json.decode and wb_json_reformat accept the same texts
+-- JSON (core/json.c, core/json_text.c): wb.json.decode and wb_json_reformat accept the same texts
 -- and reject the others with the same "json: line L col C: what" message; what they accept
 -- re-encodes (compact and pretty) to text that decodes to the same values, key order included,
 -- and encoding is idempotent.

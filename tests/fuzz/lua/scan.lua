@@ -1,4 +1,4 @@
--- The log scanner (wb.scan.file: core/scan.c, core/logscan.c, core/logread.c, core/logmap.c) on
+-- The log scanner (wb.scan.file: core/scan.c, core/scan_match.c, core/scan_read.c, core/scan_table.c) on
 -- any bytes, with rules that use every option: a plain log's results must match the plain-Lua
 -- reading of the contract (scanref.lua); a gzip one (magic 1f 8b) must scan or fail cleanly.
 local F = require "fuzzlib"

@@ -1,4 +1,4 @@
--- A plain-Lua reading of the wb.scan.file contract (core/lscan.h, core/scan.c) for small,
+-- A plain-Lua reading of the wb.scan.file contract (core/scan.h, core/scan.c) for small,
 -- uncompressed logs: the oracle the fuzz drivers hold the scanner's results to. Numbers are read
 -- with wb.scan.number (checked against strtod by fuzz_scan_tokens), so this judges segmenting,
 -- matching, tokenizing, grouping and aggregation. Sums are compared within rounding (the scanner

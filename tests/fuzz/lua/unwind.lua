@@ -1,4 +1,4 @@
--- The stack walker (wb.unwind: core/unwind.c, core/unwobj.c) on any bytes: the first 8 choose the
+-- The stack walker (wb.unwind: core/unwind.c, core/unwind_obj.c) on any bytes: the first 8 choose the
 -- ip inside one of this process's executable mappings (so the walk reads real CFI rows of the
 -- fuzzer, libc, the vDSO), the next 8 the frame pointer, the rest is the stack copy. The walk
 -- ends with a known reason, starts with the ip, never returns more than asked, and repeats

@@ -1,4 +1,4 @@
--- YAML -> Lua (core/yaml.c) and back (core/yamldump.c): wb.yaml.load and load_all never raise
+-- YAML -> Lua (core/yaml.c) and back (core/yaml_dump.c): wb.yaml.load and load_all never raise
 -- on any text; a rejection is nil, "FILE:LINE:COL: problem"; what loads dumps to YAML that loads
 -- back to the same values (types and key order included), and the dump of that is the same text.
 -- dump may refuse only what it documents it cannot write that a load can give (non-UTF-8 strings).

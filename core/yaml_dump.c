@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
 /* libyaml gives up on implicit keys longer than 1024 characters; longer ones use "? key". */
 #define MAX_IMPLICIT_KEY 1000

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "datafmt.h"
+#include "encode.h"
 #include "wb_c.h"
 
 /* ---- parsing -------------------------------------------------------------------------- */

@@ -156,7 +156,7 @@ int wb_gate_prepare(struct wb_exec_plan *plan, wb_gate_pipes *g);
 int wb_gate_await(wb_gate_pipes *g);
 void wb_gate_close(wb_gate_pipes *g);
 
-/* What a child does between its creation and its exec (core/spawnchild.c): it becomes the leader
+/* What a child does between its creation and its exec (core/spawn_child.c): it becomes the leader
  * of a new process group, asks for SIGKILL when wb dies (PR_SET_PDEATHSIG; not under valgrind's
  * posix_spawn), sets every signal to its default disposition, changes to dir_fd unless
  * it is -1, moves descriptors (dup2 from[i] onto to[i], in order; from == to clears
@@ -183,7 +183,7 @@ void wb_plan_dup(wb_exec_plan *plan, int from, int to);
  * without close_range, posix_spawn does the same work. */
 int wb_exec_start(const wb_exec_plan *plan, pid_t *pid);
 
-/* Descriptors of the spawn engine (core/spawnexec.c). wb_fd_above moves *fd to a close-on-exec
+/* Descriptors of the spawn engine (core/spawn_exec.c). wb_fd_above moves *fd to a close-on-exec
  * descriptor >= min unless it is one already (the old one closed); wb_pipe_above makes a
  * close-on-exec pipe with both ends >= min. Both return 0, or -1 with errno (nothing left open,
  * *fd -1). wb_close_fd closes *fd if open and sets it to -1. wb_reap reaps pid, waiting. */
@@ -197,7 +197,7 @@ void wb_reap(pid_t pid);
  * an errno (ENOENT, EACCES, ENAMETOOLONG). */
 int wb_which(const char *name, const char *path, char *out, size_t outlen);
 
-/* wb.proc (core/procspec.c): parses the spec table at index 1 into *spec, anchoring the strings it
+/* wb.proc (core/proc_spec.c): parses the spec table at index 1 into *spec, anchoring the strings it
  * borrows in the table at index 2; leaves the stdout and stderr fields at indices 3 and 4 (the
  * line callbacks, when they are functions). Raises on misuse. */
 void wb_proc_parse_spec(lua_State *L, wb_spawn_spec *spec);

@@ -1,5 +1,5 @@
-/* The rings and records of wb.perf.sampler (see core/lperf.h; the Lua object is in
- * core/perfsample.c). One event and one ring per online CPU on the target pid with inherit (a
+/* The rings and records of wb.perf.sampler (see core/perf.h; the Lua object is in
+ * core/perf_sample.c). One event and one ring per online CPU on the target pid with inherit (a
  * per-task event with inherit cannot be mmapped with cpu = -1), enabled at the target's exec. At
  * each drain the records of all rings are merged in time order, so a sample is attributed to the
  * comm its process had when it was taken; samples are aggregated by (process, comm, stack). */
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lperf.h"
-#include "lsym.h"
-#include "lunwind.h"
+#include "perf.h"
+#include "sym.h"
+#include "unwind.h"
 
 /* ---- small containers --------------------------------------------------------------------- */
 

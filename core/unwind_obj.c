@@ -1,4 +1,4 @@
-/* The objects of the unwinder (see core/lunwind.h): each mapped file's call-frame information
+/* The objects of the unwinder (see core/unwind.h): each mapped file's call-frame information
  * (.eh_frame of the file, .debug_frame of the file or of its separate debug file) read through
  * elfutils libdw's CFI API, turned into compact rule rows (CFA = rsp/rbp + k, return address and
  * saved rbp at CFA + k) kept in a per-object cache; its DWARF for inline chains; demangling through
@@ -21,14 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lsym.h"
-#include "lunwind.h"
+#include "sym.h"
+#include "unwind.h"
 
 #define REG_RBP 6
 #define REG_RSP 7
 
 struct wb_dwobj {
-  wb_elf *elf;          /* symbols, segments, build id (core/symelf.c) */
+  wb_elf *elf;          /* symbols, segments, build id (core/sym_elf.c) */
   char *path, build_id[41];
   int fd, dbg_fd;
   Elf *e, *dbg_e;       /* the file; the separate debug file */

@@ -1,6 +1,6 @@
-/* The log scanner's matching and aggregation (see core/lscan.h): numbers with units, exact
+/* The log scanner's matching and aggregation (see core/scan.h): numbers with units, exact
  * aggregates, buckets, and the per-segment work. The string map, merging and distributions are in
- * core/logmap.c; the block reader and threads in core/logread.c. */
+ * core/scan_table.c; the block reader and threads in core/scan_read.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "lscan.h"
+#include "scan.h"
 
 #define HOT static inline __attribute__((always_inline))
 

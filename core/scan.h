@@ -1,5 +1,5 @@
-/* The log scanner behind wb.scan (bindings in core/scan.c; engine in core/logscan.c: numbers,
- * aggregates, matching; core/logmap.c: tables, merging, distributions; core/logread.c: reading).
+/* The log scanner behind wb.scan (bindings in core/scan.c; engine in core/scan_match.c: numbers,
+ * aggregates, matching; core/scan_table.c: tables, merging, distributions; core/scan_read.c: reading).
  *
  * A log is cut into *segments*: the text between two separators, where both '\n' and '\r' are
  * separators (so a tqdm progress bar redrawn with carriage returns is a run of segments, and a
@@ -143,7 +143,7 @@ typedef struct scan_dist {
 } scan_dist;
 scan_dist scan_bucket_dist(scan_bucket *b);
 
-/* ---- between core/logscan.c (matching) and core/logread.c (reading) ---------------------------- */
+/* ---- between core/scan_match.c (matching) and core/scan_read.c (reading) ---------------------------- */
 
 /* One scanning thread's state: its own results, one per rule. */
 typedef struct scanner {

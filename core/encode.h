@@ -1,11 +1,11 @@
-/* Helpers shared by the data-format modules core/json.c, core/jsontext.c, core/yaml.c and
- * core/yamldump.c; defined in core/datafmt.c unless noted. Internal, not installed. */
+/* Helpers shared by the data-format modules core/json.c, core/json_text.c, core/yaml.c and
+ * core/yaml_dump.c; defined in core/encode.c unless noted. Internal, not installed. */
 #pragma once
 
 #include <stdint.h>
 #include <string.h>
 
-#include "lwb.h"
+#include "internal.h"
 
 /* Nesting limit of the JSON and YAML readers and writers. */
 #define WB_MAX_DEPTH 1000
@@ -73,7 +73,7 @@ void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const 
  * hold 32 bytes. Returns the length. */
 int wb_format_float(char *buf, double d);
 
-/* ---- JSON text (core/jsontext.c; Lua-free, so the C API runs inside any host) ---- */
+/* ---- JSON text (core/json_text.c; Lua-free, so the C API runs inside any host) ---- */
 
 enum wb_json_kind { WB_JSON_NULL, WB_JSON_BOOL, WB_JSON_INT, WB_JSON_FLOAT, WB_JSON_STRING };
 
@@ -122,5 +122,5 @@ void wb_json_newline(wb_buf *b, int pretty, int indent, int depth);
 /* Whether the YAML plain scalar s reads as a string under the core schema (core/yaml.c). */
 int wb_yaml_plain_is_string(const char *s, size_t n);
 
-/* -- s = wb.yaml.dump(v) (core/yamldump.c) */
+/* -- s = wb.yaml.dump(v) (core/yaml_dump.c) */
 int wb_yaml_dump(lua_State *L);

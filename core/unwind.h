@@ -1,4 +1,4 @@
-/* Unwinding without frame pointers (core/unwind.c: the walk and wb.unwind; core/unwobj.c: the
+/* Unwinding without frame pointers (core/unwind.c: the walk and wb.unwind; core/unwind_obj.c: the
  * objects, their call-frame information, inline chains and demangling, through elfutils libdw). */
 #pragma once
 #include <stddef.h>
@@ -6,7 +6,7 @@
 
 struct lua_State;
 
-/* ---- objects (core/unwobj.c) ------------------------------------------------------------------ */
+/* ---- objects (core/unwind_obj.c) ------------------------------------------------------------------ */
 
 /* How one frame was unwound, and why a walk stopped. */
 enum wb_unw_stop {
@@ -52,7 +52,7 @@ const wb_unw_row *wb_dwobj_row(wb_dwobj *o, uint64_t vaddr);
 /* Whether the object's file could be read as ELF (else its code is an unknown region). */
 int wb_dwobj_loaded(const wb_dwobj *o);
 
-/* Whether most of the object's functions set up %rbp (core/symelf.c's check). */
+/* Whether most of the object's functions set up %rbp (core/sym_elf.c's check). */
 int wb_dwobj_frame_pointers(wb_dwobj *o);
 
 /* The path, build id (hex or ""), whether .eh_frame/.debug_frame/.debug_info were found, and the

@@ -1,4 +1,4 @@
-/* perf_event helpers shared by wb.perf (core/perf.c, core/perfsample.c) and wb.bpf (core/bpf.c). */
+/* perf_event helpers shared by wb.perf (core/perf.c, core/perf_sample.c) and wb.bpf (core/bpf.c). */
 #pragma once
 #include <linux/perf_event.h>
 #include <lua.h>
@@ -28,7 +28,7 @@ struct wb_perf_scaled wb_perf_scale(uint64_t raw, uint64_t enabled, uint64_t run
  * least 1 (CPU 0 when the file is unreadable). */
 int wb_online_cpus(int *cpus, int max);
 
-/* ---- the sampler's rings and records (core/perfring.c) ------------------------------------ */
+/* ---- the sampler's rings and records (core/perf_ring.c) ------------------------------------ */
 
 #define WB_COMM_SIZE 16
 
@@ -94,7 +94,7 @@ size_t wb_sampler_drain(wb_sampler *s);
 /* Releases events, rings and records; sets s->closed. */
 void wb_sampler_release(wb_sampler *s);
 
-/* The sampler of wb.perf (core/perfsample.c): wb_perf_sampler_init creates its metatable,
+/* The sampler of wb.perf (core/perf_sample.c): wb_perf_sampler_init creates its metatable,
  * wb_perf_sampler is wb.perf.sampler. */
 void wb_perf_sampler_init(lua_State *L);
 int wb_perf_sampler(lua_State *L);

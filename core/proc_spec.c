@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "lwb.h"
-#include "lspawn.h"
+#include "internal.h"
+#include "spawn.h"
 
 /* Moves the value on top into the anchor table (keeping it alive) and returns it as a string. */
 static const char *keep(lua_State *L, int anchors) {

@@ -1,6 +1,6 @@
 /* wb.perf.sampler: stack sampling with perf_event ring buffers, the path used without BPF, and the
  * side-band records (exec mappings, comm, fork, exit) that symbolize any capture of a process
- * tree. The rings and records are core/perfring.c; this file is the Lua object. */
+ * tree. The rings and records are core/perf_ring.c; this file is the Lua object. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "lopt.h"
-#include "lperf.h"
-#include "lsym.h"
-#include "lunwind.h"
-#include "lwb.h"
+#include "opt.h"
+#include "perf.h"
+#include "sym.h"
+#include "unwind.h"
+#include "internal.h"
 
 #define SAMPLER_MT "wb.perf.sampler"
 

@@ -1,4 +1,4 @@
-/* The child's side of a spawn (see wb_exec_plan in core/lspawn.h): a clone(CLONE_VM |
+/* The child's side of a spawn (see wb_exec_plan in core/spawn.h): a clone(CLONE_VM |
  * CLONE_VFORK) child that runs on a small stack of its own, shares the parent's memory until its
  * exec, and makes raw system calls only (no allocation, no locks, nothing a sanitizer
  * intercepts). A close-on-exec pipe carries the errno of a failing step back to the parent: EOF
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lspawn.h"
+#include "spawn.h"
 
 void wb_plan_dup(wb_exec_plan *plan, int from, int to) {
   if (plan->ndup >= (int)(sizeof plan->from / sizeof plan->from[0])) abort();

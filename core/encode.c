@@ -1,10 +1,10 @@
-/* Helpers shared by the data-format modules (datafmt.h): the output buffer, float formatting,
+/* Helpers shared by the data-format modules (encode.h): the output buffer, float formatting,
  * and the table layout rules (array or object, key order) of the encoders. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "datafmt.h"
+#include "encode.h"
 
 static int buf_gc(lua_State *L) {
   wb_buf *b = lua_touserdata(L, 1);

@@ -1,4 +1,4 @@
-/* ELF symbol tables and /proc/kallsyms for wb.sym (see core/lsym.h). */
+/* ELF symbol tables and /proc/kallsyms for wb.sym (see core/sym.h). */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lsym.h"
+#include "sym.h"
 
 #define FP_SAMPLE 4000 /* functions checked for a frame-pointer prologue, at most */
 #define FP_WINDOW 64   /* bytes of a function searched for it (the prologue may be shrink-wrapped) */

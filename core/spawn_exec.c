@@ -1,4 +1,4 @@
-/* What a spawned child executes (see core/lspawn.h): the program found like execvp, its
+/* What a spawned child executes (see core/spawn.h): the program found like execvp, its
  * environment, and the gate that holds a child between its creation and its exec. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lspawn.h"
+#include "spawn.h"
 
 extern char **environ;
 

@@ -1,4 +1,4 @@
-/* wb.bpf's unwind mode, the user-space side (see core/lbpfu.h): each on-CPU record is walked and
+/* wb.bpf's unwind mode, the user-space side (see core/bpf_ustack.h): each on-CPU record is walked and
  * counted once; a switch-out record is walked and kept as the thread's pending stack until its
  * switch-in record adds the time away to it. Stacks are aggregated by (process, comm, kind,
  * kernel stack id, user pcs) in an open-addressing table. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbpfu.h"
+#include "bpf_ustack.h"
 #include <linux/types.h>
 
 #include "bpf/profile.h"

@@ -1,10 +1,10 @@
-/* The user-space side of wb.bpf's unwind mode (core/bpfustack.c): the records of the ring buffer
+/* The user-space side of wb.bpf's unwind mode (core/bpf_ustack.c): the records of the ring buffer
  * (core/bpf/profile.h) walked with core/unwind.c and aggregated by stack. */
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lunwind.h"
+#include "unwind.h"
 
 typedef struct wb_ustack_entry {
   uint32_t tgid, kind;

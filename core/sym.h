@@ -1,4 +1,4 @@
-/* Symbol tables for wb.sym (core/sym.c): ELF files (core/symelf.c), loaded once per file for the
+/* Symbol tables for wb.sym (core/sym.c): ELF files (core/sym_elf.c), loaded once per file for the
  * life of the process and shared by every symbolizer, and the kernel's /proc/kallsyms. */
 #pragma once
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* The log scanner's reading (see core/lscan.h): blocks from a file descriptor or a gzip stream,
+/* The log scanner's reading (see core/scan.h): blocks from a file descriptor or a gzip stream,
  * segment boundaries, and byte ranges of a large file scanned by threads. A range owns the
  * segments that start in it; its thread reads past the range's end to finish the last one. */
 #define _GNU_SOURCE
@@ -17,8 +17,8 @@
 #include <emmintrin.h>
 #endif
 
-#include "lscan.h"
-#include "lwb.h"
+#include "scan.h"
+#include "internal.h"
 
 #define BLOCK (1 << 20)
 #define MAX_THREADS 8

@@ -1,11 +1,11 @@
-/* The log scanner's tables (see core/lscan.h): the string map, groups, merging the results of
+/* The log scanner's tables (see core/scan.h): the string map, groups, merging the results of
  * several threads, and distributions of collected values. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lscan.h"
+#include "scan.h"
 #include "stats.h"
 
 /* ---- the string map --------------------------------------------------------------------------- */
