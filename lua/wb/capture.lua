@@ -10,6 +10,7 @@
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
+local alloc = require "wb.alloc"
 local bpf = require "wb.bpf"
 local memory = require "wb.memory"
 local python = require "wb.python"
@@ -408,6 +409,7 @@ local function options(spec)
     dir = spec.dir, top = spec.top or 20, root = spec.root or "auto",
     want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false, python = spec.python ~= false,
     memory = spec.memory ~= false, memory_hz = spec.memory_hz or 20 }
+  o.alloc = spec.alloc and alloc.options(spec) or nil
   if not METHODS[o.requested] then error("wb.capture: unknown method '" .. tostring(o.requested) .. "'", 3) end
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
@@ -628,7 +630,8 @@ end
 -- walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with eBPF,
 -- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
--- memory = true and memory_hz = 20 (the tree's memory over time, res.memory). Raises on misuse;
+-- memory = true and memory_hz = 20 (the tree's memory over time, res.memory), alloc = false,
+-- alloc_interval = 524288 and alloc_mmap = true (sampled allocation stacks, res.alloc: lua/wb/alloc.lua). Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
 -- stops it (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one
 -- interrupts.
@@ -652,6 +655,8 @@ function M.run(spec)
   end
   local session_close <close> = session
   res.method = method
+  local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
+  if al and al.spec then spec = al.spec end
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and
     ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
@@ -666,12 +671,14 @@ function M.run(spec)
     end
     res.offcpu = o.want_off and { skipped = off_skip } or nil
     quality(res)
+    if al then res.alloc = al:profile({}, o) end
   else
     local r, err, errno = record(spec, o, res, method, session)
     if not r then return nil, err, errno end
     local sym_close <close> = r.sym
     local sampled = profiles(res, r, o, off_skip)
     quality(res, r.side, sampled)
+    if al then res.alloc = al:profile(r, o) end
   end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.counters and o.dir then
