@@ -138,7 +138,7 @@ static void tick(void *arg, double now) {
     if (comm[0]) snprintf(m->comm, sizeof m->comm, "%s", comm);
     m->last_t = t;
     if (rss > m->peak_rss_kb) m->peak_rss_kb = rss, m->peak_t = t;
-    if (hwm > m->hwm_kb) m->hwm_kb = hwm;
+    m->hwm_kb = hwm; /* monotonic within one image; after an exec, the new image's own */
     if (swap > m->peak_swap_kb) m->peak_swap_kb = swap;
     int64_t pss = -1;
     if (s->want_pss && !m->pss_off) {
@@ -185,6 +185,7 @@ static int l_sampler(lua_State *L) {
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, SAMPLER_MT);
   s->root = pid, s->hz = hz, s->want_pss = pss, s->t0 = wb_ticker_now();
+  tick(s, s->t0); /* at once: a command that lives less than one period is still seen */
   int e = wb_ticker_start(&s->ticker, hz, tick, s);
   if (e) {
     lua_pushnil(L);
@@ -206,7 +207,8 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
  * sample, t in seconds from the start), peak = {rss_kb, t, pss_kb}, pss_partial, processes =
  * {{pid, ppid, comm, first_t, last_t, peak_rss_kb, peak_t, hwm_kb, peak_pss_kb, peak_swap_kb,
  * series = {t, rss_kb, pss_kb}}} in the order they were first seen}. hwm_kb: the process's own
- * peak (the kernel's VmHWM) as last seen; peak_pss_kb -1 when PSS was not read. */
+ * peak (the kernel's VmHWM) as last seen: the peak of the image it last ran, not of one it
+ * replaced by an exec; peak_pss_kb -1 when PSS was not read. */
 static int l_sampler_stop(lua_State *L) {
   msampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
   wb_ticker_stop(&s->ticker);

@@ -456,10 +456,10 @@ local function record(spec, o, res, method, session)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
+  -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
+  local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
   local py_sampler <close> = o.python and python.sampler(p.pid, { hz = o.freq }) or nil
-  -- RSS, PSS and swap of every process of the tree over time
-  local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   local snapped = false
   res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end

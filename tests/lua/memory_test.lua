@@ -122,3 +122,17 @@ T.case("wb profile: the memory section, timeline files and the own peak of the r
   T.match(svg, "peak 20%d MiB at")
   T.match(assert(fs.read(dir .. "/report.html")), "<h2>Memory</h2>")
 end)
+
+T.case("the child-alone peak RSS of a small program is its own few MB, not wb's (the wait4 figure)", function()
+  -- /bin/sleep is as small as /bin/true but lives past the first sample (taken at once)
+  local res = assert(wb.capture { argv = { "/bin/sleep", "0.2" }, oncpu = false, offcpu = false, method = "none" })
+  local own = res.result.own_peak_rss_kb
+  T.between(own, 256, 8 * 1024, "sleep's own peak in KiB")
+  T.ok(res.result.maxrss_bound and own < res.result.maxrss_kb, string.format("own %d KiB, wait4 %d KiB",
+    own, res.result.maxrss_kb))
+  -- /bin/true lives about a millisecond: seen or not by the first sample, never with wb's figure
+  for _ = 1, 5 do
+    local r = assert(wb.capture { argv = { "/bin/true" }, oncpu = false, offcpu = false, method = "none" })
+    T.ok(r.result.own_peak_rss_kb == nil or r.result.own_peak_rss_kb < 8 * 1024, tostring(r.result.own_peak_rss_kb))
+  end
+end)
