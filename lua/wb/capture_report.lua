@@ -117,6 +117,7 @@ function M.text(res, opts)
       end
     end
   end
+  if res.alloc then require("wb.alloc_report").text(add, res.alloc, n) end
   if #res.warnings > 0 then
     add("")
     for _, w in ipairs(res.warnings) do add("warning: %s", w) end
@@ -239,6 +240,9 @@ function M.html(res, opts)
       mem.peak_pss_kb and esc(", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)
       .. (chart and ('<figure class="memory">' .. chart:gsub("^<%?xml[^>]*>%s*", "") .. "</figure>\n") or "")
       .. table.concat(rows))
+  end
+  if res.alloc then
+    out[#out + 1] = require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n })
   end
   for _, d in ipairs(opts.diffs or {}) do
     out[#out + 1] = section(d.title, string.format('<p class="meta"><a href="%s">%s</a> (red: more than before, blue: less)</p>\n',

@@ -133,6 +133,20 @@ T.case("50 MB leaked from one site: the live and the never-freed views name it",
   T.near(churn / (100 * 1048576), 1, 0.30, "the freed site in the allocated view: " .. churn)
 end)
 
+T.case("the capture report: the allocation summary, top sites and flame graphs", function()
+  local res = run({ EXE, "leak" }, { title = "leak" })
+  local view = require "wb.capture_report"
+  local text = view.text(res)
+  T.match(text, "\nallocations: %d+ samples, one per 512%.0 KiB on average: 1%d%d%.%d MiB allocated %(estimated%), "
+    .. "[45]%d%.%d MiB live at the RSS peak %([%d.]+ m?s%), [45]%d%.%d MiB never freed\n")
+  T.match(text, "\n  never freed: top functions %(self, total share of bytes%)\n +%d+%.%d%% +%d+%.%d%%  site_leak")
+  local page = view.html(res, { title = "leak" })
+  T.match(page, "<h2>Allocations</h2>")
+  T.eq(T.count(page, '<iframe title="Bytes '), 3, "allocated, live at the peak, never freed")
+  local skipped = run({ "/bin/sh", "-c", "exit 0" }, { alloc_interval = 1, stderr = "null", env = { LD_PRELOAD = "libtcmalloc.so.4" } })
+  T.match(view.text(skipped), "\nallocations: skipped: LD_PRELOAD already holds an allocator: libtcmalloc.so.4\n")
+end)
+
 T.case("a forked child's allocations are under its own pid", function()
   local res = run({ EXE, "fork" }, { alloc_interval = 64 * 1024 })
   T.eq(res.result.code, 0)

@@ -1,0 +1,66 @@
+-- The allocation profile (res.alloc, lua/wb/alloc.lua) in the capture's text summary and HTML
+-- page (lua/wb/capture_report.lua calls these).
+local html = require "wb.html"
+local svg = require "wb.svg"
+local util = require "wb.util"
+
+local M = {}
+
+local esc = svg.escape
+
+-- s = alloc_report.bytes(n) : "812 B", "12.4 KiB", "201.3 MiB", "2.10 GiB"
+function M.bytes(n)
+  if n < 1024 then return string.format("%d B", n) end
+  if n < 1024 ^ 2 then return string.format("%.1f KiB", n / 1024) end
+  if n < 1024 ^ 3 then return string.format("%.1f MiB", n / 1024 ^ 2) end
+  return string.format("%.2f GiB", n / 1024 ^ 3)
+end
+
+local function live_text(a)
+  return a.live.at == "peak" and string.format("live at the RSS peak (%s)", util.format_seconds(a.live.t))
+    or "live at exit"
+end
+
+-- The one-line summary of a profile that was made.
+local function lead(a)
+  return string.format("%s samples, one per %s on average: %s allocated (estimated), %s %s, %s never freed",
+    util.thousands(a.samples), M.bytes(a.interval), M.bytes(a.estimated_bytes), M.bytes(a.live.estimated_bytes),
+    live_text(a), M.bytes(a.leak.estimated_bytes))
+end
+
+-- alloc_report.text(add, a, n) : lines through add(fmt, ...) — the summary, the top allocating
+-- functions and the top never-freed ones (self, total share of bytes)
+function M.text(add, a, n)
+  add("")
+  if a.skipped then
+    add("allocations: skipped: %s", a.skipped)
+    return
+  end
+  add("allocations: %s", lead(a))
+  for _, view in ipairs({ { "alloc", "allocated" }, { "alloc_leak", "never freed" } }) do
+    local rows = a[view[1]].top
+    if #rows > 0 then
+      add("  %s: top functions (self, total share of bytes)", view[2])
+      for i, row in ipairs(rows) do
+        if i > n then break end
+        add("    %5.1f%% %5.1f%%  %s", row.self_fraction * 100, row.total_fraction * 100, row.name)
+      end
+    end
+  end
+  for _, note in ipairs(a.notes) do add("  note: %s", note) end
+end
+
+-- text = alloc_report.html(a, {flame = fn(path, title), top = fn(rows, n), n}) : the
+-- "Allocations" section: the summary, the top allocating functions, the flame graphs of bytes
+-- allocated and live at the peak (and never freed)
+function M.html(a, kit)
+  if a.skipped then return html.section("Allocations", '<p class="meta">skipped: ' .. esc(a.skipped) .. "</p>\n") end
+  local body = { '<p class="meta">' .. esc(lead(a)) .. "</p>\n", kit.top(a.alloc.top, kit.n) }
+  body[#body + 1] = kit.flame(a.alloc.svg, "Bytes allocated")
+  body[#body + 1] = kit.flame(a.alloc_live.svg, "Bytes " .. live_text(a))
+  if a.live.at == "peak" then body[#body + 1] = kit.flame(a.alloc_leak.svg, "Bytes never freed") end
+  for _, note in ipairs(a.notes) do body[#body + 1] = '<p class="meta">note: ' .. esc(note) .. "</p>\n" end
+  return html.section("Allocations", table.concat(body))
+end
+
+return M
