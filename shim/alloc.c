@@ -478,8 +478,12 @@ __attribute__((constructor)) static void init(void) {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   void *m = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info, mine;
-  if (m && dladdr(m, &info) && dladdr((void *)&find_self, &mine) && info.dli_fbase != mine.dli_fbase) {
-    /* the program (or a library before this one) defines malloc: ours is never called */
+  /* the program (or a library before this one) defines malloc: ours is never called. (The address
+   * of malloc in a non-PIE executable that takes malloc's address is its PLT stub, which leads to
+   * ours: an undefined symbol there, not a definition.) */
+  const ElfW(Sym) *def = NULL;
+  if (m && dladdr1(m, &info, (void **)&def, RTLD_DL_SYMENT) && def && def->st_shndx != SHN_UNDEF &&
+      dladdr((void *)&find_self, &mine) && info.dli_fbase != mine.dli_fbase) {
     line l = {.n = 0};
     put(&l, "x own allocator: malloc is defined by ");
     put(&l, info.dli_fname && *info.dli_fname ? info.dli_fname : "the executable");

@@ -194,6 +194,18 @@ int main(void) { for (int i = 0; i < 1000; i++) free(malloc(1000)); return 0; }
   T.match(res.alloc.skipped or "", "own allocator: malloc is defined by .*own")
 end)
 
+T.case("Python: large objects and pymalloc's arenas under the interpreter's native stacks", function()
+  local py = "/usr/bin/python3"
+  if not fs.exists(py) then T.skip("/usr/bin/python3 is not installed") end
+  -- 20,000 objects of 40,000 bytes each (malloc) and 1 M small ones (pymalloc arenas, mmap)
+  local res = run({ py, "-c", "x = [bytes(40000) for i in range(20000)]; y = [str(i) * 3 for i in range(1000000)]" })
+  T.eq(res.result.code, 0)
+  local a = res.alloc
+  T.ok(not a.skipped, a.skipped)
+  local under = bytes_under(a.alloc.folded_text, "_PyEval_EvalFrameDefault")
+  T.ok(under >= 0.8 * 800e6, string.format("%d bytes under the interpreter loop, 800 MB planted", under))
+end)
+
 T.case("misuse raises", function()
   T.raises(function() wb.capture { argv = { "/bin/true" }, alloc = true, alloc_interval = 0 } end, "alloc_interval")
   T.raises(function() wb.capture { argv = { "/bin/true" }, alloc = true, alloc_mmap = 1 } end, "alloc_mmap")
