@@ -553,6 +553,7 @@ local function memory_profile(res, r, o)
   if m.pss_partial then m.timeline.pss_kb, m.peak.pss_kb = nil, nil end
   res.memory = { hz = m.hz, samples = m.ticks, peak_rss_kb = m.peak.rss_kb, peak_t = m.peak.t,
     peak_pss_kb = m.peak.pss_kb, pss_partial = m.pss_partial or nil, processes = procs }
+  res.memory.stages = o.stages and require("wb.memory_stages").attribute(m, o.stages) or nil
   if m.ticks == 0 then
     res.memory.skipped = "the command exited before the first memory sample (1/" .. m.hz .. " s)"
     return
@@ -564,6 +565,7 @@ local function memory_profile(res, r, o)
   doc.hz, doc.samples, doc.peak = m.hz, m.ticks, m.peak
   doc.timeline = m.timeline
   doc.processes = m.processes
+  doc.stages = res.memory.stages
   res.memory.json = write(base .. ".json", json.encode(doc) .. "\n")
   local lines = { "t_seconds,tree_rss_kb,tree_pss_kb,tree_swap_kb" }
   for i, t in ipairs(m.timeline.t) do
@@ -631,7 +633,9 @@ end
 -- per switch-out; res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
 -- memory = true and memory_hz = 20 (the tree's memory over time, res.memory), alloc = false,
--- alloc_interval = 524288 and alloc_mmap = true (sampled allocation stacks, res.alloc: lua/wb/alloc.lua). Raises on misuse;
+-- alloc_interval = 524288 and alloc_mmap = true (sampled allocation stacks, res.alloc: lua/wb/alloc.lua),
+-- stage_pattern (the command's stage lines: bands on the memory chart, res.memory.stages:
+-- lua/wb/memory_stages.lua). Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
 -- stops it (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one
 -- interrupts.
@@ -657,6 +661,8 @@ function M.run(spec)
   res.method = method
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
   if al and al.spec then spec = al.spec end
+  local stages = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  if stages then spec = stages.spec end
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and
     ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
@@ -675,6 +681,7 @@ function M.run(spec)
   else
     local r, err, errno = record(spec, o, res, method, session)
     if not r then return nil, err, errno end
+    if stages and r.memory then o.stages = stages:bands(r.memory.t0) end
     local sym_close <close> = r.sym
     local sampled = profiles(res, r, o, off_skip)
     quality(res, r.side, sampled)
