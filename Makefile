@@ -89,9 +89,10 @@ $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libwb.a core/wb.h | $(BUILD)/tests
 	$(CC) $(CFLAGS_ALL) $< $(BUILD)/libwb.a $(LIBS) -o $@
 
 # The allocation sampler wb.capture{alloc = true} preloads (shim/alloc.c): libc and libgcc_s only,
-# thread-locals in the initial-exec model (it is loaded at start-up, never dlopened).
+# thread-locals in the initial-exec model (it is loaded at start-up, never dlopened). Never built
+# with the sanitizers of EXTRA_CFLAGS: it goes into programs that are not.
 $(BUILD)/libwballoc.so: shim/alloc.c | $(BUILD)/obj
-	$(CC) $(WARN) $(OPT) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec $(EXTRA_CFLAGS) $< \
+	$(CC) $(WARN) $(OPT) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec $< \
 	  -o $@ -ldl -lm -lgcc_s -pthread
 
 $(BUILD)/examples/%: examples/%.c | $(BUILD)/examples

@@ -79,6 +79,15 @@ static int read_status(pid_t pid, int64_t *rss, int64_t *hwm, int64_t *swap, pid
   return 0;
 }
 
+/* Whether pid still runs wb's gate (core/spawn_exec.c: argv "wb __gate EXE ..."), a held child
+ * not yet released into its program: its memory is wb's binary's, not the program's. */
+static int is_gate(pid_t pid) {
+  char path[64], buf[16];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  ssize_t n = wb_read_small(path, buf, sizeof buf);
+  return n >= 10 && memcmp(buf, "wb\0__gate\0", 10) == 0;
+}
+
 /* Pss of pid in kB from smaps_rollup, or -1. */
 static int64_t read_pss(pid_t pid) {
   char path[64], buf[2048];
@@ -123,6 +132,7 @@ static void tick(void *arg, double now) {
     char comm[32] = "";
     if (read_status(tree[i], &rss, &hwm, &swap, &ppid, comm, sizeof comm) != 0) continue;
     int k = proc_index(s, tree[i]);
+    if (k < 0 && is_gate(tree[i])) continue; /* seen once it runs its program */
     if (k < 0) {
       size_t capp = (size_t)s->capprocs;
       if (grow((void **)&s->procs, &capp, (size_t)s->nprocs + 1, sizeof *s->procs)) continue;

@@ -26,7 +26,7 @@ M.SHIM = "libwballoc.so"
 M.OWN_ALLOCATORS = {
   { "_rjem_", "jemalloc (Rust jemallocator)" }, { "<jemalloc>", "jemalloc" }, { "libjemalloc.so", "jemalloc" },
   { "libtcmalloc", "tcmalloc" }, { "tcmalloc::", "tcmalloc" }, { "libmimalloc", "mimalloc" },
-  { "mi_malloc", "mimalloc" },
+  { "mi_malloc", "mimalloc" }, { "__asan_init", "AddressSanitizer's" },
 }
 
 -- o = alloc.options(spec) : {interval, mmap} from spec.alloc_interval (bytes, default 512 KiB)
@@ -112,9 +112,10 @@ function State:close()
   self.dir = nil
 end
 
--- st = alloc.start(spec, o, method) : the record directory and a copy of spec whose environment
--- preloads the shim (st.spec), or {skipped = why}. o: capture's options (o.alloc from
--- alloc.options). The program checked is argv[1] found in PATH (/bin/sh for shell commands).
+-- st = alloc.start(spec, o, method) : the record directory and a copy of spec that runs the
+-- command under env(1) with the shim preloaded (st.spec), or {skipped = why}. o: capture's options
+-- (o.alloc from alloc.options). The program checked is argv[1] found in PATH (/bin/sh for shell
+-- commands); that path is what env runs.
 function M.start(spec, o, method)
   local st = setmetatable({ interval = o.alloc.interval, mmap = o.alloc.mmap }, State)
   if method == "perf_cli" then
@@ -128,10 +129,12 @@ function M.start(spec, o, method)
   end
   local prog = spec.shell and "/bin/sh" or (type(spec.argv) == "table" and spec.argv[1]) or nil
   local path = prog and (prog:find("/") and prog or require("wb.proc").which(prog))
-  local why = path and M.unsupported(path)
-  local env = {}
-  for k, v in pairs(spec.env or {}) do env[k] = v end
-  local old = env.LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
+  if not path then -- the spawn says why
+    st.skipped = tostring(prog) .. " not found in PATH"
+    return st
+  end
+  local why = M.unsupported(path)
+  local old = (spec.env or {}).LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
   if not why and old and old ~= "" then
     for lib in old:gmatch("[^%s:]+") do
       if lib:find("malloc") then why = "LD_PRELOAD already holds an allocator: " .. lib end
@@ -142,11 +145,15 @@ function M.start(spec, o, method)
     return st
   end
   st.dir = assert(fs.tmpdir("wballoc"))
-  env.LD_PRELOAD = shim .. ((old and old ~= "") and (" " .. old) or "")
-  env.WB_ALLOC_DIR, env.WB_ALLOC_INTERVAL, env.WB_ALLOC_MMAP = st.dir, tostring(st.interval), st.mmap and "1" or "0"
+  -- env(1) sets the preload after wb's gate (core/spawn_exec.c), so that wb's own binary never runs
+  -- with the sampler in it (a wb built with AddressSanitizer could not)
+  local argv = { "/usr/bin/env", "LD_PRELOAD=" .. shim .. ((old and old ~= "") and (" " .. old) or ""),
+    "WB_ALLOC_DIR=" .. st.dir, "WB_ALLOC_INTERVAL=" .. st.interval, "WB_ALLOC_MMAP=" .. (st.mmap and "1" or "0") }
+  local cmd = spec.shell and { "/bin/sh", "-c", spec.cmd or spec.argv } or spec.argv
+  for i, a in ipairs(cmd) do argv[#argv + 1] = (i == 1 and path) or a end
   local copy = {}
   for k, v in pairs(spec) do copy[k] = v end
-  copy.env = env
+  copy.argv, copy.cmd, copy.shell = argv, nil, nil
   st.spec = copy
   return st
 end

@@ -7,14 +7,8 @@ local util = require "wb.util"
 local M = {}
 
 local esc = svg.escape
+local bytes = util.format_bytes
 
--- s = alloc_report.bytes(n) : "812 B", "12.4 KiB", "201.3 MiB", "2.10 GiB"
-function M.bytes(n)
-  if n < 1024 then return string.format("%d B", n) end
-  if n < 1024 ^ 2 then return string.format("%.1f KiB", n / 1024) end
-  if n < 1024 ^ 3 then return string.format("%.1f MiB", n / 1024 ^ 2) end
-  return string.format("%.2f GiB", n / 1024 ^ 3)
-end
 
 local function live_text(a)
   return a.live.at == "peak" and string.format("live at the RSS peak (%s)", util.format_seconds(a.live.t))
@@ -24,8 +18,8 @@ end
 -- The one-line summary of a profile that was made.
 local function lead(a)
   return string.format("%s samples, one per %s on average: %s allocated (estimated), %s %s, %s never freed",
-    util.thousands(a.samples), M.bytes(a.interval), M.bytes(a.estimated_bytes), M.bytes(a.live.estimated_bytes),
-    live_text(a), M.bytes(a.leak.estimated_bytes))
+    util.thousands(a.samples), bytes(a.interval), bytes(a.estimated_bytes), bytes(a.live.estimated_bytes),
+    live_text(a), bytes(a.leak.estimated_bytes))
 end
 
 -- alloc_report.text(add, a, n) : lines through add(fmt, ...) — the summary, the top allocating

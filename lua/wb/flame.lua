@@ -105,13 +105,7 @@ local function duration(ns)
   return string.format("%.3f s", ns / 1e9)
 end
 
-local function bytes(n)
-  local a = math.abs(n)
-  if a < 1024 then return string.format("%s B", thousands(n)) end
-  if a < 1024 ^ 2 then return string.format("%.1f KiB", n / 1024) end
-  if a < 1024 ^ 3 then return string.format("%.1f MiB", n / 1024 ^ 2) end
-  return string.format("%.2f GiB", n / 1024 ^ 3)
-end
+local bytes = util.format_bytes
 
 local function amount(n, unit)
   if unit == "ns" then return duration(n) end

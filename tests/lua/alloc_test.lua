@@ -124,7 +124,10 @@ T.case("50 MB leaked from one site: the live and the never-freed views name it",
     local leak, total = bytes_under(a[view].folded_text, "site_leak")
     T.ok(leak >= 0.9 * total, string.format("%s: site_leak %d of %d bytes", view, leak, total))
     T.near(leak / (50 * 1048576), 1, 0.25, view .. ": " .. leak .. " bytes under site_leak")
-    T.eq(bytes_under(a[view].folded_text, "site_churn"), 0, view .. " holds nothing of the freed site")
+    -- the peak sample may fall while one churned block is live (one sample weighs about 512 KiB)
+    local churned = bytes_under(a[view].folded_text, "site_churn")
+    if view == "alloc_leak" then T.eq(churned, 0, "nothing of the freed site is never freed") end
+    T.ok(churned <= 0.05 * total, view .. ": " .. churned .. " bytes of the freed site")
     T.match(a[view].top[1].name, "^site_leak")
   end
   local churn = bytes_under(a.alloc.folded_text, "site_churn")
