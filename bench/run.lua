@@ -3,7 +3,7 @@
 -- `size=smoke` (make bench-smoke) runs every section with tiny sizes, to prove the suite runs.
 local wb = require "wb"
 
-local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "python", "memory", "alloc", "slurm" }
+local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "python", "memory", "alloc", "slurm", "input" }
 
 return wb.recipe {
   defaults = { size = "full", only = "", results = "bench/RESULTS.md" },

@@ -26,7 +26,7 @@ local function measure(opts, dir)
     { "awk", { "awk", "-f", "tests/integration/vep_breakdown.awk", log } },
     { "wc", { "wc", "-l", log } },
   }, runs, 0)
-  local rules = require("wb.recipe").load("recipes/vep_breakdown.lua").rules
+  local rules = require("wb.vep").RULES
   s.scan = {}
   for i = 1, runs do
     local t = wb.clock.timer()

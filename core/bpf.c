@@ -245,10 +245,10 @@ static void push_stack(lua_State *L, int stacks_fd, int32_t id, int cache) {
   }
   if (lua_rawgeti(L, cache, id) != LUA_TNIL) return;
   lua_pop(L, 1);
-  uint64_t ips[WB_MAX_DEPTH] = {0};
+  uint64_t ips[WB_BPF_MAX_FRAMES] = {0};
   lua_createtable(L, 16, 0);
   if (bpf_map_lookup_elem(stacks_fd, &id, ips) == 0)
-    for (int i = 0; i < WB_MAX_DEPTH && ips[i]; i++) {
+    for (int i = 0; i < WB_BPF_MAX_FRAMES && ips[i]; i++) {
       lua_pushinteger(L, (lua_Integer)ips[i]);
       lua_rawseti(L, -2, i + 1);
     }

@@ -11,8 +11,6 @@
 
 #include "bpf/profile.h"
 
-#define MAX_FRAMES 1024
-
 typedef struct pending {
   uint32_t tid1; /* tid + 1, 0 free */
   uint64_t ts_out;
@@ -149,10 +147,10 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   }
   if (h.size > size - sizeof h) h.size = 0;
   a->bytes += h.size;
-  uint64_t pcs[MAX_FRAMES];
+  uint64_t pcs[WB_UNW_MAX_FRAMES];
   int stop, n = 0;
   if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h, h.size, pcs,
-                                 MAX_FRAMES, &stop);
+                                 WB_UNW_MAX_FRAMES, &stop);
   size_t at = entry_of(a, &h, pcs, n > 0 ? (size_t)n : 0);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {

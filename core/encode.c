@@ -191,7 +191,7 @@ void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const 
   const void *self = lua_topointer(L, idx);
   for (int i = 0; i < *depth; i++)
     if (path[i] == self) luaL_error(L, "%s: cycle", format);
-  if (*depth >= WB_MAX_DEPTH) luaL_error(L, "%s: nesting too deep", format);
+  if (*depth >= WB_MAX_NESTING) luaL_error(L, "%s: nesting too deep", format);
   if (!lua_checkstack(L, 12)) luaL_error(L, "stack overflow (%s: nesting too deep)", format);
   path[(*depth)++] = self;
 }

@@ -8,7 +8,7 @@
 #include "internal.h"
 
 /* Nesting limit of the JSON and YAML readers and writers. */
-#define WB_MAX_DEPTH 1000
+#define WB_MAX_NESTING 1000
 
 /* A growable output buffer. With a Lua state (wb_buf_new) the buffer belongs to a userdata whose
  * __gc frees the memory if an error unwinds, and running out of memory raises "not enough
@@ -65,7 +65,7 @@ void wb_sorted_keys(lua_State *L, int t);
 
 /* An encoder entering the table at idx, with path[0..*depth) the tables it is inside: raises
  * "<format>: cycle" when the table is among them and "<format>: nesting too deep" past
- * WB_MAX_DEPTH; else makes stack room for the level and appends the table to path. */
+ * WB_MAX_NESTING; else makes stack room for the level and appends the table to path. */
 void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const char *format);
 
 /* Writes the shortest %.15g..%.17g form of d that reads back exactly, with ".0" appended when it
@@ -98,7 +98,7 @@ struct wb_json_sink {
   void (*close)(void *ctx, int object);
 };
 
-/* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_DEPTH) and feeds
+/* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_NESTING) and feeds
  * the sink; a key the sink reports as repeated in its object is an error ("duplicate key"). Integral numbers without fraction or exponent and |v| <= 2^53 are INT, other numbers
  * FLOAT. Returns 0, or -1 with err set to "json: line L col C: what" (1-based, bytes). Errors
  * the sink raises pass through. */

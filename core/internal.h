@@ -11,7 +11,7 @@
 /* Marks a definition of a core/wb.h function as exported from libwb.so. */
 #define WB_API __attribute__((visibility("default")))
 
-/* Module openers; core/init.c registers them in package.preload as "wb.<name>". */
+/* Module openers; core/modules.c registers them in package.preload as "wb.<name>". */
 int luaopen_wb_bpf(lua_State *L);
 int luaopen_wb_clock(lua_State *L);
 int luaopen_wb_fs(lua_State *L);
@@ -39,7 +39,7 @@ int wb_push_error(lua_State *L, int err, const char *what);
 #define wb_is_null(L, i) (lua_islightuserdata((L), (i)) && lua_touserdata((L), (i)) == NULL)
 
 /* Ordered tables: a table whose metatable is the shared "wb.ordered" metatable, with key
- * insertion order kept in the table's private order list (see core/init.c). Decoders (JSON,
+ * insertion order kept in the table's private order list (see core/ordered.c). Decoders (JSON,
  * YAML) build objects with it so that re-encoding keeps the source order.
  * wb_ordered_new pushes a new empty ordered table. */
 void wb_ordered_new(lua_State *L);
@@ -52,8 +52,15 @@ void wb_ordered_keys(lua_State *L, int t);
 
 /* Array marker: a table whose metatable is "wb.array" encodes as a JSON array even when empty. */
 void wb_array_new(lua_State *L, int narr);
-/* -- t = wb.array([t]) : wb.core.array and wb.json.array (core/init.c) */
+/* -- t = wb.array([t]) : wb.core.array and wb.json.array (core/ordered.c) */
 int wb_array(lua_State *L);
+/* Creates the "wb.ordered" and "wb.array" metatables (wb_open calls it). */
+void wb_ordered_init(lua_State *L);
+/* wb.core's functions of ordered tables (array, ordered, ordered_keys; core/ordered.c) and of
+ * signals (check_interrupt, defer_interrupt, deferred_interrupt, exit, interrupted,
+ * is_interrupt; core/signals.c). */
+extern const luaL_Reg wb_ordered_functions[];
+extern const luaL_Reg wb_signal_functions[];
 
 /* Whether the value at idx has the metatable registered as `name` (luaL_newmetatable). */
 int wb_has_metatable(lua_State *L, int idx, const char *name);
@@ -107,11 +114,11 @@ static inline void wb_set_bool(lua_State *L, const char *key, int v) {
 void wb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction index,
                   lua_CFunction close, lua_CFunction tostring);
 
-/* Signals (SIGINT, SIGTERM). The handler records the signal, writes a byte to a self-pipe and
- * arms a Lua hook so running Lua code raises the interrupt error at its next instruction.
- * wb_signal_pending returns the pending signal number or 0. wb_signal_fd is the read end of the
- * self-pipe, for poll(). wb_raise_interrupt raises the interrupt error object (a table with
- * field `interrupted = <signo>`, metatable "wb.interrupt"). */
+/* Signals (SIGINT, SIGTERM, SIGHUP; core/signals.c). The handler records the signal, writes a
+ * byte to a self-pipe and arms a Lua hook so running Lua code raises the interrupt error at its
+ * next instruction. wb_signal_pending returns the pending signal number or 0. wb_signal_fd is the
+ * read end of the self-pipe, for poll(). wb_raise_interrupt raises the interrupt error object (a
+ * table with field `interrupted = <signo>`, metatable "wb.interrupt"). */
 void wb_signals_install(lua_State *L);
 int wb_signal_pending(void);
 int wb_signal_fd(void);

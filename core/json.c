@@ -1,6 +1,8 @@
 /* wb.json: JSON text <-> Lua values. Objects decode to ordered tables (source order), arrays to
  * "wb.array" tables, null to wb.null. The encoder writes ordered tables in insertion order and
- * other tables with sorted keys, so its output is deterministic. */
+ * other tables with sorted keys, so its output is deterministic. The parser is wb's own, not
+ * cJSON: errors carry line and column, integers stay integers, duplicate keys are rejected and no
+ * intermediate tree is built (docs/design.md). */
 #include <errno.h>
 
 #include "encode.h"
@@ -10,7 +12,7 @@
 struct builder {
   lua_State *L;
   int depth;
-  lua_Integer count[WB_MAX_DEPTH + 1]; /* items so far at each depth; -1 in objects */
+  lua_Integer count[WB_MAX_NESTING + 1]; /* items so far at each depth; -1 in objects */
 };
 
 /* Stores the value on top into its container (below it, after the key for objects). */
@@ -101,7 +103,7 @@ struct encoder {
   lua_State *L;
   wb_buf *b;
   int pretty, indent, depth;
-  const void *path[WB_MAX_DEPTH];
+  const void *path[WB_MAX_NESTING];
 };
 
 static void encode_value(struct encoder *e, int idx);
@@ -353,6 +355,7 @@ static int l_read(lua_State *L) {
   return decode(L, s, len, path);
 }
 
+/* -- t = wb.json.array([t]) : wb.array (core/ordered.c), for encoders: an empty one encodes as [] */
 static const luaL_Reg json_functions[] = {{"array", wb_array},   {"decode", l_decode},
                                           {"encode", l_encode}, {"object", l_object},
                                           {"read", l_read},     {"write", l_write},

@@ -165,7 +165,7 @@ static void scan_string(struct parser *ps, struct wb_json_scalar *v) {
 static void parse_value(struct parser *ps);
 
 static int open_container(struct parser *ps, int object) {
-  if (++ps->depth > WB_MAX_DEPTH) parse_fail(ps, ps->p, "nesting too deep");
+  if (++ps->depth > WB_MAX_NESTING) parse_fail(ps, ps->p, "nesting too deep");
   ps->sink->open(ps->ctx, object);
   ps->p++;
   skip_ws(ps);
@@ -354,15 +354,15 @@ struct key_set {
   size_t n, ecap;
   size_t *slots; /* 1 + entry index; 0 empty; SIZE_MAX a removed one */
   size_t nslots;
-  size_t mark[WB_MAX_DEPTH + 1]; /* entries before each open object's first */
-  uint64_t object[WB_MAX_DEPTH + 1], objects;
+  size_t mark[WB_MAX_NESTING + 1]; /* entries before each open object's first */
+  uint64_t object[WB_MAX_NESTING + 1], objects;
 };
 
 /* A sink that writes the canonical text of what it is fed. */
 struct writer {
   wb_buf b;
   int pretty, depth, after_key;
-  int64_t count[WB_MAX_DEPTH + 1]; /* members written at each depth */
+  int64_t count[WB_MAX_NESTING + 1]; /* members written at each depth */
   char *scratch;                   /* unescaped strings */
   size_t scratch_cap;
   struct key_set keys;

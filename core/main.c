@@ -6,13 +6,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include "spawn.h"
 #include "internal.h"
+#include "reaper.h"
+#include "spawn.h"
 #include "wb_c.h"
 
 static int verbose;
+
+/* Process-wide set-up of the binary (a library never does this behind its host's back): wb is a
+ * child subreaper, so that descendants that escape a child's process group are reaped here and
+ * stay signallable (core/spawn.h), and its soft descriptor limit is raised to the hard one (each
+ * running child holds up to four descriptors). */
+static void process_setup(void) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
 
 /* tostring of the value at idx, protected: a __tostring that raises or returns a non-string
  * gives NULL. Pushes one value (the string, or nil). */
@@ -127,6 +143,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   wb_gate(argc, argv);
+  wb_reaper(argc, argv);
+  process_setup();
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
     if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) verbose = 1;
   lua_State *L = luaL_newstate();

@@ -182,7 +182,7 @@ static void sampler_free(msampler *s) {
 
 /* ---- Lua API -------------------------------------------------------------------------- */
 
-#define SAMPLER_MT "wb.memory.sampler"
+#define MEMORY_SAMPLER_MT "wb.memory.sampler"
 
 /* -- s, err = wb.memory.sampler(pid [, {hz = 20, pss = true}]) : samples the memory of pid and
  * of its descendants until s:stop(). */
@@ -193,7 +193,7 @@ static int l_sampler(lua_State *L) {
   int pss = wb_opt_bool(L, 2, "pss", 1);
   msampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
-  luaL_setmetatable(L, SAMPLER_MT);
+  luaL_setmetatable(L, MEMORY_SAMPLER_MT);
   s->root = pid, s->hz = hz, s->want_pss = pss, s->t0 = wb_ticker_now();
   tick(s, s->t0); /* at once: a command that lives less than one period is still seen */
   int e = wb_ticker_start(&s->ticker, hz, tick, s);
@@ -220,7 +220,7 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
  * peak (the kernel's VmHWM) as last seen: the peak of the image it last ran, not of one it
  * replaced by an exec; peak_pss_kb -1 when PSS was not read. */
 static int l_sampler_stop(lua_State *L) {
-  msampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  msampler *s = luaL_checkudata(L, 1, MEMORY_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
   lua_createtable(L, 0, 6);
   wb_set_num(L, "hz", s->hz);
@@ -298,7 +298,7 @@ static int l_sampler_stop(lua_State *L) {
 }
 
 static int l_sampler_gc(lua_State *L) {
-  msampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  msampler *s = luaL_checkudata(L, 1, MEMORY_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
   sampler_free(s);
   return 0;
@@ -309,7 +309,7 @@ static const luaL_Reg sampler_meta[] = {{"__gc", l_sampler_gc}, {"__close", l_sa
 static const luaL_Reg memory_functions[] = {{"sampler", l_sampler}, {NULL, NULL}};
 
 int luaopen_wb_memory(lua_State *L) {
-  luaL_newmetatable(L, SAMPLER_MT);
+  luaL_newmetatable(L, MEMORY_SAMPLER_MT);
   luaL_setfuncs(L, sampler_meta, 0);
   luaL_newlib(L, sampler_methods);
   lua_setfield(L, -2, "__index");

@@ -14,10 +14,10 @@
 #include "unwind.h"
 #include "internal.h"
 
-#define SAMPLER_MT "wb.perf.sampler"
+#define PERF_SAMPLER_MT "wb.perf.sampler"
 
 static wb_sampler *check_sampler(lua_State *L) {
-  wb_sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  wb_sampler *s = luaL_checkudata(L, 1, PERF_SAMPLER_MT);
   if (s->closed) luaL_error(L, "wb.perf.sampler is closed");
   return s;
 }
@@ -47,7 +47,7 @@ int wb_perf_sampler(lua_State *L) {
                 "pages must be a power of two up to 4096");
   wb_sampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
-  luaL_setmetatable(L, SAMPLER_MT);
+  luaL_setmetatable(L, PERF_SAMPLER_MT);
 #if defined(__x86_64__)
   if (strcmp(unwind, "dwarf") == 0) s->stack_user = (uint32_t)stack_size;
 #else
@@ -170,14 +170,14 @@ static int l_disable(lua_State *L) { return set_enabled(L, PERF_EVENT_IOC_DISABL
 
 /* -- s:close() : releases events, rings and records; idempotent (also __gc, __close) */
 static int l_close(lua_State *L) {
-  wb_sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  wb_sampler *s = luaL_checkudata(L, 1, PERF_SAMPLER_MT);
   if (!s->closed) wb_sampler_release(s);
   return 0;
 }
 
 /* s.user_only, then the methods */
 static int l_index(lua_State *L) {
-  wb_sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  wb_sampler *s = luaL_checkudata(L, 1, PERF_SAMPLER_MT);
   const char *key = lua_tostring(L, 2);
   if (key && strcmp(key, "user_only") == 0) {
     lua_pushboolean(L, s->user_only);
@@ -189,7 +189,7 @@ static int l_index(lua_State *L) {
 }
 
 static int l_tostring(lua_State *L) {
-  wb_sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  wb_sampler *s = luaL_checkudata(L, 1, PERF_SAMPLER_MT);
   if (s->closed) lua_pushliteral(L, "wb.perf.sampler (closed)");
   else lua_pushfstring(L, "wb.perf.sampler (%d CPUs, %s)", s->nrings, s->sampling ? "sampling" : "side-band");
   return 1;
@@ -200,5 +200,5 @@ static const luaL_Reg sampler_methods[] = {{"close", l_close},     {"disable", l
                                            {"read", l_read},       {NULL, NULL}};
 
 void wb_perf_sampler_init(lua_State *L) {
-  wb_new_class(L, SAMPLER_MT, sampler_methods, l_index, l_close, l_tostring);
+  wb_new_class(L, PERF_SAMPLER_MT, sampler_methods, l_index, l_close, l_tostring);
 }

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include "internal.h"
@@ -544,15 +543,9 @@ static const luaL_Reg proc_functions[] = {
     {"wait_all", l_wait_all}, {"wait_any", l_wait_any}, {"which", l_which},
     {NULL, NULL}};
 
-/* Makes wb a child subreaper (escaped descendants are reaped here, not by init) and raises the
- * soft descriptor limit to the hard one (each running child holds up to four descriptors). */
+/* The wb binary makes itself a child subreaper and raises its descriptor limit (core/main.c);
+ * opening the module changes no process-wide state. */
 int luaopen_wb_proc(lua_State *L) {
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
   wb_new_class(L, PROC_MT, proc_methods, l_index, l_close, l_tostring);
   wb_new_class(L, RUNNER_MT, runner_methods, NULL, l_runner_close, l_runner_tostring);
 

@@ -28,8 +28,8 @@
 #include "ticker.h"
 #include "internal.h"
 
-#define MAX_FRAMES 128
-#define MAX_THREADS 256
+#define PY_MAX_FRAMES 128
+#define PY_MAX_THREADS 256
 #define MAX_PROCS 64
 #define NAME_MAX_LEN 200
 #define WHY_LEN 320 /* room for a path and a reason */
@@ -368,7 +368,7 @@ static const char *code_label(pyproc *p, uint64_t obj) {
 typedef struct pythread {
   int64_t tid;
   int nframes, truncated;
-  const char *frames[MAX_FRAMES]; /* innermost first */
+  const char *frames[PY_MAX_FRAMES]; /* innermost first */
 } pythread;
 
 /* The Python stacks of every thread of every interpreter of p; returns the number of threads,
@@ -381,7 +381,7 @@ static int py_stacks(pyproc *p, pythread *out, int max) {
   for (int ni = 0; interp && ni < 16 && n < max; ni++) {
     uint64_t ts;
     if (peek_u64(p->pid, interp + l->interp_threads_head, &ts)) break;
-    for (int nt = 0; ts && nt < MAX_THREADS && n < max; nt++) {
+    for (int nt = 0; ts && nt < PY_MAX_THREADS && n < max; nt++) {
       pythread *t = &out[n];
       t->nframes = t->truncated = 0;
       if (peek(p->pid, ts + l->tstate_native_thread_id, &t->tid, 8)) break;
@@ -393,7 +393,7 @@ static int py_stacks(pyproc *p, pythread *out, int max) {
         peek_u64(p->pid, ts + l->tstate_current_frame, &frame);
       }
       for (int depth = 0; frame; depth++) {
-        if (t->nframes == MAX_FRAMES) {
+        if (t->nframes == PY_MAX_FRAMES) {
           t->truncated = 1;
           break;
         }
@@ -458,7 +458,7 @@ typedef struct sampler {
   stack_count *stacks;
   size_t cap, n;
   int64_t ticks, thread_samples, truncated;
-  pythread scratch[MAX_THREADS];
+  pythread scratch[PY_MAX_THREADS];
 } sampler;
 
 static uint64_t hash_str(const char *s) {
@@ -535,7 +535,7 @@ static void tick(sampler *s, double dt) {
   char key[8192];
   for (int i = 0; i < s->nprocs; i++) {
     pyproc *p = &s->procs[i];
-    int n = py_stacks(p, s->scratch, MAX_THREADS);
+    int n = py_stacks(p, s->scratch, PY_MAX_THREADS);
     for (int t = 0; t < n; t++) {
       pythread *th = &s->scratch[t];
       char st = thread_state(p->pid, th->tid);
@@ -571,7 +571,7 @@ static void sampler_free(sampler *s) {
 
 /* ---- Lua API -------------------------------------------------------------------------- */
 
-#define SAMPLER_MT "wb.python.sampler"
+#define PYTHON_SAMPLER_MT "wb.python.sampler"
 
 static void push_proc_list(lua_State *L, const sampler *s) {
   lua_createtable(L, s->nprocs, 0);
@@ -646,7 +646,7 @@ static int l_sampler(lua_State *L) {
   if (!(hz >= 1 && hz <= 10000)) luaL_argerror(L, 2, "hz must be in [1, 10000]");
   sampler *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
-  luaL_setmetatable(L, SAMPLER_MT);
+  luaL_setmetatable(L, PYTHON_SAMPLER_MT);
   s->root = pid;
   int e = wb_ticker_start(&s->ticker, hz, sample, s);
   if (e) {
@@ -663,7 +663,7 @@ static int l_sampler(lua_State *L) {
  * On-CPU: the thread was running or runnable (state R) when sampled; off-CPU: any other state,
  * weighted by the time since the previous sample. */
 static int l_sampler_stop(lua_State *L) {
-  sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  sampler *s = luaL_checkudata(L, 1, PYTHON_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
   lua_createtable(L, 0, 7);
   lua_newtable(L);
@@ -702,7 +702,7 @@ static int l_sampler_stop(lua_State *L) {
 }
 
 static int l_sampler_gc(lua_State *L) {
-  sampler *s = luaL_checkudata(L, 1, SAMPLER_MT);
+  sampler *s = luaL_checkudata(L, 1, PYTHON_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
   sampler_free(s);
   return 0;
@@ -743,7 +743,7 @@ static const luaL_Reg python_functions[] = {
     {"layout", l_layout}, {"probe", l_probe}, {"sampler", l_sampler}, {"stacks", l_stacks}, {NULL, NULL}};
 
 int luaopen_wb_python(lua_State *L) {
-  luaL_newmetatable(L, SAMPLER_MT);
+  luaL_newmetatable(L, PYTHON_SAMPLER_MT);
   luaL_setfuncs(L, sampler_meta, 0);
   luaL_newlib(L, sampler_methods);
   lua_setfield(L, -2, "__index");

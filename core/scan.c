@@ -15,7 +15,7 @@ static const int SUM_KINDS[] = {SCAN_TIME, SCAN_COUNT, SCAN_TIME | SCAN_COUNT,
                                 SCAN_TIME | SCAN_COUNT | SCAN_BOOL};
 
 static int out_gc(lua_State *L) {
-  scan_out_free(luaL_checkudata(L, 1, OUT_MT));
+  wb_scan_out_free(luaL_checkudata(L, 1, OUT_MT));
   return 0;
 }
 
@@ -132,7 +132,7 @@ static void push_bucket(lua_State *L, scan_bucket *b, const scan_rule *r) {
   if (r->sum) {
     wb_ordered_new(L);
     for (uint32_t i = 0; i < b->keys.n; i++) {
-      scan_str k = scan_map_name(&b->keys, i);
+      scan_str k = wb_scan_map_name(&b->keys, i);
       lua_pushlstring(L, k.s, k.len);
       push_agg(L, &b->aggs[i]);
       wb_ordered_set(L, -3);
@@ -144,7 +144,7 @@ static void push_bucket(lua_State *L, scan_bucket *b, const scan_rule *r) {
     lua_setfield(L, -2, "value");
   }
   if (b->collect) {
-    scan_dist d = scan_bucket_dist(b);
+    scan_dist d = wb_scan_bucket_dist(b);
     lua_createtable(L, 0, 5);
     wb_set_int(L, "n", (lua_Integer)d.n);
     if (d.n) {
@@ -175,7 +175,7 @@ static void push_rule(lua_State *L, int spec_rules, int i, scan_result *res, con
     wb_set_int(L, "n", res->whole.n);
     wb_ordered_new(L);
     for (uint32_t g = 0; g < res->groups.n; g++) {
-      scan_str name = scan_map_name(&res->groups, g);
+      scan_str name = wb_scan_map_name(&res->groups, g);
       lua_pushlstring(L, name.s, name.len);
       lua_createtable(L, 0, 6);
       push_bucket(L, &res->buckets[g], r);
@@ -226,7 +226,7 @@ static int l_file(lua_State *L) {
   memset(out, 0, sizeof *out);
   luaL_setmetatable(L, OUT_MT);
   char err[512];
-  int e = scan_path(&spec, path, out, err, sizeof err);
+  int e = wb_scan_path(&spec, path, out, err, sizeof err);
   if (e == EINTR && wb_signal_pending()) return wb_raise_interrupt(L);
   if (e) {
     lua_pushnil(L);
@@ -253,7 +253,7 @@ static int l_file(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "rules");
-  scan_out_free(out);
+  wb_scan_out_free(out);
   return 1;
 }
 
@@ -264,7 +264,7 @@ static int l_number(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
   double x;
-  int kind = scan_number(s, s + len, &x);
+  int kind = wb_scan_number(s, s + len, &x);
   if (!kind) return 0;
   if (kind == SCAN_COUNT && !strpbrk(s, ".eE") && x > -9007199254740992.0 && x < 9007199254740992.0)
     lua_pushinteger(L, (lua_Integer)x);

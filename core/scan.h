@@ -8,7 +8,7 @@
  * is cut into space- or tab-separated tokens; `key=value` tokens are aggregated, bare tokens (no
  * '=', or an empty key) are skipped.
  *
- * Numbers (scan_number): [+-]digits[.digits][e[+-]digits] followed by nothing (a count), by a time
+ * Numbers (wb_scan_number): [+-]digits[.digits][e[+-]digits] followed by nothing (a count), by a time
  * unit s, ms, us, µs, μs or ns (converted to seconds), or the words true / false (1 / 0). The
  * conversion is correctly rounded (the double strtod gives). Sums are exact decimal sums while
  * they fit (see scan_agg), so they do not depend on the order of lines or on threads.
@@ -36,7 +36,7 @@ enum { SCAN_KEEP_NONE, SCAN_KEEP_FIRST, SCAN_KEEP_LAST };
 /* Parses the whole of [p, end) as a number; returns its kind (SCAN_TIME with *out in seconds,
  * SCAN_COUNT, SCAN_BOOL with *out 0 or 1) or 0 when it is not one. The byte at end must be
  * readable and not a digit (a NUL-terminated string is fine). */
-int scan_number(const char *p, const char *end, double *out);
+int wb_scan_number(const char *p, const char *end, double *out);
 
 typedef struct scan_str {
   const char *s;
@@ -73,7 +73,7 @@ typedef struct scan_num {
 } scan_num;
 
 /* An aggregate. While every value was exact, the sum, min and max are kept exactly as decimal
- * mantissas over one exponent (so sums do not depend on order or threads); scan_path returns
+ * mantissas over one exponent (so sums do not depend on order or threads); wb_scan_path returns
  * every aggregate converted (exact = 0, sum/min/max correctly rounded doubles). */
 typedef struct scan_agg {
   int64_t count;
@@ -96,8 +96,8 @@ typedef struct scan_map {
 
 /* Returns the index of [key, key + len), adding it when absent; -1 when the map holds `limit`
  * entries already or memory ran out. */
-int scan_map_get(scan_map *m, const char *key, size_t len, uint32_t limit);
-scan_str scan_map_name(const scan_map *m, uint32_t i);
+int wb_scan_map_get(scan_map *m, const char *key, size_t len, uint32_t limit);
+scan_str wb_scan_map_name(const scan_map *m, uint32_t i);
 
 typedef struct scan_bucket {
   int64_t n;          /* matching segments */
@@ -132,16 +132,16 @@ typedef struct scan_out {
 /* Scans the file at path (gzip-compressed when a regular file starts with the gzip magic).
  * Returns 0, or an errno value with err filled ("path: strerror", "path: gzip: what"); EINTR when
  * a signal is pending (wb signals). */
-int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err, size_t errlen);
-/* Frees what scan_path allocated (safe on a zeroed or partly filled out). */
-void scan_out_free(scan_out *out);
+int wb_scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err, size_t errlen);
+/* Frees what wb_scan_path allocated (safe on a zeroed or partly filled out). */
+void wb_scan_out_free(scan_out *out);
 
 /* Distribution of a bucket's collected values (reorders them). */
 typedef struct scan_dist {
   double min, max, mean, median;
   size_t n;
 } scan_dist;
-scan_dist scan_bucket_dist(scan_bucket *b);
+scan_dist wb_scan_bucket_dist(scan_bucket *b);
 
 /* ---- between core/scan_match.c (matching) and core/scan_read.c (reading) ---------------------------- */
 
@@ -160,28 +160,28 @@ typedef struct scanner {
 } scanner;
 
 /* Fills sc->tags and sc->first for sc->spec; 0 or ENOMEM. */
-int scan_scanner_init(scanner *sc);
+int wb_scan_scanner_init(scanner *sc);
 
 /* m × 10^e10 correctly rounded. */
-double scan_decimal(int64_t m, int e10);
-void scan_agg_to_double(scan_agg *a);
-void scan_agg_merge(scan_agg *d, const scan_agg *s);
+double wb_scan_decimal(int64_t m, int e10);
+void wb_scan_agg_to_double(scan_agg *a);
+void wb_scan_agg_merge(scan_agg *d, const scan_agg *s);
 /* The index of key in b's aggregates (added when new), or -1: dropped (counted in *dropped) or
  * out of memory (*err = ENOMEM). */
-int scan_bucket_key(scan_bucket *b, const char *key, size_t len, int64_t *dropped, int *err);
-int scan_bucket_push(scan_bucket *b, const double *x, size_t n);
-int scan_bucket_keep(scan_bucket *b, const char *s, size_t len);
+int wb_scan_bucket_key(scan_bucket *b, const char *key, size_t len, int64_t *dropped, int *err);
+int wb_scan_bucket_push(scan_bucket *b, const double *x, size_t n);
+int wb_scan_bucket_keep(scan_bucket *b, const char *s, size_t len);
 /* The bucket of group `name` in res (created collecting values when r asks for that group), or
  * NULL: dropped (counted) or out of memory (*err = ENOMEM). */
-scan_bucket *scan_group_bucket(scan_result *res, const char *name, size_t len, const scan_rule *r, int *err);
-void scan_result_init(scan_result *res, const scan_rule *r);
+scan_bucket *wb_scan_group_bucket(scan_result *res, const char *name, size_t len, const scan_rule *r, int *err);
+void wb_scan_result_init(scan_result *res, const scan_rule *r);
 /* Converts every aggregate of res to doubles. */
-void scan_result_finish(scan_result *res);
-void scan_result_free(scan_result *res);
+void wb_scan_result_finish(scan_result *res);
+void wb_scan_result_free(scan_result *res);
 /* Adds s (a later part of the file) into d; 0 or ENOMEM. */
-int scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r);
+int wb_scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r);
 /* Applies every rule whose tag starts the segment [p, q); 16 bytes after q must be readable and
  * the byte at q must not be a digit. */
-void scan_segment(scanner *sc, const char *p, const char *q);
+void wb_scan_segment(scanner *sc, const char *p, const char *q);
 /* Whether the incomplete segment [p, p + len) may still turn out to start with a tag. */
-int scan_may_match(const scanner *sc, const char *p, size_t len);
+int wb_scan_may_match(const scanner *sc, const char *p, size_t len);

@@ -46,7 +46,7 @@ HOT int unit_of(const char *p, size_t n, int *scale) {
 }
 
 /* m × 10^e10, correctly rounded. */
-double scan_decimal(int64_t m, int e10) {
+double wb_scan_decimal(int64_t m, int e10) {
   if (m <= EXACT_MAX && m >= -EXACT_MAX && e10 >= -22 && e10 <= 22)
     return e10 < 0 ? (double)m / P10[-e10] : (double)m * P10[e10];
   char buf[48];
@@ -54,7 +54,7 @@ double scan_decimal(int64_t m, int e10) {
   return strtod(buf, NULL);
 }
 
-static double num_value(const scan_num *n) { return n->exact ? scan_decimal(n->m, n->e10) : n->x; }
+static double num_value(const scan_num *n) { return n->exact ? wb_scan_decimal(n->m, n->e10) : n->x; }
 
 /* Slow path: "<digits>e<exp>" rounded by strtod. */
 static double slow_value(const char *digits, const char *end, int e10) {
@@ -119,7 +119,7 @@ HOT int number_token(const char *p, const char *end, scan_num *out, const char *
   return kind;
 }
 
-int scan_number(const char *p, const char *end, double *out) {
+int wb_scan_number(const char *p, const char *end, double *out) {
   scan_num n;
   const char *stop;
   int kind = p < end ? number_token(p, end, &n, &stop) : 0;
@@ -150,16 +150,16 @@ static int lower_exponent(scan_agg *a, int e10) {
   return 1;
 }
 
-void scan_agg_to_double(scan_agg *a) {
+void wb_scan_agg_to_double(scan_agg *a) {
   if (!a->exact) return;
   a->exact = 0;
-  a->sum = scan_decimal(a->msum, a->e10);
-  a->min = scan_decimal(a->mmin, a->e10);
-  a->max = scan_decimal(a->mmax, a->e10);
+  a->sum = wb_scan_decimal(a->msum, a->e10);
+  a->min = wb_scan_decimal(a->mmin, a->e10);
+  a->max = wb_scan_decimal(a->mmax, a->e10);
 }
 
 static void add_double(scan_agg *a, double x) {
-  scan_agg_to_double(a);
+  wb_scan_agg_to_double(a);
   if (a->count == 0) {
     a->min = a->max = x;
   } else {
@@ -198,7 +198,7 @@ HOT void agg_add(scan_agg *a, const scan_num *n) {
   add_double(a, num_value(n));
 }
 
-void scan_agg_merge(scan_agg *d, const scan_agg *s) {
+void wb_scan_agg_merge(scan_agg *d, const scan_agg *s) {
   if (s->count == 0) return;
   if (d->count == 0) {
     *d = *s;
@@ -212,8 +212,8 @@ void scan_agg_merge(scan_agg *d, const scan_agg *s) {
       return;
   }
   scan_agg t = *s;
-  scan_agg_to_double(&t);
-  scan_agg_to_double(d);
+  wb_scan_agg_to_double(&t);
+  wb_scan_agg_to_double(d);
   d->sum += t.sum;
   d->count += t.count;
   if (t.min < d->min) d->min = t.min;
@@ -223,8 +223,8 @@ void scan_agg_merge(scan_agg *d, const scan_agg *s) {
 /* ---- buckets ----------------------------------------------------------------------------------- */
 
 /* The index of key in b's aggregates, or -1 (dropped, or out of memory: *err). */
-int scan_bucket_key(scan_bucket *b, const char *key, size_t len, int64_t *dropped, int *err) {
-  int i = scan_map_get(&b->keys, key, len, SCAN_MAX_KEYS);
+int wb_scan_bucket_key(scan_bucket *b, const char *key, size_t len, int64_t *dropped, int *err) {
+  int i = wb_scan_map_get(&b->keys, key, len, SCAN_MAX_KEYS);
   if (i < 0) {
     if (i == -2) *err = ENOMEM;
     else (*dropped)++;
@@ -244,7 +244,7 @@ int scan_bucket_key(scan_bucket *b, const char *key, size_t len, int64_t *droppe
   return i;
 }
 
-int scan_bucket_push(scan_bucket *b, const double *x, size_t n) {
+int wb_scan_bucket_push(scan_bucket *b, const double *x, size_t n) {
   if (b->nvals + n > b->vals_cap) {
     size_t cap = b->vals_cap ? b->vals_cap * 2 : 256;
     while (cap < b->nvals + n) cap *= 2;
@@ -258,7 +258,7 @@ int scan_bucket_push(scan_bucket *b, const double *x, size_t n) {
   return 0;
 }
 
-int scan_bucket_keep(scan_bucket *b, const char *s, size_t len) {
+int wb_scan_bucket_keep(scan_bucket *b, const char *s, size_t len) {
   char *k = realloc(b->kept, len + 1);
   if (!k) return ENOMEM;
   memcpy(k, s, len);
@@ -354,7 +354,7 @@ static int parse_label(const char *p, const char *q, int kinds, scan_str *label,
 static void add_value(scanner *sc, scan_bucket *b, const scan_num *n) {
   agg_add(&b->value, n);
   double x = num_value(n);
-  if (b->collect && scan_bucket_push(b, &x, 1) != 0) sc->err = ENOMEM;
+  if (b->collect && wb_scan_bucket_push(b, &x, 1) != 0) sc->err = ENOMEM;
 }
 
 /* Aggregates the key=value tokens of [p, q) into b: per key (the kinds r->sum selects) and the
@@ -410,7 +410,7 @@ static void tokens(scanner *sc, const scan_rule *r, scan_result *res, scan_bucke
       line_value = x;
     }
     if (kind & r->sum) {
-      if (ki < 0) ki = scan_bucket_key(b, k, klen, &res->dropped_keys, &sc->err);
+      if (ki < 0) ki = wb_scan_bucket_key(b, k, klen, &res->dropped_keys, &sc->err);
       if (ki >= 0) {
         agg_add(&b->aggs[ki], &x);
         if (slot < SCAN_HINTS) b->hint[slot] = (uint32_t)ki + 1;
@@ -428,7 +428,7 @@ static scan_bucket *group_of(scanner *sc, int ri, const char *name, size_t len) 
     const struct scan_map_entry *e = &res->groups.ents[recent[i] - 1];
     if (e->len == len && same(res->groups.arena + e->off, name, len)) return &res->buckets[recent[i] - 1];
   }
-  scan_bucket *b = scan_group_bucket(res, name, len, &sc->spec->rules[ri], &sc->err);
+  scan_bucket *b = wb_scan_group_bucket(res, name, len, &sc->spec->rules[ri], &sc->err);
   if (b) {
     memmove(recent + 1, recent, 3 * sizeof *recent);
     recent[0] = (uint32_t)(b - res->buckets) + 1;
@@ -459,13 +459,13 @@ static void apply(scanner *sc, int ri, const char *seg, const char *p, const cha
   if (!b) return;
   b->n++;
   if (r->keep == SCAN_KEEP_LAST || (r->keep == SCAN_KEEP_FIRST && !b->has_kept)) {
-    if (scan_bucket_keep(b, seg, (size_t)(q - seg)) != 0) sc->err = ENOMEM;
+    if (wb_scan_bucket_keep(b, seg, (size_t)(q - seg)) != 0) sc->err = ENOMEM;
   }
   if (r->group == SCAN_GROUP_LABEL) add_value(sc, b, &label_value);
   else if (r->sum || r->nvalue) tokens(sc, r, res, b, p, q);
 }
 
-int scan_scanner_init(scanner *sc) {
+int wb_scan_scanner_init(scanner *sc) {
   int n = sc->spec->nrules;
   sc->tags = calloc((size_t)n + 1, sizeof *sc->tags);
   sc->recent = calloc((size_t)n + 1, sizeof *sc->recent);
@@ -484,7 +484,7 @@ int scan_scanner_init(scanner *sc) {
   return 0;
 }
 
-void scan_segment(scanner *sc, const char *p, const char *q) {
+void wb_scan_segment(scanner *sc, const char *p, const char *q) {
   size_t len = (size_t)(q - p);
   uint64_t head;
   memcpy(&head, p, 8);
@@ -500,7 +500,7 @@ void scan_segment(scanner *sc, const char *p, const char *q) {
   }
 }
 
-int scan_may_match(const scanner *sc, const char *p, size_t len) {
+int wb_scan_may_match(const scanner *sc, const char *p, size_t len) {
   for (int i = 0; i < sc->spec->nrules; i++) {
     scan_str t = sc->spec->rules[i].tag;
     if (memcmp(p, t.s, len < t.len ? len : t.len) == 0) return 1;

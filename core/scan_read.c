@@ -21,7 +21,7 @@
 #include "internal.h"
 
 #define BLOCK (1 << 20)
-#define MAX_THREADS 8
+#define SCAN_MAX_THREADS 8
 #define MIN_RANGE (16 << 20)      /* bytes per thread, at least, when threads = 0 */
 #define MIN_RANGE_ASKED (1 << 20) /* ... when the caller asked for a number of threads */
 #define PAD 64 /* zeroed bytes after the buffer: the matcher reads a little past a segment */
@@ -96,7 +96,7 @@ static int is_sep(char c) { return c == '\n' || c == '\r'; }
 /* Applies the rules to the segment [p, q) unless it is longer than max_line. */
 static void segment(worker *w, const char *p, const char *q) {
   if ((size_t)(q - p) > w->spec->max_line) w->truncated++;
-  else scan_segment(&w->sc, p, q);
+  else wb_scan_segment(&w->sc, p, q);
 }
 
 /* Thread body: scans a range read in blocks (pread), or a stream (read, gzread). */
@@ -159,7 +159,7 @@ static void *scan_range(void *arg) {
       const char *q = find_sep(p, end);
       if (!q) {
         if (eof) segment(w, p, end), p = end;
-        else if (!scan_may_match(sc, p, (size_t)(end - p))) skipping = 1, p = end;
+        else if (!wb_scan_may_match(sc, p, (size_t)(end - p))) skipping = 1, p = end;
         break;
       }
       segment(w, p, q);
@@ -200,11 +200,11 @@ static int fail(char *err, size_t errlen, const char *path, int e) {
 }
 
 static void free_results(scan_result *res, int nrules) {
-  for (int i = 0; res && i < nrules; i++) scan_result_free(&res[i]);
+  for (int i = 0; res && i < nrules; i++) wb_scan_result_free(&res[i]);
   free(res);
 }
 
-void scan_out_free(scan_out *out) {
+void wb_scan_out_free(scan_out *out) {
   free_results(out->results, out->nrules);
   out->results = NULL;
 }
@@ -223,8 +223,8 @@ static int worker_init(worker *w, const scan_spec *spec) {
   w->sc.spec = spec;
   w->sc.res = calloc((size_t)spec->nrules + 1, sizeof *w->sc.res);
   if (!w->sc.res) return ENOMEM;
-  for (int i = 0; i < spec->nrules; i++) scan_result_init(&w->sc.res[i], &spec->rules[i]);
-  return scan_scanner_init(&w->sc);
+  for (int i = 0; i < spec->nrules; i++) wb_scan_result_init(&w->sc.res[i], &spec->rules[i]);
+  return wb_scan_scanner_init(&w->sc);
 }
 
 /* Runs the workers, one thread each (the caller's thread takes the first); 0 or the first error. */
@@ -247,7 +247,7 @@ static int thread_count(const scan_spec *spec, int splittable, int64_t size) {
   int64_t n = spec->threads > 0 ? spec->threads : sysconf(_SC_NPROCESSORS_ONLN);
   int64_t most = size / (spec->threads > 0 ? MIN_RANGE_ASKED : MIN_RANGE);
   if (n > most) n = most;
-  return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+  return n < 1 ? 1 : n > SCAN_MAX_THREADS ? SCAN_MAX_THREADS : (int)n;
 }
 
 /* Merges the workers' results into out (in file order) and converts the aggregates. */
@@ -257,17 +257,17 @@ static int collect(worker *ws, int n, const scan_spec *spec, scan_out *out) {
   ws[0].sc.res = NULL;
   for (int i = 0; i < n; i++) {
     for (int r = 0; i > 0 && !e && r < spec->nrules; r++)
-      e = scan_result_merge(&out->results[r], &ws[i].sc.res[r], &spec->rules[r]);
+      e = wb_scan_result_merge(&out->results[r], &ws[i].sc.res[r], &spec->rules[r]);
     out->bytes += ws[i].bytes;
     out->lines += ws[i].lines;
     out->truncated += ws[i].truncated;
   }
-  for (int r = 0; !e && r < spec->nrules; r++) scan_result_finish(&out->results[r]);
+  for (int r = 0; !e && r < spec->nrules; r++) wb_scan_result_finish(&out->results[r]);
   out->threads = n;
   return e;
 }
 
-int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err, size_t errlen) {
+int wb_scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err, size_t errlen) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx2")) find_sep = find_sep_avx2;
 #endif
@@ -319,6 +319,6 @@ int scan_path(const scan_spec *spec, const char *path, scan_out *out, char *err,
   }
   free(ws);
   close(fd);
-  if (e) scan_out_free(out);
+  if (e) wb_scan_out_free(out);
   return e;
 }

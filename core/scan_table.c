@@ -40,7 +40,7 @@ static int map_rehash(scan_map *m, uint32_t size) {
   return 0;
 }
 
-int scan_map_get(scan_map *m, const char *key, size_t len, uint32_t limit) {
+int wb_scan_map_get(scan_map *m, const char *key, size_t len, uint32_t limit) {
   uint64_t h = hash_bytes(key, len);
   if (m->slots) {
     for (uint32_t i = (uint32_t)h & m->mask;; i = (i + 1) & m->mask) {
@@ -79,7 +79,7 @@ int scan_map_get(scan_map *m, const char *key, size_t len, uint32_t limit) {
   return (int)(m->n - 1);
 }
 
-scan_str scan_map_name(const scan_map *m, uint32_t i) {
+scan_str wb_scan_map_name(const scan_map *m, uint32_t i) {
   return (scan_str){m->arena + m->ents[i].off, m->ents[i].len};
 }
 
@@ -99,8 +99,8 @@ static int wants_collect(const scan_rule *r, const char *name, size_t len) {
   return 0;
 }
 
-scan_bucket *scan_group_bucket(scan_result *res, const char *name, size_t len, const scan_rule *r, int *err) {
-  int i = scan_map_get(&res->groups, name, len, SCAN_MAX_GROUPS);
+scan_bucket *wb_scan_group_bucket(scan_result *res, const char *name, size_t len, const scan_rule *r, int *err) {
+  int i = wb_scan_map_get(&res->groups, name, len, SCAN_MAX_GROUPS);
   if (i < 0) {
     if (i == -2) *err = ENOMEM;
     else res->dropped_groups++;
@@ -123,7 +123,7 @@ scan_bucket *scan_group_bucket(scan_result *res, const char *name, size_t len, c
   return b;
 }
 
-void scan_result_init(scan_result *res, const scan_rule *r) {
+void wb_scan_result_init(scan_result *res, const scan_rule *r) {
   memset(res, 0, sizeof *res);
   res->whole.collect = r->group == SCAN_GROUP_NONE && r->collect_all;
 }
@@ -136,7 +136,7 @@ static void bucket_free(scan_bucket *b) {
   memset(b, 0, sizeof *b);
 }
 
-void scan_result_free(scan_result *res) {
+void wb_scan_result_free(scan_result *res) {
   bucket_free(&res->whole);
   for (uint32_t i = 0; i < res->groups.n; i++) bucket_free(&res->buckets[i]);
   free(res->buckets);
@@ -144,11 +144,11 @@ void scan_result_free(scan_result *res) {
 }
 
 static void bucket_finish(scan_bucket *b) {
-  for (uint32_t i = 0; i < b->keys.n; i++) scan_agg_to_double(&b->aggs[i]);
-  scan_agg_to_double(&b->value);
+  for (uint32_t i = 0; i < b->keys.n; i++) wb_scan_agg_to_double(&b->aggs[i]);
+  wb_scan_agg_to_double(&b->value);
 }
 
-void scan_result_finish(scan_result *res) {
+void wb_scan_result_finish(scan_result *res) {
   bucket_finish(&res->whole);
   for (uint32_t i = 0; i < res->groups.n; i++) bucket_finish(&res->buckets[i]);
 }
@@ -157,22 +157,22 @@ static int merge_bucket(scan_bucket *d, const scan_bucket *s, int keep, int64_t 
   int err = 0;
   d->n += s->n;
   for (uint32_t i = 0; i < s->keys.n && !err; i++) {
-    scan_str k = scan_map_name(&s->keys, i);
-    int j = scan_bucket_key(d, k.s, k.len, dropped, &err);
-    if (j >= 0) scan_agg_merge(&d->aggs[j], &s->aggs[i]);
+    scan_str k = wb_scan_map_name(&s->keys, i);
+    int j = wb_scan_bucket_key(d, k.s, k.len, dropped, &err);
+    if (j >= 0) wb_scan_agg_merge(&d->aggs[j], &s->aggs[i]);
   }
-  scan_agg_merge(&d->value, &s->value);
-  if (!err && s->nvals) err = scan_bucket_push(d, s->vals, s->nvals);
+  wb_scan_agg_merge(&d->value, &s->value);
+  if (!err && s->nvals) err = wb_scan_bucket_push(d, s->vals, s->nvals);
   if (!err && s->has_kept && (keep == SCAN_KEEP_LAST || !d->has_kept))
-    err = scan_bucket_keep(d, s->kept, s->kept_len);
+    err = wb_scan_bucket_keep(d, s->kept, s->kept_len);
   return err;
 }
 
-int scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r) {
+int wb_scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r) {
   int err = merge_bucket(&d->whole, &s->whole, r->keep, &d->dropped_keys);
   for (uint32_t i = 0; i < s->groups.n && !err; i++) {
-    scan_str name = scan_map_name(&s->groups, i);
-    scan_bucket *b = scan_group_bucket(d, name.s, name.len, r, &err);
+    scan_str name = wb_scan_map_name(&s->groups, i);
+    scan_bucket *b = wb_scan_group_bucket(d, name.s, name.len, r, &err);
     if (b) err = merge_bucket(b, &s->buckets[i], r->keep, &d->dropped_keys);
   }
   d->dropped_keys += s->dropped_keys;
@@ -183,7 +183,7 @@ int scan_result_merge(scan_result *d, const scan_result *s, const scan_rule *r) 
 /* ---- distributions ---------------------------------------------------------------------------- */
 
 /* min, max, mean (from the line values' sum) and median of the collected values (reordered). */
-scan_dist scan_bucket_dist(scan_bucket *b) {
+scan_dist wb_scan_bucket_dist(scan_bucket *b) {
   scan_dist d = {0};
   d.n = b->nvals;
   if (d.n == 0) return d;

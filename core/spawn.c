@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "reaper.h"
 #include "spawn.h"
 
 #define READ_CHUNK 65536
@@ -127,7 +128,7 @@ static void free_child(wb_child *c) {
   free(c);
 }
 
-/* Held start: the child runs the wb binary as the gate (see core/spawn_exec.c). */
+/* Held start: the child runs the wb binary as the gate (see core/spawn_gate.c). */
 static int setup_gate(struct setup *su, wb_child *c, const char *exe, const char *const *argv,
                       const char ***gate_argv) {
   if (!(*gate_argv = wb_gate_argv(exe, argv))) return errno;
@@ -191,6 +192,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
     goto fail;
   }
+  wb_reaper_watch(c->pid);
   /* Without pidfd_open (ENOSYS: kernels before 5.3, valgrind) the loop polls for exits. */
   c->pidfd = pidfd_open(c->pid, 0);
   int pidfd_failed = c->pidfd < 0 && errno != ENOSYS;

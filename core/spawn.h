@@ -127,7 +127,7 @@ void wb_stream_compact(wb_stream *st);
  * or spec->env alone); *path is the PATH the child will see. NULL when out of memory. */
 char **wb_spawn_env(const wb_spawn_spec *spec, const char **path);
 
-/* The gate. main() calls wb_gate(argc, argv) first: for `wb __gate EXE ARGV...` it names
+/* The gate (core/spawn_gate.c). main() calls wb_gate(argc, argv) first: for `wb __gate EXE ARGV...` it names
  * itself like EXE, writes a byte to WB_GATE_READY_FD, waits on WB_GATE_FD and execs EXE with ARGV
  * (exit 127 when the exec fails, WB_GATE_ABANDONED when the pipe closes without a release) and
  * never returns; otherwise it records that this executable can

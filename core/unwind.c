@@ -16,7 +16,6 @@
 #include "internal.h"
 
 #define UNWIND_MT "wb.unwind"
-#define MAX_FRAMES 1024
 
 const char *const wb_unw_stop_names[WB_UNW_NREASONS] = {
     "complete", "no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth"};
@@ -378,10 +377,10 @@ static int l_walk(lua_State *L) {
   luaL_checktype(L, 3, LUA_TTABLE);
   size_t len;
   const char *stack = luaL_checklstring(L, 4, &len);
-  lua_Integer max = luaL_optinteger(L, 5, MAX_FRAMES);
-  luaL_argcheck(L, max >= 1 && max <= MAX_FRAMES, 5, "1..1024 expected");
+  lua_Integer max = luaL_optinteger(L, 5, WB_UNW_MAX_FRAMES);
+  luaL_argcheck(L, max >= 1 && max <= WB_UNW_MAX_FRAMES, 5, "1..1024 expected");
   uint64_t ip = reg_field(L, "ip"), sp = reg_field(L, "sp"), bp = reg_field(L, "bp");
-  uint64_t pcs[MAX_FRAMES];
+  uint64_t pcs[WB_UNW_MAX_FRAMES];
   int stop;
   int n = wb_unwinder_walk(u, pid, ip, sp, bp, (const uint8_t *)stack, len, pcs, (int)max, &stop);
   lua_createtable(L, n, 0);

@@ -34,6 +34,7 @@ typedef struct wb_unw_row {
 
 #define WB_UNW_ROW_END 0xff
 #define WB_UNW_ROWS 4096 /* direct-mapped row cache per object */
+#define WB_UNW_MAX_FRAMES 1024 /* the most frames one walk gives (wb.unwind, wb.bpf's unwind mode) */
 
 typedef struct wb_dwobj wb_dwobj;
 

@@ -251,7 +251,7 @@ static void push_scalar(struct loader *ld) {
 static void deep_copy(struct loader *ld, int depth) {
   lua_State *L = ld->L;
   int src = lua_gettop(L);
-  if (ld->depth + depth > WB_MAX_DEPTH) fail(ld, ld->ev.start_mark, "nesting too deep");
+  if (ld->depth + depth > WB_MAX_NESTING) fail(ld, ld->ev.start_mark, "nesting too deep");
   luaL_checkstack(L, 12, "yaml: nesting too deep");
   int array = wb_has_metatable(L, src, "wb.array");
   if (array) {
@@ -300,7 +300,7 @@ static void enter(struct loader *ld, const yaml_char_t *tag, const yaml_char_t *
                   const char *std) {
   if (tag && strcmp((const char *)tag, "!") != 0 && strcmp((const char *)tag, std) != 0)
     fail(ld, ld->ev.start_mark, "unsupported tag '%s'", (const char *)tag);
-  if (++ld->depth > WB_MAX_DEPTH) fail(ld, ld->ev.start_mark, "nesting too deep");
+  if (++ld->depth > WB_MAX_NESTING) fail(ld, ld->ev.start_mark, "nesting too deep");
   luaL_checkstack(ld->L, 16, "yaml: nesting too deep");
   if (anchor)
     lua_pushstring(ld->L, (const char *)anchor);
@@ -454,8 +454,8 @@ static void push_node(struct loader *ld) {
   }
 }
 
-/* Arguments: the loader, a boolean "all documents". Returns the first document (wb.null when
- * there is none) or an array of all documents. */
+/* Arguments: the loader, a boolean "all documents". Returns the only document (wb.null when
+ * there is none; a second one is an error at its start) or an array of all documents. */
 static int load_protected(lua_State *L) {
   struct loader *ld = lua_touserdata(L, 1);
   int all = lua_toboolean(L, 2);
@@ -472,9 +472,14 @@ static int load_protected(lua_State *L) {
     lua_replace(L, ld->anchors_idx);
     next_event(ld);
     push_node(ld);
-    if (!all) return 1;
-    lua_rawseti(L, -2, n);
     next_event(ld); /* document end */
+    if (!all) {
+      if (next_event(ld) == YAML_DOCUMENT_START_EVENT)
+        fail(ld, ld->ev.start_mark,
+             "a second document: the file must hold one (remove the '---' and what follows)");
+      return 1;
+    }
+    lua_rawseti(L, -2, n);
   }
   if (!all) wb_push_null(L);
   return 1;
@@ -503,8 +508,8 @@ static int load(lua_State *L, const char *text, size_t len, const char *file, in
   return 2;
 }
 
-/* -- v, err = wb.yaml.load(text [, filename]) : the first document (wb.null if none);
- * err is "FILE:LINE:COL: problem (context)", FILE defaulting to "<string>" */
+/* -- v, err = wb.yaml.load(text [, filename]) : the only document (wb.null if none; a second one
+ * is an error); err is "FILE:LINE:COL: problem (context)", FILE defaulting to "<string>" */
 static int l_load(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 1, &len);
@@ -518,7 +523,7 @@ static int l_load_all(lua_State *L) {
   return load(L, text, len, luaL_optstring(L, 2, "<string>"), 1);
 }
 
-/* -- v, err = wb.yaml.load_file(path) : the first document of the file; an unreadable file
+/* -- v, err = wb.yaml.load_file(path) : the only document of the file, as wb.yaml.load; an unreadable file
  * gives nil, "PATH: strerror", errno */
 static int l_load_file(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);

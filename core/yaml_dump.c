@@ -14,7 +14,7 @@ struct dumper {
   lua_State *L;
   wb_buf *b;
   int depth;
-  const void *path[WB_MAX_DEPTH];
+  const void *path[WB_MAX_NESTING];
 };
 
 /* Decodes the multi-byte UTF-8 sequence at s (s[0] >= 0x80, n bytes available): returns the code

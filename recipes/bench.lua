@@ -38,27 +38,10 @@ return wb.recipe {
     }
     local plan = wb.bench.plan(spec) -- also checks the commands before the run directory is made
     local c = wb.campaign.open(ctx)
-    local names = {}
-    for i, cs in ipairs(plan.cases) do names[i] = cs.name end
-    c:declare(names)
+    wb.bench.declare(c, plan)
     if c:plan { sections = { plan } } then return 0 end
     local summary = wb.bench.run(spec)
-    for _, cmd in ipairs(summary.commands) do
-      local rec = c:record(cmd.name)
-      rec.status = "success"
-      rec.command_arguments = cmd.argv
-      local st = cmd.stats
-      rec.metrics = {
-        wall_mean_seconds = st.wall.mean, wall_median_seconds = st.wall.median,
-        wall_min_seconds = st.wall.min, wall_max_seconds = st.wall.max,
-        user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
-      }
-      -- the samples every tested metric needs, once each (wall_mean_seconds and
-      -- wall_median_seconds share wall_seconds)
-      rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
-        sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb }
-      rec.maxrss_upper_bound = cmd.maxrss_upper_bound
-    end
+    wb.bench.record(c, summary)
     local previous = c:compare_previous()
     wb.check(wb.report.write_all(c.dir, summary, { previous = previous }))
     c:finish()

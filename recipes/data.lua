@@ -13,6 +13,7 @@ local EXTENSIONS = { "pgen", "pvar", "psam" }
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   config = "data_plink2",
+  executors = { "local", "slurm" }, -- the machine profile's executor runs the cases
   types = {
     ["dataset.samples"] = "integer>=1", ["dataset.variants"] = "integer>=1",
     ["dataset.missing_dosage_freq"] = "number>=0", ["dataset.seed"] = "integer", ["dataset.phenotypes"] = "mapping",

@@ -15,35 +15,8 @@
 -- the counters and the top functions with their share of samples. Exit 1 when the command fails.
 local wb = require "wb"
 local capture = require "wb.capture"
+local profile = require "wb.profile"
 local view = require "wb.capture_report"
-
--- Differential flame graphs against the baseline run the campaign found (the previous profile of
--- the same command, or --baseline DIR): profiles/profile.<kind>.diff.svg. Returns {title, path, href}
--- for each (href relative to the run directory).
-local function differential(c, res)
-  local prev = c.manifest.previous_manifest_path
-  if not prev or prev == wb.null then return {} end
-  local m = wb.campaign.read_manifest(prev)
-  local base_dir = prev:match("^(.*)/[^/]*$") or "."
-  local run
-  for _, r in ipairs(m and m.runs or {}) do
-    if r.name == "profile" then run = r end
-  end
-  local written = {}
-  for _, kind in ipairs({ "oncpu", "offcpu" }) do
-    local old = run and run.profiles and run.profiles[kind] and run.profiles[kind].folded
-    local old_text = old and wb.fs.read(base_dir .. "/" .. old)
-    local new = res[kind]
-    if old_text and new and new.folded_text then
-      local title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir
-      local svg = wb.flame.diff_svg(old_text, new.folded_text, { title = title,
-        unit = kind == "offcpu" and "ns" or "samples" })
-      local rel = "profiles/profile." .. kind .. ".diff.svg"
-      written[#written + 1] = { title = title, path = c:write(rel, svg), href = rel }
-    end
-  end
-  return written
-end
 
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
@@ -72,78 +45,27 @@ return wb.recipe {
       return 0
     end
     local command = table.concat(argv, " ")
-    local logs = {}
-    local stdout_log = "logs/profile.stdout.log"
-    local function tee(stream)
-      local path = c.dir .. "/logs/profile." .. stream .. ".log"
-      local f = assert(io.open(path, "w"))
-      logs[#logs + 1] = f
-      local out = stream == "stdout" and io.stdout or io.stderr
-      return function(line)
-        out:write(line, "\n")
-        f:write(line, "\n")
-      end
-    end
-    -- the command's stdout, written as it comes (binary-safe) unless teed line by line
-    local out_spec
-    if cfg.stdout == wb.null or cfg.stdout == "null" then
-      out_spec, stdout_log = "null", nil
-    elseif cfg.stdout == "inherit" then
-      out_spec, stdout_log = "inherit", nil
-    elseif cfg.stdout == "tee" then
-      out_spec = tee("stdout")
-    else
-      out_spec, stdout_log = { file = cfg.stdout }, cfg.stdout
-    end
+    local out = profile.output(c, cfg.stdout)
     local res
     local rec = c:run("profile", function(r)
       local err
       res, err = capture.run {
         argv = not cfg.shell and argv or nil, cmd = cfg.shell and argv[1] or nil, shell = cfg.shell,
-        stdout = out_spec, stderr = tee("stderr"), stdin = "inherit",
+        stdout = out.stdout, stderr = out.stderr, stdin = "inherit",
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
         title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
       }
-      for _, f in ipairs(logs) do f:close() end
+      out.close()
       if not res then wb.fail("profile: " .. tostring(err)) end
-      r.command_arguments = wb.json.array(argv)
-      r.method = res.method
-      r.fallback = res.fallback
-      r.return_code = res.result.code or wb.null
-      r.signal = res.result.signal
-      r.wall_time_seconds = res.result.wall
-      r.stdout_log, r.stderr_log = stdout_log or wb.null, "logs/profile.stderr.log"
-      if res.stopped then r.stopped_by = res.stopped end
-      local metrics = { wall_seconds = res.result.wall, user_seconds = res.result.user, sys_seconds = res.result.sys }
-      local tc = res.counters and res.counters["task-clock"]
-      if tc and tc.available then metrics.task_clock_seconds = tc.value / 1e9 end
-      local profiles = {}
-      for _, kind in ipairs({ "oncpu", "offcpu" }) do
-        local p = res[kind]
-        if p and not p.skipped then
-          profiles[kind] = { folded = p.folded and p.folded:sub(#c.dir + 2), svg = p.svg and p.svg:sub(#c.dir + 2),
-            speedscope = p.speedscope and p.speedscope:sub(#c.dir + 2) }
-          if kind == "oncpu" then metrics.oncpu_samples = p.samples else metrics.offcpu_seconds = p.total_seconds end
-        elseif p then
-          profiles[kind] = { skipped = p.skipped }
-        end
-      end
-      if res.oncpu and res.oncpu.unwind then
-        r.unwind = res.oncpu.unwind
-        metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
-        metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
-      end
-      r.metrics = metrics
-      r.profiles = profiles
-      r.warnings = wb.json.array(res.warnings)
+      profile.record(r, res, argv, out, c.dir)
       return res.ok
     end)
     if res then io.write("\n", view.text(res, { top = cfg.top, command = command })) end
     c:finish() -- finds the baseline the differential flame graphs compare with
     if res then
-      local diffs = differential(c, res)
+      local diffs = profile.differential(c, res)
       c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command, diffs = diffs }))
       for _, d in ipairs(diffs) do io.write("differential flame graph: ", d.path, "\n") end
       if res.stopped then

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test suite: C unit tests (build/tests/*), Lua tests (tests/lua/*_test.lua, run by wb),
+# Runs every test suite: C unit tests (build/tests/*), Lua tests (module tests tests/lua/*_test.lua
+# and recipe tests tests/recipes/*_test.lua, run by wb),
 # the LuaJIT FFI test of core/wb.h, a short smoke run of each fuzz target (make fuzz-smoke), CLI
 # transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
 # Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
@@ -73,8 +74,9 @@ if [ -z "$only" ] || [ "$only" = c ]; then
   done
 fi
 if [ -z "$only" ] || [ "$only" = lua ]; then
-  for t in ${WB_TEST_LUA:-tests/lua/*_test.lua}; do
-    [ -f "$t" ] && run_suite "lua/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
+  for t in ${WB_TEST_LUA:-tests/lua/*_test.lua tests/recipes/*_test.lua}; do
+    case $t in tests/recipes/*) kind=recipes ;; *) kind=lua ;; esac # recipes/x_test.lua, lua/x_test.lua
+    [ -f "$t" ] && run_suite "$kind/$(basename "$t")" timeout 600 "$WB_BIN" test "$t"
   done
 fi
 if [ -z "$only" ] || [ "$only" = ffi ]; then

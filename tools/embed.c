@@ -1,10 +1,12 @@
 /* Build tool: compiles the lua/wb/ sources to Lua bytecode (with debug information, chunk names
- * "@lua/wb/x.lua") and writes a C file embedding them for core/init.c. Bytecode loads several
+ * "@lua/wb/x.lua") and writes a C file embedding them for core/modules.c. Bytecode loads several
  * times faster than source, which is most of wb's start-up; it is produced by the same liblua
- * wb links, so the formats always agree.
- * usage: embed OUT.c lua/wb/a.lua ...   (lua/wb/init.lua becomes module "wb") */
+ * wb links, so the formats always agree. Any other file (an asset such as lua/wb/flame.js)
+ * becomes a module that returns its text: lua/wb/flame.js is `require "wb.flame_js"`.
+ * usage: embed OUT.c lua/wb/a.lua lua/wb/b.js ...   (lua/wb/init.lua becomes module "wb") */
 #include <lauxlib.h>
 #include <lua.h>
+#include <lualib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,51 @@ static int write_bytes(lua_State *L, const void *p, size_t size, void *ud) {
   return 0;
 }
 
+static int is_lua(const char *path) {
+  size_t len = strlen(path);
+  return len > 4 && strcmp(path + len - 4, ".lua") == 0;
+}
+
+/* lua_CFunction: pushes the source `return "<text>"` (string.format's %q: exact for any bytes)
+ * of the asset file at index 1. */
+static int asset_source(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  FILE *f = fopen(path, "rb");
+  if (!f) return luaL_error(L, "cannot open %s", path);
+  luaL_requiref(L, "string", luaopen_string, 0);
+  lua_getfield(L, -1, "format");
+  lua_pushliteral(L, "return %q");
+  luaL_Buffer text;
+  luaL_buffinit(L, &text);
+  char block[4096];
+  size_t n;
+  while ((n = fread(block, 1, sizeof block, f)) > 0) luaL_addlstring(&text, block, n);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) return luaL_error(L, "cannot read %s", path);
+  luaL_pushresult(&text);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
 static int emit_file(lua_State *L, FILE *out, const char *path, int index) {
-  if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+  char chunkname[512];
+  snprintf(chunkname, sizeof chunkname, "@%s", path);
+  int rc;
+  if (is_lua(path)) {
+    rc = luaL_loadfilex(L, path, "t");
+  } else {
+    lua_pushcfunction(L, asset_source);
+    lua_pushstring(L, path);
+    rc = lua_pcall(L, 1, 1, 0);
+    if (rc == LUA_OK) {
+      size_t len;
+      const char *src = lua_tolstring(L, -1, &len);
+      rc = luaL_loadbufferx(L, src, len, chunkname, "t");
+      lua_remove(L, -2);
+    }
+  }
+  if (rc != LUA_OK) {
     fprintf(stderr, "embed: %s\n", lua_tostring(L, -1));
     return -1;
   }
@@ -59,14 +104,19 @@ int main(int argc, char **argv) {
     base = base ? base + 1 : path;
     char module[256];
     size_t len = strlen(base);
-    if (len < 5 || strcmp(base + len - 4, ".lua") != 0 || len > 200) {
-      fprintf(stderr, "embed: %s: not a .lua file\n", path);
+    if (len > 200) {
+      fprintf(stderr, "embed: %s: name too long\n", path);
       return 1;
     }
     if (strcmp(base, "init.lua") == 0)
       snprintf(module, sizeof module, "wb");
-    else
+    else if (is_lua(base))
       snprintf(module, sizeof module, "wb.%.*s", (int)(len - 4), base);
+    else { /* an asset: flame.js -> wb.flame_js */
+      snprintf(module, sizeof module, "wb.%s", base);
+      for (char *c = module + 3; *c; c++)
+        if (*c == '.') *c = '_';
+    }
     fprintf(out, "  {\"%s\", \"@%s\", chunk%d, sizeof chunk%d - 1},\n", module, path, i, i);
   }
   fprintf(out, "};\nconst size_t wb_embedded_lua_count = %d;\n", argc - 2);

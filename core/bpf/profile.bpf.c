@@ -34,7 +34,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_STACK_TRACE);
   __uint(key_size, sizeof(__u32));
-  __uint(value_size, WB_MAX_DEPTH * sizeof(__u64));
+  __uint(value_size, WB_BPF_MAX_FRAMES * sizeof(__u64));
   __uint(max_entries, 16384);
 } stacks SEC(".maps");
 

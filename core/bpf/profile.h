@@ -3,7 +3,7 @@
 #pragma once
 
 #define WB_COMM_LEN 16
-#define WB_MAX_DEPTH 127 /* frames per stack, the kernel's perf_event_max_stack default */
+#define WB_BPF_MAX_FRAMES 127 /* frames per stack, the kernel's perf_event_max_stack default */
 
 enum wb_kind {
   WB_KIND_ONCPU = 0,

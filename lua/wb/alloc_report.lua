@@ -1,12 +1,10 @@
 -- The allocation profile (res.alloc, lua/wb/alloc.lua) in the capture's text summary and HTML
 -- page (lua/wb/capture_report.lua calls these).
-local html = require "wb.html"
-local svg = require "wb.svg"
+local page = require "wb.page"
 local util = require "wb.util"
 
 local M = {}
 
-local esc = svg.escape
 local bytes = util.format_bytes
 
 
@@ -44,17 +42,19 @@ function M.text(add, a, n)
   for _, note in ipairs(a.notes) do add("  note: %s", note) end
 end
 
--- text = alloc_report.html(a, {flame = fn(path, title), top = fn(rows, n), n}) : the
--- "Allocations" section: the summary, the top allocating functions, the flame graphs of bytes
--- allocated and live at the peak (and never freed)
+-- block = alloc_report.html(a, {flame = fn(path, title), top = fn(rows, n), n}) : the
+-- "Allocations" section (wb.page): the summary, the top allocating functions, the flame graphs of
+-- bytes allocated and live at the peak (and never freed)
 function M.html(a, kit)
-  if a.skipped then return html.section("Allocations", '<p class="meta">skipped: ' .. esc(a.skipped) .. "</p>\n") end
-  local body = { '<p class="meta">' .. esc(lead(a)) .. "</p>\n", kit.top(a.alloc.top, kit.n) }
-  body[#body + 1] = kit.flame(a.alloc.svg, "Bytes allocated")
-  body[#body + 1] = kit.flame(a.alloc_live.svg, "Bytes " .. live_text(a))
-  if a.live.at == "peak" then body[#body + 1] = kit.flame(a.alloc_leak.svg, "Bytes never freed") end
-  for _, note in ipairs(a.notes) do body[#body + 1] = '<p class="meta">note: ' .. esc(note) .. "</p>\n" end
-  return html.section("Allocations", table.concat(body))
+  local function meta(x) return page.p(x, { class = "meta" }) end
+  if a.skipped then return page.section("Allocations", { meta("skipped: " .. a.skipped) }) end
+  local blocks = { meta(lead(a)), kit.top(a.alloc.top, kit.n) }
+  local function add(b) if b then blocks[#blocks + 1] = b end end -- a flame graph not written: none
+  add(kit.flame(a.alloc.svg, "Bytes allocated"))
+  add(kit.flame(a.alloc_live.svg, "Bytes " .. live_text(a)))
+  if a.live.at == "peak" then add(kit.flame(a.alloc_leak.svg, "Bytes never freed")) end
+  for _, note in ipairs(a.notes) do add(meta("note: " .. note)) end
+  return page.section("Allocations", blocks)
 end
 
 return M

@@ -274,6 +274,35 @@ function M.plan(spec)
     spec.min_runs or 10, spec.min_runs or 10), cases = cases, subprocess_runs = #cmds * (per + hooks) }
 end
 
+-- bench.declare(c, plan) : the cases of a bench.plan section declared as the records of the
+-- campaign c, in order
+function M.declare(c, plan)
+  local names = {}
+  for i, cs in ipairs(plan.cases) do names[i] = cs.name end
+  c:declare(names)
+end
+
+-- bench.record(c, summary) : each command's record in the campaign c: status, arguments, the
+-- mean, median, min and max wall time and mean CPU times and peak RSS as metrics, and the samples
+-- every compared metric needs (once each: wall_mean_seconds and wall_median_seconds share
+-- wall_seconds)
+function M.record(c, summary)
+  for _, cmd in ipairs(summary.commands) do
+    local rec = c:record(cmd.name)
+    rec.status = "success"
+    rec.command_arguments = cmd.argv
+    local st = cmd.stats
+    rec.metrics = {
+      wall_mean_seconds = st.wall.mean, wall_median_seconds = st.wall.median,
+      wall_min_seconds = st.wall.min, wall_max_seconds = st.wall.max,
+      user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
+    }
+    rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
+      sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb }
+    rec.maxrss_upper_bound = cmd.maxrss_upper_bound
+  end
+end
+
 -- summary = bench.run(spec) : measures and returns the wb.bench summary table
 function M.run(spec)
   local cmds, scan = normalise(spec)

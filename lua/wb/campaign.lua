@@ -47,6 +47,55 @@ function M.read_manifest(path)
   return m
 end
 
+-- What --resume reads and rewrites of a manifest, and the shape each must have.
+local function shape_problem(m)
+  local function kind(v)
+    if v == nil or v == json.null then return "null" end
+    if type(v) == "table" then return util.is_list(v) and "a list" or "a mapping" end
+    return "a " .. (type(v) == "number" and "number" or type(v))
+  end
+  local function list_of(field, want)
+    local k = kind(m[field])
+    if k == "null" then return nil end
+    if k ~= "a list" then return field .. " is " .. k .. ", not a list" end
+    for i, v in ipairs(m[field]) do
+      if want and kind(v) ~= want then return string.format("%s[%d] is %s, not %s", field, i, kind(v), want) end
+    end
+  end
+  if kind(m.recipe) ~= "a string" then return "recipe is " .. kind(m.recipe) .. ", not a string" end
+  if kind(m.status) ~= "a string" then return "status is " .. kind(m.status) .. ", not a string" end
+  for _, f in ipairs({ "configuration", "load_average" }) do
+    if kind(m[f]) ~= "null" and kind(m[f]) ~= "a mapping" then return f .. " is " .. kind(m[f]) .. ", not a mapping" end
+  end
+  local p = list_of("overrides", "a string") or list_of("arguments", "a string") or list_of("comparisons")
+      or list_of("runs", "a mapping")
+  if p then return p end
+  if kind(m.runs) ~= "a list" then return "runs is missing" end
+  local names = {}
+  for i, r in ipairs(m.runs) do
+    for _, f in ipairs({ "name", "status" }) do
+      if kind(r[f]) ~= "a string" then return string.format("runs[%d].%s is %s, not a string", i, f, kind(r[f])) end
+    end
+    if names[r.name] then return string.format("runs[%d]: a second run named '%s'", i, r.name) end
+    names[r.name] = true
+    for _, f in ipairs({ "metrics", "samples" }) do
+      if kind(r[f]) ~= "null" and kind(r[f]) ~= "a mapping" then
+        return string.format("runs[%d].%s is %s, not a mapping", i, f, kind(r[f]))
+      end
+    end
+  end
+end
+
+-- manifest, err = campaign.read_resumable(path) : read_manifest, and a shape --resume can take
+-- up (one line naming the field that is not; the file is not touched)
+function M.read_resumable(path)
+  local m, err = M.read_manifest(path)
+  if not m then return nil, err end
+  local p = shape_problem(m)
+  if p then return nil, path .. ": " .. p .. " (not a manifest wb wrote; left as it is)" end
+  return m
+end
+
 local function first_line(argv)
   local ok, res = pcall(require("wb.proc").run, { argv = argv, stdout = "capture", stderr = "capture", timeout = 10 })
   if not ok or not res or not res.ok then return nil end
@@ -166,11 +215,11 @@ function M.point_latest(dir)
   fs.symlink(util.basename(dir), link)
 end
 
--- Makes the run directory (and its logs/ unless bare): a directory wb cannot make is the environment
--- refusing before any work, exit 2 naming the directory asked for.
-local function make_run_dir(dir, bare)
+-- Makes the run directory and its logs/: a directory wb cannot make is the environment refusing
+-- before any work, exit 2 naming the directory asked for.
+local function make_run_dir(dir)
   local ok, err = fs.mkdir_p(dir)
-  if ok and not bare then ok, err = fs.mkdir_p(dir .. "/logs") end
+  if ok then ok, err = fs.mkdir_p(dir .. "/logs") end
   if not ok then
     errors.raise(2, "run directory " .. dir .. ": " .. tostring(err):gsub("^.-: ([^:]+)$", "%1"), 0)
   end
@@ -183,7 +232,7 @@ function M.open(ctx, spec)
   self.secrets = M.secrets(ctx.cfg)
   if ctx.opts.resume then
     self.dir = ctx.opts.resume:gsub("/+$", "")
-    local m, err = M.read_manifest(self.dir .. "/manifest.json")
+    local m, err = M.read_resumable(self.dir .. "/manifest.json")
     if not m then errors.raise(2, "--resume: " .. err, 0) end
     require("wb.rundir").lock(self.dir, true)
     if m.recipe ~= ctx.name then
@@ -580,39 +629,5 @@ function M.abort(err)
 end
 
 function M.current() return current end
-
--- status = campaign.multirun(recipe, opts, combos) : runs the recipe once per override list, each
--- in its own sub-directory of one parent; returns the worst exit status.
-function M.multirun(recipe, opts, combos)
-  local runner = require "wb.recipe"
-  local parent = opts.output or ("runs/" .. util.safe_name(recipe.name) .. "_" ..
-    clock.utc(nil, "%Y%m%dT%H%M%SZ") .. "_multirun")
-  make_run_dir(parent, true)
-  if not opts.output then M.point_latest(parent) end
-  local varying = {} -- name sub-directories by the overrides that differ between combinations
-  for i, o in ipairs(combos[1]) do
-    for _, other in ipairs(combos) do
-      if other[i] ~= o then varying[i] = true end
-    end
-  end
-  local worst, listing = 0, json.array()
-  for i, overrides in ipairs(combos) do
-    local label = {}
-    for j, o in ipairs(overrides) do
-      if varying[j] then label[#label + 1] = o end
-    end
-    local o = {}
-    for k, v in pairs(opts) do o[k] = v end
-    o.overrides, o.multirun = overrides, false
-    o.output = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
-    io.write(string.format("[multirun %d/%d] %s  (%s)\n", i, #combos, table.concat(label, " "), o.output))
-    io.stdout:flush()
-    local status = runner.run(recipe, o)
-    listing[#listing + 1] = { index = i, overrides = json.array(util.deep_copy(overrides)), dir = o.output, exit_status = status }
-    worst = math.max(worst, status)
-  end
-  check(fs.write(parent .. "/multirun.json", json.encode({ schema_name = "wb.multirun", schema_version = 1, runs = listing }, { pretty = true }) .. "\n"))
-  return worst
-end
 
 return M

@@ -3,12 +3,10 @@
 -- graphs (each SVG embedded whole in an iframe's srcdoc, so its zoom and search work and nothing
 -- is loaded from elsewhere).
 local fs = require "wb.fs"
-local svg = require "wb.svg"
+local page = require "wb.page"
 local util = require "wb.util"
 
 local M = {}
-
-local esc = svg.escape
 
 local seconds = util.format_seconds -- the one formatter of durations and counts (lua/wb/util.lua)
 
@@ -125,88 +123,61 @@ function M.text(res, opts)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- What a profile page adds to the page kit's style sheet.
 local CSS = [[
-body{margin:0;background:#f3f4f6;color:#1f2328;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
-main{max-width:1240px;margin:0 auto;padding:28px 20px 40px}
-h1{font-size:24px;margin:0 0 6px}h2{font-size:17px;margin:0 0 12px}
-.meta{color:#59636e;font-size:14px;margin:2px 0}
-section{background:#fff;border:1px solid #d0d7de;border-radius:10px;padding:18px 22px;margin-top:18px}
-section.warnings{background:#fffaeb;border-color:#eed9a2}
-table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums}
-th,td{padding:6px 10px;border-bottom:1px solid #eaeef2;text-align:left;vertical-align:top}
-th{color:#59636e;font-weight:600}
-td.r{text-align:right;white-space:nowrap}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:13px;word-break:break-all}
+td.r{white-space:nowrap}
+code{word-break:break-all}
 iframe{width:100%;border:1px solid #eaeef2;border-radius:6px;margin-top:12px;background:#fff}
-ul{margin:0;padding-left:20px}
-figure.memory{margin:8px 0 12px}figure.memory svg{width:100%;height:auto}
+figure.memory{margin:8px 0 12px}figure.memory svg{width:100%;height:auto;min-width:0}
 ]]
 
-local section = require("wb.html").section
-
 local function top_table(rows, n)
-  local out = { "<table>\n<thead><tr><th>function</th><th>self</th><th>total</th></tr></thead>\n<tbody>\n" }
+  local t = { { "function", "self", "total" } }
   for i, row in ipairs(rows) do
     if i > n then break end
-    out[#out + 1] = string.format('<tr><td><code>%s</code></td><td class="r">%s</td><td class="r">%s</td></tr>\n',
-      esc(row.name), pct(row.self_fraction), pct(row.total_fraction))
+    t[#t + 1] = { page.code(row.name), pct(row.self_fraction), pct(row.total_fraction) }
   end
-  out[#out + 1] = "</tbody>\n</table>\n"
-  return table.concat(out)
+  return page.table(t, { align = { "l", "r", "r" } })
 end
 
--- An SVG file embedded in an iframe (srcdoc), sized to the SVG's height.
 local function flame_frame(path, title)
   local text = path and fs.read(path)
-  if not text then return "" end
-  local height = tonumber(text:match('<svg[^>]- height="([%d.]+)"')) or 600
-  local doc = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{margin:0}</style></head><body>"
-    .. text:gsub("^<%?xml[^>]*>%s*", "") .. "</body></html>"
-  return string.format('<iframe title="%s" height="%d" srcdoc="%s"></iframe>\n', esc(title),
-    math.floor(height + 8), esc(doc))
+  return text and page.frame(text, title) or nil
 end
+
+local function meta(x) return page.p(x, { class = "meta" }) end
 
 -- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}}]) :
 -- the whole page; diffs are differential flame graphs (path read and embedded, href linked)
 function M.html(res, opts)
   opts = opts or {}
   local n = opts.top or 25
-  local title = opts.title or "Profile"
   local r = res.result or {}
-  local out = {
-    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" ',
-    'content="width=device-width, initial-scale=1">\n<title>', esc(title), "</title>\n<style>\n", CSS,
-    "</style>\n</head>\n<body>\n<main>\n<header>\n<h1>", esc(title), "</h1>\n",
-    string.format('<p class="meta"><code>%s</code></p>\n', esc(opts.command or "")),
-    string.format('<p class="meta">method <b>%s</b> · %d Hz · %s wall · %s</p>\n', esc(res.method),
-      res.freq or 0, esc(seconds(r.wall or 0)), r.exited and ("exit " .. r.code) or ("signal " .. tostring(r.signal))),
-  }
-  if res.fallback then out[#out + 1] = '<p class="meta">fallback: ' .. esc(res.fallback) .. "</p>\n" end
-  out[#out + 1] = "</header>\n"
-  if #res.warnings > 0 then
-    local items = {}
-    for _, w in ipairs(res.warnings) do items[#items + 1] = "<li>" .. esc(w) .. "</li>" end
-    out[#out + 1] = section("Warnings", "<ul>\n" .. table.concat(items, "\n") .. "\n</ul>\n", "warnings")
-  end
+  local doc = page.document { title = opts.title or "Profile", css = CSS, meta = {
+    { page.code(opts.command or "") },
+    { page.join { "method ", page.strong(res.method) }, string.format("%d Hz", res.freq or 0),
+      seconds(r.wall or 0) .. " wall", r.exited and ("exit " .. r.code) or ("signal " .. tostring(r.signal)) },
+    res.fallback and { "fallback: " .. res.fallback } or nil,
+  } }
+  local section = page.section
+  if #res.warnings > 0 then doc:add(section("Warnings", page.list(res.warnings), { class = "warnings" })) end
   if res.counters then
-    local rows = { "<table>\n<thead><tr><th>event</th><th>value</th></tr></thead>\n<tbody>\n" }
+    local rows = { { "event", "value" } }
     for _, k in ipairs(require("wb.core").ordered_keys(res.counters) or {}) do
-      rows[#rows + 1] = string.format("<tr><td>%s</td><td>%s</td></tr>\n", esc(k), esc(M.counter_text(res.counters[k])))
+      rows[#rows + 1] = { k, M.counter_text(res.counters[k]) }
     end
-    rows[#rows + 1] = "</tbody>\n</table>\n"
-    out[#out + 1] = section("Counters", table.concat(rows))
+    doc:add(section("Counters", page.table(rows)))
   end
   for _, kind in ipairs({ "oncpu", "offcpu" }) do
     local p = res[kind]
     local name = kind == "oncpu" and "On-CPU" or "Off-CPU"
     if p and p.skipped then
-      out[#out + 1] = section(name, '<p class="meta">skipped: ' .. esc(p.skipped) .. "</p>\n")
+      doc:add(section(name, meta("skipped: " .. p.skipped)))
     elseif p then
       local lead = kind == "oncpu" and string.format("%s samples", grouped(p.samples)) or
         string.format("%s off the CPU: blocked %s, waiting on the run queue %s", seconds(p.total_seconds),
           seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
-      out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
-        .. flame_frame(p.svg, name .. " flame graph"))
+      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
     end
   end
   local py = res.python
@@ -216,47 +187,40 @@ function M.html(res, opts)
       local name = kind == "oncpu" and "Python on-CPU" or "Python off-CPU"
       local lead = kind == "oncpu" and string.format("%s samples of Python stacks", grouped(p.samples)) or
         string.format("%s off the CPU in Python code", seconds(p.total_seconds))
-      out[#out + 1] = section(name, '<p class="meta">' .. esc(lead) .. "</p>\n" .. top_table(p.top, n)
-        .. flame_frame(p.svg, name .. " flame graph"))
+      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
     end
   end
   local mem = res.memory
   if mem and mem.skipped then
-    out[#out + 1] = section("Memory", '<p class="meta">skipped: ' .. esc(mem.skipped) .. "</p>\n")
+    doc:add(section("Memory", meta("skipped: " .. mem.skipped)))
   elseif mem then
-    local rows = { "<table>\n<thead><tr><th>process</th><th>peak RSS</th><th>at</th><th>own peak (VmHWM)</th>"
-      .. "<th>peak PSS</th><th>seen</th></tr></thead>\n<tbody>\n" }
+    local rows = { { "process", "peak RSS", "at", "own peak (VmHWM)", "peak PSS", "seen" } }
     for i, p in ipairs(M.largest(mem.processes)) do
       if i > n then break end
-      rows[#rows + 1] = string.format('<tr><td><code>%s %d</code></td><td class="r">%s</td><td class="r">%s</td>'
-        .. '<td class="r">%s</td><td class="r">%s</td><td class="r">%s – %s</td></tr>\n', esc(p.comm), p.pid,
-        M.kib_text(p.peak_rss_kb), seconds(p.peak_t), M.kib_text(p.hwm_kb),
-        p.peak_pss_kb and M.kib_text(p.peak_pss_kb) or "–", seconds(p.first_t), seconds(p.last_t))
+      rows[#rows + 1] = { page.code(p.comm .. " " .. p.pid), M.kib_text(p.peak_rss_kb), seconds(p.peak_t),
+        M.kib_text(p.hwm_kb), p.peak_pss_kb and M.kib_text(p.peak_pss_kb) or "–",
+        seconds(p.first_t) .. " – " .. seconds(p.last_t) }
     end
-    rows[#rows + 1] = "</tbody>\n</table>\n"
     local chart = mem.svg and fs.read(mem.svg)
-    out[#out + 1] = section("Memory", string.format('<p class="meta">tree peak RSS %s at %s%s · %d samples at %g Hz</p>\n',
-      esc(M.kib_text(mem.peak_rss_kb)), esc(seconds(mem.peak_t)),
-      mem.peak_pss_kb and esc(", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)
-      .. (chart and ('<figure class="memory">' .. chart:gsub("^<%?xml[^>]*>%s*", "") .. "</figure>\n") or "")
-      .. table.concat(rows))
+    local blocks = { meta(string.format("tree peak RSS %s at %s%s · %d samples at %g Hz", M.kib_text(mem.peak_rss_kb),
+      seconds(mem.peak_t), mem.peak_pss_kb and (", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)) }
+    if chart then blocks[#blocks + 1] = page.figure(chart, "Resident memory of the process tree over time", { class = "memory" }) end
+    blocks[#blocks + 1] = page.table(rows, { align = { "l", "r", "r", "r", "r", "r" } })
+    doc:add(section("Memory", blocks))
   end
   if res.alloc then
-    out[#out + 1] = require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n })
+    doc:add(require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n }))
   end
   for _, d in ipairs(opts.diffs or {}) do
-    out[#out + 1] = section(d.title, string.format('<p class="meta"><a href="%s">%s</a> (red: more than before, blue: less)</p>\n',
-      esc(d.href), esc(d.href)) .. flame_frame(d.path, d.title))
+    doc:add(section(d.title, { meta(page.join { page.link(d.href), " (red: more than before, blue: less)" }),
+      flame_frame(d.path, d.title) }))
   end
-  local prof = { "<table>\n<thead><tr><th>profiler</th><th>available</th><th>version</th><th>notes</th></tr></thead>\n<tbody>\n" }
+  local prof = { { "profiler", "available", "version", "notes" } }
   for _, e in ipairs(res.profilers or {}) do
-    prof[#prof + 1] = string.format("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", esc(e.name),
-      e.available and "yes" or "no", esc(e.version or ""), esc(e.notes or ""))
+    prof[#prof + 1] = { e.name, e.available and "yes" or "no", e.version or "", e.notes or "" }
   end
-  prof[#prof + 1] = "</tbody>\n</table>\n"
-  out[#out + 1] = section("Profilers on this machine", table.concat(prof))
-  out[#out + 1] = "</main>\n</body>\n</html>\n"
-  return table.concat(out)
+  doc:add(section("Profilers on this machine", page.table(prof)))
+  return page.html(doc)
 end
 
 return M

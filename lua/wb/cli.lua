@@ -105,8 +105,21 @@ local function unknown(word)
   usage("unknown command or recipe '" .. word .. "'" .. hint)
 end
 
+-- The run options that take a value, also given as --option=VALUE.
+local VALUED = { ["--cfg"] = true, ["--config-name"] = true, ["--info"] = true, ["--output"] = true,
+  ["--resume"] = true, ["--baseline"] = true }
+
+-- A key=value whose key is no valid key but is meant as one (a digit first, a non-ASCII letter such
+-- as a Cyrillic і in `tool.trіals=1`): an override, so that it is refused with a suggestion
+-- instead of passing as an argument.
+local function looks_like_key(a)
+  local key = a:match("^[%+~]?%+?([^=]+)=")
+  return key ~= nil and key:match("^[%w_%.%-/\128-\255]+$") ~= nil and not key:match("^[%-%./]")
+end
+
 -- Parses `wb run` arguments into {recipe, overrides, positional, options}.
 function M.parse_run_args(args, first)
+  args = table.move(args, 1, #args, 1, {})
   local opts = { overrides = {}, positional = {} }
   local i = first
   local function value(flag)
@@ -116,6 +129,11 @@ function M.parse_run_args(args, first)
   end
   while i <= #args do
     local a = args[i]
+    local long, inline = a:match("^(%-%-[%a][%w%-]*)=(.*)$")
+    if long and VALUED[long] then -- --output=DIR is --output DIR
+      table.insert(args, i + 1, inline)
+      a = long
+    end
     if a == "--" then
       for j = i + 1, #args do opts.positional[#opts.positional + 1] = args[j] end
       break
@@ -148,7 +166,7 @@ function M.parse_run_args(args, first)
       local flag, val = a:match("^(%-%-?[^=]+)=(.*)$")
       opts.bad_option = { text = a, flag = flag or a, value = val or args[i + 1] }
       break
-    elseif a:match("^[%+~]?%+?[%a_][%w_%.%-/]*=") or a:match("^~[%a_][%w_%.%-/]*$") then
+    elseif a:match("^[%+~]?%+?[%a_][%w_%.%-/]*=") or a:match("^~[%a_][%w_%.%-/]*$") or looks_like_key(a) then
       opts.overrides[#opts.overrides + 1] = a
     elseif opts.recipe == nil then
       opts.recipe = a

@@ -502,25 +502,18 @@ function M.markdown(result)
   return report.table(cells, { align = { "l", "r", "r", "l", "l" } }) .. "\n" .. result.summary.text .. "\n"
 end
 
--- html = compare.html(result) : the same table and summary as an HTML fragment (escaped), with
--- each row's verdict as its class
+-- f = compare.html(result) : the same table and summary as a page kit fragment (lua/wb/page.lua),
+-- each row's verdict its class, the change in bold for regressions and improvements
 function M.html(result)
-  local esc = require("wb.svg").escape
-  local out = { '<div class="scroll"><table class="compare">\n<thead><tr>' }
-  for _, h in ipairs(HEADER) do out[#out + 1] = "<th>" .. esc(h) .. "</th>" end
-  out[#out + 1] = "</tr></thead>\n<tbody>\n"
-  for _, r in ipairs(result.rows) do
+  local page = require "wb.page"
+  local rows, classes = { HEADER }, {}
+  for i, r in ipairs(result.rows) do
     local cells = cells_of(r)
-    out[#out + 1] = '<tr class="' .. r.verdict:gsub(" ", "-") .. '">'
-    for j, v in ipairs(cells) do
-      local text = esc(v)
-      if j == 4 and (r.verdict == "regression" or r.verdict == "improvement") then text = "<b>" .. text .. "</b>" end
-      out[#out + 1] = (j == 2 or j == 3) and ('<td class="r">' .. text .. "</td>") or ("<td>" .. text .. "</td>")
-    end
-    out[#out + 1] = "</tr>\n"
+    if r.verdict == "regression" or r.verdict == "improvement" then cells[4] = page.strong(cells[4]) end
+    rows[i + 1], classes[i + 1] = cells, r.verdict:gsub(" ", "-")
   end
-  out[#out + 1] = "</tbody>\n</table></div>\n<p>" .. esc(result.summary.text) .. "</p>\n"
-  return table.concat(out)
+  return page.join { page.table(rows, { align = { "l", "r", "r", "l", "l" }, class = "compare", row_class = classes }),
+    page.p(result.summary.text) }
 end
 
 -- o = compare.row_object(r) : a row as the JSON object of wb.compare documents and manifests

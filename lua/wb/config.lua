@@ -154,11 +154,23 @@ local function walk(cfg, o, create)
 end
 
 -- The value o sets in place of cur, converted, or a type mismatch error.
-local function checked(o, cur, t, k)
+-- A key whose default is a number takes finite numbers only; one whose default is an integer,
+-- integers only (3.0 becomes 3; 1.5, 1e20, inf and nan are refused). A key with a declared type
+-- (types, lua/wb/schema.lua) takes any number here: its type decides (a timeout of 600 takes 0.5).
+local function checked(o, cur, t, k, types)
   local v, ck, vk = o.value, kind(cur), kind(o.value)
+  if types and types[o.key] and (ck == "integer" or ck == "float") and (vk == "integer" or vk == "float") then
+    return v
+  end
+  if ck == "integer" and vk == "float" then
+    if math.tointeger(v) then return math.tointeger(v) end
+    fail(o, o.key .. " is an integer" .. located(t, k) .. ", got float " .. show(v))
+  end
+  if ck == "float" and vk == "float" and not (v > -math.huge and v < math.huge) then
+    fail(o, o.key .. " is a finite number" .. located(t, k) .. ", got " .. show(v))
+  end
   if ck == "null" or vk == "null" or ck == vk then return v end
   if vk == "string" and v:find("${", 1, true) then return v end
-  if ck == "integer" and vk == "float" then return v end
   if ck == "float" and vk == "integer" then return v + 0.0 end
   if ck == "string" and (vk == "integer" or vk == "float" or vk == "boolean") then return o.raw end
   fail(o, "type mismatch: " .. o.key .. " is " .. ARTICLE[ck] .. located(t, k) .. ", got " .. vk .. " " .. show(v))
@@ -171,7 +183,7 @@ local function in_open(o, open)
 end
 
 -- open: the set of dotted paths of mappings that take new keys without `+` (a recipe's open list)
-local function apply(cfg, o, open)
+local function apply(cfg, o, open, types)
   local here = "override '" .. o.text .. "'"
   local last = o.path[#o.path]
   local t = walk(cfg, o, o.op == "add" or o.op == "force")
@@ -190,7 +202,7 @@ local function apply(cfg, o, open)
   local v
   if o.op == "set" then
     if cur == nil then unknown_key(cfg, o) end
-    v = checked(o, cur, t, last)
+    v = checked(o, cur, t, last, types)
   elseif o.op == "add" and cur ~= nil then
     fail(o, "key '" .. o.key .. "' already exists (use " .. o.key .. "=" .. o.value_text .. " to change it)")
   else
@@ -213,6 +225,11 @@ end
 local function classify(ctx, overrides, open)
   local keys = {}
   for _, text in ipairs(overrides) do
+    local key = text:match("^[%+~]?%+?([^=]*)")
+    if override.key_problem(key:match("^%s*(.-)%s*$")) then
+      keys.bad = keys.bad or text -- refused once the keys are known, with the nearest one
+      goto next
+    end
     local o = override.parse(text)
     if o.values and #o.values > 1 and in_open(o, open) then
       local list = {}
@@ -232,8 +249,19 @@ local function classify(ctx, overrides, open)
     else
       defaults.select(ctx, o.key, group_option(o), o.text)
     end
+    ::next::
   end
   return keys
+end
+
+-- Refuses the override text whose key is not a valid key, suggesting the nearest key of cfg
+-- (`tool.trіals=1` with a Cyrillic і: did you mean 'tool.trials'?).
+local function bad_key(cfg, text)
+  local key = text:match("^[%+~]?%+?([^=]*)"):match("^%s*(.-)%s*$")
+  local msg = override.key_problem(key)
+  local plain = key:gsub("[\192-\255][\128-\191]*", "?")
+  local near = util.suggest(plain, all_paths(cfg, "", {}))
+  raise("override '" .. text .. "': " .. msg .. (near[1] and ("; did you mean '" .. near[1] .. "'?") or ""))
 end
 
 -- ---- the API -----------------------------------------------------------------------------
@@ -242,7 +270,7 @@ end
 -- $WB_PROFILE_PATH (or of env, colon-separated), then the installed profiles.
 M.search_path = defaults.search_path
 
--- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =, open =}
+-- cfg, info = config.compose{name =, inline =, overrides =, recipe_path =, search_path =, open =, types =}
 -- Composes profile `name` (profiles/NAME.yaml on the search path) over the recipe's inline
 -- defaults, applies the overrides and resolves interpolations. open: dotted paths of mappings
 -- whose keys are the user's to choose (`scan` in wb bench): `open.key=v` adds a key there as
@@ -272,7 +300,8 @@ function M.compose(args)
     local content = normalize(prof.data, prof.where, "", "defaults")
     place(cfg, step.package, content, prof.where(prof.data) or prof.path)
   end
-  for _, o in ipairs(key_overrides) do apply(cfg, o, open) end
+  if key_overrides.bad then bad_key(cfg, key_overrides.bad) end
+  for _, o in ipairs(key_overrides) do apply(cfg, o, open, args.types) end
   interpolate.resolve(cfg, { where = M.where, copy = copy_composed })
   composed[cfg] = { search_path = roots }
   return cfg, info

@@ -1,57 +1,17 @@
--- The HTML report of a wb.bench summary: one self-contained page (inline CSS and SVG, no script,
--- no external resource) with the settings, the summary table, the comparisons, warnings and
--- three charts: run-time distributions, ratios to the reference, and a scan's scaling curve.
+-- The HTML report of a wb.bench summary, a page of the page kit (lua/wb/page.lua): the settings,
+-- the summary table, the comparisons, warnings and three charts: run-time distributions, ratios
+-- to the reference, and a scan's scaling curve. Self-contained: inline CSS and SVG, no script.
+local page = require "wb.page"
 local report = require "wb.report"
 local svg = require "wb.svg"
 local util = require "wb.util"
 
 local M = {}
 
-local esc, get = svg.escape, report.get
+local esc, get = page.escape, report.get
 
-local CSS = [[
-:root{--text:#1f2328;--muted:#59636e;--border:#d0d7de;--rule:#eaeef2;--soft:#f6f8fa}
-*{box-sizing:border-box}
-body{margin:0;background:#f3f4f6;color:var(--text);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
-main{max-width:1120px;margin:0 auto;padding:32px 24px 40px}
-h1{font-size:26px;line-height:1.25;margin:0 0 8px}
-h2{font-size:17px;margin:0 0 14px}
-.meta{color:var(--muted);margin:2px 0;font-size:14px}
-.meta span{white-space:nowrap}
-.meta .sep{margin:0 4px;color:#b6bec7}
-.meta b{color:var(--text);font-weight:600}
-.lead{font-size:16px;margin:12px 0 0}
-section{background:#fff;border:1px solid var(--border);border-radius:10px;padding:20px 24px;margin-top:20px;box-shadow:0 1px 2px rgba(31,35,40,.04)}
-.scroll{overflow-x:auto}
-table{border-collapse:collapse;width:100%;font-size:14px;font-variant-numeric:tabular-nums}
-th,td{padding:8px 12px;border-bottom:1px solid var(--rule);vertical-align:top;white-space:nowrap}
-thead th{color:var(--muted);font-size:13px;font-weight:600;text-align:left;border-bottom:2px solid var(--border)}
-tbody th{font-weight:normal;text-align:left;white-space:normal;min-width:180px;overflow-wrap:anywhere;padding-left:30px;text-indent:-18px}
-.r{text-align:right}
-tbody tr:nth-child(even){background:var(--soft)}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:13px}
-.cmd{color:var(--muted);font-size:12px;margin-top:2px;text-indent:0;word-break:break-all}
-.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:8px}
-.badge{display:inline-block;text-indent:0;font-size:11px;line-height:16px;padding:0 7px;border-radius:999px;background:#eef2f6;color:var(--muted);margin-left:6px}
-.warn{color:#9a6700;margin-left:6px;cursor:help}
-.faster{color:#00795a}.slower{color:#b34700}
-ul{margin:0;padding:0;list-style:none}
-li{padding:7px 0;border-bottom:1px solid var(--rule)}
-li:last-child{border-bottom:0}
-.chip{display:inline-block;min-width:104px;text-align:center;font-size:13px;font-weight:600;padding:1px 10px;border-radius:999px;margin-right:10px}
-.chip.faster{background:#e3f6ef}.chip.slower{background:#fdece3}.chip.same{background:#eef2f6;color:var(--muted)}
-table.compare td:last-child{white-space:normal}
-tr.regression td:nth-child(4){color:#b34700}tr.improvement td:nth-child(4){color:#00795a}
-section.warnings{background:#fffaeb;border-color:#eed9a2}
-section.warnings li{border-color:#f3e6c2}
-figure{margin:0;overflow-x:auto}
-figure svg{display:block;width:100%;min-width:600px;height:auto}
-figcaption{color:var(--muted);font-size:13px;margin-top:10px}
-footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
-@media print{body{background:#fff}section{box-shadow:none;break-inside:avoid}}
-]]
 
-local function code(s) return "<code>" .. esc(s) .. "</code>" end
+local code, strong, join = page.code, page.strong, page.join
 
 local function color_of(i) return svg.palette[(i - 1) % #svg.palette + 1] end
 
@@ -63,33 +23,27 @@ end
 
 -- ---- header -----------------------------------------------------------------------------
 
-local function meta_line(items)
-  if #items == 0 then return "" end
-  return '<p class="meta"><span>' .. table.concat(items, '</span> <span class="sep">·</span> <span>')
-      .. "</span></p>\n"
-end
-
 local function settings_items(summary)
   local s, items = get(summary, "settings") or {}, {}
-  local function b(v) return "<b>" .. esc(report.number(v)) .. "</b>" end
+  local function b(v) return strong(report.number(v)) end
   if get(s, "runs") then -- a fixed count; min_runs and min_time only shape an automatic one
-    items[#items + 1] = b(s.runs) .. " runs"
+    items[#items + 1] = join { b(s.runs), " runs" }
   elseif get(s, "min_runs") or get(s, "min_time") then
     local extra = {}
-    if get(s, "min_runs") then extra[#extra + 1] = "at least " .. esc(report.number(s.min_runs)) end
-    if get(s, "min_time") then extra[#extra + 1] = "≥ " .. esc(report.number(s.min_time)) .. " s" end
+    if get(s, "min_runs") then extra[#extra + 1] = "at least " .. report.number(s.min_runs) end
+    if get(s, "min_time") then extra[#extra + 1] = "≥ " .. report.number(s.min_time) .. " s" end
     items[#items + 1] = "automatic run count (" .. table.concat(extra, ", ") .. ")"
   end
-  if get(s, "warmup") then items[#items + 1] = b(s.warmup) .. " warmup" end
+  if get(s, "warmup") then items[#items + 1] = join { b(s.warmup), " warmup" } end
   if get(s, "order") then
-    items[#items + 1] = "order <b>" .. esc(s.order) .. "</b>" ..
-        (get(s, "seed") and (" (seed " .. esc(report.number(s.seed)) .. ")") or "")
+    items[#items + 1] = join { "order ", strong(s.order),
+      get(s, "seed") and (" (seed " .. report.number(s.seed) .. ")") or "" }
   end
-  if get(s, "reference") then items[#items + 1] = "reference " .. code(s.reference) end
+  if get(s, "reference") then items[#items + 1] = join { "reference ", code(s.reference) } end
   if get(s, "shell") ~= nil then
     local spawn = get(s, "shell_spawn_seconds")
     items[#items + 1] = s.shell and ("shell" .. (spawn and (" (spawn " ..
-        esc(string.format("%.2f ms", spawn * 1e3)) .. ")") or "")) or "no shell"
+        string.format("%.2f ms", spawn * 1e3) .. ")") or "")) or "no shell"
   end
   return items
 end
@@ -97,23 +51,23 @@ end
 local function host_items(summary)
   local host, items = get(summary, "host"), {}
   if type(host) == "string" then
-    items[1] = "host <b>" .. esc(host) .. "</b>"
+    items[1] = join { "host ", strong(host) }
   elseif type(host) == "table" then
     for _, k in ipairs(util.keys(host)) do
       local v = get(host, k)
       if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then
-        local text = esc(report.number(v))
+        local text = report.number(v)
         if k == "hostname" or k == "name" then
-          table.insert(items, 1, "host <b>" .. text .. "</b>")
+          table.insert(items, 1, join { "host ", strong(text) })
         else
-          items[#items + 1] = esc(k) .. " " .. text
+          items[#items + 1] = k .. " " .. text
         end
       end
     end
   end
   local created, version = utc(get(summary, "created_at_utc")), get(summary, "wb_version")
-  if created then items[#items + 1] = esc(created) end
-  if version then items[#items + 1] = "wb " .. esc(version) end
+  if created then items[#items + 1] = created end
+  if version then items[#items + 1] = "wb " .. version end
   return items
 end
 
@@ -122,10 +76,9 @@ local function lead(model)
   for _, r in ipairs(model.rows) do
     if r.mean and (not best or r.mean < best.mean) then best = r end
   end
-  if not best or #model.rows < 2 then return "" end
-  return string.format('<p class="lead">%d commands; fastest %s with a mean of <b>%s %s</b>.</p>\n',
-    #model.rows, code(best.name), esc(string.format("%." .. model.decimals .. "f",
-      best.mean * model.unit.factor)), esc(model.unit.name))
+  if not best or #model.rows < 2 then return nil end
+  return join { #model.rows .. " commands; fastest ", code(best.name), " with a mean of ",
+    strong(string.format("%." .. model.decimals .. "f", best.mean * model.unit.factor) .. " " .. model.unit.name), "." }
 end
 
 -- ---- sections ---------------------------------------------------------------------------
@@ -149,7 +102,7 @@ local function summary_table(summary, model)
   out[#out + 1] = "</tr></thead>\n<tbody>\n"
   for _, r in ipairs(model.rows) do
     local name = string.format('<span class="sw" style="background:%s"></span>%s', color_of(r.index),
-      code(r.name))
+      code(r.name).html)
     if r.reference then name = name .. '<span class="badge">reference</span>' end
     if #r.warnings > 0 then
       local tips = {}
@@ -157,7 +110,7 @@ local function summary_table(summary, model)
       name = name .. string.format('<span class="warn" title="%s">⚠</span>', esc(table.concat(tips, "\n")))
     end
     if r.command and r.command ~= r.name then
-      name = name .. '<div class="cmd">' .. code(r.command) .. "</div>"
+      name = name .. '<div class="cmd">' .. code(r.command).html .. "</div>"
     end
     out[#out + 1] = '<tr><th scope="row">' .. name .. "</th>"
     for j = 2, #model.columns do
@@ -182,7 +135,7 @@ local function comparisons_list(summary)
     local p = report.comparison_parts(c)
     local chip = p.kind == "same" and "no difference" or ((p.factor and p.factor .. " " or "") .. p.kind)
     out[#out + 1] = string.format('<li><span class="chip %s">%s</span>%s</li>\n', p.kind, esc(chip),
-      report.comparison_sentence(c, code, function(s) return "<b>" .. esc(s) .. "</b>" end))
+      report.comparison_sentence(c, function(x) return code(x).html end, function(x) return strong(x).html end))
   end
   out[#out + 1] = "</ul>\n"
   return table.concat(out)
@@ -192,7 +145,7 @@ local function warnings_list(model)
   local out = {}
   for _, r in ipairs(model.rows) do
     for _, w in ipairs(r.warnings) do
-      out[#out + 1] = "<li>" .. code(r.name) .. ": " .. esc(w) .. "</li>\n"
+      out[#out + 1] = "<li>" .. code(r.name).html .. ": " .. esc(w) .. "</li>\n"
     end
   end
   if #out == 0 then return nil end
@@ -381,68 +334,86 @@ end
 
 -- ---- page -------------------------------------------------------------------------------
 
--- html = html.section(title, body [, class]) : a <section> with an <h2> title (escaped) and the
--- body (HTML)
-function M.section(title, body, class)
-  return string.format('<section%s>\n<h2>%s</h2>\n%s</section>\n',
-    class and (' class="' .. class .. '"') or "", esc(title), body)
+local section, raw = page.section, page.raw
+
+-- A section of bench-report markup made here.
+local function part(title, html, class) return section(title, raw(html), class and { class = class }) end
+
+local function distribution_section(summary, model)
+  local dist, sampled = distribution_chart(summary, model)
+  if not dist then return nil end
+  return section("Distribution of wall time", page.figure(dist,
+    "Each dot is one run (spread vertically for legibility" .. (sampled and string.format(
+      "; of more than %d runs, at most %d evenly spaced ones", MAX_POINTS, MAX_POINTS) or "") .. "). Box: quartiles; thick line: median; "
+    .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values."))
 end
 
-local section = M.section
+-- items = html.settings_meta(settings) : the header items of a timing's settings ({runs, warmup,
+-- order, seed, reference, shell}), for page.document's meta
+function M.settings_meta(settings) return settings_items({ settings = settings }) end
 
-local function figure(chart, caption)
-  return "<figure>\n" .. chart .. "\n<figcaption>" .. caption .. "</figcaption>\n</figure>\n"
+-- items = html.host_meta(host, created_at_utc, wb_version) : the header items naming the host (a
+-- name or a table of facts), the time and wb's version; any may be nil
+function M.host_meta(host, created, version)
+  return host_items({ host = host, created_at_utc = created, wb_version = version })
 end
 
--- text = html.page(summary [, {title, sections, previous}]) : the whole HTML document; `sections`
--- (HTML strings, already escaped) are placed first, after the header, for recipes with their own
--- results; `previous` (a wb.compare result) adds the comparison with the previous run
-function M.page(summary, opts)
-  local title = (opts and opts.title) or "Benchmark report"
+-- blocks = html.timings(runs) : the summary table and the wall-time distribution of timed runs, as
+-- page sections for any page; each run is {name, command, samples = {wall = {seconds...}}}, its
+-- statistics computed here
+function M.timings(runs)
+  local commands = {}
+  for i, r in ipairs(runs) do
+    commands[i] = { name = r.name, command = r.command or r.name, samples = { wall = r.samples.wall },
+      stats = { wall = require("wb.stats").summary(r.samples.wall) }, warnings = {} }
+  end
+  local timed = { commands = commands }
+  local model = report.model(timed)
+  local blocks = { part("Summary", summary_table(timed, model)) }
+  blocks[#blocks + 1] = distribution_section(timed, model)
+  return blocks
+end
+
+-- doc = html.document(summary [, {title, blocks, previous}]) : the bench report as a page.document;
+-- `blocks` (page kit fragments, e.g. page.section) come first, after the header; `previous` (a
+-- wb.compare result) adds the comparison with the previous run
+function M.document(summary, opts)
+  opts = opts or {}
   local model = report.model(summary)
-  local out = {
-    '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
-    '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-    '<meta name="generator" content="wb ', esc(get(summary, "wb_version") or ""), '">\n',
-    "<title>", esc(title), "</title>\n<style>\n", CSS, "</style>\n</head>\n<body>\n<main>\n",
-    "<header>\n<h1>", esc(title), "</h1>\n",
-    meta_line(settings_items(summary)), meta_line(host_items(summary)), lead(model), "</header>\n",
-  }
-  for _, extra in ipairs(opts and opts.sections or {}) do out[#out + 1] = extra end
-  out[#out + 1] = section("Summary", summary_table(summary, model))
+  local doc = page.document { title = opts.title or "Benchmark report",
+    generator = "wb " .. (get(summary, "wb_version") or ""),
+    meta = { settings_items(summary), host_items(summary) }, lead = lead(model) }
+  for _, b in ipairs(opts.blocks or {}) do doc:add(b) end
+  doc:add(part("Summary", summary_table(summary, model)))
   local cmps = comparisons_list(summary)
-  if cmps then out[#out + 1] = section("Comparisons", cmps) end
-  local previous = opts and opts.previous
+  if cmps then doc:add(part("Comparisons", cmps)) end
+  local previous = opts.previous
   if previous and #previous.rows > 0 then
-    out[#out + 1] = section(report.previous_title(previous), require("wb.compare").html(previous))
+    doc:add(section(report.previous_title(previous), require("wb.compare").html(previous)))
   end
   local warnings = warnings_list(model)
-  if warnings then out[#out + 1] = section("Warnings", warnings, "warnings") end
-  local dist, sampled = distribution_chart(summary, model)
-  if dist then
-    out[#out + 1] = section("Distribution of wall time", figure(dist,
-      "Each dot is one run (spread vertically for legibility" .. (sampled and string.format(
-        "; of more than %d runs, at most %d evenly spaced ones", MAX_POINTS, MAX_POINTS) or "") .. "). Box: quartiles; thick line: median; "
-      .. "◇: mean; whiskers reach the furthest run within 1.5 IQR of the box. Hover for values."))
-  end
+  if warnings then doc:add(part("Warnings", warnings, "warnings")) end
+  local dist = distribution_section(summary, model)
+  if dist then doc:add(dist) end
   local ratios = ratio_chart(summary)
   if ratios then
-    out[#out + 1] = section("Relative to the reference", figure(ratios,
+    doc:add(section("Relative to the reference", page.figure(ratios,
       "Ratio of mean wall time to the reference’s: left of the dashed line at 1.0 is faster, right is "
-      .. "slower. Error bars show the confidence interval; green and orange mark significant changes."))
+      .. "slower. Error bars show the confidence interval; green and orange mark significant changes.")))
   end
   local scan, param, log = scan_chart(summary, model)
   if scan then
-    out[#out + 1] = section("Scaling with " .. param, figure(scan,
-      "Mean wall time for each value of " .. code(param) .. (log and " (logarithmic axis)" or "")
-      .. "; the shaded band spans the fastest to the slowest run."))
+    doc:add(section("Scaling with " .. param, page.figure(scan, join { "Mean wall time for each value of ",
+      code(param), (log and " (logarithmic axis)" or "") .. "; the shaded band spans the fastest to the slowest run." })))
   end
   local version, created = get(summary, "wb_version"), utc(get(summary, "created_at_utc"))
-  out[#out + 1] = string.format("<footer>Generated by wb%s%s · schema %s v%s</footer>\n",
-    version and (" " .. esc(version)) or "", created and (" on " .. esc(created)) or "",
-    esc(get(summary, "schema_name") or "?"), esc(report.number(get(summary, "schema_version") or "?")))
-  out[#out + 1] = "</main>\n</body>\n</html>\n"
-  return table.concat(out)
+  doc.footer = string.format("Generated by wb%s%s · schema %s v%s", version and (" " .. version) or "",
+    created and (" on " .. created) or "", get(summary, "schema_name") or "?",
+    report.number(get(summary, "schema_version") or "?"))
+  return doc
 end
+
+-- text = html.page(summary [, opts]) : the whole HTML document of html.document(summary, opts)
+function M.page(summary, opts) return page.html(M.document(summary, opts)) end
 
 return M

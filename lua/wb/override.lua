@@ -236,6 +236,17 @@ local function valid_key(key)
   return true
 end
 
+-- msg = override.key_problem(key) : why key is not a valid key ("bad key 'tool.trіals': 'і' is
+-- not an ASCII character"), or nil when it is one
+function M.key_problem(key)
+  if valid_key(key) then return nil end
+  local msg = "bad key '" .. key .. "'"
+  local other = key:match("[\192-\255][\128-\191]*") or key:match("[\128-\255]")
+  if other then return msg .. ": '" .. other .. "' is not an ASCII character" end
+  if key:match("^%d") or key:match("[./]%d") then return msg .. ": a key starts with a letter or '_'" end
+  return msg
+end
+
 -- o = override.parse(text) : {text, op = "set"|"add"|"force"|"delete", key, path = {segments},
 -- prefix, has_value, value_text, value, raw, values = {{value, raw}...} (a sweep when #values > 1)}
 function M.parse(text)
@@ -249,7 +260,7 @@ function M.parse(text)
   end
   key = key:match("^%s*(.-)%s*$")
   if key == "" then fail(text, "missing key before '='") end
-  if not valid_key(key) then fail(text, "bad key '" .. key .. "'") end
+  if not valid_key(key) then fail(text, M.key_problem(key)) end
   local o = {
     text = text, key = key, prefix = prefix, value_text = value_text, has_value = value_text ~= nil,
     op = ({ [""] = "set", ["+"] = "add", ["++"] = "force", ["~"] = "delete" })[prefix],

@@ -95,6 +95,7 @@ local function compose(recipe, opts)
     name = opts.config_name or recipe.config,
     inline = recipe.defaults,
     open = recipe.open,
+    types = recipe.types,
     overrides = opts.overrides,
     recipe_path = recipe.path,
   }
@@ -182,9 +183,30 @@ end
 
 -- --resume DIR: the overrides and positional arguments (commands) of the run in DIR, unless the
 -- same ones are given again; different ones are refused (exit 2), as they would be another run.
+-- The keys whose overrides differ between two override lists ("cases, sleep").
+local function changed_keys(a, b)
+  local function by_key(list)
+    local out = {}
+    for _, text in ipairs(list) do
+      local key = tostring(text):match("^[%+~]*([^=]*)") or text
+      out[key] = (out[key] and (out[key] .. "\0") or "") .. text
+    end
+    return out
+  end
+  local ka, kb, keys = by_key(a), by_key(b), {}
+  for k, v in pairs(ka) do if kb[k] ~= v then keys[#keys + 1] = k end end
+  for k in pairs(kb) do if ka[k] == nil then keys[#keys + 1] = k end end
+  table.sort(keys)
+  return table.concat(keys, ", ")
+end
+
 local function resumed(opts)
   local dir = opts.resume:gsub("/+$", "")
-  local m, err = require("wb.campaign").read_manifest(dir .. "/manifest.json")
+  if opts.output and opts.output:gsub("/+$", "") ~= dir then
+    raise(2, string.format("--resume %s -o %s: a resumed run stays in its directory (drop -o, or start a new run " ..
+      "with -o %s)", opts.resume, opts.output, opts.output), 0)
+  end
+  local m, err = require("wb.campaign").read_resumable(dir .. "/manifest.json")
   if not m then raise(2, "--resume: " .. err, 0) end
   local o = setmetatable({}, { __index = opts })
   local function take(field, given, what)
@@ -192,8 +214,9 @@ local function resumed(opts)
     if not stored then return given end
     if #given == 0 then return table.move(stored, 1, #stored, 1, {}) end
     if not same_list(given, stored) then
-      raise(2, string.format("--resume: %s ran with %s %s, not %s (resume without them, or start a new run)",
-        dir, what, quoted(stored), quoted(given)), 0)
+      local changed = field == "overrides" and ("changed: " .. changed_keys(stored, given) .. "; ") or ""
+      raise(2, string.format("--resume: %s ran with %s %s, not %s (%sresume without them, or start a new run)",
+        dir, what, quoted(stored), quoted(given), changed), 0)
     end
     return given
   end
@@ -202,7 +225,22 @@ local function resumed(opts)
   return o
 end
 
+-- A recipe runs its work through the executors it declares (`executors = {"local", "slurm"}`; by
+-- default only "local", on the machine wb runs on): a machine profile naming another is refused
+-- (exit 2) before anything runs, so that no work meant for a cluster runs on a login node.
+local function check_executor(recipe, cfg)
+  local machine = type(cfg) == "table" and rawget(cfg, "machine")
+  local kind = type(machine) == "table" and machine.executor or "local"
+  for _, k in ipairs(recipe.executors or { "local" }) do
+    if k == kind then return end
+  end
+  raise(2, string.format("recipe '%s' runs its work on this machine, not through executor '%s' (the machine "
+    .. "profile's executor); use machine=local, or run wb itself inside a job", recipe.name, tostring(kind)), 0)
+end
+
 function M.run(recipe, opts)
+  local multirun = require "wb.multirun"
+  if opts.resume and multirun.is_parent(opts.resume) then return multirun.resume(recipe, opts) end
   if opts.resume then opts = resumed(opts) end
   if opts.multirun and recipe.multirun ~= false then
     require("wb.config").check_multirun(opts.overrides, recipe.open)
@@ -212,7 +250,7 @@ function M.run(recipe, opts)
         local cfg = compose(recipe, setmetatable({ overrides = overrides }, { __index = opts }))
         require("wb.schema").check(cfg, recipe.types, require("wb.config").where)
       end
-      if not (opts.info or opts.cfg) then return require("wb.campaign").multirun(recipe, opts, multi) end
+      if not (opts.info or opts.cfg) then return multirun.run(recipe, opts, multi) end
       opts = setmetatable({ overrides = multi[1] }, { __index = opts })
     end
   end
@@ -230,6 +268,7 @@ function M.run(recipe, opts)
     io.write(config.to_yaml(opts.cfg == "all" and config.with_wb_settings(cfg, opts) or cfg))
     return 0
   end
+  check_executor(recipe, cfg)
   local ctx = {
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
     config_info = info,

@@ -193,63 +193,14 @@ end
 
 -- ---- Markdown ---------------------------------------------------------------------------
 
--- s = report.md_code(s) : s as a Markdown code span (fence longer than any backtick run in s)
-function M.md_code(s)
-  s = tostring(s):gsub("[\r\n]+", " ")
-  local run = 0
-  for r in s:gmatch("`+") do run = math.max(run, #r) end
-  local fence = ("`"):rep(run + 1)
-  local pad = (s:find("^`") or s:find("`$")) and " " or ""
-  return fence .. pad .. s .. pad .. fence
-end
-
--- s = report.md_text(s) : plain text with Markdown's inline markup characters escaped
-function M.md_text(s)
-  return (tostring(s):gsub("[\r\n]+", " "):gsub("([\\`*_%[%]<>|])", "\\%1"))
-end
+-- report.md_code, report.md_text, report.table: the page kit's Markdown pieces (lua/wb/page.lua)
+local page = require "wb.page"
+M.md_code, M.md_text = page.md_code, page.md_text
 
 -- text = report.table(rows [, {align = {"l"|"r"|"c", ...}}]) : a Markdown table, rows[1] the
 -- header; cells are Markdown (converted with tostring, pipes and newlines made safe) padded to
 -- aligned columns
-function M.table(rows, opts)
-  local align = (opts and opts.align) or {}
-  local ncol, cells, width = 0, {}, {}
-  for i, row in ipairs(rows) do
-    cells[i] = {}
-    ncol = math.max(ncol, #row)
-  end
-  for i, row in ipairs(rows) do
-    for j = 1, ncol do
-      local s = row[j] == nil and "" or tostring(row[j])
-      if s:find("[\r\n|]") then s = s:gsub("[\r\n]+", " "):gsub("|", "\\|") end
-      cells[i][j] = s
-      width[j] = math.max(width[j] or 3, utf8.len(s) or #s)
-    end
-  end
-  local function pad(s, w, a)
-    local gap = w - (utf8.len(s) or #s)
-    if a == "r" then return (" "):rep(gap) .. s end
-    if a == "c" then return (" "):rep(gap // 2) .. s .. (" "):rep(gap - gap // 2) end
-    return s .. (" "):rep(gap)
-  end
-  local out = {}
-  for i, row in ipairs(cells) do
-    local line = {}
-    for j = 1, ncol do line[j] = pad(row[j], width[j], align[j]) end
-    out[#out + 1] = "| " .. table.concat(line, " | ") .. " |"
-    if i == 1 then
-      local rule = {}
-      for j = 1, ncol do
-        local a = align[j] or "l"
-        local left = (a == "l" or a == "c") and ":" or "-"
-        local right = (a == "r" or a == "c") and ":" or "-"
-        rule[j] = left .. ("-"):rep(width[j] - 2) .. right
-      end
-      out[#out + 1] = "| " .. table.concat(rule, " | ") .. " |"
-    end
-  end
-  return table.concat(out, "\n") .. "\n"
-end
+function M.table(rows, opts) return page.md_table(rows, (opts and opts.align) or {}) end
 
 -- s = report.previous_title(result) : the heading of a comparison with the previous run
 function M.previous_title(result)
@@ -524,7 +475,7 @@ end
 
 -- ---- HTML and files ---------------------------------------------------------------------
 
--- text = report.html(summary [, {title, sections}]) : a self-contained HTML page (see lua/wb/html.lua)
+-- text = report.html(summary [, {title, blocks, previous}]) : a self-contained HTML page (lua/wb/html.lua)
 function M.html(summary, opts)
   return require("wb.html").page(summary, opts)
 end

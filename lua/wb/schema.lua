@@ -1,7 +1,7 @@
 -- Declared types of config keys (a recipe's `types = { ["dotted.key"] = "TYPE", ... }`), checked on
 -- the composed config before anything runs or any directory is made.
 --
--- TYPE is alternatives separated by `|`: null, integer, number, string, boolean, list, mapping,
+-- TYPE is alternatives separated by `|`: null, integer, number (finite), string, boolean, list, mapping,
 -- a numeric type with one bound (integer>=1, number>0, integer<=64), or a bare word, which is
 -- an allowed string value (interleaved|random). A key without a declared type keeps the type of
 -- its default (the override rules of lua/wb/config.lua).
@@ -77,7 +77,9 @@ local function matches(alts, v)
       local i = (k == "integer" or k == "float") and math.tointeger(v)
       if i and in_bound(a, i) then return true, i end
     elseif a.kind == "number" then
-      if (k == "integer" or k == "float") and in_bound(a, v) then return true, v end
+      if (k == "integer" or (k == "float" and v > -math.huge and v < math.huge)) and in_bound(a, v) then
+        return true, v
+      end
     elseif a.kind == k or ((a.kind == "list" or a.kind == "mapping") and type(v) == "table" and next(v) == nil) then
       return true, v -- an empty {} is either
     end

@@ -146,6 +146,13 @@ function M.wb(args, opts)
     stdin = opts.stdin, timeout = opts.timeout or 60, stdout = "capture", stderr = "capture" })
 end
 
+-- values = T.pluck(list, key) : list[i][key] for each item, in order
+function M.pluck(list, key)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = v[key] end
+  return out
+end
+
 -- The decoded manifest.json of a run directory.
 function M.manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
 

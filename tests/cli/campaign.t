@@ -10,6 +10,7 @@ $ ls $T/multi; grep -c '"schema_name": "wb.multirun"' $T/multi/multirun.json
 1_cases=1
 2_cases=2
 multirun.json
+wb.lock
 1
 
 $ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1,x -o $T/multi2
@@ -23,7 +24,18 @@ $ wb run tests/fixtures/recipes/campaign.lua cases=2 sleep=0 -o $T/pipe 2>&1 | g
 0
 [1]
 
+# requires: root: it runs tools/deps.sh as nobody (runuser)
 $ cp tools/deps.sh $T/deps.sh && chmod 755 $T && chmod 644 $T/deps.sh && WB_EXTRA_PACKAGES=wb-no-such-package runuser -u nobody -- bash $T/deps.sh
+wb: missing Debian packages; run as root:
+  apt-get install -y --no-install-recommends wb-no-such-package
+[1]
+
+# make test's check without root: the missing package is reported, the tests run (exit 0); in CI it fails
+# requires: root: it runs tools/deps.sh as nobody (runuser)
+$ cp tools/deps.sh $T/deps.sh && chmod 755 $T && chmod 644 $T/deps.sh && WB_EXTRA_PACKAGES=wb-no-such-package runuser -u nobody -- env -u CI bash $T/deps.sh --test; echo "exit $?"; WB_EXTRA_PACKAGES=wb-no-such-package CI=true runuser -u nobody -- env CI=true bash $T/deps.sh --test
+wb: missing Debian packages (the tests that need them are skipped); to install them, as root:
+  apt-get install -y --no-install-recommends wb-no-such-package
+exit 0
 wb: missing Debian packages; run as root:
   apt-get install -y --no-install-recommends wb-no-such-package
 [1]

@@ -42,6 +42,7 @@ exit 1
 2
 previous kept
 
+# requires: root: it runs wb as nobody (runuser), to whom the file is unreadable
 $ printf 'x' > $T/unreadable.lua && chmod 600 $T/unreadable.lua && chmod 755 $T && runuser -u nobody -- wb run $T/unreadable.lua
 wb: /tmp/wbcli%.%w+/unreadable%.lua: Permission denied (re)
 [2]
@@ -86,3 +87,66 @@ exit 1
 
 $ wb run tests/fixtures/recipes/faults.lua mode=return code=256; echo "exit $?"
 exit 1
+
+$ cd tests/fixtures/errors && wb run run_one.lua 'tool.trіals=1' -o $T/x13 -- true; echo "exit $?"; test ! -e $T/x13 && echo nothing written
+wb: override 'tool.trіals=1': bad key 'tool.trіals': 'і' is not an ASCII character; did you mean 'tool.trials'?
+exit 2
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua 1tool.trials=1 -o $T/x14 -- true; echo "exit $?"; test ! -e $T/x14 && echo nothing written
+wb: override '1tool.trials=1': bad key '1tool.trials': a key starts with a letter or '_'; did you mean 'tool.trials'?
+exit 2
+nothing written
+
+$ cd tests/fixtures/errors && wb run run_one.lua --tool.trials=1 -o $T/x15 -- true; echo "exit $?"
+wb: unknown option '--tool.trials=1': did you mean tool.trials=1?
+exit 2
+
+$ cd tests/fixtures/errors && wb run run_one.lua --output=$T/x16 -- true && test -f $T/x16/manifest.json && echo written there
+written there
+
+$ for v in 2.5 1e20 inf nan; do wb run tests/fixtures/recipes/campaign.lua cases=$v -o $T/x17; echo "exit $?"; done; test ! -e $T/x17 && echo nothing written
+wb: override 'cases=2.5': cases is an integer (tests/fixtures/recipes/campaign.lua), got float 2.5
+exit 2
+wb: override 'cases=1e20': cases is an integer (tests/fixtures/recipes/campaign.lua), got float 1e+20
+exit 2
+wb: override 'cases=inf': cases is an integer (tests/fixtures/recipes/campaign.lua), got float .inf
+exit 2
+wb: override 'cases=nan': cases is an integer (tests/fixtures/recipes/campaign.lua), got float .nan
+exit 2
+nothing written
+
+$ wb run tests/fixtures/recipes/campaign.lua sleep=inf -o $T/x18; echo "exit $?"
+wb: override 'sleep=inf': sleep is a finite number (tests/fixtures/recipes/campaign.lua), got .inf
+exit 2
+
+$ cd tests/fixtures/errors && wb run run_one.lua --config-name two_docs -o $T/x19 -- true; echo "exit $?"; test ! -e $T/x19 && echo nothing written
+wb: profiles/two_docs.yaml:4:1: a second document: the file must hold one (remove the '---' and what follows)
+exit 2
+nothing written
+
+A recipe that runs its work on this machine refuses a machine profile whose executor is Slurm
+(nothing written); the matrix and data recipes run their cases through it (a dry run writes the
+batch scripts).
+
+$ for r in bench demo profile profile_app_full regress scaling vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+bench exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+demo exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+profile exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+profile_app_full exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+regress exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+scaling exit 2
+wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
+vep_breakdown exit 2
+
+$ for r in matrix data; do wb $r machine=slurm_cpu --dry-run -o $T/s_$r >/dev/null; echo "$r exit $?"; ls $T/s_$r/jobs | grep -c sbatch; done
+matrix exit 0
+2
+data exit 0
+1

@@ -68,6 +68,7 @@ wb: --dry-run: recipe 'vep_breakdown' cannot plan (it has no plan step); run it 
 [2]
 
 # 4. the first Ctrl-C stops the profiled command and keeps the profile and report (exit 0) ...
+# requires: root: the eBPF capture gives the off-CPU profile beside the on-CPU one
 $ cd $T && { ${WB_BIN:-wb} profile -o $T/int1 -- sleep 30 > $T/int1.out 2>&1 & pid=$!; for i in $(seq 300); do pgrep -P $pid -x sleep > /dev/null && break; sleep 0.1; done; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int1/profiles | grep -c folded; ls $T/int1 | grep -c report.html; grep -c 'stopped by Ctrl-C' $T/int1.out
 exit 0
 2
@@ -153,7 +154,7 @@ wb: %-%-resume: .*/r8 ran with the arguments 'sleep 0.01', not 'sleep 0.02' %(re
 [2]
 
 $ cd $T && ${WB_BIN:-wb} bench --resume $T/r8 runs=5
-wb: %-%-resume: .*/r8 ran with the overrides 'runs=2', not 'runs=5' %(resume without them, or start a new run%) (re)
+wb: %-%-resume: .*/r8 ran with the overrides 'runs=2', not 'runs=5' %(changed: runs; resume without them, or start a new run%) (re)
 [2]
 
 # 10. per-recipe help, and hints for hyperfine habits
@@ -250,6 +251,7 @@ $ grep -E '^\| (task-clock|page-faults) ' $T/paf.out; grep -c -E '[0-9]{7,} ns' 
 1
 
 # 6. wb profile's report.html shows the differential flame graphs against the previous profile
+# requires: root: the eBPF capture gives the off-CPU profile whose differential graph is counted
 $ cd $T && mkdir p6 && cd p6 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' > /dev/null 2>&1 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' 2>&1 | grep -c '^differential flame graph: '; grep -c 'href="profiles/profile.oncpu.diff.svg"' runs/latest/report.html
 2
 1

@@ -6,7 +6,10 @@
 --                           [2]                   (expected exit status; default 0)
 -- Expected output is the combined stdout+stderr, compared line by line; a line `...` matches
 -- any number of lines, and a line ending in ` (re)` is a Lua pattern anchored at both ends.
--- Ends with the line `N passed, N failed`; a file without a block, or no file, is a failure.
+-- A comment `# requires: root: WHY` before a block marks it as needing root: run by another user,
+-- the block is not run but reported as `skip - FILE: $ COMMAND: needs root: WHY`.
+-- Ends with the line `N passed, N failed, N skipped`; a file without a block, or no file, is a
+-- failure.
 local files = { ... }
 local root = os.getenv("WB_ROOT") or io.popen("pwd"):read("l")
 local build = os.getenv("WB_BUILD") or "build"
@@ -14,11 +17,15 @@ local build = os.getenv("WB_BUILD") or "build"
 local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 local function parse(path)
-  local blocks, cur = {}, nil
+  local blocks, cur, root_why = {}, nil, nil
   for line in io.lines(path) do
     local cmd = line:match("^%$ (.*)$")
+    if not cur and line:match("^# requires: root") then
+      root_why = line:match("^# requires: root: (.*%S)") or "no reason given"
+    end
     if cmd then
-      cur = { cmd = cmd, expect = {}, status = 0, line = #blocks }
+      cur = { cmd = cmd, expect = {}, status = 0, line = #blocks, root_why = root_why }
+      root_why = nil
       blocks[#blocks + 1] = cur
     elseif cur and line:match("^%[(%d+)%]$") then
       cur.status = tonumber(line:match("^%[(%d+)%]$"))
@@ -51,7 +58,8 @@ local function matches(expect, actual, i, j)
   return matches(expect, actual, i + 1, j + 1)
 end
 
-local passed, failed = 0, 0
+local is_root = io.popen("id -u"):read("l") == "0"
+local passed, failed, skipped = 0, 0, 0
 if #files == 0 then
   print("not ok - no transcript file given")
   failed = failed + 1
@@ -64,6 +72,11 @@ for _, file in ipairs(files) do
   end
   local tmp = io.popen("mktemp -d /tmp/wbcli.XXXXXX"):read("l")
   for _, b in ipairs(blocks) do
+    if b.root_why and not is_root then
+      skipped = skipped + 1
+      print("skip - " .. file:match("([^/]+)$") .. ": $ " .. b.cmd .. ": needs root: " .. b.root_why)
+      goto continue
+    end
     local script = "cd " .. shell_quote(root) .. " && export T=" .. shell_quote(tmp) ..
         " PATH=" .. shell_quote(root .. "/" .. build) .. ":\"$PATH\" && " .. b.cmd
     local p = io.popen("bash -c " .. shell_quote(script) .. " 2>&1 </dev/null")
@@ -85,8 +98,9 @@ for _, file in ipairs(files) do
       print("    actual output:")
       for _, l in ipairs(actual) do print("      | " .. l) end
     end
+    ::continue::
   end
   os.execute("rm -rf " .. shell_quote(tmp))
 end
-print(string.format("%d passed, %d failed", passed, failed))
+print(string.format("%d passed, %d failed, %d skipped", passed, failed, skipped))
 os.exit(failed == 0 and 0 or 1)

@@ -1,5 +1,6 @@
--- Loads core/wb.h unchanged into LuaJIT's FFI and calls libwb.so through it:
--- version, clock, spawn/wait, JSON. Run: luajit tests/ffi/wb_ffi_test.lua [BUILD_DIR]
+-- Loads core/wb.h unchanged into LuaJIT's FFI and calls libwb.so through it: version, clock,
+-- spawn/wait, JSON, and that it leaves process-wide state alone.
+-- Run: luajit tests/ffi/wb_ffi_test.lua [BUILD_DIR]
 local ffi = require "ffi"
 local build = arg[1] or os.getenv("WB_BUILD") or "build"
 
@@ -67,6 +68,35 @@ case("wb_json_reformat canonicalises and reports errors with line and column", f
   s = wb.wb_json_reformat(bad, #bad, 0, err, 256)
   assert(s == nil)
   assert(ffi.string(err):match("^json: line 2 col %d+: "), ffi.string(err))
+end)
+
+case("libwb.so changes no process-wide state: not a subreaper, the descriptor limit as it was", function()
+  ffi.cdef [[
+    int prctl(int option, ...);
+    struct wb_test_rlimit { unsigned long cur, max; };
+    int getrlimit(int resource, struct wb_test_rlimit *rl);
+    int setrlimit(int resource, const struct wb_test_rlimit *rl);
+  ]]
+  local PR_GET_CHILD_SUBREAPER, RLIMIT_NOFILE = 37, 7
+  local before = ffi.new("struct wb_test_rlimit")
+  assert(ffi.C.getrlimit(RLIMIT_NOFILE, before) == 0)
+  if before.cur == before.max and before.max > 64 then -- a soft limit that wb would raise
+    before.cur = 64
+    assert(ffi.C.setrlimit(RLIMIT_NOFILE, before) == 0)
+  end
+  local argv = ffi.new("const char *[4]", { "sh", "-c", "exit 0" })
+  local err = ffi.new("char[256]")
+  local child = wb.wb_child_spawn(argv, nil, "", "", 10, 1, err, 256)
+  assert(child ~= nil, ffi.string(err))
+  local res = ffi.new("wb_child_result")
+  assert(wb.wb_child_wait(child, res) == 0 and res.exit_code == 0)
+  wb.wb_child_free(child)
+  local flag = ffi.new("int[1]", -1)
+  assert(ffi.C.prctl(PR_GET_CHILD_SUBREAPER, flag) == 0)
+  assert(flag[0] == 0, "luajit became a child subreaper")
+  local after = ffi.new("struct wb_test_rlimit")
+  assert(ffi.C.getrlimit(RLIMIT_NOFILE, after) == 0)
+  assert(after.cur == before.cur, "the soft descriptor limit changed")
 end)
 
 print(string.format("%d passed, %d failed", passed, failed))

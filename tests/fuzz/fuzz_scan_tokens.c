@@ -1,4 +1,4 @@
-/* The log scanner's number-with-unit parser (scan_number, core/scan_match.c) against an independent
+/* The log scanner's number-with-unit parser (wb_scan_number, core/scan_match.c) against an independent
  * reading of the grammar in core/scan.h converted by strtod, and its key=value tokenizer
  * (wb.scan.tokens, wb.scan.fields, wb.scan.number in core/scan.c; checks in
  * tests/fuzz/lua/scan_tokens.lua). */
@@ -9,7 +9,7 @@
 #include "fuzz_lua.h"
 #include "scan.h"
 
-#define MAX_DIGITS 64 /* scan_number refuses numbers of more digits (the scanner's limit) */
+#define MAX_DIGITS 64 /* wb_scan_number refuses numbers of more digits (the scanner's limit) */
 
 static int digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -59,12 +59,12 @@ static int oracle(const char *s, size_t n, double *out) {
   return kind;
 }
 
-/* kind, x = fuzz.number(s) : scan_number of s (kind 0 when not a number); Lua strings end in NUL */
+/* kind, x = fuzz.number(s) : wb_scan_number of s (kind 0 when not a number); Lua strings end in NUL */
 static int l_number(lua_State *L) {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
   double x = 0;
-  lua_pushinteger(L, scan_number(s, s + n, &x));
+  lua_pushinteger(L, wb_scan_number(s, s + n, &x));
   lua_pushnumber(L, x);
   return 2;
 }
@@ -72,15 +72,15 @@ static int l_number(lua_State *L) {
 static const luaL_Reg helpers[] = {{"number", l_number}, {NULL, NULL}};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *s = malloc(size + 1); /* scan_number reads the byte at end: a NUL here */
+  char *s = malloc(size + 1); /* wb_scan_number reads the byte at end: a NUL here */
   if (!s) return 0;
   memcpy(s, data, size);
   s[size] = 0;
   double got = 0, want = 0;
-  int kind = scan_number(s, s + size, &got);
+  int kind = wb_scan_number(s, s + size, &got);
   int expected = oracle(s, size, &want);
   if (kind != expected || (kind && got != want)) {
-    fprintf(stderr, "scan_number(\"%.*s\") = kind %d, %.17g; expected kind %d, %.17g\n", (int)size, s,
+    fprintf(stderr, "wb_scan_number(\"%.*s\") = kind %d, %.17g; expected kind %d, %.17g\n", (int)size, s,
             kind, got, expected, want);
     abort();
   }

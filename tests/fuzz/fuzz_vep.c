@@ -1,4 +1,4 @@
-/* The VEP profile reader (recipes/vep_breakdown.lua's scan rules and analysis on top of wb.scan);
+/* The VEP profile reader (lua/wb/vep.lua: its scan rules and analysis on top of wb.scan);
  * checks in tests/fuzz/lua/vep.lua. */
 #include "fuzz_lua.h"
 

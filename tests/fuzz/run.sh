@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
   else
     artifact=$(sed -nE "s/.*Test unit written to (.*)$/\1/p" "$log" | tail -n 1)
     echo "not ok - fuzz_$t: exit $rc after ${execs:-?} execs; input: ${artifact:-none}"
-    grep -E '^fuzz: |^scan_number|^SUMMARY|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error' "$log" |
+    grep -E '^fuzz: |^wb_scan_number|^SUMMARY|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error' "$log" |
       head -n 8 | sed 's/^/    /'
     failed=$((failed + 1))
   fi

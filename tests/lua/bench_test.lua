@@ -205,3 +205,20 @@ T.case("bad run counts from Lua are usage errors naming the key, not a bad argum
     T.match(e.msg, "^bench: [%a_]+ must be an integer >= %d, got ")
   end
 end)
+
+T.case("declare and record: a plan's cases become campaign records, each with its metrics and samples", function()
+  local spec = { commands = { "true", { name = "f", argv = { "false" } } }, runs = 2, ignore_failure = true }
+  local declared, records = nil, {}
+  local c = { declare = function(_, names) declared = names end,
+    record = function(_, name) records[name] = records[name] or {} return records[name] end }
+  bench.declare(c, bench.plan(spec))
+  T.eq(declared, { "true", "f" })
+  local summary = bench.run(spec)
+  bench.record(c, summary)
+  local t = records["true"]
+  T.eq(t.status, "success")
+  T.eq(t.command_arguments[1], "true")
+  T.eq(t.metrics.wall_mean_seconds, summary.commands[1].stats.wall.mean)
+  T.eq(#t.samples.wall_seconds, 2)
+  T.eq(records.f.metrics.wall_max_seconds, summary.commands[2].stats.wall.max)
+end)

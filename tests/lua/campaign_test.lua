@@ -76,8 +76,11 @@ T.case("the second run compares against the first compatible one", function()
   for _, row in ipairs(e.comparisons) do
     if row.metric == "wall_seconds" and row.verdict == "regression" then
       slower = slower + 1
-      T.ok(row.ratio > 1.85 and row.ratio < 2.05, row.ratio) -- sleep 0.1 -> 0.2 plus a shell's start
-      T.ok(row.p_value < 0.01 and row.ci_lo > 1.8, row.reason)
+      -- sleep 0.1 -> 0.2 plus a shell's start, which a loaded machine lengthens or shortens
+      -- between the two runs (1.80x, 1.94x with a CI from 1.39x, and 2.17x were seen at load 5-7
+      -- on this 2-CPU VM)
+      T.between(row.ratio, 1.5, 2.5, "planted 2x")
+      T.ok(row.p_value < 0.01 and row.ci_lo > 1.2, row.reason)
       T.match(row.reason, "^[12]%.%d%d× slower: p = [%d.e-]+, CI [12]%.%d%d–[12]%.%d%d×: regression$")
     end
   end
@@ -185,6 +188,13 @@ return wb.recipe { run = function(ctx)
   local c = wb.campaign.open(ctx)
   c:event("note", { value = os.getenv("API_TOKEN") })
   c:write("note.txt", "token " .. os.getenv("API_TOKEN") .. "\n")
+  c:spawn("echo", { argv = { "sh", "-c", "echo token $API_TOKEN" } })
+  -- what each writer wrote itself, before finish's last pass over the run directory (which a
+  -- kill -9 never reaches)
+  for _, f in ipairs { "events.jsonl", "note.txt", "logs/echo.stdout.log" } do
+    local text = assert(wb.fs.read(c.dir .. "/" .. f))
+    if text:find(os.getenv("API_TOKEN"), 1, true) then error("the secret is in " .. f .. " before finish") end
+  end
   c:finish()
 end }
 ]]))

@@ -67,9 +67,10 @@ T.case("scalar, boolean, list, string and path overrides", function()
   T.eq(config.where(cfg.tool, "trials"), "override 'tool.trials=5'")
 end)
 
-T.case("type rules: int->float, float<-int, plain numbers as strings, null takes anything", function()
-  local cfg = inline(base(), { "tool.trials=2.5", "tool.ratio=2", "tool.name=1.10", "tool.opt=[a, b]" })
-  T.eq(cfg.tool.trials, 2.5)
+T.case("type rules: integral float->int, float<-int, plain numbers as strings, null takes anything", function()
+  local cfg = inline(base(), { "tool.trials=3.0", "tool.ratio=2", "tool.name=1.10", "tool.opt=[a, b]" })
+  T.eq(math.type(cfg.tool.trials), "integer")
+  T.eq(cfg.tool.trials, 3)
   T.eq(math.type(cfg.tool.ratio), "float")
   T.eq(cfg.tool.ratio, 2.0)
   T.eq(cfg.tool.name, "1.10")
@@ -80,6 +81,16 @@ T.case("type rules: int->float, float<-int, plain numbers as strings, null takes
   T.eq(cfg.tool.trials, 8192)
   cfg = inline(base(), { "tool.name='a, b'", 'tool.ratio=1e-3' })
   T.eq({ cfg.tool.name, cfg.tool.ratio }, { "a, b", 0.001 })
+end)
+
+T.case("integer means integer, finite numbers only, for keys typed by their default", function()
+  for _, bad in ipairs({ "2.5", "1e20", "inf", "-inf", "nan" }) do
+    T.raises(function() inline(base(), { "tool.trials=" .. bad }) end, "tool.trials is an integer")
+  end
+  for _, bad in ipairs({ "inf", "-.inf", ".nan" }) do
+    local e = T.raises(function() inline(base(), { "tool.ratio=" .. bad }) end, "tool.ratio is a finite number")
+    T.eq(e.exit, 2)
+  end
 end)
 
 T.case("+key adds, ++key adds or replaces, ~key deletes", function()

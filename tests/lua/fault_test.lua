@@ -6,11 +6,13 @@ local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local RECIPE = "tests/fixtures/recipes/campaign.lua"
 
-local function lines(path)
+local function lines_of(text)
   local out = {}
-  for l in (fs.read(path) or ""):gmatch("[^\n]+") do out[#out + 1] = l end
+  for l in text:gmatch("[^\n]+") do out[#out + 1] = l end
   return out
 end
+
+local function lines(path) return lines_of(fs.read(path) or "") end
 
 local function alive(marker)
   local res = proc.run { argv = { "pgrep", "-f", marker }, stdout = "capture" }
@@ -260,7 +262,7 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
   T.eq(lost, 0, "cases lost (seed " .. seed .. ")")
 end)
 
-T.case("kill -9 of wb: the case's process dies with it; what it left in its group is ended by --resume", function()
+T.case("kill -9 of wb: the case's process and what it started in its group die with it; --resume finishes", function()
   local d = T.tmpdir()
   local dir, marker = d .. "/k", d .. "/marker"
   -- a sleep of about 1.5 s unique to this run (as the config prints it: no trailing 0); --resume
@@ -273,11 +275,92 @@ T.case("kill -9 of wb: the case's process dies with it; what it left in its grou
   p:close()
   wb.clock.sleep(0.2)
   T.eq(alive("^sh -c .*sleep " .. tag), "", "the case's shell outlived wb")
-  T.ok(alive("^sleep " .. tag) ~= "", "its sleep is left in the group (the shell's child)")
+  T.wait_until("the shell's sleep (in its group) ended by the reaper", 5, function()
+    return alive("^sleep " .. tag) == ""
+  end)
   local res = T.wb({ "run", RECIPE, "--resume", dir, "marker=" .. marker, "cases=2", "sleep=" .. tag })
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stderr, "ended what the previous wb left running of case1")
+  T.eq(T.manifest(dir).status, "complete")
   T.eq(alive("sleep " .. tag), "", "survivors after --resume")
+end)
+
+T.case("kill -9 of wb: a child started by wb.proc outside a campaign dies with it, and its group too", function()
+  local d = T.tmpdir()
+  local tag = "wbfault_direct" .. math.floor(wb.clock.wall() * 1000) % 100000
+  local p = assert(proc.spawn { argv = { T.wb_binary(), "run", FAULTS, "mode=direct_tree", "tag=" .. tag,
+    "ready=" .. d .. "/ready" }, stdout = "null", stderr = "null" })
+  T.wait_until("ready", 20, function() return fs.exists(d .. "/ready") end, p)
+  T.eq(#lines_of(alive("^" .. tag)), 2, "the child and its own child run")
+  p:kill(9)
+  T.eq(p:wait().signal, 9)
+  p:close()
+  T.wait_until("no survivor", 5, function() return alive("^" .. tag) == "" end)
+end)
+
+T.case("--resume refuses another -o, changed overrides (naming the keys) and a manifest of the wrong shape", function()
+  local d = T.tmpdir()
+  local dir = d .. "/r"
+  T.eq(T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0" }).code, 0)
+  local res = T.wb({ "run", RECIPE, "--resume", dir, "-o", d .. "/other", "cases=2", "sleep=0" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "^wb: %-%-resume [^\n]*/r %-o [^\n]*/other: a resumed run stays in its directory")
+  T.ok(not fs.exists(d .. "/other"), "nothing made at -o")
+  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=3", "sleep=0", "trials=2" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "%(changed: cases, trials; resume without them, or start a new run%)\n$")
+  local shapes = {
+    { '"runs": 5', "runs is a number, not a list" },
+    { '"runs": [5]', "runs%[1%] is a number, not a mapping" },
+    { '"runs": [{"name": 1, "status": "success"}]', "runs%[1%]%.name is a number, not a string" },
+    { '"runs": [{"name": "case1", "status": "success", "metrics": 3}]', "runs%[1%]%.metrics is a number" },
+    { '"runs": [], "overrides": [1]', "overrides%[1%] is a number, not a string" },
+    { '"status": null, "runs": []', "status is null, not a string" },
+  }
+  for _, c in ipairs(shapes) do
+    local text = '{"schema_name": "wb.manifest", "schema_version": 1, "recipe": "campaign", "status": "running", ' ..
+        c[1] .. "}\n"
+    text = text:gsub('"status": "running", ("status": null)', "%1")
+    fs.write(dir .. "/manifest.json", text)
+    res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0" })
+    T.eq(res.code, 2, c[1])
+    T.match(res.stderr, "^wb: %-%-resume: [^\n]*manifest%.json: " .. c[2] .. "[^\n]*\n$")
+    T.eq(fs.read(dir .. "/manifest.json"), text, "the manifest is untouched")
+  end
+end)
+
+T.case("an interrupted --multirun (kill -9) is finished by --resume PARENT: each case done once", function()
+  local d = T.tmpdir()
+  local parent, done = d .. "/mr", d .. "/done"
+  local argv = { T.wb_binary(), "run", RECIPE, "--multirun", "cases=1,2,3", "sleep=0.2", "done=" .. done, "-o", parent }
+  local p = assert(proc.spawn { argv = argv, stdout = "null", stderr = "null" })
+  T.wait_until("the second run started", 20, function() return fs.exists(parent .. "/2_cases=2/manifest.json") end, p)
+  p:kill(9)
+  p:wait()
+  p:close()
+  local listing = json.read(parent .. "/multirun.json")
+  T.eq(listing.status, "running")
+  T.eq(#listing.runs, 3, "every combination listed from the start")
+  local res = T.wb({ "run", RECIPE, "--resume", parent })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, "%[multirun 2/3%] cases=2 [^\n]* resumed, was running")
+  T.ok(not res.stdout:find("multirun 1/3", 1, true), "the completed run is not run again")
+  listing = json.read(parent .. "/multirun.json")
+  T.eq(listing.status, "complete")
+  for i, e in ipairs(listing.runs) do
+    T.eq(e.exit_status, 0, e.label)
+    T.eq(T.manifest(e.dir).status, "complete", e.label)
+    T.eq(#T.manifest(e.dir).runs, i)
+  end
+  local n = {}
+  for _, l in ipairs(lines(done)) do n[l] = (n[l] or 0) + 1 end
+  local want = { case1 = 3, case2 = 2, case3 = 1 } -- each run's cases done once (case1 is in all three runs)
+  for name in (res.stderr:match("died while ([^\n]-) ran") or ""):gmatch("[^, ]+") do
+    want[name] = want[name] + 1 -- announced: killed between its exit and the journal entry
+  end
+  T.eq(n, want, res.stderr)
+  res = T.wb({ "run", RECIPE, "--resume", parent, "cases=1,2" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "ran with the overrides")
 end)
 
 T.case("two wb on one run directory: the second exits 2 naming the owner's pid", function()
@@ -369,6 +452,15 @@ T.case("a pure-Lua loop inside pcall that swallows errors is interrupted anyway 
   end
 end)
 
+T.case("a pure-Lua loop inside a coroutine is interrupted too (SIGINT, SIGTERM, SIGHUP)", function()
+  for _, sig in ipairs({ { 2, 130 }, { 15, 143 }, { 1, 129 } }) do
+    local code, stderr, m, left = fault_run("co_loop", sig[1])
+    T.eq(code, sig[2], stderr)
+    T.eq(m.status, "interrupted")
+    T.eq(left, "", "the child it left running")
+  end
+end)
+
 T.case("Ctrl-C inside a recipe's pcall does not exit 0", function()
   local code, stderr, m, left = fault_run("pcall_spawn", 2)
   T.eq(code, 130, stderr)
@@ -454,27 +546,65 @@ local function files_under(dir, out)
   return out
 end
 
-T.case("three planted secrets (a token variable, an API key variable, a config password): 0 hits in any file", function()
+-- A small git repository of two commits whose build is `true`, for wb regress.
+local function tiny_repo(d)
+  local repo = d .. "/repo"
+  local env = { GIT_AUTHOR_NAME = "t", GIT_AUTHOR_EMAIL = "t@example.org", GIT_COMMITTER_NAME = "t",
+    GIT_COMMITTER_EMAIL = "t@example.org", GIT_CONFIG_GLOBAL = "/dev/null", GIT_CONFIG_NOSYSTEM = "1" }
+  local script = "set -e; git init -q; echo 1 > f; git add f; git commit -qm one; echo 2 > f; git commit -qam two"
+  assert(fs.mkdir_p(repo))
+  local res = assert(proc.run { argv = { "sh", "-c", script }, cwd = repo, env = env, stderr = "capture" })
+  assert(res.ok, res.stderr)
+  return repo
+end
+
+T.case("three planted secrets (a token in a command, a config password, a secret-looking env value): 0 hits " ..
+  "in any file of a run directory of each shipped recipe", function()
   local d = T.tmpdir()
   local env = { WB_TEST_TOKEN = "tok-AAAA1111", MY_API_KEY = "key-CCCC3333" }
-  local runs = {
-    { "bench", "echo tok-AAAA1111 key-CCCC3333 pw-BBBB2222", "runs=3", "+db.password=pw-BBBB2222", "-o", d .. "/bench" },
-    { "run", RECIPE, "cases=2", "sleep=0", "echo_env=MY_API_KEY", "+service.api_key=pw-BBBB2222", "-o", d .. "/campaign" },
+  local cmd = "echo tok-AAAA1111 $MY_API_KEY >&2; echo tok-AAAA1111 $MY_API_KEY"
+  local list = "[sh, -c, '" .. cmd .. "']"
+  local pw = "+db.password=pw-BBBB2222"
+  local recipes = {
+    bench = { cmd, "shell=true", "runs=2", "min_runs=2", "min_time=0", pw },
+    data = { "dataset.samples=20", "dataset.variants=50", "dataset.dir=" .. d .. "/data", pw },
+    demo = { "command=" .. list, "trials=1", "warmup=0", pw },
+    matrix = { "dataset.variants=200", "dataset.samples=20", "workload.threads=1", "+matrix.env.NOTE=tok-AAAA1111",
+      pw },
+    profile = { "freq=49", pw, "--", "sh", "-c", cmd },
+    profile_app_full = { "tool.command=" .. list, "tool.trials=1", "tool.warmup=0", pw },
+    regress = { "repo=" .. tiny_repo(d), "range=HEAD~1..HEAD", "build=[true]", "bench=" .. list, "runs=2",
+      "warmup=0", "results_dir=" .. d .. "/regress-results", pw },
+    scaling = { "command=[sh, -c, '" .. cmd .. " {workers}']", "workers=[1,2]", "runs=2", "warmup=0", pw },
+    vep_breakdown = { "emit.bytes=64k", "+env.SERVICE_TOKEN=tok-AAAA1111", pw },
   }
-  for _, args in ipairs(runs) do
-    local res = T.wb(args, { env = env })
-    T.eq(res.code, 0, res.stderr)
+  local names = {}
+  for _, file in ipairs(fs.list(T.root() .. "/recipes")) do
+    local name = file:match("^(.+)%.lua$")
+    if name then names[#names + 1] = name end
   end
-  local n, hits = 0, {}
-  for path, text in pairs(files_under(d)) do
-    n = n + 1
-    for _, s in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
-      if text:find(s, 1, true) then hits[#hits + 1] = path .. ": " .. s end
+  table.sort(names)
+  local hits, counts = {}, {}
+  for _, name in ipairs(names) do
+    local args = recipes[name]
+    T.ok(args, "the test knows how to run recipes/" .. name .. ".lua")
+    local dir = d .. "/" .. name
+    local argv = { "run", T.root() .. "/recipes/" .. name .. ".lua", "-o", dir }
+    for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+    local res = T.wb(argv, { env = env, cwd = d, timeout = 300 })
+    T.eq(res.code, 0, name .. ": " .. res.stderr)
+    local n = 0
+    for path, text in pairs(files_under(dir)) do
+      n = n + 1
+      for _, secret in ipairs({ "AAAA1111", "BBBB2222", "CCCC3333" }) do
+        if text:find(secret, 1, true) then hits[#hits + 1] = path .. ": " .. secret end
+      end
     end
+    counts[#counts + 1] = name .. " " .. n
+    T.ok(n >= 4 or name == "demo", name .. ": " .. n .. " files") -- demo writes no run directory
   end
-  T.ok(n >= 20, n .. " files")
+  print("# files searched per run directory: " .. table.concat(counts, ", "))
   T.eq(hits, {})
-  T.match(fs.read(d .. "/campaign/logs/case1.stdout.log"), "secret is %[REDACTED%]")
   T.match(fs.read(d .. "/bench/config.yaml"), "password: '?%[REDACTED%]")
 end)
 

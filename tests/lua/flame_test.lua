@@ -152,6 +152,28 @@ T.case("svg: unit ns shows durations; parsed stacks are accepted", function()
   T.eq(by.all.tip, "all (2.00 ms, 100.00%)")
 end)
 
+T.case("the script is lua/wb/flame.js, embedded whole, and it parses (node --check)", function()
+  local file = assert(fs.read(T.root() .. "/lua/wb/flame.js"))
+  T.eq(require "wb.flame_js", file, "the binary embeds the file byte for byte")
+  local body = file:sub((file:find("\n[^/]") or 0) + 1)
+  T.match(body, "^%(function %(%) {")
+  local doc = flame.svg(fs.read(FIX .. "cpu.folded"))
+  local script = doc:match("<!%[CDATA%[\n(.*)%]%]></script>")
+  T.eq(script, (body:gsub("__CONFIG__", '{"w": 1200, "pad": 10, "charw": 7.32, "highlight": "#e600e6"}')))
+  if not require("wb.proc").which("node") then return T.skip("node: not installed (Debian nodejs, make deps)") end
+  local dir = T.tmpdir()
+  for name, text in pairs { ok = script, broken = script:gsub("var C = ", "var C = (", 1) } do
+    assert(fs.write(dir .. "/" .. name .. ".js", text))
+  end
+  local function check(name)
+    return assert(require("wb.proc").run { argv = { "node", "--check", dir .. "/" .. name .. ".js" },
+      stdout = "capture", stderr = "capture", timeout = 60 })
+  end
+  local res = check("ok")
+  T.eq(res.code, 0, res.stderr)
+  T.ok(check("broken").code ~= 0, "a syntax error is caught (control)")
+end)
+
 T.case("svg: interactive and self-contained; an empty profile still renders", function()
   local doc = flame.svg(fs.read(FIX .. "cpu.folded"), { title = "On-CPU" })
   T.match(doc, '^<%?xml version="1.0" encoding="UTF%-8"')

@@ -24,16 +24,26 @@ T.case("counters of a held child: task-clock matches its CPU time, software even
   local cpu = res.user + res.sys
   T.ok(r["task-clock"].value / 1e9 > 0.25, "task-clock " .. r["task-clock"].value)
   T.near(r["task-clock"].value / 1e9, cpu, 0.05 + cpu * 0.1)
-  T.ok(r["context-switches"].value >= 1, "the sleep switches out")
+  -- context switches and migrations are counted in the kernel: root always sees them; an
+  -- unprivileged user under perf_event_paranoid >= 2 does not (checked as nobody further down)
+  local kernel = T.is_root() or r["context-switches"].available
+  local names = { "task-clock", "page-faults" }
+  if kernel then
+    T.ok(r["context-switches"].value >= 1, "the sleep switches out")
+    names[#names + 1] = "context-switches"
+  end
   T.ok(r["page-faults"].value > 0)
-  T.eq(r["cpu-migrations"].available, true)
-  for _, name in ipairs({ "task-clock", "context-switches", "page-faults" }) do
+  if kernel then T.eq(r["cpu-migrations"].available, true) end
+  for _, name in ipairs(names) do
     T.eq(r[name].scaled, false, name)
     T.eq(r[name].running_fraction, 1.0, name)
     T.eq(math.type(r[name].value), "integer", name)
   end
   T.eq(require("wb.core").ordered_keys(r), { "task-clock", "context-switches", "cpu-migrations", "page-faults",
     "cycles", "instructions", "cache-misses", "branch-misses" })
+  if not kernel then
+    T.skip("context-switches, cpu-migrations: kernel-side events, unavailable to this unprivileged user")
+  end
 end)
 
 T.case("counting starts at the exec: the program's start-up page faults are seen", function()

@@ -334,6 +334,27 @@ T.case("kill reaches what a finished child left in its group", function()
   T.eq({ p:kill() }, { nil, "kill: No such process", 3 })
 end)
 
+T.case("the wb binary is a child subreaper and runs at its hard descriptor limit", function()
+  local m = marker()
+  local p <close> = assert(proc.spawn(sh("sleep " .. m .. " & echo $!", { stdout = "capture" })))
+  local r = p:wait()
+  T.eq(r.code, 0)
+  local pid = T.ok(tonumber(r.stdout:match("^(%d+)")))
+  local stat = T.ok(fs.read("/proc/" .. pid .. "/stat"))
+  T.eq(tonumber(stat:match("^%d+ %b() %a (%d+)")), my_pid()) -- reparented to wb, not to init
+  T.eq(p:kill(9), true)
+  -- a wb started with a soft limit below its hard one runs at the hard one
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/limits_test.lua", 'local T = require "wb.test"\n'
+    .. 'T.case("limits", function() io.write(assert(require("wb.fs").read("/proc/self/limits"))) end)\n'))
+  local lim = proc.run { argv = { "sh", "-c", 'unset WB_TEST_FILTER; ulimit -Sn 64 && exec "$0" test "$1"', T.wb_binary(),
+    dir .. "/limits_test.lua" }, stdout = "capture" }
+  T.eq(lim.code, 0)
+  local soft, hard = lim.stdout:match("Max open files +(%S+) +(%S+)")
+  T.ok(soft and soft ~= "64", lim.stdout)
+  T.eq(soft, hard)
+end)
+
 T.case("wait_any, wait_all, wait returns the same result", function()
   local slow = assert(proc.spawn { argv = { "sleep", "10" } })
   local fast = assert(proc.spawn { argv = { "sh", "-c", "exit 4" } })

@@ -1,186 +1,139 @@
+-- wb.regress in-process: commit listing on a small git repository, stored results and their reuse,
+-- the document's steps from planted per-commit samples (no benchmark runs), and its reports. The
+-- recipe end to end (worktrees, builds, benchmarks, interrupts): tests/recipes/regress_test.lua.
 local T = require "wb.test"
 local wb = require "wb"
 local fs, json, proc = wb.fs, wb.json, wb.proc
+local regress = require "wb.regress"
 
-local GIT_ENV = { GIT_AUTHOR_NAME = "wb test", GIT_AUTHOR_EMAIL = "wb@example.org", GIT_COMMITTER_NAME = "wb test",
-  GIT_COMMITTER_EMAIL = "wb@example.org", GIT_CONFIG_GLOBAL = "/dev/null", GIT_CONFIG_NOSYSTEM = "1" }
+local GIT_ENV = { GIT_AUTHOR_NAME = "t", GIT_AUTHOR_EMAIL = "t@example.org", GIT_COMMITTER_NAME = "t",
+  GIT_COMMITTER_EMAIL = "t@example.org", GIT_CONFIG_GLOBAL = "/dev/null", GIT_CONFIG_NOSYSTEM = "1" }
 
-local function git(repo, ...)
-  local res = assert(proc.run { argv = { "git", "-C", repo, ... }, env = GIT_ENV, stdout = "capture", stderr = "capture" })
-  assert(res.ok, res.stderr)
-  return res.stdout
-end
-
--- A repository with an initial commit and commits 1..8 of a C program sleeping 20 ms (26 ms
--- from commit 5 on, +30%); commit 7 does not compile. Returns repo, shas[1..8].
-local fixture
-local function repo_fixture()
-  if fixture then return table.unpack(fixture) end
-  local repo = T.tmpdir() .. "/repo"
-  assert(fs.mkdir_p(repo))
-  git(repo, "init", "-q")
-  assert(fs.write(repo .. "/Makefile", "app: app.c\n\tcc -O1 -o app app.c\n"))
-  assert(fs.write(repo .. "/README", "regress fixture\n"))
-  git(repo, "add", "-A")
-  git(repo, "commit", "-qm", "initial")
-  local shas = {}
-  for i = 1, 8 do
-    local ms = i >= 5 and 26 or 20
-    assert(fs.write(repo .. "/app.c", string.format([[
-#define _POSIX_C_SOURCE 200809L
-#include <time.h>
-/* revision %d */
-%s
-int main(void) { struct timespec t = {0, %dL * 1000000L}; nanosleep(&t, 0); return 0; }
-]], i, i == 7 and "this line is not C" or "", ms)))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "commit " .. i .. (i == 5 and ": slower sleep" or ""))
-    shas[i] = git(repo, "rev-parse", "HEAD"):match("%x+")
+-- repo, shas = repository(n) : a repository of n commits "c1".."cn", shas oldest first
+local function repository(n)
+  local repo = T.tmpdir()
+  local function git(...)
+    local res = assert(proc.run { argv = { "git", "-C", repo, ... }, env = GIT_ENV, stdout = "capture", stderr = "capture" })
+    assert(res.ok, res.stderr)
+    return res.stdout
   end
-  fixture = { repo, shas }
+  git("init", "-q")
+  local shas = {}
+  for i = 1, n do
+    assert(fs.write(repo .. "/f", tostring(i)))
+    git("add", "f")
+    git("commit", "-qm", "c" .. i)
+    shas[i] = git("rev-parse", "HEAD"):match("%x+")
+  end
   return repo, shas
 end
 
-local function run_regress(args, tmp)
-  return T.wb({ "regress", table.unpack(args) }, { env = { TMPDIR = tmp }, timeout = 120 })
+local function hunt(dir, over)
+  local h = { repo = "/nonexistent", machine = "m", dir = dir, build = {}, bench = { "./app" }, runs = 4, warmup = 0,
+    seed = 1, ci_level = 0.95, resamples = 500, threshold = 0.05, alpha = 0.05, min_size = 2, first_parent = true,
+    skip_existing = true, force = false }
+  for k, v in pairs(over or {}) do h[k] = v end
+  return h
 end
 
-local function worktrees(repo)
-  local n = 0
-  for _ in git(repo, "worktree", "list", "--porcelain"):gmatch("worktree ") do n = n + 1 end
-  return n
+-- a stored result of commit cm measured as samples (nil: its build failed)
+local function store(cm, h, samples)
+  local r = { schema_name = "wb.regress.result", schema_version = 1, commit = cm.sha, build_command = h.build,
+    bench_command = h.bench, status = samples and "success" or "build_failed", measured_at_utc = "2024-01-01T00:00:00Z" }
+  if samples then
+    local sum = 0
+    for _, x in ipairs(samples) do sum = sum + x end
+    r.n, r.mean, r.median, r.samples = #samples, sum / #samples, samples[(#samples + 1) // 2], samples
+    r.ci_lo, r.ci_hi, r.stddev = r.mean * 0.99, r.mean * 1.01, 0
+  end
+  assert(fs.write(cm.path, json.encode(r)))
 end
 
-T.case("the +30% step is named at commit 5; the build failure is recorded and skipped; no worktree remains", function()
-  local repo, shas = repo_fixture()
-  local d, tmp = T.tmpdir(), T.tmpdir()
-  local res = run_regress({ "repo=" .. repo, "range=HEAD~8..HEAD", "build=[make, -s]", "bench=[./app]", "runs=5",
-    "warmup=1", "machine_name=testbox", "results_dir=" .. d .. "/results", "-o", d .. "/run" }, tmp)
-  T.eq(res.code, 0, res.stderr)
-  local doc = assert(json.read(d .. "/run/regress.json"))
-  T.eq(doc.schema_name, "wb.regress")
-  T.eq(doc.schema_version, 1)
-  T.eq(doc.machine, "testbox")
-  T.eq(doc.range, "HEAD~8..HEAD")
-  T.eq({ doc.measured, doc.reused }, { 8, 0 })
-  T.eq(#doc.commits, 8)
-  for i, row in ipairs(doc.commits) do
-    T.eq(row.commit, shas[i])
-    T.eq(row.status, i == 7 and "build_failed" or "success", "commit " .. i)
-    T.ok(fs.exists(d .. "/results/testbox/" .. shas[i] .. ".json"), "result file of commit " .. i)
-  end
-  T.eq(doc.commits[7].mean, json.null)
-  local failed = assert(json.read(d .. "/results/testbox/" .. shas[7] .. ".json"))
-  T.eq(failed.status, "build_failed")
-  T.ok(failed.build_exit_code ~= 0, "build exit code recorded")
-  T.match(failed.build_log_tail, "error")
-  T.eq(failed.subject, "commit 7")
-  local ok5 = assert(json.read(d .. "/results/testbox/" .. shas[5] .. ".json"))
-  T.eq({ ok5.status, ok5.n, #ok5.samples, ok5.subject }, { "success", 5, 5, "commit 5: slower sleep" })
-  T.ok(ok5.ci_lo <= ok5.mean and ok5.mean <= ok5.ci_hi, "CI brackets the mean")
-  T.ok(ok5.mean > 0.024 and ok5.mean < 0.2, "commit 5 sleeps 26 ms: " .. ok5.mean)
-  local step
-  for _, st in ipairs(doc.steps) do
-    if st.commit == shas[5] then step = st end
-  end
-  T.ok(step, "a step at commit 5")
-  T.eq(step.kind, "regression")
-  T.ok(step.ratio > 1.1 and step.ratio < 1.6, "ratio " .. step.ratio)
-  T.eq(step.significant, true)
-  T.ok(step.p_value < 0.05)
-  T.ok(step.ci_lo > 1.02, "the CI clears the threshold") -- judged by wb.verdict, the one engine
-  T.match(step.reason, "^1%.%d%d× slower: p = [%d.e-]+.*: regression$")
-  T.eq(step.previous_commit, shas[4])
-  T.eq(step.candidates, { shas[5] })
-  T.eq(step.subject, "commit 5: slower sleep")
-  T.eq(doc.regressions >= 1, true)
-  local md = fs.read(d .. "/run/regress.md")
-  T.match(md, "^# Regression hunt: `%./app`")
-  T.ok(md:find("- `" .. shas[5]:sub(1, 10) .. "` commit 5: slower sleep — regression: ", 1, true), md)
-  T.match(md, "|   7 | `" .. shas[7]:sub(1, 10) .. "` | [%d-]+ | commit 7 +| build failed +| +– |")
-  T.match(md, "|   5 | `" .. shas[5]:sub(1, 10) .. "` | .* | success +| +[%d.]+ %[[%d.]+–[%d.]+%] | +5 | %+%d+%.%d%% regression |")
-  local chart = fs.read(d .. "/run/regress.svg")
-  T.match(chart, "^<svg ")
-  T.ok(chart:find("at " .. shas[5]:sub(1, 7), 1, true), "the step is marked on the chart")
-  T.eq(T.count(chart, "<circle") - 1, 7, "one point per measured commit (plus the legend's)")
-  T.ok(chart:find("build failed", 1, true), "the failed build is marked")
-  T.match(fs.read(d .. "/run/report.html"), "<h2>Steps</h2>")
-  T.ok(res.stdout:find(md, 1, true) == 1, "stdout is the Markdown report")
-  T.eq(worktrees(repo), 1)
-  T.eq(fs.list(tmp), {}, "temporary directories removed")
-  T.eq(T.manifest(d .. "/run").status, "complete")
+T.case("commits: a range oldest first, a list in its order, bad revisions are usage errors", function()
+  local repo, shas = repository(4)
+  local cs = regress.commits(repo, "HEAD~3..HEAD", true)
+  T.eq({ #cs, cs[1].sha, cs[3].sha, cs[3].subject, cs[3].short }, { 3, shas[2], shas[4], "c4", shas[4]:sub(1, 10) })
+  T.match(cs[1].date, "^%d%d%d%d%-%d%d%-%d%dT")
+  local listed = regress.commits(repo, { shas[3], "HEAD~3" }, true)
+  T.eq({ listed[1].sha, listed[2].sha }, { shas[3], shas[1] })
+  T.raises(function() regress.commits(repo, { "nope" }, true) end, "range: 'nope' is not a commit of")
+  T.raises(function() regress.commits(repo, "nope..HEAD", true) end, "(it has 4 commits; range=HEAD measures them all)")
+  T.eq(regress.default_range(repo), "HEAD")
+  T.eq(regress.runs_root(repo), nil, "the tests do not run inside the repository")
 end)
 
-T.case("results accumulate: measured commits are reused, new ones measured, force re-measures", function()
-  local repo, shas = repo_fixture()
-  local d, tmp = T.tmpdir(), T.tmpdir()
-  local k = 0
-  local function run(range, ...)
-    k = k + 1
-    local dir = d .. "/run" .. k
-    local args = { "repo=" .. repo, "range=" .. range, "bench=[./app]", "runs=3", "warmup=0", "machine_name=acc",
-      "results_dir=" .. d .. "/results", "-o", dir, ... }
-    local res = run_regress(args, tmp)
-    T.eq(res.code, 0, res.stderr)
-    return assert(json.read(dir .. "/regress.json")), res
+T.case("plan: a stored result is reused only for the same commands, without force", function()
+  local dir = T.tmpdir()
+  local commits = { { sha = ("a"):rep(40), short = ("a"):rep(10) }, { sha = ("b"):rep(40), short = ("b"):rep(10) } }
+  local h = hunt(dir)
+  regress.plan(commits, h)
+  T.eq(commits[1].path, dir .. "/" .. ("a"):rep(40) .. ".json")
+  store(commits[1], h, { 1, 2 })
+  assert(fs.write(commits[2].path, '{"schema_name": "other"}'))
+  local names, todo = regress.plan(commits, h)
+  T.eq(names, { ("a"):rep(10), ("b"):rep(10) })
+  T.eq(#todo, 1)
+  T.eq({ todo[1].name, todo[1].argv }, { ("b"):rep(10), { "./app" } })
+  T.eq(commits[1].reuse.status, "success")
+  for _, over in ipairs({ { bench = { "./other" } }, { build = { "make" } }, { force = true }, { skip_existing = false } }) do
+    local _, again = regress.plan(commits, hunt(dir, over))
+    T.eq(#again, 2, json.encode(over))
   end
-  local first, r1 = run("HEAD~3..HEAD")
-  T.eq({ first.measured, first.reused }, { 3, 0 })
-  local files = {}
-  for i = 6, 8 do files[i] = fs.read(d .. "/results/acc/" .. shas[i] .. ".json") end
-  local again, r2 = run("HEAD~3..HEAD")
-  T.eq({ again.measured, again.reused }, { 0, 3 })
-  T.eq(T.count(r2.stderr, " reused ("), 3)
-  T.ok(r2.wall < r1.wall, string.format("reusing (%.3f s) is faster than measuring (%.3f s)", r2.wall, r1.wall))
-  for i = 6, 8 do T.eq(fs.read(d .. "/results/acc/" .. shas[i] .. ".json"), files[i], "result " .. i .. " untouched") end
-  T.eq(again.commits[1].mean, first.commits[1].mean)
-  T.eq(again.commits[2].status, "build_failed")
-  T.eq(T.count(fs.read(d .. "/run1/events.jsonl"), '"event":"commit_measured"'), 3)
-  T.eq(T.count(fs.read(d .. "/run2/events.jsonl"), '"event":"commit_reused"'), 3)
-  T.eq(T.manifest(d .. "/run2").runs[1].reused, true)
-  local wider = run("HEAD~5..HEAD")
-  T.eq({ wider.measured, wider.reused }, { 2, 3 })
-  T.eq(wider.commits[1].commit, shas[4])
-  local forced = run("HEAD~1..HEAD", "force=true")
-  T.eq({ forced.measured, forced.reused }, { 1, 0 })
-  T.ok(fs.read(d .. "/results/acc/" .. shas[8] .. ".json") ~= files[8], "force=true measured commit 8 again")
-  local listed = run("[" .. shas[2] .. "," .. shas[6] .. "]")
-  T.eq({ listed.measured, listed.reused }, { 1, 1 })
-  T.eq(listed.commits[2].commit, shas[6])
-  T.eq(worktrees(repo), 1)
-  T.eq(fs.list(tmp), {})
 end)
 
-T.case("an interrupt removes the worktree and leaves no result", function()
-  local repo, shas = repo_fixture()
-  local d, tmp = T.tmpdir(), T.tmpdir()
-  local p <close> = assert(proc.spawn { argv = { T.wb_binary(), "regress", "repo=" .. repo, "range=HEAD~1..HEAD",
-    "build=[]", "bench=[sleep, '10']", "runs=1", "warmup=0", "machine_name=intr", "results_dir=" .. d .. "/results",
-    "-o", d .. "/run" }, env = { TMPDIR = tmp }, stdout = "null", stderr = "capture" })
-  local t = wb.clock.timer()
-  T.wait_until("the worktree", 20, function() return #fs.glob(tmp .. "/wb-regress.*/*/app.c") > 0 end)
-  wb.clock.sleep(0.2)
-  T.eq(worktrees(repo), 2, "the worktree exists while the benchmark runs")
-  p:kill()
-  local res = p:wait()
-  T.ok(res.code ~= 0, "wb exits non-zero")
-  T.ok(t:elapsed() < 9, "stopped before the 10 s benchmark ended")
-  T.eq(worktrees(repo), 1)
-  T.eq(fs.list(tmp), {})
-  T.ok(not fs.exists(d .. "/results/intr/" .. shas[8] .. ".json"), "no result for the interrupted commit")
-  T.eq(T.manifest(d .. "/run").status, "interrupted")
+T.case("document: the planted step is found at its first commit and judged; failed builds are left out", function()
+  local dir = T.tmpdir()
+  local h = hunt(dir)
+  local commits = {}
+  for i = 1, 7 do commits[i] = { sha = string.format("%040d", i), short = string.format("%010d", i), date = "2024-01-0" .. i,
+    subject = "s" .. i } end
+  regress.plan(commits, h)
+  local base = { 0.0100, 0.0101, 0.0099, 0.0102, 0.0098, 0.0100 }
+  for i, cm in ipairs(commits) do
+    local samples
+    if i ~= 3 then
+      samples = {}
+      for j, x in ipairs(base) do samples[j] = x * (i >= 5 and 1.5 or 1) end
+    end
+    store(cm, h, samples)
+  end
+  local doc = regress.document(commits, h, "HEAD~7..HEAD", 0, 7)
+  T.eq({ doc.schema_name, doc.measured, doc.reused, doc.machine, #doc.commits }, { "wb.regress", 0, 7, "m", 7 })
+  T.eq({ doc.commits[3].status, doc.commits[3].mean }, { "build_failed", json.null })
+  T.eq(#doc.steps, 1)
+  local st = doc.steps[1]
+  T.eq({ st.commit, st.previous_commit, st.kind, st.significant }, { commits[5].sha, commits[4].sha, "regression", true })
+  T.near(st.ratio, 1.5, 1e-9)
+  T.eq(st.candidates, { commits[5].sha })
+  T.eq(doc.regressions, 1)
+  local md = regress.markdown(doc)
+  T.match(md, "^# Regression hunt: `%./app`\n")
+  T.match(md, "\n%- `0000000005` s5 — regression: 10%.000 → 15%.000 ms %(%+50%.0%%; ")
+  T.match(md, "|   3 | `0000000003` | 2024%-01%-03 | s3 +| build failed +| +– |")
+  local chart = regress.chart(doc)
+  T.eq(T.count(chart, "<circle"), 6 + 1, "one point per measured commit, plus the legend's")
+  T.match(chart, "%+50%.0%% at 0000000")
+  T.match(regress.html(doc, chart), "<h2>Steps</h2>")
 end)
 
-T.case("usage errors: no benchmark, unknown commit, missing repository", function()
-  local repo = repo_fixture()
-  local d = T.tmpdir()
-  local res = run_regress({ "repo=" .. repo, "-o", d .. "/a" }, d)
-  T.eq(res.code, 2)
-  T.match(res.stderr, "^wb: regress: which benchmark%?")
-  res = run_regress({ "repo=" .. repo, "range=[no-such-rev]", "bench=[./app]", "-o", d .. "/b" }, d)
-  T.eq(res.code, 2)
-  T.eq(res.stderr, "wb: regress: range: 'no-such-rev' is not a commit of " .. repo .. "\n")
-  res = run_regress({ "repo=" .. d .. "/nothing", "bench=[./app]", "-o", d .. "/c" }, d)
-  T.eq(res.code, 2)
-  T.match(res.stderr, "^wb: regress: repo: .*No such file or directory")
+T.case("document: a flat series has no step", function()
+  local h = hunt(T.tmpdir())
+  local commits = {}
+  for i = 1, 4 do commits[i] = { sha = string.format("%040d", i), short = string.format("%010d", i), date = "2024-01-01",
+    subject = "s" } end
+  regress.plan(commits, h)
+  for _, cm in ipairs(commits) do store(cm, h, { 0.01, 0.0101, 0.0099, 0.01 }) end
+  local doc = regress.document(commits, h, "HEAD", 4, 0)
+  T.eq({ #doc.steps, doc.regressions }, { 0, 0 })
+  T.match(regress.markdown(doc), "No step found in the series of means%.")
+end)
+
+T.case("machine_info: written once, never overwritten", function()
+  local path = T.tmpdir() .. "/machine.json"
+  regress.machine_info(path, "box")
+  local m = assert(json.read(path))
+  T.eq(m.machine, "box")
+  T.ok(m.cpu_count >= 1 and m.memory_kb > 0, "cpu_count and memory_kb from /proc")
+  regress.machine_info(path, "other")
+  T.eq(assert(json.read(path)).machine, "box")
 end)

@@ -9,11 +9,7 @@ local function axes(pairs_list)
   return t
 end
 
-local function names(cases)
-  local out = {}
-  for i, c in ipairs(cases) do out[i] = c.name end
-  return out
-end
+local function names(list) return T.pluck(list, "name") end
 
 T.case("mapping order, first axis slowest", function()
   local cases = sweep.expand(axes { { "threads", wb.array { 1, 4 } }, { "chunk", wb.array { 8192, 65536 } } })

@@ -3,7 +3,8 @@
 #   tests/mutate/run.sh [--sample] [PATCH...]
 # Each patch starts with header lines before its diff:
 #   Mutant: what the mutation does (the operator and where)
-#   Suites: the suites that must kill it (lua/x_test.lua, c/x_test, cli/x.t, integration/x.sh)
+#   Suites: the suites that must kill it (lua/x_test.lua, recipes/x_test.lua, c/x_test, cli/x.t,
+#           integration/x.sh)
 #   Sample: yes          (optional: part of the fixed CI sample, `--sample`)
 #   Accepted: why        (optional: a survivor that is acceptable — an equivalent mutant, or one
 #                        this machine cannot observe; reported, not counted as a failure)
@@ -68,7 +69,7 @@ run_suite() {
     export WB_BIN="$work/build/wb" WB_BUILD=build WB_ROOT="$work" PATH="$work/build:$PATH"
     unset WB_TEST_FILTER WB_TEST_SKIP WB_TEST_ONLY WB_TEST_LUA WB_TEST_PASS
     case $s in
-    lua/*) timeout 600 build/wb test "tests/$s" ;;
+    lua/* | recipes/*) timeout 600 build/wb test "tests/$s" ;;
     c/*) timeout 600 "build/tests/${s#c/}" ;;
     cli/*) timeout 600 bash tests/cli/run.sh "tests/$s" ;;
     integration/*) timeout 900 bash "tests/$s" ;;

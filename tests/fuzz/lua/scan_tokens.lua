@@ -1,4 +1,4 @@
--- The log scanner's Lua-facing parsers (core/scan.c): wb.scan.number agrees with scan_number
+-- The log scanner's Lua-facing parsers (core/scan.c): wb.scan.number agrees with wb_scan_number
 -- (checked against strtod in fuzz_scan_tokens.c) and gives integers only for integer texts;
 -- wb.scan.tokens and wb.scan.fields agree with a plain reading of "key=value tokens separated by
 -- spaces, tabs and line breaks; no '=' or an empty key: skipped; the value may hold '='".
@@ -12,10 +12,10 @@ return function(data)
   local x, unit = scan.number(data)
   local kind, y = fuzz.number(data)
   if kind == 0 then
-    F.check(x == nil, "wb.scan.number accepts what scan_number rejects")
+    F.check(x == nil, "wb.scan.number accepts what wb_scan_number rejects")
   else
     F.check(unit == UNITS[kind], "unit %q for kind %d", tostring(unit), kind)
-    F.check(x == y, "wb.scan.number %.17g vs scan_number %.17g", x or 0 / 0, y)
+    F.check(x == y, "wb.scan.number %.17g vs wb_scan_number %.17g", x or 0 / 0, y)
     if math.type(x) == "integer" then F.check(not data:find("[.eE]"), "integer from %q", data) end
   end
 

@@ -80,7 +80,8 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
     T.eq(#logged[st.name], 3, st.name .. " in every trial's log")
     local want = median3(logged[st.name])
     T.near(st.seconds, want, 1.5e-6, st.name .. " median")
-    T.match(md, "\n| " .. st.name .. " +| " .. string.format("%.1f ms", want * 1000):gsub("%.", "%%.") .. " +| ")
+    -- the unit follows the value (a loaded machine can push a stage past 1 s: "1.231 s")
+    T.match(md, "\n| " .. st.name .. " +| " .. wb.util.format_seconds(want):gsub("%p", "%%%0") .. " +| ")
   end
   T.between(median3(logged.wait), 0.2, 0.26, "the wait stage is the planted --sleep-ms 200")
   -- each trial's wall time is its stages' time plus start-up, never less (and not seconds more); so
@@ -104,9 +105,13 @@ T.case("the bundled example: trials, stages with Amdahl bounds, capture, reports
     T.between(e.dur / 1e6, sum, sum + 0.5, "trial" .. i .. " duration (µs) against its logged stages")
   end
   T.ok(spans.capture, "a trace event for the capture")
-  -- report.html's timing table: its median cell is the median wall time, in ms
+  -- report.html's timing table: its median cell is the median wall time, in the column's unit
+  local unit = html:match('<th class="r" scope="col">Median %[(%a+)%]</th>')
+  local factor = ({ s = 1, ms = 1e3 })[unit]
+  T.ok(factor, "the median column's unit: " .. tostring(unit))
   local cell = html:match('<td class="r">[%d.]+ ± [%d.]+</td><td class="r">([%d.]+)</td>')
-  T.near(tonumber(cell), s.bottlenecks.wall_seconds * 1000, 0.05 + 1e-9, "report.html median [ms]")
+  local half_digit = 0.5 * 10 ^ -#(cell:match("%.(%d+)$") or "") -- the cell is rounded to its digits
+  T.near(tonumber(cell), s.bottlenecks.wall_seconds * factor, half_digit + 1e-9, "report.html median [" .. unit .. "]")
 end)
 
 T.case("a Debian program (xz): no stage timers, functions from the capture", function()
@@ -152,4 +157,36 @@ T.case("--dry-run writes only the plan, with the budget", function()
   res = run_wb({ "-o", d .. "/over", "tool.max_subprocess_runs=3" })
   T.eq(res.code, 1)
   T.match(res.stderr, "over budget: %d+ subprocess runs > max_subprocess_runs 3")
+end)
+
+-- dir = path_without(names) : a directory of symlinks to every program on PATH except names,
+-- the PATH of a machine without them
+local function path_without(names)
+  local drop, dir = {}, T.tmpdir() .. "/bin"
+  for _, n in ipairs(names) do drop[n] = true end
+  assert(fs.mkdir_p(dir))
+  for p in (os.getenv("PATH") or ""):gmatch("[^:]+") do
+    for _, name in ipairs(fs.list(p) or {}) do
+      if not drop[name] and not fs.lstat(dir .. "/" .. name) then assert(fs.symlink(p .. "/" .. name, dir .. "/" .. name)) end
+    end
+  end
+  return dir
+end
+
+T.case("tool.callgrind=true without valgrind or callgrind_annotate: the pass is skipped with its reason, exit 0", function()
+  local d = T.tmpdir()
+  for _, case in ipairs({ { { "valgrind", "callgrind_annotate" }, "valgrind is not on PATH" },
+    { { "callgrind_annotate" }, "callgrind_annotate is not on PATH" } }) do
+    local bin = path_without(case[1])
+    T.ok(not fs.exists(bin .. "/callgrind_annotate") and fs.exists(bin .. "/sh"), "the PATH lacks only " .. case[2])
+    local dir = d .. "/" .. #case[1]
+    local res = T.wb({ "run", "recipes/profile_app_full.lua", "-o", dir, "tool.trials=1", "tool.warmup=0",
+      "tool.callgrind=true", "tool.counters=false", "tool.oncpu=false", "tool.offcpu=false",
+      "tool.command=[build/examples/phases,--scale,1,--sleep-ms,0]" }, { env = { PATH = bin }, timeout = 120 })
+    T.eq(res.code, 0, res.stderr)
+    T.eq(assert(json.read(dir .. "/summary.json")).callgrind, { skipped = case[2] })
+    T.match(assert(fs.read(dir .. "/summary.md")), "\n## Notes\n\n%- skipped: " .. case[2]:gsub("%p", "%%%0") .. "\n")
+    T.ok(not fs.exists(dir .. "/logs/callgrind.stderr.log"), "no callgrind run")
+    T.eq(T.manifest(dir).status, "complete")
+  end
 end)

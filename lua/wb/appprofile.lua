@@ -1,0 +1,447 @@
+-- Full application profile, the engine of recipes/profile_app_full.lua: timing trials with the
+-- application's own stage timers, a capture (counters, on/off-CPU stacks), a callgrind pass, the
+-- bottleneck model (stages, functions and waits as shares of the run, with Amdahl bounds) and the
+-- report: summary.md, summary.json (schema wb.profile_app v1) and report.html.
+--
+-- A profile r is a table the recipe fills pass by pass: argv, trials (appprofile.trials),
+-- capture (wb.capture.run's result or nil), callgrind (appprofile.callgrind or nil), cprofile
+-- (wb.cprofile.run or nil), bottlenecks (appprofile.bottlenecks).
+local wb = require "wb"
+local json, util = wb.json, wb.util
+local opt = util.opt
+local page = require "wb.page"
+local html = require "wb.html"
+
+local M = {}
+
+M.SCHEMA = "wb.profile_app"
+
+-- argv = appprofile.argv(list, run_dir) : the command's words as strings, {run_dir} replaced
+function M.argv(list, run_dir)
+  local out = {}
+  for i, a in ipairs(list) do out[i] = tostring(a):gsub("{run_dir}", run_dir) end
+  return out
+end
+
+-- path, reason = appprofile.callgrind_tools() : valgrind's path when both valgrind and
+-- callgrind_annotate are on PATH, else nil and what is missing
+function M.callgrind_tools()
+  local valgrind = wb.proc.which("valgrind")
+  if not valgrind then return nil, "valgrind is not on PATH" end
+  if not wb.proc.which("callgrind_annotate") then return nil, "callgrind_annotate is not on PATH" end
+  return valgrind
+end
+
+-- planned = appprofile.plan(c, tool, argv, passes) : declares the runs of campaign c (warmups,
+-- trials, then the passes chosen: passes.capture, .callgrind, .cprofile) and writes the plan;
+-- true when that is all this run does (--dry-run)
+function M.plan(c, tool, argv, passes)
+  local names, cases = {}, {}
+  for i = 1, tool.warmup do names[#names + 1] = "warmup" .. i end
+  for i = 1, tool.trials do names[#names + 1] = "trial" .. i end
+  for _, n in ipairs(names) do cases[#cases + 1] = { name = n, argv = argv } end
+  local sections = { { name = "timing trials", cases = cases } }
+  if passes.capture then
+    names[#names + 1] = "capture"
+    sections[#sections + 1] = { name = "capture (counters, on-CPU, off-CPU)", cases = { { name = "capture", argv = argv } }, subprocess_runs = 1, profiler_runs = 1 }
+  end
+  if passes.callgrind then
+    names[#names + 1] = "callgrind"
+    local vargv = { "valgrind", "--tool=callgrind" }
+    for _, a in ipairs(argv) do vargv[#vargv + 1] = a end
+    sections[#sections + 1] = { name = "callgrind", cases = { { name = "callgrind", argv = vargv } }, subprocess_runs = 1, profiler_runs = 1 }
+  end
+  if passes.cprofile then
+    names[#names + 1] = "cprofile"
+    sections[#sections + 1] = { name = "cProfile", cases = { { name = "cprofile", argv = argv } }, subprocess_runs = 1, profiler_runs = 1 }
+  end
+  c:declare(names)
+  return c:plan { sections = sections }
+end
+
+-- Stage seconds of one trial: the app's profile_summary.json if it wrote one, else stage lines
+-- in its stderr log.
+local function trial_stages(tool, summary_path, stderr_log)
+  if summary_path and wb.fs.exists(summary_path) then
+    local doc = json.read(summary_path)
+    wb.fs.remove(summary_path)
+    if doc and type(doc.stage_totals_seconds) == "table" then
+      local out = {}
+      for k, v in pairs(doc.stage_totals_seconds) do
+        if type(v) == "number" then out[#out + 1] = { k, v } end
+      end
+      return out, "profile_summary.json"
+    end
+  end
+  local text = stderr_log and wb.fs.read(stderr_log) or ""
+  local out = {}
+  for name, secs in text:gmatch(tool.stage_pattern) do out[#out + 1] = { name, tonumber(secs) } end
+  return out, #out > 0 and "stderr stage lines" or nil
+end
+
+-- trials = appprofile.trials(c, tool, argv, summary_path) : tool.warmup + tool.trials runs of argv
+-- (cwd, env, timeout from tool), the measured ones' wall, CPU, peak RSS and stages (samples, in
+-- the order first seen), and their summary as campaign c's record "trials". A failed run fails
+-- the campaign (exit 1).
+function M.trials(c, tool, argv, summary_path)
+  local t = { wall = wb.stats.samples(), cpu = wb.stats.samples(), rss = wb.stats.samples(), stages = {}, order = {},
+    warmup = tool.warmup }
+  for i = 1, tool.warmup + tool.trials do
+    local measured = i > tool.warmup
+    local name = measured and ("trial" .. (i - tool.warmup)) or ("warmup" .. i)
+    c:run(name, function(rec)
+      local res = wb.check(c:spawn(name, { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout }))
+      if not res.ok then return false end
+      local stages, source = trial_stages(tool, summary_path, c.dir .. "/" .. rec.stderr_log)
+      t.stage_source = t.stage_source or source
+      rec.role = measured and "trial" or "warmup"
+      rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
+      if measured then
+        t.wall:add(res.wall)
+        t.cpu:add(res.user + res.sys)
+        t.rss:add(res.maxrss_kb)
+        for _, s in ipairs(stages) do
+          if not t.stages[s[1]] then
+            t.stages[s[1]] = wb.stats.samples()
+            t.order[#t.order + 1] = s[1]
+          end
+          t.stages[s[1]]:add(s[2])
+        end
+      end
+    end)
+    if c:record(name).status == "failed" then
+      wb.fail(string.format("%s failed (exit %s); see %s/logs/%s.stderr.log", argv[1],
+        tostring(c:record(name).return_code), c.dir, name), 0)
+    end
+  end
+  -- the trials as one record with their samples: what a later run's comparison tests (the trial
+  -- records themselves are not compared one by one)
+  local headline = c:record("trials")
+  headline.status, headline.role, headline.trials = "success", "run", #t.wall
+  headline.metrics, headline.samples = {}, {}
+  local per_trial = { wall_seconds = t.wall, cpu_seconds = t.cpu, maxrss_kb = t.rss }
+  for _, stage in ipairs(t.order) do per_trial["stage_" .. stage:gsub("[^%w_]", "_") .. "_seconds"] = t.stages[stage] end
+  for k, xs in pairs(per_trial) do
+    headline.metrics[k] = wb.stats.median(xs)
+    headline.samples[k] = xs:totable()
+  end
+  return t
+end
+
+-- cap = appprofile.capture(c, tool, argv, summary_path) : campaign c's run "capture", the
+-- counters and on/off-CPU stacks tool asks for (wb.capture.run into profiles/app.*)
+function M.capture(c, tool, argv, summary_path)
+  local cap
+  c:run("capture", function(rec)
+    cap = wb.check(wb.capture.run { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout,
+      counters = tool.counters, oncpu = tool.oncpu, offcpu = tool.offcpu, freq = tool.freq,
+      dir = c.dir .. "/profiles", name = "app", stdout = { file = c.dir .. "/logs/capture.stdout.log" },
+      stderr = { file = c.dir .. "/logs/capture.stderr.log" } })
+    rec.method = cap.method
+    rec.wall_time_seconds = cap.result and cap.result.wall
+    if summary_path then wb.fs.remove(summary_path) end
+    rec.stopped_by = cap.stopped -- a first Ctrl-C stops the command; what it recorded is kept
+    return cap.ok
+  end)
+  return cap
+end
+
+-- total, top = appprofile.parse_callgrind(text, limit) : callgrind_annotate's output: the program's
+-- total instructions (Ir) and its first limit functions {name = "fn (file)", instructions, fraction}
+function M.parse_callgrind(text, limit)
+  local total = tonumber(((text:match("([%d,]+)[^\n]-PROGRAM TOTALS") or "0"):gsub(",", "")))
+  local top = {}
+  for count, where in text:gmatch("\n%s*([%d,]+) %([%s%d.]+%%%)%s+([^\n]+)") do
+    local n = tonumber((count:gsub(",", "")))
+    if where ~= "PROGRAM TOTALS" and n and total > 0 and #top < limit then
+      where = where:gsub("%s+%[[^%]]*%]$", "")
+      local file, fn = where:match("^(.*):([^:]+)$")
+      top[#top + 1] = { name = fn and (fn .. " (" .. file:match("[^/]*$") .. ")") or where, instructions = n, fraction = n / total }
+    end
+  end
+  return total, top
+end
+
+-- cg = appprofile.callgrind(c, tool, argv, opts) : campaign c's run "callgrind" (argv under
+-- valgrind --tool=callgrind, timeout opts.timeout_factor × tool.timeout), read by
+-- callgrind_annotate --threshold=opts.threshold: {file, total_instructions, top (opts.top
+-- functions)}, or {skipped = why} when a tool is missing or a step fails
+function M.callgrind(c, tool, argv, opts)
+  local valgrind, missing = M.callgrind_tools()
+  if not valgrind then return { skipped = missing } end
+  local out = c.dir .. "/profiles/callgrind.out"
+  wb.fs.mkdir_p(c.dir .. "/profiles")
+  local vargv = { valgrind, "--tool=callgrind", "--callgrind-out-file=" .. out }
+  for _, a in ipairs(argv) do vargv[#vargv + 1] = a end
+  local res
+  c:run("callgrind", function(rec)
+    res = wb.check(c:spawn("callgrind", { argv = vargv, cwd = opt(tool.cwd), env = tool.env,
+      timeout = tool.timeout * opts.timeout_factor }))
+    rec.profiler = "callgrind"
+    return res.ok
+  end)
+  if not res or not res.ok then return { skipped = "the callgrind run failed; see logs/callgrind.stderr.log" } end
+  local ann, err = wb.proc.run { argv = { "callgrind_annotate", "--threshold=" .. opts.threshold, out },
+    stdout = "capture", stderr = "capture" }
+  if not ann then return { skipped = "callgrind_annotate: " .. tostring(err) } end
+  if not ann.ok then return { skipped = "callgrind_annotate failed: " .. ann.stderr } end
+  local total, top = M.parse_callgrind(ann.stdout, opts.top)
+  return { file = "profiles/callgrind.out", total_instructions = total, top = top }
+end
+
+local function amdahl(f) return f < 1 and 1 / (1 - f) or math.huge end
+
+-- waits = appprofile.blocked_waits(folded_text) : blocked (not run-queue) off-CPU time by the
+-- innermost user-space frame, {name, seconds}, largest first
+function M.blocked_waits(folded_text)
+  local by = {}
+  for line in (folded_text or ""):gmatch("[^\n]+") do
+    local stack, count = line:match("^(.*) (%d+)$")
+    if stack and not stack:find("[run queue]", 1, true) then
+      local leaf
+      for frame in stack:gmatch("[^;]+") do
+        if not frame:find("_%[k%]$") then leaf = frame end
+      end
+      if leaf then by[leaf] = (by[leaf] or 0) + tonumber(count) / 1e9 end
+    end
+  end
+  local out = {}
+  for name, secs in pairs(by) do out[#out + 1] = { name = name, seconds = secs } end
+  table.sort(out, function(a, b) return a.seconds > b.seconds end)
+  return out
+end
+
+local function percent(f) return string.format("%.0f%%", f * 100) end
+
+-- b = appprofile.bottlenecks(trials, cap, model) : the bottleneck model: stages (of the median
+-- trial) and functions and waits (of the capture, at most model.functions and model.waits) as
+-- fractions of the run with their Amdahl bounds; CPU-bound when the CPU time is at least
+-- model.cpu_bound of the wall time, else waiting or starved of CPU; the first model.top places
+-- to look.
+function M.bottlenecks(trials, cap, model)
+  local wall = wb.stats.median(trials.wall)
+  local cpu = wb.stats.median(trials.cpu)
+  local b = { wall_seconds = wall, cpu_seconds = cpu, utilisation = cpu / wall, stages = {}, functions = {}, waits = {} }
+  for _, name in ipairs(trials.order) do
+    local s = wb.stats.median(trials.stages[name])
+    b.stages[#b.stages + 1] = { name = name, seconds = s, fraction = s / wall, amdahl = amdahl(s / wall) }
+  end
+  table.sort(b.stages, function(x, y) return x.seconds > y.seconds end)
+  local capture_wall = cap and cap.result and cap.result.wall or wall
+  b.capture_wall_seconds = capture_wall
+  local capture_cpu = cap and cap.result and (cap.result.user + cap.result.sys) or cpu
+  if cap and cap.oncpu and cap.oncpu.top then
+    for _, f in ipairs(cap.oncpu.top) do
+      local frac = (f.self_fraction or 0) * capture_cpu / capture_wall
+      if #b.functions < model.functions and frac > 0 then
+        b.functions[#b.functions + 1] = { name = f.name, fraction = frac, cpu_fraction = f.self_fraction, amdahl = amdahl(frac) }
+      end
+    end
+  end
+  if cap and cap.offcpu and cap.offcpu.folded_text then
+    for _, w in ipairs(M.blocked_waits(cap.offcpu.folded_text)) do
+      if #b.waits < model.waits then
+        w.fraction = w.seconds / capture_wall
+        w.amdahl = amdahl(w.fraction)
+        b.waits[#b.waits + 1] = w
+      end
+    end
+    b.offcpu_blocked_seconds = cap.offcpu.blocked_seconds
+    b.offcpu_runqueue_seconds = cap.offcpu.runqueue_seconds
+  end
+  if b.utilisation >= model.cpu_bound then
+    b.kind = "cpu-bound"
+    b.verdict = string.format("CPU-bound: the process tree is on a CPU for %s of the wall time (%s CPU in %s).",
+      percent(b.utilisation), util.format_seconds(cpu), util.format_seconds(wall))
+  else
+    local blocked, queued = b.offcpu_blocked_seconds, b.offcpu_runqueue_seconds
+    local contention = blocked and queued and queued > blocked
+    b.kind = contention and "cpu-contention" or "waiting"
+    b.verdict = string.format("%s: on a CPU only %s of the wall time (%s CPU in %s)%s.",
+      contention and "Starved of CPU" or "Waiting", percent(b.utilisation), util.format_seconds(cpu),
+      util.format_seconds(wall),
+      blocked and string.format("; off the CPU %s blocked (sleep, I/O, locks) and %s runnable " ..
+        "but waiting for a CPU after preemption%s", util.format_seconds(blocked), util.format_seconds(queued or 0),
+        contention and " — the machine is busy, so timings are inflated" or "") or "")
+  end
+  local candidates = {}
+  for _, s in ipairs(b.stages) do candidates[#candidates + 1] = { what = "stage", name = s.name, fraction = s.fraction, amdahl = s.amdahl } end
+  for _, f in ipairs(b.functions) do candidates[#candidates + 1] = { what = "function", name = f.name, fraction = f.fraction, amdahl = f.amdahl } end
+  for _, w in ipairs(b.waits) do candidates[#candidates + 1] = { what = "wait", name = w.name, fraction = w.fraction, amdahl = w.amdahl } end
+  table.sort(candidates, function(x, y) return x.fraction > y.fraction end)
+  b.first = {}
+  local seen = {}
+  for _, cand in ipairs(candidates) do
+    if #b.first < model.top and not seen[cand.name] then
+      seen[cand.name] = true
+      cand.text = string.format("%s in %s %s: removing it entirely gives at most %.1f×", percent(cand.fraction),
+        cand.what, cand.name, cand.amdahl)
+      b.first[#b.first + 1] = cand
+    end
+  end
+  return b
+end
+
+-- md = appprofile.markdown(r, limits) : the profile r as Markdown (summary.md): timing, the
+-- bottlenecks, then a section per pass that found something (limits.python Python functions,
+-- limits.cprofile cProfile rows), and notes of what was skipped
+function M.markdown(r, limits)
+  local argv, trials, b, cap, cg, cp = r.argv, r.trials, r.bottlenecks, r.capture, r.callgrind, r.cprofile
+  local T = wb.report.table
+  local out = { "# Application profile", "", "`" .. util.shell_join(argv) .. "`", "" }
+  local function heading(title)
+    out[#out + 1] = ""
+    out[#out + 1] = title
+    out[#out + 1] = ""
+  end
+  local w = wb.stats.summary(trials.wall)
+  out[#out + 1] = string.format("Wall time over %d trials: median %s, mean %s ± %s (min %s, max %s).", w.n,
+    util.format_seconds(w.median), util.format_seconds(w.mean), util.format_seconds(w.stddev),
+    util.format_seconds(w.min), util.format_seconds(w.max))
+  out[#out + 1] = ""
+  out[#out + 1] = "## Bottlenecks"
+  out[#out + 1] = ""
+  out[#out + 1] = b.verdict
+  out[#out + 1] = ""
+  out[#out + 1] = "Where to look first:"
+  out[#out + 1] = ""
+  if b.capture_wall_seconds and math.abs(b.capture_wall_seconds - b.wall_seconds) > 0.005 * b.wall_seconds then
+    out[#out + 1] = string.format("(Stages are shares of the median trial's wall time, %s; functions and waits " ..
+      "of the profiled run's, %s, so the same wait can show two shares.)",
+      util.format_seconds(b.wall_seconds), util.format_seconds(b.capture_wall_seconds))
+    out[#out + 1] = ""
+  end
+  for i, f in ipairs(b.first) do out[#out + 1] = string.format("%d. %s", i, f.text) end
+  if #b.stages > 0 then
+    heading("## Stages (the application's own timers, " .. (trials.stage_source or "") .. ")")
+    local rows = { { "stage", "median", "share of wall (median trial, " .. util.format_seconds(b.wall_seconds) .. ")", "Amdahl bound" } }
+    for _, s in ipairs(b.stages) do
+      rows[#rows + 1] = { s.name, util.format_seconds(s.seconds), percent(s.fraction), string.format("%.1f×", s.amdahl) }
+    end
+    out[#out + 1] = T(rows)
+  end
+  if #b.functions > 0 then
+    heading("## Functions on the CPU (self time)")
+    local rows = { { "function", "share of CPU samples", "share of wall (profiled run, " .. util.format_seconds(b.capture_wall_seconds) .. ")", "Amdahl bound" } }
+    for _, f in ipairs(b.functions) do
+      rows[#rows + 1] = { f.name, percent(f.cpu_fraction), percent(f.fraction), string.format("%.1f×", f.amdahl) }
+    end
+    out[#out + 1] = T(rows)
+  end
+  if #b.waits > 0 then
+    heading("## Off the CPU (blocked, by the innermost user-space frame)")
+    if b.offcpu_runqueue_seconds then
+      out[#out + 1] = string.format("Blocked %s; waiting for a CPU after preemption (run queue) %s.",
+        util.format_seconds(b.offcpu_blocked_seconds or 0), util.format_seconds(b.offcpu_runqueue_seconds))
+      out[#out + 1] = ""
+    end
+    local rows = { { "where", "time", "share of wall (profiled run, " .. util.format_seconds(b.capture_wall_seconds) .. ")" } }
+    for _, x in ipairs(b.waits) do rows[#rows + 1] = { x.name, util.format_seconds(x.seconds), percent(x.fraction) } end
+    out[#out + 1] = T(rows)
+  end
+  if cap and cap.counters then
+    heading("## Counters")
+    local rows = { { "event", "value", "note" } }
+    for _, name in ipairs(util.sorted_keys(cap.counters)) do
+      local ct = cap.counters[name]
+      if ct.available then
+        rows[#rows + 1] = { name, require("wb.capture_report").counter_text { available = true, value = ct.value, unit = ct.unit },
+          ct.scaled and "scaled (multiplexed)" or "" }
+      else
+        rows[#rows + 1] = { name, "unavailable", ct.reason or "" }
+      end
+    end
+    out[#out + 1] = T(rows)
+  end
+  local py = cap and cap.python
+  if py and py.oncpu and py.oncpu.samples > 0 then
+    heading("## Python functions (sampled on-CPU, " .. py.oncpu.folded:match("profiles/.*$") .. ")")
+    local rows = { { "function", "self", "total" } }
+    for i, f in ipairs(py.oncpu.top) do
+      if i > limits.python then break end
+      rows[#rows + 1] = { f.name, percent(f.self_fraction), percent(f.total_fraction) }
+    end
+    out[#out + 1] = T(rows)
+  end
+  if cp and cp.top then
+    heading("## cProfile (deterministic; cumulative time, " .. cp.file .. ")")
+    out[#out + 1] = (wb.cprofile.table_text(cp, limits.cprofile):gsub("\n$", ""))
+  end
+  if cg and cg.top then
+    heading("## callgrind (instructions)")
+    local rows = { { "function", "instructions", "share" } }
+    for _, f in ipairs(cg.top) do rows[#rows + 1] = { f.name, util.thousands(f.instructions), percent(f.fraction) } end
+    out[#out + 1] = T(rows)
+  end
+  local notes = {}
+  for _, x in ipairs(cap and cap.warnings or {}) do notes[#notes + 1] = "- " .. x end
+  local passes = { cap and cap.oncpu, cap and cap.offcpu, cg, cp } -- with holes: no ipairs
+  for i = 1, 4 do
+    local p = passes[i]
+    if p and p.skipped then notes[#notes + 1] = "- skipped: " .. p.skipped end
+  end
+  if #notes > 0 then
+    heading("## Notes")
+    for _, n in ipairs(notes) do out[#out + 1] = n end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- html = appprofile.html(md, r) : report.html: the summary's Markdown, the flame graphs, and the
+-- trials' timing table
+function M.html(md, r)
+  local trials, argv, cap = r.trials, r.argv, r.capture
+  -- the summary's Markdown without its title (the page has its own): its opening lines, then a
+  -- section per heading
+  local parts = { { lines = {} } }
+  for line in (md:gsub("^# [^\n]*\n", "") .. "\n"):gmatch("(.-)\n") do
+    local title = line:match("^## (.*)$")
+    if title then parts[#parts + 1] = { title = title, lines = {} } else table.insert(parts[#parts].lines, line) end
+  end
+  local blocks = {}
+  for _, part in ipairs(parts) do
+    local body = page.markdown(table.concat(part.lines, "\n"), { shift = 0 })
+    blocks[#blocks + 1] = part.title and page.section(part.title, body) or body
+  end
+  for _, side in ipairs({ { "oncpu", "On-CPU flame graph" }, { "offcpu", "Off-CPU flame graph (time blocked, by stack)" } }) do
+    local p = cap and cap[side[1]]
+    if p and p.svg then
+      local rel = p.svg:match("(profiles/[^/]+)$") or p.svg -- relative to report.html
+      blocks[#blocks + 1] = page.section(side[2], { page.raw('<object type="image/svg+xml" data="' .. page.escape(rel)
+        .. '" style="width:100%"></object>\n'), page.p(page.link(rel, "open")) })
+    end
+  end
+  local doc = page.document { title = "Application profile", generator = "wb " .. wb.version,
+    meta = { html.settings_meta { runs = #trials.wall, warmup = trials.warmup, order = "interleaved", shell = false },
+      html.host_meta(nil, nil, wb.version) }, footer = "Generated by wb " .. wb.version }
+  for _, b in ipairs(blocks) do doc:add(b) end
+  for _, b in ipairs(html.timings { { name = util.shell_join(argv), samples = { wall = trials.wall:totable() } } }) do
+    doc:add(b)
+  end
+  return doc:html()
+end
+
+-- doc = appprofile.summary(r) : summary.json (schema wb.profile_app v1), the folded stacks left out
+function M.summary(r)
+  local trials, cap = r.trials, r.capture
+  local doc = json.object()
+  doc.schema_name = M.SCHEMA
+  doc.schema_version = 1
+  doc.command = json.array(r.argv)
+  doc.trials = { n = #trials.wall, wall = wb.stats.summary(trials.wall), cpu = wb.stats.summary(trials.cpu),
+    maxrss_kb = wb.stats.summary(trials.rss), wall_samples = json.array(trials.wall:totable()) }
+  doc.bottlenecks = r.bottlenecks
+  local function without_text(p)
+    if type(p) ~= "table" then return p end
+    local q = {}
+    for k, v in pairs(p) do if k ~= "folded_text" then q[k] = v end end
+    return q
+  end
+  doc.capture = cap and { method = cap.method, counters = cap.counters, oncpu = without_text(cap.oncpu),
+    offcpu = without_text(cap.offcpu), warnings = json.array(cap.warnings) } or json.null
+  doc.callgrind = r.callgrind or json.null
+  doc.cprofile = r.cprofile or json.null
+  return doc
+end
+
+return M

@@ -1,0 +1,106 @@
+-- The engine of `wb profile` (recipes/profile.lua is its policy): where the profiled command's
+-- output goes (teed to the terminal and logs/, inherited, dropped or a file), its manifest
+-- record from a wb.capture result, and differential flame graphs against the baseline run the
+-- campaign found (the previous profile of the same command, or --baseline DIR).
+local wb = require "wb"
+
+local M = {}
+
+-- out = profile.output(c, stdout) : the command's streams for wb.capture.run. stdout is "tee"
+-- (the terminal and logs/profile.stdout.log, line by line), "inherit", "null" (or wb.null), or a
+-- file written as it comes (binary-safe). out = {stdout, stderr (teed to logs/profile.stderr.log),
+-- stdout_log (relative to the run directory, or nil), close()}
+function M.output(c, stdout)
+  local logs = {}
+  local function tee(stream)
+    local f = assert(io.open(c.dir .. "/logs/profile." .. stream .. ".log", "w"))
+    logs[#logs + 1] = f
+    local out = stream == "stdout" and io.stdout or io.stderr
+    return function(line)
+      out:write(line, "\n")
+      f:write(line, "\n")
+    end
+  end
+  local o = { stdout_log = "logs/profile.stdout.log" }
+  if stdout == wb.null or stdout == "null" then
+    o.stdout, o.stdout_log = "null", nil
+  elseif stdout == "inherit" then
+    o.stdout, o.stdout_log = "inherit", nil
+  elseif stdout == "tee" then
+    o.stdout = tee("stdout")
+  else
+    o.stdout, o.stdout_log = { file = stdout }, stdout
+  end
+  o.stderr = tee("stderr")
+  function o.close()
+    for _, f in ipairs(logs) do f:close() end
+  end
+  return o
+end
+
+-- profile.record(r, res, argv, out, dir) : fills the manifest record r from the wb.capture result
+-- res: arguments, method, exit, metrics (times, task-clock, samples, off-CPU time, unwinding
+-- reach), the profiles written (paths relative to the run directory dir) or why each was skipped,
+-- warnings
+function M.record(r, res, argv, out, dir)
+  r.command_arguments = wb.json.array(argv)
+  r.method = res.method
+  r.fallback = res.fallback
+  r.return_code = res.result.code or wb.null
+  r.signal = res.result.signal
+  r.wall_time_seconds = res.result.wall
+  r.stdout_log, r.stderr_log = out.stdout_log or wb.null, "logs/profile.stderr.log"
+  if res.stopped then r.stopped_by = res.stopped end
+  local metrics = { wall_seconds = res.result.wall, user_seconds = res.result.user, sys_seconds = res.result.sys }
+  local tc = res.counters and res.counters["task-clock"]
+  if tc and tc.available then metrics.task_clock_seconds = tc.value / 1e9 end
+  local profiles = {}
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = res[kind]
+    if p and not p.skipped then
+      profiles[kind] = { folded = p.folded and p.folded:sub(#dir + 2), svg = p.svg and p.svg:sub(#dir + 2),
+        speedscope = p.speedscope and p.speedscope:sub(#dir + 2) }
+      if kind == "oncpu" then metrics.oncpu_samples = p.samples else metrics.offcpu_seconds = p.total_seconds end
+    elseif p then
+      profiles[kind] = { skipped = p.skipped }
+    end
+  end
+  if res.oncpu and res.oncpu.unwind then
+    r.unwind = res.oncpu.unwind
+    metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
+    metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
+  end
+  r.metrics = metrics
+  r.profiles = profiles
+  r.warnings = wb.json.array(res.warnings)
+end
+
+-- diffs = profile.differential(c, res) : differential flame graphs against the baseline run the
+-- campaign found (after c:finish), written as profiles/profile.<kind>.diff.svg; {title, path, href}
+-- for each (href relative to the run directory)
+function M.differential(c, res)
+  local prev = c.manifest.previous_manifest_path
+  if not prev or prev == wb.null then return {} end
+  local m = wb.campaign.read_manifest(prev)
+  local base_dir = prev:match("^(.*)/[^/]*$") or "."
+  local run
+  for _, r in ipairs(m and m.runs or {}) do
+    if r.name == "profile" then run = r end
+  end
+  local written = {}
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local old = run and run.profiles and run.profiles[kind] and run.profiles[kind].folded
+    local old_text = old and wb.fs.read(base_dir .. "/" .. old)
+    local new = res[kind]
+    if old_text and new and new.folded_text then
+      local title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir
+      local svg = wb.flame.diff_svg(old_text, new.folded_text, { title = title,
+        unit = kind == "offcpu" and "ns" or "samples" })
+      local rel = "profiles/profile." .. kind .. ".diff.svg"
+      written[#written + 1] = { title = title, path = c:write(rel, svg), href = rel }
+    end
+  end
+  return written
+end
+
+return M
