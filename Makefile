@@ -30,7 +30,7 @@ C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 
 .PHONY: all deps deps-test demo test test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
-all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(EXAMPLES)
+all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(BUILD)/libwballoc.so $(EXAMPLES)
 
 help:
 	@echo "make [all]     build build/wb, build/libwb.so, build/libwb.a and the examples"
@@ -88,6 +88,13 @@ $(BUILD)/wb: $(BUILD)/obj/main.o $(BUILD)/libwb.a
 
 $(BUILD)/tests/%: tests/c/%.c $(BUILD)/libwb.a core/wb.h | $(BUILD)/tests
 	$(CC) $(CFLAGS_ALL) $< $(BUILD)/libwb.a $(LIBS) -o $@
+
+# The allocation sampler wb.capture{alloc = true} preloads (shim/alloc.c): libc and libgcc_s only,
+# thread-locals in the initial-exec model (it is loaded at start-up, never dlopened). Never built
+# with the sanitizers of EXTRA_CFLAGS: it goes into programs that are not.
+$(BUILD)/libwballoc.so: shim/alloc.c | $(BUILD)/obj
+	$(CC) $(WARN) $(OPT) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec $< \
+	  -o $@ -ldl -lm -lgcc_s -pthread
 
 $(BUILD)/examples/%: examples/%.c | $(BUILD)/examples
 	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer $< -o $@ -lm -pthread
@@ -165,6 +172,7 @@ install: all
 	if [ -d profiles ]; then cp -R profiles/. $(DESTDIR)$(PREFIX)/share/wb/profiles/; fi
 	install -m 644 docs/wb.1 $(DESTDIR)$(PREFIX)/share/man/man1/wb.1
 	install -m 755 $(EXAMPLES) $(DESTDIR)$(PREFIX)/libexec/wb/examples/
+	install -m 644 $(BUILD)/libwballoc.so $(DESTDIR)$(PREFIX)/libexec/wb/
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -79,6 +79,15 @@ static int read_status(pid_t pid, int64_t *rss, int64_t *hwm, int64_t *swap, pid
   return 0;
 }
 
+/* Whether pid still runs wb's gate (core/spawn_exec.c: argv "wb __gate EXE ..."), a held child
+ * not yet released into its program: its memory is wb's binary's, not the program's. */
+static int is_gate(pid_t pid) {
+  char path[64], buf[16];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  ssize_t n = wb_read_small(path, buf, sizeof buf);
+  return n >= 10 && memcmp(buf, "wb\0__gate\0", 10) == 0;
+}
+
 /* Pss of pid in kB from smaps_rollup, or -1. */
 static int64_t read_pss(pid_t pid) {
   char path[64], buf[2048];
@@ -123,6 +132,7 @@ static void tick(void *arg, double now) {
     char comm[32] = "";
     if (read_status(tree[i], &rss, &hwm, &swap, &ppid, comm, sizeof comm) != 0) continue;
     int k = proc_index(s, tree[i]);
+    if (k < 0 && is_gate(tree[i])) continue; /* seen once it runs its program */
     if (k < 0) {
       size_t capp = (size_t)s->capprocs;
       if (grow((void **)&s->procs, &capp, (size_t)s->nprocs + 1, sizeof *s->procs)) continue;
@@ -138,7 +148,7 @@ static void tick(void *arg, double now) {
     if (comm[0]) snprintf(m->comm, sizeof m->comm, "%s", comm);
     m->last_t = t;
     if (rss > m->peak_rss_kb) m->peak_rss_kb = rss, m->peak_t = t;
-    if (hwm > m->hwm_kb) m->hwm_kb = hwm;
+    m->hwm_kb = hwm; /* monotonic within one image; after an exec, the new image's own */
     if (swap > m->peak_swap_kb) m->peak_swap_kb = swap;
     int64_t pss = -1;
     if (s->want_pss && !m->pss_off) {
@@ -185,6 +195,7 @@ static int l_sampler(lua_State *L) {
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, MEMORY_SAMPLER_MT);
   s->root = pid, s->hz = hz, s->want_pss = pss, s->t0 = wb_ticker_now();
+  tick(s, s->t0); /* at once: a command that lives less than one period is still seen */
   int e = wb_ticker_start(&s->ticker, hz, tick, s);
   if (e) {
     lua_pushnil(L);
@@ -206,7 +217,8 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
  * sample, t in seconds from the start), peak = {rss_kb, t, pss_kb}, pss_partial, processes =
  * {{pid, ppid, comm, first_t, last_t, peak_rss_kb, peak_t, hwm_kb, peak_pss_kb, peak_swap_kb,
  * series = {t, rss_kb, pss_kb}}} in the order they were first seen}. hwm_kb: the process's own
- * peak (the kernel's VmHWM) as last seen; peak_pss_kb -1 when PSS was not read. */
+ * peak (the kernel's VmHWM) as last seen: the peak of the image it last ran, not of one it
+ * replaced by an exec; peak_pss_kb -1 when PSS was not read. */
 static int l_sampler_stop(lua_State *L) {
   msampler *s = luaL_checkudata(L, 1, MEMORY_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);

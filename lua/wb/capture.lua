@@ -10,6 +10,7 @@
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
+local alloc = require "wb.alloc"
 local bpf = require "wb.bpf"
 local memory = require "wb.memory"
 local python = require "wb.python"
@@ -418,6 +419,7 @@ local function options(spec)
     dir = spec.dir, top = spec.top or 20, root = spec.root or "auto",
     want_on = spec.oncpu ~= false, want_off = spec.offcpu ~= false, python = spec.python ~= false,
     memory = spec.memory ~= false, memory_hz = spec.memory_hz or 20 }
+  o.alloc = spec.alloc and alloc.options(spec) or nil
   if not METHODS[o.requested] then error("wb.capture: unknown method '" .. tostring(o.requested) .. "'", 3) end
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
@@ -464,10 +466,10 @@ local function record(spec, o, res, method, session)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
+  -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
+  local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
   local py_sampler <close> = o.python and python.sampler(p.pid, { hz = o.freq }) or nil
-  -- RSS, PSS and swap of every process of the tree over time
-  local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   local snapped = false
   res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end
@@ -561,6 +563,7 @@ local function memory_profile(res, r, o)
   if m.pss_partial then m.timeline.pss_kb, m.peak.pss_kb = nil, nil end
   res.memory = { hz = m.hz, samples = m.ticks, peak_rss_kb = m.peak.rss_kb, peak_t = m.peak.t,
     peak_pss_kb = m.peak.pss_kb, pss_partial = m.pss_partial or nil, processes = procs }
+  res.memory.stages = o.stages and require("wb.memory_stages").attribute(m, o.stages) or nil
   if m.ticks == 0 then
     res.memory.skipped = "the command exited before the first memory sample (1/" .. m.hz .. " s)"
     return
@@ -572,6 +575,7 @@ local function memory_profile(res, r, o)
   doc.hz, doc.samples, doc.peak = m.hz, m.ticks, m.peak
   doc.timeline = m.timeline
   doc.processes = m.processes
+  doc.stages = res.memory.stages
   res.memory.json = write(base .. ".json", json.encode(doc) .. "\n")
   local lines = { "t_seconds,tree_rss_kb,tree_pss_kb,tree_swap_kb" }
   for i, t in ipairs(m.timeline.t) do
@@ -639,7 +643,10 @@ end
 -- eBPF, per switch-out; perf_cli records --call-graph dwarf) | "fp" (frame pointers, walked by the
 -- kernel); res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
--- memory = true and memory_hz = 20 (the tree's memory over time, res.memory). Raises on misuse;
+-- memory = true and memory_hz = 20 (the tree's memory over time, res.memory), alloc = false,
+-- alloc_interval = 524288 and alloc_mmap = true (sampled allocation stacks, res.alloc: lua/wb/alloc.lua),
+-- stage_pattern (the command's stage lines: bands on the memory chart, res.memory.stages:
+-- lua/wb/memory_stages.lua). Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
 -- stops it (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one
 -- interrupts.
@@ -663,6 +670,10 @@ function M.run(spec)
   end
   local session_close <close> = session
   res.method = method
+  local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
+  if al and al.spec then spec = al.spec end
+  local stages = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  if stages then spec = stages.spec end
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and
     ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
@@ -677,12 +688,15 @@ function M.run(spec)
     end
     res.offcpu = o.want_off and { skipped = off_skip } or nil
     quality(res)
+    if al then res.alloc = al:profile({}, o) end
   else
     local r, err, errno = record(spec, o, res, method, session)
     if not r then return nil, err, errno end
+    if stages and r.memory then o.stages = stages:bands(r.memory.t0) end
     local sym_close <close> = r.sym
     local sampled = profiles(res, r, o, off_skip)
     quality(res, r.side, sampled)
+    if al then res.alloc = al:profile(r, o) end
   end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.counters and o.dir then

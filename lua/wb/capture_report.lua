@@ -115,6 +115,7 @@ function M.text(res, opts)
       end
     end
   end
+  if res.alloc then require("wb.alloc_report").text(add, res.alloc, n) end
   if #res.warnings > 0 then
     add("")
     for _, w in ipairs(res.warnings) do add("warning: %s", w) end
@@ -206,6 +207,9 @@ function M.html(res, opts)
     if chart then blocks[#blocks + 1] = page.figure(chart, "Resident memory of the process tree over time", { class = "memory" }) end
     blocks[#blocks + 1] = page.table(rows, { align = { "l", "r", "r", "r", "r", "r" } })
     doc:add(section("Memory", blocks))
+  end
+  if res.alloc then
+    doc:add(require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n }))
   end
   for _, d in ipairs(opts.diffs or {}) do
     doc:add(section(d.title, { meta(page.join { page.link(d.href), " (red: more than before, blue: less)" }),

@@ -105,13 +105,16 @@ local function duration(ns)
   return string.format("%.3f s", ns / 1e9)
 end
 
+local bytes = util.format_bytes
+
 local function amount(n, unit)
   if unit == "ns" then return duration(n) end
+  if unit == "bytes" then return bytes(n) end
   return thousands(n) .. (n == 1 and " sample" or " samples")
 end
 
 local function quantity(n, unit)
-  return unit == "ns" and duration(n) or thousands(n)
+  return unit == "ns" and duration(n) or unit == "bytes" and bytes(n) or thousands(n)
 end
 
 local function signed(n, unit)
@@ -304,15 +307,18 @@ end
 -- The unit, after checking the options shared by svg() and diff_svg().
 local function check_opts(opts)
   local unit, width, min_px = opts.unit or "samples", opts.width or 1200, opts.min_width_px or 0.1
-  if unit ~= "samples" and unit ~= "ns" then error("flame: unit must be \"samples\" or \"ns\"", 3) end
+  if unit ~= "samples" and unit ~= "ns" and unit ~= "bytes" then
+    error("flame: unit must be \"samples\", \"ns\" or \"bytes\"", 3)
+  end
   if type(width) ~= "number" or width < 200 then error("flame: width must be a number >= 200", 3) end
   if type(min_px) ~= "number" or min_px < 0 then error("flame: min_width_px must be a number >= 0", 3) end
   return unit
 end
 
--- svg_text = flame.svg(folded [, {title, unit = "samples"|"ns", width = 1200, min_width_px = 0.1,
--- colors = "hot"|"io"|"mem"}]) : an interactive flame graph (see the top of this file). Each
--- frame's tooltip reads "name (N samples, P%)" (or a duration for unit "ns"), P of the total.
+-- svg_text = flame.svg(folded [, {title, unit = "samples"|"ns"|"bytes", width = 1200, min_width_px =
+-- 0.1, colors = "hot"|"io"|"mem"}]) : an interactive flame graph (see the top of this file). Each
+-- frame's tooltip reads "name (N samples, P%)" (a duration for unit "ns", KiB/MiB for "bytes"), P
+-- of the total.
 function M.svg(folded, opts)
   opts = opts or {}
   local unit = check_opts(opts)
@@ -325,7 +331,7 @@ function M.svg(folded, opts)
     kind = "flame",
     desc = string.format("Flame graph of %d stacks, %s in total; root at the bottom, width "
       .. "proportional to %s; frames narrower than %s px are not drawn.", #stacks, amount(total, unit),
-      unit == "ns" and "time" or "samples", svg.num(opts.min_width_px or 0.1)),
+      unit == "ns" and "time" or unit, svg.num(opts.min_width_px or 0.1)),
     subtitle = #stacks > 0 and string.format("%s · %s stacks", amount(total, unit), thousands(#stacks))
       or "empty profile",
     color = function(_, name)
@@ -388,7 +394,7 @@ function M.diff_svg(base_folded, new_folded, opts)
     tip = function(f, name)
       local new, old, b = shares(f)
       return string.format("%s (base %s, new %s%s, %s; share %s → %s, %s%.2f pp)", name,
-        quantity(b, unit), quantity(f.node.n, unit), unit == "ns" and "" or " samples",
+        quantity(b, unit), quantity(f.node.n, unit), unit == "samples" and " samples" or "",
         signed(f.node.n - b, unit), pct(old), pct(new), new - old >= 0 and "+" or "−",
         math.abs(new - old) * 100)
     end,

@@ -2,6 +2,8 @@
 --
 --   <src>/build/wb            (built, not installed)  data: <src>            examples: <src>/build/examples
 --   <prefix>/bin/wb           (installed)             data: <prefix>/share/wb examples: <prefix>/libexec/wb/examples
+-- Helpers wb loads into the programs it runs (the allocation sampler libwballoc.so) sit beside the
+-- built binary, or in <prefix>/libexec/wb.
 --
 -- A data directory holds recipes/ and profiles/. The built binary recognises the source tree it
 -- was built in by lua/wb/cli.lua and recipes/ beside its own directory; nothing depends on the
@@ -92,6 +94,23 @@ function M.examples_dir()
   local exe = core.exe_path() or "wb"
   return nil, "the bundled examples are not installed (looked beside " .. exe ..
     " in examples/ and ../libexec/wb/examples; set WB_EXAMPLES=DIR)"
+end
+
+-- path, err = paths.helper(name) : the helper file `name` (e.g. "libwballoc.so") beside the built
+-- binary or in the installation's libexec/wb, or nil and a sentence naming where it was looked for
+function M.helper(name)
+  local exe = core.exe_path()
+  local bindir = exe and M.normalize(exe:match("^(.*)/[^/]*$") or ".")
+  local tried = {}
+  if bindir then
+    tried[1] = bindir .. "/" .. name
+    tried[2] = M.normalize(bindir .. "/../libexec/wb/" .. name)
+  end
+  if core.libexecdir then tried[#tried + 1] = core.libexecdir .. "/" .. name end
+  for _, p in ipairs(tried) do
+    if fs.exists(p) then return fs.realpath(p) or p end
+  end
+  return nil, name .. " is not installed (looked in " .. table.concat(tried, ", ") .. ")"
 end
 
 return M

@@ -609,6 +609,9 @@ function util.format_seconds(x) end
 ---An integer with thousands separators ("1,234"); other numbers as tostring shows them.
 ---@return string
 function util.thousands(n) end
+---A byte count with its binary unit: "812 B", "12.4 KiB", "201.3 MiB", "2.10 GiB".
+---@return string
+function util.format_bytes(n) end
 ---nil for wb.null (an optional config value left unset), else v.
 function util.opt(v) end
 ---The keys of a mapping: an ordered table's in their order, a plain table's sorted by tostring.

@@ -293,4 +293,13 @@ function M.format_seconds(x)
   return string.format("%.0fm %02.0fs", math.floor(x / 60), math.floor(x % 60)) -- not %d: x may be past 2^63, inf or nan
 end
 
+-- s = util.format_bytes(n) : "812 B", "12.4 KiB", "201.3 MiB", "2.10 GiB" (negative n too)
+function M.format_bytes(n)
+  local a = math.abs(n)
+  if a < 1024 then return string.format("%s B", M.thousands(math.floor(n + 0.5))) end
+  if a < 1024 ^ 2 then return string.format("%.1f KiB", n / 1024) end
+  if a < 1024 ^ 3 then return string.format("%.1f MiB", n / 1024 ^ 2) end
+  return string.format("%.2f GiB", n / 1024 ^ 3)
+end
+
 return M

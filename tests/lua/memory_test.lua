@@ -122,3 +122,66 @@ T.case("wb profile: the memory section, timeline files and the own peak of the r
   T.match(svg, "peak 20%d MiB at")
   T.match(assert(fs.read(dir .. "/report.html")), "<h2>Memory</h2>")
 end)
+
+T.case("the child-alone peak RSS of a small program is its own few MB, not wb's (the wait4 figure)", function()
+  -- /bin/sleep is as small as /bin/true but lives past the first sample (taken at once)
+  local res = assert(wb.capture { argv = { "/bin/sleep", "0.2" }, oncpu = false, offcpu = false, method = "none" })
+  local own = res.result.own_peak_rss_kb
+  T.between(own, 256, 8 * 1024, "sleep's own peak in KiB")
+  T.ok(res.result.maxrss_bound and own < res.result.maxrss_kb, string.format("own %d KiB, wait4 %d KiB",
+    own, res.result.maxrss_kb))
+  -- /bin/true lives about a millisecond: seen or not by the first sample, never with wb's figure
+  for _ = 1, 5 do
+    local r = assert(wb.capture { argv = { "/bin/true" }, oncpu = false, offcpu = false, method = "none" })
+    T.ok(r.result.own_peak_rss_kb == nil or r.result.own_peak_rss_kb < 8 * 1024, tostring(r.result.own_peak_rss_kb))
+  end
+end)
+
+local STAGES = [[
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static void sleep_ms(int ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, 0); }
+int main(void) {
+  static char *b[100];
+  double t = now();
+  for (int i = 0; i < 100; i++) { b[i] = malloc(1 << 20); memset(b[i], 1, 1 << 20); sleep_ms(3); }
+  fprintf(stderr, "stage=grow seconds=%.6f\n", now() - t);
+  t = now();
+  sleep_ms(400);
+  fprintf(stderr, "stage=hold seconds=%.6f\n", now() - t);
+  t = now();
+  for (int i = 0; i < 100; i++) free(b[i]);
+  sleep_ms(300);
+  fprintf(stderr, "stage=release seconds=%.6f\n", now() - t);
+  return 0;
+}
+]]
+
+T.case("stage lines: bands on the chart, each stage's growth, the stage that holds the peak", function()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/stages.c", STAGES))
+  local cc = assert(proc.run { argv = { "cc", "-O2", "-o", d .. "/stages", d .. "/stages.c" }, stderr = "capture" })
+  T.eq(cc.code, 0, cc.stderr)
+  local seen = {}
+  local res = assert(wb.capture { argv = { d .. "/stages" }, oncpu = false, offcpu = false, method = "none",
+    dir = d, name = "s", stage_pattern = "stage=(%S+) seconds=([%d.]+)",
+    stderr = function(line) seen[#seen + 1] = line end })
+  T.eq(res.result.code, 0)
+  T.eq(#seen, 3, "the command's stderr still reaches its own callback")
+  local st = res.memory.stages
+  T.eq(#st, 3)
+  T.eq({ st[1].name, st[2].name, st[3].name }, { "grow", "hold", "release" })
+  local mib = 1024
+  T.ok(st[1].growth_kb >= 80 * mib, "grow: " .. st[1].growth_kb .. " KiB")
+  T.ok(math.abs(st[2].growth_kb) <= 10 * mib, "hold: " .. st[2].growth_kb .. " KiB")
+  T.ok(st[3].growth_kb <= -80 * mib, "release: " .. st[3].growth_kb .. " KiB")
+  T.ok(st[2].peak_rss_kb >= 95 * mib, "the hold stage holds the 100 MiB")
+  T.ok(st[1].holds_peak or st[2].holds_peak, "the peak is in grow or hold")
+  T.ok(not st[3].holds_peak)
+  local chart = assert(fs.read(res.memory.svg))
+  for _, name in ipairs({ "grow", "hold", "release" }) do T.match(chart, ">" .. name .. "<") end
+  T.raises(function() wb.capture { argv = { "/bin/true" }, stage_pattern = 1 } end, "stage_pattern must be")
+end)

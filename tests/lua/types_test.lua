@@ -27,6 +27,9 @@ local INTERNAL = {
   ["wb.capture_unwind"] = "wb.capture's unwinding of user stacks",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",
+  ["wb.alloc"] = "wb.capture's allocation profile (alloc = true)",
+  ["wb.alloc_report"] = "the allocation profile in wb.capture's report",
+  ["wb.memory_stages"] = "the application's stages on wb.capture's memory timeline (stage_pattern)",
   ["wb.multirun"] = "--multirun of `wb run`, driven by wb.recipe",
 }
 

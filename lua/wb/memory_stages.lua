@@ -1,0 +1,87 @@
+-- The application's stages on the memory timeline: wb.capture{stage_pattern = ...} watches the
+-- command's stage lines (a Lua pattern with two captures, the stage's name and its seconds, as
+-- profile_app_full's stage_pattern), stamps each with wb's clock as it arrives, and takes a stage
+-- reported at t that took d seconds to have run over [t - d, t]. The bands go to the memory chart,
+-- and each stage gets the tree's RSS at its start and end, its growth and its peak.
+--
+--   local w = memory_stages.watch(spec)            -- nil without spec.stage_pattern
+--   spec = w.spec                                   -- stderr (and a stdout callback) also stamped
+--   local bands = w:bands(t0)                       -- {{name, from, to}} in seconds from t0
+--   res.memory.stages = memory_stages.attribute(m, bands)
+local clock = require "wb.clock"
+
+local M = {}
+
+local Watch = {}
+Watch.__index = Watch
+
+-- w = memory_stages.watch(spec) : a copy of spec (w.spec) whose stderr (when inherited or a line
+-- callback) and stdout (when a line callback) also stamp the stage lines; nil when spec has no
+-- stage_pattern. Raises when stage_pattern is not a string (at the caller of wb.capture).
+function M.watch(spec)
+  local pattern = spec.stage_pattern
+  if pattern == nil then return nil end
+  if type(pattern) ~= "string" then error("wb.capture: stage_pattern must be a Lua pattern string", 4) end
+  local w = setmetatable({ marks = {} }, Watch)
+  local copy = {}
+  for k, v in pairs(spec) do copy[k] = v end
+  local function stamp(line)
+    local name, secs = line:match(pattern)
+    if name and tonumber(secs) then w.marks[#w.marks + 1] = { name, clock.now() / 1e9, tonumber(secs) } end
+  end
+  if spec.stderr == nil or spec.stderr == "inherit" then
+    copy.stderr = function(line)
+      stamp(line)
+      io.stderr:write(line, "\n")
+    end
+  elseif type(spec.stderr) == "function" then
+    copy.stderr = function(line)
+      stamp(line)
+      spec.stderr(line)
+    end
+  end
+  if type(spec.stdout) == "function" then
+    copy.stdout = function(line)
+      stamp(line)
+      spec.stdout(line)
+    end
+  end
+  w.spec = copy
+  return w
+end
+
+-- bands = w:bands(t0) : the stages seen, {{name, from, to}} in seconds from t0 (CLOCK_MONOTONIC
+-- seconds, as wb.memory's), in the order they ended
+function Watch:bands(t0)
+  local out = {}
+  for i, m in ipairs(self.marks) do out[i] = { m[1], m[2] - m[3] - t0, m[2] - t0 } end
+  return out
+end
+
+-- list = memory_stages.attribute(m, bands) : per stage {name, from, to, start_rss_kb, end_rss_kb,
+-- growth_kb, peak_rss_kb, peak_t, holds_peak (the tree's peak sample is in it)}, from the
+-- timeline's samples (the last one at or before a time is the RSS then)
+function M.attribute(m, bands)
+  local tl = m.timeline
+  local function at(t)
+    local v = tl.rss_kb[1] or 0
+    for i, ti in ipairs(tl.t) do
+      if ti > t then break end
+      v = tl.rss_kb[i]
+    end
+    return v
+  end
+  local out = {}
+  for i, b in ipairs(bands) do
+    local s = { name = b[1], from = b[2], to = b[3], start_rss_kb = at(b[2]), end_rss_kb = at(b[3]), peak_rss_kb = 0 }
+    s.growth_kb = s.end_rss_kb - s.start_rss_kb
+    for k, t in ipairs(tl.t) do
+      if t >= b[2] and t <= b[3] and tl.rss_kb[k] > s.peak_rss_kb then s.peak_rss_kb, s.peak_t = tl.rss_kb[k], t end
+    end
+    s.holds_peak = m.peak.t ~= nil and m.peak.t >= b[2] and m.peak.t <= b[3]
+    out[i] = s
+  end
+  return out
+end
+
+return M
