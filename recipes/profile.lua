@@ -6,6 +6,8 @@
 --   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
 --   wb profile unwind=fp -- ./app                 (frame pointers only; by default user stacks are walked with CFI)
 --   wb profile stack_entries=65536 -- ./app       (more kernel stack-map buckets: fewer collisions)
+--   wb profile alloc=true -- ./app                (sampled allocation stacks: profiles/profile.alloc*)
+--   wb profile stage_pattern='stage=(%S+) seconds=([%d.]+)' -- ./app   (stage bands on the memory chart)
 -- Profiling until Ctrl-C: the first Ctrl-C stops the command and the profile and report are still
 -- written (exit 0); a second Ctrl-C aborts (exit 130).
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
@@ -24,13 +26,14 @@ return wb.recipe {
   defaults = {
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
     shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = 8192,
-    stack_entries = 16384, count_entries = 16384,
+    stack_entries = 16384, count_entries = 16384, alloc = false, alloc_interval = 524288, stage_pattern = wb.null,
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
     unwind = "auto|dwarf|fp", stack_size = "integer>=1", stack_entries = "integer>=64", count_entries = "integer>=64",
+    alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -59,6 +62,7 @@ return wb.recipe {
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
         title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
         stack_entries = cfg.stack_entries, count_entries = cfg.count_entries,
+        alloc = cfg.alloc, alloc_interval = cfg.alloc_interval, stage_pattern = wb.util.opt(cfg.stage_pattern),
       }
       out.close()
       if not res then wb.fail("profile: " .. tostring(err)) end

@@ -40,7 +40,7 @@ end
 
 -- profile.record(r, res, argv, out, dir) : fills the manifest record r from the wb.capture result
 -- res: arguments, method, exit, metrics (times, task-clock, samples, off-CPU time, unwinding
--- reach), the profiles written (paths relative to the run directory dir) or why each was skipped,
+-- reach, the tree's peak RSS, estimated bytes allocated), the profiles written (paths relative to the run directory dir) or why each was skipped,
 -- warnings
 function M.record(r, res, argv, out, dir)
   r.command_arguments = wb.json.array(argv)
@@ -70,6 +70,8 @@ function M.record(r, res, argv, out, dir)
     metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
     metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
   end
+  if res.memory and res.memory.peak_rss_kb then metrics.peak_rss_kb = res.memory.peak_rss_kb end
+  if res.alloc and not res.alloc.skipped then metrics.alloc_estimated_bytes = res.alloc.estimated_bytes end
   r.metrics = metrics
   r.profiles = profiles
   r.warnings = wb.json.array(res.warnings)
