@@ -405,16 +405,24 @@ static enum input read_chunk(lua_State *L, int *status) {
     if (eof || !input_pending() || n - known_more >= (known_more ? known_more : 1)) {
       *status = try_lines(L, lines, n, expr);
       if (*status != LOAD_MORE) {
-        size_t lo = known_more, hi = n; /* prefix lo needs more, prefix hi does not */
-        while (hi - lo > 1) {
+        size_t lo = known_more, hi = n, top = n; /* prefix lo needs more, prefix hi does not; */
+        while (hi - lo > 1) {                       /* top: the prefix whose result is pushed */
           size_t mid = lo + (hi - lo) / 2;
           lua_pop(L, 1);
-          if (try_lines(L, lines, mid, expr) == LOAD_MORE) lo = mid;
-          else hi = mid;
+          int st = try_lines(L, lines, mid, expr);
+          top = mid;
+          if (st == LOAD_MORE) {
+            lo = mid;
+          } else {
+            hi = mid;
+            *status = st;
+          }
         }
-        if (hi != n) {
+        if (top != hi) {
           lua_pop(L, 1);
           *status = try_lines(L, lines, hi, expr);
+        }
+        if (hi != n) {
           if (queue_front(lines + hi, n - hi) != 0) queue_clear();
           n = hi;
         }
