@@ -14,7 +14,7 @@ local app, json, opt = wb.appprofile, wb.json, wb.util.opt
 -- (on-CPU self time) and waits (blocked, by innermost frame) it weighs. tool.top: places named first.
 local MODEL = { cpu_bound = 0.8, functions = 10, waits = 5 }
 -- The report's tables: how many Python functions and cProfile rows.
-local REPORT = { python = 10, cprofile = 15 }
+local REPORT = { python = 10, cprofile = 15, processes = 5 } -- rows of the report's tables
 -- The callgrind pass: functions listed, callgrind_annotate's --threshold, timeout as a multiple of tool.timeout.
 local CALLGRIND = { top = 15, threshold = 100, timeout_factor = 50 }
 
@@ -25,7 +25,7 @@ return wb.recipe {
     ["tool.command"] = "list", ["tool.trials"] = "integer>=1", ["tool.warmup"] = "integer>=0",
     ["tool.timeout"] = "number>0|null", ["tool.freq"] = "integer>=1", ["tool.top"] = "integer>=1",
     ["tool.counters"] = "boolean", ["tool.oncpu"] = "boolean", ["tool.offcpu"] = "boolean",
-    ["tool.callgrind"] = "boolean", ["tool.cprofile"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
+    ["tool.callgrind"] = "boolean", ["tool.cprofile"] = "boolean", ["tool.memory"] = "boolean", ["tool.alloc"] = "boolean", ["tool.max_subprocess_runs"] = "integer>=0|null",
     ["tool.max_major_profiler_runs"] = "integer>=0|null", ["tool.allow_over_budget"] = "boolean",
   },
   run = function(ctx)

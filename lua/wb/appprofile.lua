@@ -129,12 +129,14 @@ function M.trials(c, tool, argv, summary_path)
 end
 
 -- cap = appprofile.capture(c, tool, argv, summary_path) : campaign c's run "capture", the
--- counters and on/off-CPU stacks tool asks for (wb.capture.run into profiles/app.*)
+-- counters, on/off-CPU stacks, memory timeline (with the stage bands of tool.stage_pattern) and
+-- allocation profile tool asks for (wb.capture.run into profiles/app.*)
 function M.capture(c, tool, argv, summary_path)
   local cap
   c:run("capture", function(rec)
     cap = wb.check(wb.capture.run { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout,
       counters = tool.counters, oncpu = tool.oncpu, offcpu = tool.offcpu, freq = tool.freq,
+      memory = tool.memory ~= false, alloc = tool.alloc == true, stage_pattern = opt(tool.stage_pattern),
       dir = c.dir .. "/profiles", name = "app", stdout = { file = c.dir .. "/logs/capture.stdout.log" },
       stderr = { file = c.dir .. "/logs/capture.stderr.log" } })
     rec.method = cap.method
@@ -284,7 +286,7 @@ end
 
 -- md = appprofile.markdown(r, limits) : the profile r as Markdown (summary.md): timing, the
 -- bottlenecks, then a section per pass that found something (limits.python Python functions,
--- limits.cprofile cProfile rows), and notes of what was skipped
+-- limits.cprofile cProfile rows, limits.processes processes by peak RSS), and notes of what was skipped
 function M.markdown(r, limits)
   local argv, trials, b, cap, cg, cp = r.argv, r.trials, r.bottlenecks, r.capture, r.callgrind, r.cprofile
   local T = wb.report.table
@@ -367,6 +369,24 @@ function M.markdown(r, limits)
     heading("## cProfile (deterministic; cumulative time, " .. cp.file .. ")")
     out[#out + 1] = (wb.cprofile.table_text(cp, limits.cprofile):gsub("\n$", ""))
   end
+  local mem = cap and cap.memory
+  if mem and not mem.skipped and mem.peak_rss_kb then
+    heading("## Memory (the capture run)")
+    out[#out + 1] = string.format("Tree peak RSS %s at %s.", wb.capture_report.kib_text(mem.peak_rss_kb),
+      util.format_seconds(mem.peak_t))
+    out[#out + 1] = ""
+    local rows = { { "process", "peak RSS", "own peak (VmHWM)" } }
+    for i, p in ipairs(wb.capture_report.largest(mem.processes)) do
+      if i > (limits.processes or 5) then break end
+      rows[#rows + 1] = { p.comm .. " " .. p.pid, wb.capture_report.kib_text(p.peak_rss_kb), wb.capture_report.kib_text(p.hwm_kb) }
+    end
+    out[#out + 1] = T(rows)
+    local a = cap.alloc
+    if a and not a.skipped then
+      out[#out + 1] = string.format("Allocations: %s allocated (estimated from %d samples), %s never freed.",
+        util.format_bytes(a.estimated_bytes), a.samples, util.format_bytes(a.leak and a.leak.estimated_bytes or 0))
+    end
+  end
   if cg and cg.top then
     heading("## callgrind (instructions)")
     local rows = { { "function", "instructions", "share" } }
@@ -400,8 +420,10 @@ function M.html(md, r)
   end
   local blocks = {}
   for _, part in ipairs(parts) do
-    local body = page.markdown(table.concat(part.lines, "\n"), { shift = 0 })
-    blocks[#blocks + 1] = part.title and page.section(part.title, body) or body
+    if not (part.title or ""):match("^Memory") then -- the page's own Memory section has the chart
+      local body = page.markdown(table.concat(part.lines, "\n"), { shift = 0 })
+      blocks[#blocks + 1] = part.title and page.section(part.title, body) or body
+    end
   end
   for _, side in ipairs({ { "oncpu", "On-CPU flame graph" }, { "offcpu", "Off-CPU flame graph (time blocked, by stack)" } }) do
     local p = cap and cap[side[1]]
@@ -410,6 +432,9 @@ function M.html(md, r)
       blocks[#blocks + 1] = page.section(side[2], { page.raw('<object type="image/svg+xml" data="' .. page.escape(rel)
         .. '" style="width:100%"></object>\n'), page.p(page.link(rel, "open")) })
     end
+  end
+  if cap then
+    for _, b in ipairs(wb.capture_report.memory_sections(cap)) do blocks[#blocks + 1] = b end
   end
   local doc = page.document { title = "Application profile", generator = "wb " .. wb.version,
     meta = { html.settings_meta { runs = #trials.wall, warmup = trials.warmup, order = "interleaved", shell = false },

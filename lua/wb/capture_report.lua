@@ -147,6 +147,36 @@ end
 
 local function meta(x) return page.p(x, { class = "meta" }) end
 
+-- sections = capture_report.memory_sections(res [, n = 25]) : the Memory section (the timeline chart
+-- and the largest processes' peaks) and the Allocations section of a wb.capture result, as page kit
+-- sections, those it has
+function M.memory_sections(res, n)
+  n = n or 25
+  local section, out = page.section, {}
+  local mem = res.memory
+  if mem and mem.skipped then
+    out[#out + 1] = section("Memory", meta("skipped: " .. mem.skipped))
+  elseif mem then
+    local rows = { { "process", "peak RSS", "at", "own peak (VmHWM)", "peak PSS", "seen" } }
+    for i, p in ipairs(M.largest(mem.processes)) do
+      if i > n then break end
+      rows[#rows + 1] = { page.code(p.comm .. " " .. p.pid), M.kib_text(p.peak_rss_kb), seconds(p.peak_t),
+        M.kib_text(p.hwm_kb), p.peak_pss_kb and M.kib_text(p.peak_pss_kb) or "–",
+        seconds(p.first_t) .. " – " .. seconds(p.last_t) }
+    end
+    local chart = mem.svg and fs.read(mem.svg)
+    local blocks = { meta(string.format("tree peak RSS %s at %s%s · %d samples at %g Hz", M.kib_text(mem.peak_rss_kb),
+      seconds(mem.peak_t), mem.peak_pss_kb and (", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)) }
+    if chart then blocks[#blocks + 1] = page.figure(chart, "Resident memory of the process tree over time", { class = "memory" }) end
+    blocks[#blocks + 1] = page.table(rows, { align = { "l", "r", "r", "r", "r", "r" } })
+    out[#out + 1] = section("Memory", blocks)
+  end
+  if res.alloc then
+    out[#out + 1] = require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n })
+  end
+  return out
+end
+
 -- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}}]) :
 -- the whole page; diffs are differential flame graphs (path read and embedded, href linked)
 function M.html(res, opts)
@@ -190,27 +220,7 @@ function M.html(res, opts)
       doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
     end
   end
-  local mem = res.memory
-  if mem and mem.skipped then
-    doc:add(section("Memory", meta("skipped: " .. mem.skipped)))
-  elseif mem then
-    local rows = { { "process", "peak RSS", "at", "own peak (VmHWM)", "peak PSS", "seen" } }
-    for i, p in ipairs(M.largest(mem.processes)) do
-      if i > n then break end
-      rows[#rows + 1] = { page.code(p.comm .. " " .. p.pid), M.kib_text(p.peak_rss_kb), seconds(p.peak_t),
-        M.kib_text(p.hwm_kb), p.peak_pss_kb and M.kib_text(p.peak_pss_kb) or "–",
-        seconds(p.first_t) .. " – " .. seconds(p.last_t) }
-    end
-    local chart = mem.svg and fs.read(mem.svg)
-    local blocks = { meta(string.format("tree peak RSS %s at %s%s · %d samples at %g Hz", M.kib_text(mem.peak_rss_kb),
-      seconds(mem.peak_t), mem.peak_pss_kb and (", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)) }
-    if chart then blocks[#blocks + 1] = page.figure(chart, "Resident memory of the process tree over time", { class = "memory" }) end
-    blocks[#blocks + 1] = page.table(rows, { align = { "l", "r", "r", "r", "r", "r" } })
-    doc:add(section("Memory", blocks))
-  end
-  if res.alloc then
-    doc:add(require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n }))
-  end
+  for _, b in ipairs(M.memory_sections(res, n)) do doc:add(b) end
   for _, d in ipairs(opts.diffs or {}) do
     doc:add(section(d.title, { meta(page.join { page.link(d.href), " (red: more than before, blue: less)" }),
       flame_frame(d.path, d.title) }))

@@ -130,6 +130,45 @@ T.case("a Debian program (xz): no stage timers, functions from the capture", fun
   T.match(fs.read(d .. "/xz/summary.md"), "## Functions on the CPU")
 end)
 
+-- A program that allocates and touches 96 MiB in 96 blocks from one site, holds them 0.4 s, frees
+-- them and holds again: the memory section's peak and the allocation profile against that.
+T.case("memory: the capture run's peak RSS and allocations, against a program that holds 96 MiB", function()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/hold.c", [[
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static void nap(void) { struct timespec t = {0, 400000000L}; nanosleep(&t, 0); }
+__attribute__((noinline)) char *grab(int i) { char *p = malloc(1 << 20); memset(p, i + 1, 1 << 20); return p; }
+int main(void) {
+  char *blocks[96];
+  for (int i = 0; i < 96; i++) blocks[i] = grab(i);
+  nap();
+  int sum = 0;
+  for (int i = 0; i < 96; i++) { sum += blocks[i][i]; free(blocks[i]); }
+  nap();
+  return sum == 0;
+}
+]]))
+  local cc = assert(proc.run { argv = { "cc", "-O2", "-g", "-o", d .. "/hold", d .. "/hold.c" }, stderr = "capture" })
+  T.eq(cc.code, 0, cc.stderr)
+  local res = run_wb({ "-o", d .. "/m", "tool.trials=1", "tool.warmup=0", "tool.summary_path=null", "tool.alloc=true",
+    "tool.command=[" .. d .. "/hold]" })
+  T.eq(res.code, 0, res.stderr)
+  local mem = assert(json.read(d .. "/m/profiles/app.memory.json"))
+  local want = 96 * 1024 -- KiB the program touches, on top of its few MiB of base
+  T.between(mem.peak.rss_kb, want, want * 1.1 + 8192, "tree peak RSS, KiB")
+  local md = assert(fs.read(d .. "/m/summary.md"))
+  T.match(md, "## Memory %(the capture run%)\n\nTree peak RSS " .. wb.capture_report.kib_text(mem.peak.rss_kb):gsub("%p", "%%%0"))
+  local alloc = assert(json.read(d .. "/m/profiles/app.alloc.json"))
+  T.between(alloc.estimated_bytes, 0.8 * 96 * 2^20, 1.2 * 96 * 2^20, "estimated bytes allocated")
+  T.match(assert(fs.read(d .. "/m/profiles/app.alloc.folded")), ";grab ")
+  local html = assert(fs.read(d .. "/m/report.html"))
+  T.match(html, "<h2>Memory</h2>")
+  T.match(html, "<h2>Allocations</h2>")
+  T.eq(select(2, html:gsub("<h2>Memory", "")), 1, "one Memory section")
+end)
+
 T.case("a callgrind pass when valgrind is present and tool.callgrind=true", function()
   if not proc.which("valgrind") then T.skip("valgrind is not installed") end
   local d = T.tmpdir()
