@@ -7,16 +7,9 @@
 local wb = require "wb"
 local lib = dofile("bench/lib.lua")
 
-local function loadavg() return (wb.fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)") end
+local loadavg = lib.loadavg
 
--- The unprofiled baseline starts the same way as a capture: held at the gate, then released.
-local function held_run(argv)
-  local p <close> = wb.check(wb.proc.spawn { argv = argv, held = true, stdout = "null", stderr = "capture" })
-  assert(p:release())
-  local res = p:wait()
-  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
-  return res
-end
+local held_run = lib.held_run
 
 local function captured(argv, opts)
   local spec = { argv = argv, method = "none", oncpu = false, offcpu = false, counters = false, python = false,

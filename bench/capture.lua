@@ -17,14 +17,7 @@ return wb.recipe { run = function(ctx)
 end }
 ]]
 
--- The unprofiled baseline starts the same way as a capture: held at the gate, then released.
-local function held_run(argv)
-  local p <close> = wb.check(wb.proc.spawn { argv = argv, held = true, stdout = "null", stderr = "capture" })
-  assert(p:release())
-  local res = p:wait()
-  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
-  return res
-end
+local held_run = lib.held_run
 
 return {
   title = "Capture overhead (targets: eBPF capture at 99 Hz ≤ 3% on the workload; wb no slower than perf record)",

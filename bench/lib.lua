@@ -8,6 +8,19 @@ M.wb = require("wb.core").exe_path()
 -- The path of a bundled example program, built beside that binary.
 function M.example(name) return M.wb:match("^(.*)/[^/]*$") .. "/examples/" .. name end
 
+-- s = lib.loadavg() : the 1, 5 and 15-minute load averages, as /proc/loadavg gives them
+function M.loadavg() return (wb.fs.read("/proc/loadavg") or "?"):match("^(%S+ %S+ %S+)") end
+
+-- res = lib.held_run(argv) : argv started the way a capture starts it (held at the gate, then
+-- released) and waited for; fails with its stderr unless it succeeds. The unprofiled baseline.
+function M.held_run(argv)
+  local p <close> = wb.check(wb.proc.spawn { argv = argv, held = true, stdout = "null", stderr = "capture" })
+  assert(p:release())
+  local res = p:wait()
+  if not res.ok then wb.fail(table.concat(argv, " ") .. " failed: " .. res.stderr) end
+  return res
+end
+
 -- res, seconds = lib.run(argv [, env]) : runs argv to its end, stdout and stderr captured, and
 -- times it; fails with its stderr unless it succeeds.
 function M.run(argv, env)
