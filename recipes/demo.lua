@@ -1,12 +1,6 @@
 -- Measure the bundled example workload over several trials and print a summary table.
 local wb = require "wb"
 
-local function format_row(cells, widths)
-  local out = {}
-  for i, c in ipairs(cells) do out[i] = string.format(i == 1 and "%-" .. widths[i] .. "s" or "%" .. widths[i] .. "s", c) end
-  return table.concat(out, "  ")
-end
-
 return wb.recipe {
   defaults = {
     trials = 5,
@@ -52,18 +46,7 @@ return wb.recipe {
     add("sys", sys, "ms", 1000)
     add("peak rss", rss, "MiB", 1)
     for _, name in ipairs(order) do add("stage " .. name, stages[name], "ms", 1000) end
-    local widths = {}
-    for _, r in ipairs(rows) do
-      for i, c in ipairs(r) do widths[i] = math.max(widths[i] or 0, #c) end
-    end
     print(string.format("%s: %d trials (+%d warmup)", table.concat(argv, " "), cfg.trials, cfg.warmup))
-    for i, r in ipairs(rows) do
-      print(format_row(r, widths))
-      if i == 1 then
-        local dashes = {}
-        for j, w in ipairs(widths) do dashes[j] = string.rep("-", w) end
-        print(table.concat(dashes, "  "))
-      end
-    end
+    io.write(wb.report.table(rows, { align = { "l", "r", "r", "r", "r", "l" } }))
   end,
 }
