@@ -176,7 +176,9 @@ T.case("stage lines: bands on the chart, each stage's growth, the stage that hol
   T.eq({ st[1].name, st[2].name, st[3].name }, { "grow", "hold", "release" })
   local mib = 1024
   T.ok(st[1].growth_kb >= 80 * mib, "grow: " .. st[1].growth_kb .. " KiB")
-  T.ok(math.abs(st[2].growth_kb) <= 10 * mib, "hold: " .. st[2].growth_kb .. " KiB")
+  -- a stage's start and end RSS are the samples nearest its boundary: at 20 Hz one can be 50 ms off,
+  -- and grow adds 1 MiB per 3 ms (up to ~17 MiB in 50 ms; 10.4 MiB was seen)
+  T.ok(math.abs(st[2].growth_kb) <= 25 * mib, "hold: " .. st[2].growth_kb .. " KiB")
   T.ok(st[3].growth_kb <= -80 * mib, "release: " .. st[3].growth_kb .. " KiB")
   T.ok(st[2].peak_rss_kb >= 95 * mib, "the hold stage holds the 100 MiB")
   T.ok(st[1].holds_peak or st[2].holds_peak, "the peak is in grow or hold")
