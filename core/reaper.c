@@ -2,8 +2,10 @@
  * (core/reaper.h). PR_SET_PDEATHSIG ends a child, not what it started in its group; the reaper,
  * a separate process (the wb binary re-executed as `wb __reaper`), hears of every group wb makes
  * through a pipe and, when the pipe's last write end closes (wb is gone, however it went),
- * SIGKILLs each group that still has members. Groups that emptied are dropped once a second, so
- * a group id is only ever signalled while that group exists or within a second of its end. */
+ * SIGKILLs each group that still has members. wb says when a group has ended (its leader reaped
+ * and no member left), and the reaper drops it then; groups that emptied otherwise are dropped
+ * within a second (checked at least once a second, also while wb keeps writing), so a group id
+ * is signalled only while that group exists or within a second of its end. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reaper.h"
@@ -28,6 +31,12 @@ static int reaper_host;    /* this process's executable understands `__reaper` *
 
 static int group_gone(pid_t pgid) { return kill(-pgid, 0) != 0 && errno == ESRCH; }
 
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 void wb_reaper(int argc, char **argv) {
   if (argc != 2 || strcmp(argv[1], "__reaper") != 0) {
     reaper_host = 1;
@@ -37,22 +46,32 @@ void wb_reaper(int argc, char **argv) {
   for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) signal(ignored[i], SIG_IGN);
   pid_t *groups = NULL;
   size_t n = 0, cap = 0;
+  int64_t pruned = now_ms();
   for (;;) {
     struct pollfd pfd = {.fd = REAPER_FD, .events = POLLIN};
     int r = poll(&pfd, 1, PRUNE_MS);
     if (r < 0 && errno == EINTR) continue;
-    if (r == 0) {
+    if (now_ms() - pruned >= PRUNE_MS) { /* also while wb keeps writing */
       size_t kept = 0;
       for (size_t i = 0; i < n; i++)
         if (!group_gone(groups[i])) groups[kept++] = groups[i];
       n = kept;
-      continue;
+      pruned = now_ms();
     }
+    if (r == 0) continue;
     int32_t buf[1024];
     ssize_t got = r < 0 ? 0 : read(REAPER_FD, buf, sizeof buf);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (got <= 0) break; /* wb is gone */
     for (size_t i = 0; i < (size_t)got / sizeof buf[0]; i++) {
+      if (buf[i] < 0) { /* wb saw the group end: forget it at once */
+        for (size_t k = 0; k < n; k++)
+          if (groups[k] == -buf[i]) {
+            groups[k] = groups[--n];
+            break;
+          }
+        continue;
+      }
       if (n == cap) {
         size_t ncap = cap ? cap * 2 : 64;
         pid_t *p = realloc(groups, ncap * sizeof *p);
@@ -105,12 +124,18 @@ static int start(void) {
   return p[1];
 }
 
-void wb_reaper_watch(pid_t pgid) {
-  if (reaper_fd == -1) reaper_fd = start();
-  if (reaper_fd == -1) reaper_fd = -2;
-  if (reaper_fd < 0) return;
-  int32_t v = (int32_t)pgid;
+static void tell(int32_t v) {
   ssize_t w;
   do w = write(reaper_fd, &v, sizeof v);
   while (w < 0 && errno == EINTR);
+}
+
+void wb_reaper_watch(pid_t pgid) {
+  if (reaper_fd == -1) reaper_fd = start();
+  if (reaper_fd == -1) reaper_fd = -2;
+  if (reaper_fd >= 0) tell((int32_t)pgid);
+}
+
+void wb_reaper_forget(pid_t pgid) {
+  if (reaper_fd >= 0) tell(-(int32_t)pgid);
 }

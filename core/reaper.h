@@ -11,3 +11,6 @@
 
 void wb_reaper(int argc, char **argv);
 void wb_reaper_watch(pid_t pgid);
+/* wb_reaper_forget(pgid) : the group ended (no member left): the reaper drops it at once, so that
+ * a later group given the same id is never signalled. */
+void wb_reaper_forget(pid_t pgid);

@@ -324,6 +324,7 @@ static void reap_lingering(void) {
   for (size_t i = 0; i < nlingering; i++) {
     reap_group(lingering[i], NULL);
     if (group_alive(lingering[i])) lingering[kept++] = lingering[i];
+    else wb_reaper_forget(lingering[i]);
   }
   nlingering = kept;
 }
@@ -403,6 +404,7 @@ static void finish(wb_child *c) {
   if (c->next) c->next->prev = c->prev;
   c->prev = c->next = NULL;
   if (group_alive(c->pid)) add_lingering(c->pid);
+  else wb_reaper_forget(c->pid);
 }
 
 /* Fires due timers; after the leader was reaped, collects its output and decides whether the

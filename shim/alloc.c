@@ -93,12 +93,18 @@ static inline uint64_t hash_of(uintptr_t p) { return (p >> 4) * 0x9E3779B97F4A7C
 static inline size_t slot_of(uintptr_t p) { return (size_t)(hash_of(p) >> (64 - SET_BITS)); }
 static inline _Atomic uint32_t *counter_of(uintptr_t p) { return &filter[hash_of(p) >> (64 - FILTER_BITS)]; }
 
+/* The farthest any block was placed from its home slot: a lookup never scans past it (slots never
+ * return to 0, so without this bound a lookup of an absent address could scan the whole set). */
+static _Atomic size_t max_probe;
+
 /* Inserts p (under lock); 0, or -1 when the set is full. */
 static int set_insert(uintptr_t p) {
   size_t mask = (1u << SET_BITS) - 1, i = slot_of(p);
   for (size_t n = 0; n < (1u << SET_BITS) / 2; n++, i = (i + 1) & mask) {
     uintptr_t v = atomic_load_explicit(&set[i], memory_order_relaxed);
     if (v == 0 || v == TOMB) {
+      if (n > atomic_load_explicit(&max_probe, memory_order_relaxed))
+        atomic_store_explicit(&max_probe, n, memory_order_release);
       atomic_fetch_add_explicit(counter_of(p), 1, memory_order_relaxed);
       atomic_store_explicit(&set[i], p, memory_order_release);
       return 0;
@@ -107,11 +113,13 @@ static int set_insert(uintptr_t p) {
   return -1;
 }
 
-/* Removes p; whether it was there. Lock-free: a slot only ever goes 0 -> p -> TOMB -> q. */
+/* Removes p; whether it was there. Lock-free: a slot only ever goes 0 -> p -> TOMB -> q, and p
+ * lies within max_probe slots of its home. */
 static inline int set_remove(uintptr_t p) {
   if (LIKELY(atomic_load_explicit(counter_of(p), memory_order_acquire) == 0)) return 0;
   size_t mask = (1u << SET_BITS) - 1, i = slot_of(p);
-  for (;;) {
+  size_t limit = atomic_load_explicit(&max_probe, memory_order_acquire);
+  for (size_t n = 0; n <= limit; n++) {
     uintptr_t v = atomic_load_explicit(&set[i], memory_order_acquire);
     if (v == 0) return 0;
     if (v == p) {
@@ -122,6 +130,7 @@ static inline int set_remove(uintptr_t p) {
     }
     i = (i + 1) & mask;
   }
+  return 0;
 }
 
 /* ---- writing --------------------------------------------------------------------------- */
@@ -293,6 +302,20 @@ static int known(const walk *w) {
   return 1;
 }
 
+/* The lock, with cancellation off while it is held: write() and open() are cancellation points,
+ * and a thread cancelled there would leave the lock taken for every other thread. */
+static int lock_shim(void) {
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  pthread_mutex_lock(&lock);
+  return old;
+}
+
+static void unlock_shim(int old) {
+  pthread_mutex_unlock(&lock);
+  pthread_setcancelstate(old, NULL);
+}
+
 static __attribute__((noinline)) void record(void *p, size_t n, char kind) {
   walk w = {.n = 0};
   _Unwind_Backtrace(on_frame, &w);
@@ -302,7 +325,7 @@ static __attribute__((noinline)) void record(void *p, size_t n, char kind) {
   char k[3] = {' ', kind, 0};
   put(&l, k);
   for (int i = 0; i < w.n; i++) put_hex(&l, w.pc[i]);
-  pthread_mutex_lock(&lock);
+  int cancel = lock_shim();
   own_file();
   if (!known(&w)) write_maps();
   if (set_insert((uintptr_t)p) == 0) {
@@ -313,7 +336,7 @@ static __attribute__((noinline)) void record(void *p, size_t n, char kind) {
     put(&x, "x the set of sampled blocks is full: later samples are dropped");
     emit(&x);
   }
-  pthread_mutex_unlock(&lock);
+  unlock_shim(cancel);
 }
 
 static __attribute__((noinline)) void sample(void *p, size_t n, char kind) {
@@ -344,10 +367,10 @@ static __attribute__((noinline)) void freed(void *p) {
   line l = {.n = 0};
   put(&l, "f");
   put_hex(&l, now_ns()), put_hex(&l, (uintptr_t)p);
-  pthread_mutex_lock(&lock);
+  int cancel = lock_shim();
   own_file();
   emit(&l);
-  pthread_mutex_unlock(&lock);
+  unlock_shim(cancel);
   errno = e;
   tl_busy = 0;
 }
@@ -380,9 +403,12 @@ EXPORT void *realloc(void *p, size_t n) {
   int was = p && enabled && set_remove((uintptr_t)p);
   void *q = __libc_realloc(p, n);
   if (was && !q && n) { /* failed: p still lives */
-    pthread_mutex_lock(&lock);
+    int busy = tl_busy;
+    tl_busy = 1; /* a signal handler's malloc must not wait for this thread's lock */
+    int cancel = lock_shim();
     set_insert((uintptr_t)p);
-    pthread_mutex_unlock(&lock);
+    unlock_shim(cancel);
+    tl_busy = busy;
     return q;
   }
   if (was) freed(p);

@@ -62,34 +62,40 @@ function M.count_rows(dir, globs, header_lines)
   return total
 end
 
--- proc = files.follow(paths, on_line) : follows the files (`tail -F`: each may not exist yet,
+local Follower = {}
+Follower.__index = Follower
+
+-- follower:close() : stops every tail (also as a to-be-closed variable)
+function Follower:close()
+  for _, p in ipairs(self.procs) do p:close() end
+  self.procs = {}
+end
+Follower.__close = Follower.close
+
+-- follower = files.follow(paths, on_line) : follows the files (`tail -F`: each may not exist yet,
 -- grow, or be replaced), calling on_line(path, line) for every line, from their beginnings, as
--- wb.proc's loop reads them (while wb waits on another process). Returns the tail process (close
--- it to stop), or nil when there is nothing to follow or no `tail`.
+-- wb.proc's loop reads them (while wb waits on another process). One tail per file, so that a line
+-- is always named by the file it came from (a single tail's "==> file <==" headers were seen
+-- missing for a file that appeared late). Returns the follower (close it to stop), or nil when
+-- there is nothing to follow or no `tail` (and, with the error, when a tail cannot be started).
 function M.follow(paths, on_line)
   if type(paths) ~= "table" then error("files.follow: paths must be a list", 2) end
   if type(on_line) ~= "function" then error("files.follow: on_line must be a function", 2) end
   local proc = require "wb.proc"
   if #paths == 0 or not proc.which("tail") then return nil end
-  local argv = { "tail", "-v", "-n", "+1", "-s", "0.1", "-F" }
-  table.move(paths, 1, #paths, #argv + 1, argv)
-  local current = paths[1] -- tail names a lone file that appears late without a header
-  local blank = false -- an empty line held back: tail writes one before each header after the first
-  return proc.spawn {
-    argv = argv, stderr = "null",
-    stdout = function(line)
-      local path = line:match("^==> (.*) <==$")
-      if path then
-        current, blank = path, false
-      elseif line == "" and not blank then
-        blank = true
-      else
-        if blank then on_line(current, "") end
-        blank = line == ""
-        if not blank then on_line(current, line) end
-      end
-    end,
-  }
+  local f = setmetatable({ procs = {} }, Follower)
+  for i, path in ipairs(paths) do
+    local p, err, errno = proc.spawn {
+      argv = { "tail", "-n", "+1", "-s", "0.1", "-F", path }, stderr = "null",
+      stdout = function(line) on_line(path, line) end,
+    }
+    if not p then
+      f:close()
+      return nil, err, errno
+    end
+    f.procs[i] = p
+  end
+  return f
 end
 
 return M

@@ -518,11 +518,13 @@ function files.count_lines(path) end
 function files.count_rows(dir, globs, header_lines) end
 ---Follows the files (`tail -F`: each may not exist yet, grow, or be replaced), calling
 ---on_line(path, line) for every line, from their beginnings, as wb.proc's loop reads them (while
----wb waits on another process). Returns the tail process (close it to stop), or nil when there is
----nothing to follow or no `tail` (or, with the error, when tail cannot be started).
+---wb waits on another process), one tail per file. Returns the follower (close it to stop), or nil
+---when there is nothing to follow or no `tail` (or, with the error, when a tail cannot be started).
 ---@param paths string[]
 ---@param on_line fun(path: string, line: string)
----@return wb.Proc?, string? err, integer? errno
+---@return {close: fun(self)}? follower one tail per file; close it (or let a <close> variable) to stop
+---@return string? err
+---@return integer? errno
 function files.follow(paths, on_line) end
 
 ---@class wb.json
