@@ -69,7 +69,9 @@ static char dir[512];
 static uintptr_t self_lo, self_hi; /* this object's text: its frames are not the caller's */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* file, ranges, set inserts */
+#define FD_FLOOR 512 /* the record file's lowest descriptor number, where the limit allows */
 static int fd = -1, seq;
+static pid_t fd_pid; /* the process that opened fd: a child made without fork() (clone, _Fork) runs no atfork handler */
 static dev_t fd_dev;
 static ino_t fd_ino;
 static uint64_t start_ns; /* when this image started (or this child was forked) */
@@ -239,9 +241,16 @@ static void open_file(void) {
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0 && errno != EEXIST) break;
   }
+  if (fd >= 0 && fd < FD_FLOOR) { /* out of the low numbers a program may close and reuse */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+    if (high >= 0) {
+      close(fd);
+      fd = high;
+    }
+  }
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) return;
-  fd_dev = st.st_dev, fd_ino = st.st_ino;
+  fd_dev = st.st_dev, fd_ino = st.st_ino, fd_pid = pid;
   line l = {.n = 0};
   put(&l, "h");
   put_dec(&l, (uint64_t)pid), put_dec(&l, (uint64_t)interval), put_hex(&l, start_ns);
@@ -258,10 +267,11 @@ static void open_file(void) {
   write_maps();
 }
 
-/* Makes fd this image's own file (under lock). */
+/* Makes fd this image's own file (under lock): not one the program closed and reused, nor a
+ * parent's. */
 static void own_file(void) {
   struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != fd_dev || st.st_ino != fd_ino)) fd = -1;
+  if (fd >= 0 && (getpid() != fd_pid || fstat(fd, &st) != 0 || st.st_dev != fd_dev || st.st_ino != fd_ino)) fd = -1;
   if (fd < 0) open_file();
 }
 

@@ -173,6 +173,35 @@ T.case("a forked child's allocations are under its own pid", function()
   T.ok(pids[child] and pids[child].estimated_bytes > 30 * 1048576, "the child in the process list")
 end)
 
+-- A daemon-like program closes every descriptor (the sampler's record file too), allocates (the
+-- sampler opens its file again) and reopens /dev/null and its output expecting descriptors 0 and
+-- 1: the record file must not take the low numbers.
+local CLOSER = [[
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  for (int fd = 0; fd < 1024; fd++) close(fd);
+  static char *keep[16];
+  for (int i = 0; i < 16; i++) { keep[i] = malloc(1 << 20); memset(keep[i], i, 1 << 20); }
+  int in = open("/dev/null", O_RDONLY);
+  int out = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dprintf(out, "in=%d out=%d %d\n", in, out, keep[3][5]);
+  return 0;
+}
+]]
+
+T.case("the record file keeps out of the descriptors a program closes and reopens", function()
+  local exe = cc("closer", CLOSER)
+  local d = T.tmpdir()
+  local res = run({ exe, d .. "/fds.txt" }, { alloc_interval = 64 * 1024 })
+  T.eq(res.result.code, 0)
+  T.eq(fs.read(d .. "/fds.txt"), "in=0 out=1 3\n")
+  T.ok(res.alloc.samples > 0, "samples recorded")
+end)
+
 T.case("a statically linked program is skipped with the reason", function()
   local exe = cc("static", "int main(void) { return 0; }\n", { "-static" })
   local res = run({ exe })
