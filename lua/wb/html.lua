@@ -9,8 +9,6 @@ local util = require "wb.util"
 local M = {}
 
 local esc, get = page.escape, report.get
-
-
 local code, strong, join = page.code, page.strong, page.join
 
 local function color_of(i) return svg.palette[(i - 1) % #svg.palette + 1] end

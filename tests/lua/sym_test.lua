@@ -170,12 +170,18 @@ T.case("perf records: add_map, fork copies, exec forgets, a later mmap replaces,
   T.raises(function() s:resolve(100, base) end, "closed")
 end)
 
-T.case("kernel addresses through /proc/kallsyms", function()
+-- The address /proc/kallsyms gives a kernel text symbol (the last such line), or nil.
+local function kallsyms_address(want)
   local addr
   for line in io.lines("/proc/kallsyms") do
     local a, name = line:match("^(%x+) [tT] (%S+)$")
-    if name == "schedule" then addr = tonumber(a, 16) end
+    if name == want then addr = tonumber(a, 16) end
   end
+  return addr
+end
+
+T.case("kernel addresses through /proc/kallsyms", function()
+  local addr = kallsyms_address("schedule")
   if not addr or addr == 0 then T.skip("kallsyms hides addresses from this user") end
   T.eq({ sym.kernel(addr) }, { "schedule", 0 })
   T.eq({ sym.kernel(addr + 4) }, { "schedule", 4 })
@@ -185,11 +191,7 @@ T.case("kernel addresses through /proc/kallsyms", function()
 end)
 
 T.case("kernel addresses past the kernel image's text (_etext, _einittext) are unnamed, not the marker's", function()
-  local etext
-  for line in io.lines("/proc/kallsyms") do
-    local a, name = line:match("^(%x+) [tT] (%S+)$")
-    if name == "_einittext" then etext = tonumber(a, 16) end
-  end
+  local etext = kallsyms_address("_einittext")
   if not etext or etext == 0 then T.skip("kallsyms hides addresses from this user, or has no _einittext") end
   T.eq(sym.kernel(etext + 64), nil)
 end)
