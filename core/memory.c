@@ -36,6 +36,7 @@ typedef struct point { /* one process at one tick */
 typedef struct msampler {
   wb_ticker ticker;
   pid_t root;
+  wb_proctree tree; /* the ticker thread's, freed with the sampler */
   double hz, t0;
   int want_pss;
   double *t;
@@ -115,7 +116,7 @@ static int proc_index(msampler *s, pid_t pid) {
 static void tick(void *arg, double now) {
   msampler *s = arg;
   pid_t tree[MAX_TREE];
-  int n = wb_descendants(s->root, tree, MAX_TREE);
+  int n = wb_proctree_scan(&s->tree, s->root, tree, MAX_TREE);
   double t = now - s->t0;
   size_t cap1 = s->cap;
   if (grow((void **)&s->t, &cap1, s->ticks + 1, sizeof *s->t)) return;
@@ -176,6 +177,7 @@ static void tick(void *arg, double now) {
 
 static void sampler_free(msampler *s) {
   free(s->t), free(s->rss), free(s->pss), free(s->swap), free(s->procs), free(s->points);
+  wb_proctree_free(&s->tree);
   s->t = NULL, s->rss = s->pss = s->swap = NULL, s->procs = NULL, s->points = NULL;
   s->ticks = s->cap = s->npoints = s->cappoints = 0, s->nprocs = s->capprocs = 0;
 }

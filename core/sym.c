@@ -454,11 +454,18 @@ static int l_kernel(lua_State *L) {
   return 2;
 }
 
-/* -- n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup
- * (it is slow to generate: a capture reads it while its target runs); the number of kernel
- * functions, 0 when kallsyms shows zero addresses to this user */
+/* -- n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup;
+ * the number of kernel functions, 0 when kallsyms shows zero addresses to this user */
 static int l_load_kernel(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)wb_kallsyms_load());
+  return 1;
+}
+
+/* -- ok = wb.sym.prefetch_kernel() : starts reading /proc/kallsyms on a thread of wb's, so that the
+ * first kernel lookup after a run finds it read (a capture calls it as its target starts); false
+ * when no thread could be started (the first lookup then reads it) */
+static int l_prefetch_kernel(lua_State *L) {
+  lua_pushboolean(L, wb_kallsyms_prefetch() == 0);
   return 1;
 }
 
@@ -468,6 +475,7 @@ static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"close", l_close
 
 static const luaL_Reg sym_functions[] = {{"file", l_file},     {"kernel", l_kernel},
                                          {"load_kernel", l_load_kernel}, {"lookup", l_lookup},
+                                         {"prefetch_kernel", l_prefetch_kernel},
                                          {"new", l_new},       {NULL, NULL}};
 
 int luaopen_wb_sym(lua_State *L) {

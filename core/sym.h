@@ -66,6 +66,11 @@ const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off);
  * zero addresses. */
 size_t wb_kallsyms_load(void);
 
+/* Starts reading /proc/kallsyms on a thread of its own (it costs tens of milliseconds of kernel
+ * time), so that a later lookup finds it read; the lookup waits for the thread if it has not
+ * finished. 0, or -1 when no thread could be started (the lookup then reads it itself). */
+int wb_kallsyms_prefetch(void);
+
 /* Calls fn(arg, start, end, file offset, name) for each executable mapping with a name in
  * /proc/PID/maps (core/sym.c); returns how many fn accepted (returned 0), or -1 with errno (ESRCH
  * when there were none: a zombie or a kernel thread). */

@@ -6,6 +6,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,11 +382,11 @@ void wb_elf_check_frame_pointers(wb_elf *e) {
 /* ---- kallsyms ----------------------------------------------------------------------------- */
 
 static struct {
-  int loaded;
+  pthread_once_t once; /* load_kallsyms runs once, on whichever thread asks first */
   wb_symbol *syms;
   size_t n;
   struct names names;
-} ksyms;
+} ksyms = { .once = PTHREAD_ONCE_INIT };
 
 /* Reads the whole file at once (kallsyms is generated as it is read: large reads are cheaper). */
 static char *slurp(const char *path, size_t *len) {
@@ -413,7 +415,6 @@ static char *slurp(const char *path, size_t *len) {
 }
 
 static void load_kallsyms(void) {
-  ksyms.loaded = 1;
   size_t len;
   char *text = slurp("/proc/kallsyms", &len);
   if (!text) return;
@@ -445,8 +446,26 @@ static void load_kallsyms(void) {
 }
 
 size_t wb_kallsyms_load(void) {
-  if (!ksyms.loaded) load_kallsyms();
+  pthread_once(&ksyms.once, load_kallsyms);
   return ksyms.n;
+}
+
+static void *kallsyms_thread(void *arg) {
+  (void)arg;
+  wb_kallsyms_load();
+  return NULL;
+}
+
+int wb_kallsyms_prefetch(void) {
+  pthread_t t;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes none of wb's signals */
+  int err = pthread_create(&t, NULL, kallsyms_thread, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err) return -1;
+  pthread_detach(t);
+  return 0;
 }
 
 const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {

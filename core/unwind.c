@@ -225,6 +225,7 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
       const char *bid = m->obj ? wb_dwobj_build_id(m->obj) : "";
       if (m->build_id[0] && bid[0] && strcmp(bid, m->build_id) != 0) m->obj = NULL; /* replaced since */
       m->failed = !m->obj;
+      if (m->obj) wb_dwobj_prefetch(m->obj); /* its frames will be symbolized after the run */
     }
     if (!m || !m->obj) {
       why = ip == 0 ? WB_UNW_COMPLETE : WB_UNW_NO_MAP;

@@ -53,6 +53,10 @@ const wb_unw_row *wb_dwobj_row(wb_dwobj *o, uint64_t vaddr);
 
 /* Whether the object's file could be read as ELF (else its code is an unknown region). */
 int wb_dwobj_loaded(const wb_dwobj *o);
+/* Queues o's DWARF (debug info, .debug_frame, the separate debug file) to be read on a worker
+ * thread, ahead of the symbolization that will need it; the first use waits for it if it is being
+ * read. Without a worker (none could start) nothing changes. */
+void wb_dwobj_prefetch(wb_dwobj *o);
 
 /* Whether most of the object's functions set up %rbp (core/sym_elf.c's check). */
 int wb_dwobj_frame_pointers(wb_dwobj *o);

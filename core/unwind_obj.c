@@ -4,7 +4,10 @@
  * saved rbp at CFA + k) kept in a per-object cache; its DWARF for inline chains; demangling through
  * libiberty. Loaded once per file (by path, checked against the file on disk),
  * indexed lazily: libdw reads a CFI table or a CU only when an address in it is asked for. Objects
- * live as long as the process (an object replaced on disk is kept, inert, for who holds it). */
+ * live as long as the process (an object replaced on disk is kept, inert, for who holds it).
+ * Threads: one thread uses the objects, except that the DWARF of an object (its debug sections,
+ * often compressed: tens of milliseconds for libc's) may be read ahead on a worker thread
+ * (wb_dwobj_prefetch) through ELF handles of its own, under the object's dw_lock. */
 #define _GNU_SOURCE
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -13,6 +16,8 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <libiberty/demangle.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,18 +29,22 @@
 #include "sym.h"
 #include "unwind.h"
 
-#define REG_RBP 6
-#define REG_RSP 7
+#define DWREG_RBP 6
+#define DWREG_RSP 7
 
 struct wb_dwobj {
   wb_elf *elf;          /* symbols, segments, build id (core/sym_elf.c) */
   char *path, build_id[41];
   int fd, dbg_fd;
-  Elf *e, *dbg_e;       /* the file; the separate debug file */
+  Elf *e, *dbg_e;       /* the file (CFI, the using thread's); the separate debug file */
   Dwarf_CFI *eh, *dcfi; /* .eh_frame; .debug_frame */
   Dwarf *dw;            /* DWARF of the file or of its debug file */
-  int dw_tried, fp_known, fp;
+  int fp_known, fp;
+  pthread_mutex_t dw_lock; /* held while the DWARF is read: dw_tried, dw_fd, dw_e, dbg_*, dw, dcfi */
+  int dw_tried, dw_fd, queued;
+  Elf *dw_e;               /* the file again, for its DWARF: never the same handle as e */
   char *debug_file;
+  struct wb_dwobj *queue_next; /* the prefetch queue */
   struct cu_index **cus; /* the CUs indexed so far, by offset (inline chains) */
   size_t ncus;
   wb_unw_row rows[WB_UNW_ROWS];
@@ -92,7 +101,7 @@ static void find_debug_file(wb_dwobj *o) {
     snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
     if (open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
   }
-  const char *link = debuglink(o->e);
+  const char *link = debuglink(o->dw_e);
   if (!link || o->path[0] != '/') return;
   const char *slash = strrchr(o->path, '/');
   int dirlen = (int)(slash - o->path);
@@ -106,22 +115,75 @@ found:
   o->debug_file = strdup(path);
 }
 
-static void load_dwarf(wb_dwobj *o) {
-  if (o->dw_tried) return;
-  o->dw_tried = 1;
-  if (o->e && has_section(o->e, ".debug_info")) o->dw = dwarf_begin_elf(o->e, DWARF_C_READ, NULL);
-  if (!o->dw && o->e) {
+/* Reads the DWARF of o (once; under dw_lock). */
+static void read_dwarf(wb_dwobj *o) {
+  if (o->path[0] != '/' || open_elf(o->path, &o->dw_fd, &o->dw_e) != 0) return; /* [vdso]: none */
+  if (has_section(o->dw_e, ".debug_info")) o->dw = dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
+  if (!o->dw) {
     find_debug_file(o);
     if (o->dbg_e) o->dw = dwarf_begin_elf(o->dbg_e, DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);
-  if (!o->dcfi && o->e && has_section(o->e, ".debug_frame")) {
-    Dwarf *d = o->dw ? NULL : dwarf_begin_elf(o->e, DWARF_C_READ, NULL);
+  if (!o->dcfi && has_section(o->dw_e, ".debug_frame")) {
+    Dwarf *d = o->dw ? NULL : dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
     if (d) {
       o->dw = d;
       o->dcfi = dwarf_getcfi(d);
     }
   }
+}
+
+static void load_dwarf(wb_dwobj *o) {
+  pthread_mutex_lock(&o->dw_lock);
+  if (!o->dw_tried) {
+    o->dw_tried = 1;
+    read_dwarf(o);
+  }
+  pthread_mutex_unlock(&o->dw_lock);
+}
+
+/* ---- reading ahead ---------------------------------------------------------------------------- */
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  wb_dwobj *head, *tail;
+  int started; /* 1 running, -1 could not start */
+} ahead = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0};
+
+static void *ahead_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&ahead.lock);
+    while (!ahead.head) pthread_cond_wait(&ahead.wake, &ahead.lock);
+    wb_dwobj *o = ahead.head;
+    ahead.head = o->queue_next;
+    if (!ahead.head) ahead.tail = NULL;
+    pthread_mutex_unlock(&ahead.lock);
+    load_dwarf(o);
+  }
+  return NULL;
+}
+
+void wb_dwobj_prefetch(wb_dwobj *o) {
+  pthread_mutex_lock(&ahead.lock);
+  if (!ahead.started) {
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the worker takes none of wb's signals */
+    ahead.started = pthread_create(&t, NULL, ahead_main, NULL) == 0 ? 1 : -1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (ahead.started == 1) pthread_detach(t);
+  }
+  if (ahead.started == 1 && !o->queued) {
+    o->queued = 1;
+    if (ahead.tail) ahead.tail->queue_next = o;
+    else ahead.head = o;
+    ahead.tail = o;
+    pthread_cond_signal(&ahead.wake);
+  }
+  pthread_mutex_unlock(&ahead.lock);
 }
 
 static Elf *vdso_image(void) {
@@ -156,7 +218,8 @@ wb_dwobj *wb_dwobj_get(const char *path) {
   wb_dwobj *o = calloc(1, sizeof *o);
   if (!o) return NULL;
   o->elf = elf;
-  o->fd = o->dbg_fd = -1;
+  o->fd = o->dbg_fd = o->dw_fd = -1;
+  pthread_mutex_init(&o->dw_lock, NULL);
   if (!(o->path = strdup(path))) {
     free(o);
     return NULL;
@@ -207,9 +270,9 @@ static int cfa_rule(const Dwarf_Op *op, wb_unw_row *r) {
   uint64_t reg = op->atom == DW_OP_bregx ? op->number : (uint64_t)op->atom - DW_OP_breg0;
   int64_t off = (int64_t)(op->atom == DW_OP_bregx ? op->number2 : op->number);
   if ((op->atom != DW_OP_bregx && (op->atom < DW_OP_breg0 || op->atom > DW_OP_breg31)) ||
-      (reg != REG_RSP && reg != REG_RBP) || off < INT32_MIN || off > INT32_MAX)
+      (reg != DWREG_RSP && reg != DWREG_RBP) || off < INT32_MIN || off > INT32_MAX)
     return -1;
-  r->cfa_bp = reg == REG_RBP;
+  r->cfa_bp = reg == DWREG_RBP;
   r->cfa_off = (int32_t)off;
   return 0;
 }
@@ -253,7 +316,7 @@ static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
       else if (cfa_offset(ops, nops, &r->ra_off) == 0) r->kind = 0;
     }
     if (r->kind == 0) {
-      int rc = dwarf_frame_register(fr, REG_RBP, mem, &ops, &nops);
+      int rc = dwarf_frame_register(fr, DWREG_RBP, mem, &ops, &nops);
       if (rc == 0 && nops == 0) r->bp_rule = ops == mem ? 2 : 0;
       else if (rc == 0 && cfa_offset(ops, nops, &r->bp_off) == 0) r->bp_rule = 1;
       else r->bp_rule = 2;

@@ -279,9 +279,31 @@ local function outputs(kind, text, info, opts)
   return t
 end
 
+-- The args of a process's span: its hottest on-CPU source lines and where it blocked most, each
+-- "function file:line share" (the deepest user frame, by the sampled address), at most five.
+local function span_args(pid, leaves, off_leaves)
+  local args
+  for _, v in ipairs({ { "oncpu", leaves }, { "offcpu", off_leaves } }) do
+    local list = v[2] and v[2][pid]
+    if list and #list > 0 then
+      local total = 0
+      for _, e in ipairs(list) do total = total + e.count end
+      local out = json.array()
+      for i = 1, math.min(5, #list) do
+        local e = list[i]
+        out[i] = string.format("%s%s %.1f%%", e.name, e.file and (" " .. e.file .. ":" .. e.line) or "",
+          100 * e.count / total)
+      end
+      args = args or json.object()
+      args[v[1]] = out
+    end
+  end
+  return args
+end
+
 -- Chrome trace events of the process tree: one span per process from its fork (or the release)
--- to its exit.
-local function process_trace(side, started_ns, ended_ns, names)
+-- to its exit, with its hottest lines (span_args).
+local function process_trace(side, started_ns, ended_ns, names, leaves, off_leaves)
   local start, stop = {}, {}
   for _, f in ipairs(side.forks) do start[f.pid] = f.time end
   for _, e in ipairs(side.exits) do stop[e.pid] = e.time end
@@ -289,7 +311,8 @@ local function process_trace(side, started_ns, ended_ns, names)
   for pid, name in pairs(names) do
     local t0, t1 = start[pid] or started_ns, stop[pid] or ended_ns
     events[#events + 1] = { name = name .. " (" .. pid .. ")", ts = math.max(0, (t0 - started_ns) / 1000),
-      dur = math.max(0, (t1 - t0) / 1000), pid = pid, tid = pid, cat = "process" }
+      dur = math.max(0, (t1 - t0) / 1000), pid = pid, tid = pid, cat = "process",
+      args = span_args(pid, leaves, off_leaves) }
   end
   table.sort(events, function(a, b) return a.ts < b.ts or (a.ts == b.ts and a.pid < b.pid) end)
   return events
@@ -401,7 +424,7 @@ end
 local function finish_profile(kind, records, symbolizer, root, opts, extra)
   local text, info = fold.fold(records, symbolizer, { root = root,
     cut = opts.unwind == "fp" and fold.KERNEL_MAX_DEPTH or nil })
-  return profile_of(kind, text, info, opts, extra)
+  return profile_of(kind, text, info, opts, extra), info.leaves
 end
 
 -- The root frame: root itself unless "auto", which is "pid" when the record lists hold several
@@ -466,6 +489,7 @@ local function record(spec, o, res, method, session)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
+  if session or sampling then sym.prefetch_kernel() end -- kernel frames are named after the run
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
   local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
@@ -502,7 +526,7 @@ local function processes(res, r, o, on_records)
   for _, e in ipairs(sb.execs) do names[e.pid] = e.comm end
   for _, f in ipairs(sb.forks) do names[f.pid] = names[f.pid] or names[f.ppid] or "?" end
   res.trace = write(o.dir .. "/" .. o.name .. ".trace.json",
-    flame.trace(process_trace(sb, r.started, r.ended, names)))
+    flame.trace(process_trace(sb, r.started, r.ended, names, r.leaves, r.off_leaves)))
 end
 
 -- The Python profiles: wb.python's samples of every CPython 3.11+ process of the tree by Python
@@ -600,11 +624,13 @@ local function profiles(res, r, o, off_skip)
       if rec.count > 0 then sampled[rec.pid] = true end
     end
     local stats = data and data.stats
-    res.oncpu = finish_profile("oncpu", on_records, r.sym, root, o, {
+    local leaves
+    res.oncpu, leaves = finish_profile("oncpu", on_records, r.sym, root, o, {
       lost = stats and stats.lost_samples + (stats.lost_ustacks or 0) or sb.lost,
       stack_errors = stats and stats.oncpu_stack_errors or 0,
       user_only = not data and sb.user_only or nil,
     })
+    r.leaves = leaves
     local ustats = data and data.unwind or sb and sb.unwind
     if ustats then
       res.oncpu.unwind = unwind_q.figures(ustats, res.oncpu.folded_text)
@@ -618,7 +644,7 @@ local function profiles(res, r, o, off_skip)
     res.oncpu = { skipped = "no stack sampler: " .. (res.fallback or "none available") }
   end
   if off_records then
-    res.offcpu = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
+    res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
       stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches })
     if data.unwind then
       res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }

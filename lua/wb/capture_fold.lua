@@ -84,7 +84,8 @@ end
 -- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil,
 -- located = the stacks kept apart by the source position of their sampled user address:
 -- {{frames, count, leaf (the index of the deepest user frame), file, line}}, file and line nil
--- where the symbolizer had none}.
+-- where the symbolizer had none, leaves = {[pid] = {{name, file?, line?, count}}}: each process's
+-- deepest user frames by source position, largest count first}.
 -- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
 -- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH).
 function M.fold(records, sym, opts)
@@ -126,6 +127,7 @@ function M.fold(records, sym, opts)
   local counts, order = {}, {}
   local located, lorder = {}, {} -- the stacks again, apart by the source line of their user leaf
   local total, unresolved, by_kind = 0, 0, {}
+  local leaves = {} -- pid -> position key -> {name, file, line, count}
   for _, r in ipairs(records) do
     if r.count > 0 then
       local frames = { by_pid and (r.comm .. "-" .. r.pid) or r.comm }
@@ -157,6 +159,17 @@ function M.fold(records, sym, opts)
         lorder[#lorder + 1] = lkey
       end
       l.count = l.count + r.count
+      if #user > 0 then
+        local at = leaves[r.pid] or {}
+        leaves[r.pid] = at
+        local pkey = user[1] .. (leaf and ("\0" .. leaf.file .. ":" .. leaf.line) or "")
+        local e = at[pkey]
+        if not e then
+          e = { name = user[1], file = leaf and leaf.file, line = leaf and leaf.line, count = 0 }
+          at[pkey] = e
+        end
+        e.count = e.count + r.count
+      end
       total = total + r.count
       if ubad + kbad > 0 then unresolved = unresolved + r.count end
       by_kind[r.kind or "oncpu"] = (by_kind[r.kind or "oncpu"] or 0) + r.count
@@ -176,8 +189,18 @@ function M.fold(records, sym, opts)
     return a < b
   end)
   for i, k in ipairs(lorder) do lorder[i] = located[k] end
+  for pid, at in pairs(leaves) do
+    local list = {}
+    for _, e in pairs(at) do list[#list + 1] = e end
+    table.sort(list, function(a, b)
+      if a.count ~= b.count then return a.count > b.count end
+      return (a.name .. (a.line or "")) < (b.name .. (b.line or ""))
+    end)
+    leaves[pid] = list
+  end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
-    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols, located = lorder }
+    { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols, located = lorder,
+      leaves = leaves }
 end
 
 local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end

@@ -1188,10 +1188,14 @@ function sym.file(path) end
 ---name, offset = wb.sym.kernel(addr) : the kernel function at addr from /proc/kallsyms, or nil
 ---(always nil for a reader to whom kallsyms shows zero addresses)
 function sym.kernel(addr) end
----n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup (it is
----slow to generate: a capture reads it while its target runs); the number of kernel functions, 0
----when kallsyms shows zero addresses to this user.
+---n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup; the
+---number of kernel functions, 0 when kallsyms shows zero addresses to this user.
 function sym.load_kernel() end
+---ok = wb.sym.prefetch_kernel() : starts reading /proc/kallsyms on a thread of wb's, so that the
+---first kernel lookup after a run finds it read (a capture calls it as its target starts); false
+---when no thread could be started (the first lookup then reads it).
+---@return boolean
+function sym.prefetch_kernel() end
 ---name, offset = wb.sym.lookup(path, vaddr) : the function of an ELF file at a virtual address (as
 ---nm prints them), or nil.
 function sym.lookup(path, vaddr) end

@@ -659,7 +659,7 @@ int main(int argc, char **argv) {
 }
 ]]
 
-T.case("speedscope: the leaf's file:line per sampled address (two hot lines of one function, 2:1)", function()
+T.case("speedscope and trace: the leaf's file:line per sampled address (two hot lines of one function, 2:1)", function()
   need_perf()
   local exe, src = build("lines", "c", TWO_LINES, "gcc")
   local out = T.tmpdir()
@@ -680,6 +680,24 @@ T.case("speedscope: the leaf's file:line per sampled address (two hot lines of o
   T.ok(a + b >= 0.9 * total, string.format("%d + %d of %d samples on the two lines", a, b, total))
   T.near(a / (a + b), 2 / 3, 0.05, "LOOP_A's share")
   T.eq(prof.endValue, res.oncpu.samples)
+  -- the process's span in the Chrome trace names the same two lines, LOOP_A's first, near 2:1
+  local span
+  for _, e in ipairs(assert(require("wb.json").decode(fs.read(res.trace))).traceEvents) do
+    if e.ph == "X" and e.name:find("^lines") then span = e end
+  end
+  T.ok(span and span.args and span.args.oncpu, "the workload's span has its hot lines")
+  local shares = {}
+  for i, entry in ipairs(span.args.oncpu) do
+    local name, file, line, share = entry:match("^(%S+) (%S+):(%d+) ([%d.]+)%%$")
+    T.ok(name, "function file:line share: " .. entry)
+    if i <= 2 then
+      T.eq({ name, file }, { "two_loops", src })
+      shares[tonumber(line)] = tonumber(share)
+    end
+  end
+  local sa, sb = shares[line_of(TWO_LINES, "// LOOP_A")], shares[line_of(TWO_LINES, "// LOOP_B")]
+  T.ok(sa and sb and sa > sb, "LOOP_A first, then LOOP_B")
+  T.near(sa / (sa + sb), 2 / 3, 0.05, "LOOP_A's share in the trace")
 end)
 
 T.case("libc6-dbg: libc's inline chains and lines through its build-id debug file, as addr2line -i -f gives them",
