@@ -3,7 +3,7 @@
 # and recipe tests tests/recipes/*_test.lua, run by wb),
 # the LuaJIT FFI test of core/wb.h, a short smoke run of each fuzz target (make fuzz-smoke), CLI
 # transcript tests (tests/cli/*.t), integration tests (tests/integration/*.sh).
-# Each suite reports `N passed, N failed[, N skipped]`; this script adds them up and ends with
+# Each suite reports `N passed, N failed[, N skipped]` (shown with the suite's seconds); this script adds them up and ends with
 # the total line. Exit status 1 if anything failed. WB_TEST_ONLY=c|lua|ffi|fuzz|cli|integration limits it;
 # WB_TEST_SKIP="name ..." leaves suites out by the name printed after `==`, each counted as one
 # skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." and
@@ -58,6 +58,7 @@ run_suite() { # name command...
     return ;;
   esac
   echo "== $name"
+  local t0=$SECONDS
   "$@" >"$log" 2>&1
   local rc=$?
   grep -vE '^[0-9]+ passed, [0-9]+ failed' "$log" | grep -E '^(not ok|skip)|^    ' || true
@@ -65,7 +66,7 @@ run_suite() { # name command...
   if [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$log"; then
     echo "not ok - $name exited $rc"; tail -n 20 "$log"; failed=$((failed + 1))
   fi
-  grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed 's/^/   /'
+  grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed "s/^/   /;s/\$/ ($((SECONDS - t0)) s)/"
 }
 
 if [ -z "$only" ] || [ "$only" = c ]; then
