@@ -152,6 +152,58 @@ local function symbolization(tmp, smoke)
   }
 end
 
+-- One series: unprofiled, wb and perf interleaved for `rounds` rounds (after a warm-up) on a
+-- workload of about `target` seconds. Returns the samples and the last run's counts.
+local function series(exe, recipe, tmp, perf, target, rounds)
+  local probe = lib.run({ exe, "5" })
+  local rounds_arg = tostring(math.max(2, math.floor(5 * target / probe.wall)))
+  local wb_dir, perf_data, script_out = tmp .. "/wb", tmp .. "/perf.data", tmp .. "/perf.script"
+  local s = { plain = {}, plain_cpu = {}, wb = {}, wb_cpu = {}, wb_workload = {}, wb_workload_cpu = {}, perf = {},
+    perf_cpu = {}, perf_record = {} }
+  local last = { rounds_arg = rounds_arg }
+  for round = 0, rounds do -- round 0 warms up
+    for k = 0, 2 do
+      local v = (round + k) % 3
+      if v == 0 then
+        local res = lib.run({ exe, rounds_arg })
+        if round > 0 then
+          table.insert(s.plain, res.wall)
+          table.insert(s.plain_cpu, res.user + res.sys)
+        end
+      elseif v == 1 then
+        wb.fs.remove_tree(wb_dir)
+        wb.check(wb.fs.mkdir_p(wb_dir))
+        local res, elapsed = lib.run({ lib.wb, "run", recipe, "--", exe, rounds_arg }, { WB_BENCH_DIR = wb_dir })
+        local wall, cpu, bytes, main, total, method = res.stdout:match("^(%S+) (%S+) (%d+) (%d+) (%d+) (%S+)")
+        if method ~= "bpf" then wb.fail("wb capture used " .. tostring(method)) end
+        last.wb_bytes, last.wb_main, last.wb_total = tonumber(bytes), tonumber(main), tonumber(total)
+        if round > 0 then
+          table.insert(s.wb, elapsed)
+          table.insert(s.wb_cpu, res.user + res.sys) -- wb's own and the workload's (its child)
+          table.insert(s.wb_workload, tonumber(wall))
+          table.insert(s.wb_workload_cpu, tonumber(cpu))
+        end
+      else
+        local recres, rec = lib.run({ perf, "record", "-F", "99", "--call-graph", "dwarf", "--no-bpf-event", "-q", "-o",
+          perf_data, "--", exe, rounds_arg })
+        local t = wb.clock.timer()
+        local script = wb.check(wb.proc.run { argv = { perf, "script", "-i", perf_data, "-F", "comm,pid,ip,sym,dso" },
+          stdout = { file = script_out }, stderr = "null" })
+        if not script.ok then wb.fail("perf script failed") end
+        local rep = t:elapsed()
+        last.perf_bytes = wb.fs.stat(perf_data).size + wb.fs.stat(script_out).size
+        last.perf_main, last.perf_total = perf_complete(wb.fs.read(script_out), "nofp")
+        if round > 0 then
+          table.insert(s.perf, rec + rep)
+          table.insert(s.perf_cpu, recres.user + recres.sys + script.user + script.sys)
+          table.insert(s.perf_record, rec)
+        end
+      end
+    end
+  end
+  return s, last
+end
+
 return {
   title = "Complete stacks without frame pointers (targets: wb ≤ 3% on the workload; wb's overhead and bytes " ..
     "≥ 5× smaller than perf --call-graph dwarf's, end to end; stacks at least as complete)",
@@ -169,53 +221,11 @@ return {
     local recipe = tmp .. "/capture_once.lua"
     wb.check(wb.fs.write(recipe, RECIPE))
     local target = opts.smoke and 0.3 or 5.0 -- perf's costs grow with the run; wb's mostly do not
-    local probe = lib.run({ exe, "5" })
-    local rounds_arg = tostring(math.max(2, math.floor(5 * target / probe.wall)))
-    local wb_dir, perf_data, script_out = tmp .. "/wb", tmp .. "/perf.data", tmp .. "/perf.script"
     local rounds = opts.smoke and 1 or 5
-    local s = { plain = {}, plain_cpu = {}, wb = {}, wb_cpu = {}, wb_workload = {}, wb_workload_cpu = {}, perf = {},
-      perf_cpu = {}, perf_record = {} }
-    local last = {}
-    for round = 0, rounds do -- round 0 warms up
-      for k = 0, 2 do
-        local v = (round + k) % 3
-        if v == 0 then
-          local res = lib.run({ exe, rounds_arg })
-          if round > 0 then
-            table.insert(s.plain, res.wall)
-            table.insert(s.plain_cpu, res.user + res.sys)
-          end
-        elseif v == 1 then
-          wb.fs.remove_tree(wb_dir)
-          wb.check(wb.fs.mkdir_p(wb_dir))
-          local res, elapsed = lib.run({ lib.wb, "run", recipe, "--", exe, rounds_arg }, { WB_BENCH_DIR = wb_dir })
-          local wall, cpu, bytes, main, total, method = res.stdout:match("^(%S+) (%S+) (%d+) (%d+) (%d+) (%S+)")
-          if method ~= "bpf" then wb.fail("wb capture used " .. tostring(method)) end
-          last.wb_bytes, last.wb_main, last.wb_total = tonumber(bytes), tonumber(main), tonumber(total)
-          if round > 0 then
-            table.insert(s.wb, elapsed)
-            table.insert(s.wb_cpu, res.user + res.sys) -- wb's own and the workload's (its child)
-            table.insert(s.wb_workload, tonumber(wall))
-            table.insert(s.wb_workload_cpu, tonumber(cpu))
-          end
-        else
-          local recres, rec = lib.run({ perf, "record", "-F", "99", "--call-graph", "dwarf", "--no-bpf-event", "-q", "-o",
-            perf_data, "--", exe, rounds_arg })
-          local t = wb.clock.timer()
-          local script = wb.check(wb.proc.run { argv = { perf, "script", "-i", perf_data, "-F", "comm,pid,ip,sym,dso" },
-            stdout = { file = script_out }, stderr = "null" })
-          if not script.ok then wb.fail("perf script failed") end
-          local rep = t:elapsed()
-          last.perf_bytes = wb.fs.stat(perf_data).size + wb.fs.stat(script_out).size
-          last.perf_main, last.perf_total = perf_complete(wb.fs.read(script_out), "nofp")
-          if round > 0 then
-            table.insert(s.perf, rec + rep)
-            table.insert(s.perf_cpu, recres.user + recres.sys + script.user + script.sys)
-            table.insert(s.perf_record, rec)
-          end
-        end
-      end
-    end
+    local s, last = series(exe, recipe, tmp, perf, target, rounds)
+    local short_target = opts.smoke and 0.15 or 1.0
+    local short = series(exe, recipe, tmp, perf, short_target, rounds)
+    local rounds_arg = last.rounds_arg
     local med = {}
     for k, v in pairs(s) do med[k] = wb.stats.median(v) end
     local function paired(a, b) -- median of per-round ratios: adjacent runs share the machine's load
@@ -227,6 +237,19 @@ return {
     local wb_cost, perf_cost = med.wb - med.plain, med.perf - med.plain
     local wb_cpu_cost, perf_cpu_cost = med.wb_cpu - med.plain_cpu, med.perf_cpu - med.plain_cpu
     local wb_complete, perf_complete_share = last.wb_main / last.wb_total, last.perf_main / last.perf_total
+    -- added wall time = fixed + rate x run length, from the two series
+    local sm = {}
+    for k, v in pairs(short) do sm[k] = wb.stats.median(v) end
+    local function fit(cost_long, cost_short)
+      local rate = (cost_long - cost_short) / (med.plain - sm.plain)
+      return cost_short - rate * sm.plain, rate
+    end
+    local wb_fixed, wb_rate = fit(wb_cost, sm.wb - sm.plain)
+    local perf_fixed, perf_rate = fit(perf_cost, sm.perf - sm.plain)
+    local crossover -- the run length from which perf's added time is at least 5x wb's
+    if perf_fixed >= 5 * wb_fixed and perf_rate >= 5 * wb_rate then crossover = "any"
+    elseif perf_rate > 5 * wb_rate then crossover = string.format("%.1f s", (5 * wb_fixed - perf_fixed) / (perf_rate - 5 * wb_rate))
+    else crossover = "none (perf's rate is not 5x wb's)" end
     local figures = {
       { name = "unprofiled `gcc -O2 -g` workload (no frame pointers), median wall", value = lib.ms(med.plain) },
       { name = "the workload under wb (default unwinding: CFI, eBPF, 99 Hz), median wall",
@@ -243,6 +266,13 @@ return {
       { name = "wall time added to the run: perf's / wb's", value = string.format("%s / %s = %s",
         lib.ms(perf_cost), lib.ms(wb_cost), lib.ratio(perf_cost / math.max(wb_cost, 1e-3))), target = "≥ 5×",
         met = perf_cost >= 5 * wb_cost },
+      { name = string.format("the same for a %.1f s run: perf's / wb's", sm.plain), value = string.format("%s / %s = %s",
+        lib.ms(sm.perf - sm.plain), lib.ms(sm.wb - sm.plain),
+        lib.ratio((sm.perf - sm.plain) / math.max(sm.wb - sm.plain, 1e-3))) },
+      { name = "added wall time as fixed + per second of run (fit of the two): wb; perf",
+        value = string.format("%s + %.1f ms/s; %s + %.1f ms/s", lib.ms(wb_fixed), wb_rate * 1e3, lib.ms(perf_fixed),
+          perf_rate * 1e3) },
+      { name = "run length from which perf's added time is 5× wb's (from that fit)", value = crossover },
       { name = "CPU time added to the run (all processes): perf's / wb's", value = string.format("%s / %s = %s",
         lib.ms(perf_cpu_cost), lib.ms(wb_cpu_cost), lib.ratio(perf_cpu_cost / math.max(wb_cpu_cost, 1e-3))),
         target = "≥ 5×", met = perf_cpu_cost >= 5 * wb_cpu_cost },
@@ -265,8 +295,10 @@ return {
         .. "capture's directory. perf's end to end is `perf record` plus `perf script` (the report a flame graph is "
         .. "made from); completeness of both is counted from their own outputs. The symbolization figures time "
         .. "every tenth function's address +4 (%s). CPU times are the rusage of each command with its children "
-        .. "(wb's includes the workload, perf's its record and script).", load, rounds_arg, target, rounds,
-        opts.smoke and "smoke: a small binary" or "30,000 functions"),
+        .. "(wb's includes the workload, perf's its record and script). A second series of the same rounds on a "
+        .. "shorter run (about %.1f s) separates each tool's fixed cost from its cost per second of run.", load,
+        rounds_arg, target, rounds,
+        opts.smoke and "smoke: a small binary" or "30,000 functions", short_target),
     }
   end,
 }

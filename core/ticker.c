@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "ticker.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <time.h>
@@ -13,27 +14,34 @@ double wb_ticker_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static struct timespec monotonic_at(double t) {
+  struct timespec ts = {(time_t)t, (long)((t - (double)(time_t)t) * 1e9)};
+  return ts;
+}
+
 static void *ticker_main(void *arg) {
   wb_ticker *t = arg;
+  pthread_mutex_lock(&t->lock);
   double next = wb_ticker_now();
-  for (;;) {
-    pthread_mutex_lock(&t->lock);
-    int stop = t->stop;
-    if (!stop) t->tick(t->arg, wb_ticker_now());
-    pthread_mutex_unlock(&t->lock);
-    if (stop) break;
+  while (!t->stop) {
+    t->tick(t->arg, wb_ticker_now());
     next += t->period;
-    double wait = next - wb_ticker_now();
-    if (wait < 0) next = wb_ticker_now(), wait = 0; /* behind: no burst of catch-up calls */
-    struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
-    nanosleep(&ts, NULL);
+    if (next < wb_ticker_now()) next = wb_ticker_now(); /* behind: no burst of catch-up calls */
+    struct timespec at = monotonic_at(next);
+    while (!t->stop && pthread_cond_timedwait(&t->wake, &t->lock, &at) != ETIMEDOUT) {}
   }
+  pthread_mutex_unlock(&t->lock);
   return NULL;
 }
 
 int wb_ticker_start(wb_ticker *t, double hz, void (*tick)(void *, double), void *arg) {
   t->period = 1.0 / hz, t->tick = tick, t->arg = arg, t->stop = 0;
   pthread_mutex_init(&t->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&t->wake, &ca);
+  pthread_condattr_destroy(&ca);
   int e = pthread_create(&t->thread, NULL, ticker_main, t);
   t->running = e == 0;
   return e;
@@ -43,6 +51,7 @@ void wb_ticker_stop(wb_ticker *t) {
   if (!t->running) return;
   pthread_mutex_lock(&t->lock);
   t->stop = 1;
+  pthread_cond_signal(&t->wake);
   pthread_mutex_unlock(&t->lock);
   pthread_join(t->thread, NULL);
   t->running = 0;

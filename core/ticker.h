@@ -7,7 +7,8 @@
 
 typedef struct wb_ticker {
   pthread_t thread;
-  pthread_mutex_t lock; /* held during each call of tick, and by wb_ticker_stop */
+  pthread_mutex_t lock; /* held by the thread (released while it waits) and by wb_ticker_stop */
+  pthread_cond_t wake;  /* signalled by wb_ticker_stop: a stop does not wait out a period */
   int running, stop;
   double period;
   void (*tick)(void *arg, double now); /* now: CLOCK_MONOTONIC seconds */
@@ -18,7 +19,8 @@ typedef struct wb_ticker {
  * made up for). Returns 0, or the pthread_create error. */
 int wb_ticker_start(wb_ticker *t, double hz, void (*tick)(void *, double), void *arg);
 
-/* Stops and joins the thread (after its current call); harmless when not running. */
+/* Stops and joins the thread (after its current call, at once if it is waiting for the next);
+ * harmless when not running. */
 void wb_ticker_stop(wb_ticker *t);
 
 /* CLOCK_MONOTONIC in seconds. */
