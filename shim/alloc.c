@@ -27,6 +27,7 @@
  *   a T ADDR SIZE KIND PC...     a sampled allocation (T: CLOCK_MONOTONIC ns; PCs leaf first, the
  *                                first one back inside its call instruction); KIND: m c r a M (mmap)
  *   f T ADDR                     a sampled block freed (free, realloc, munmap)
+ *   u T ADDR                     the free just recorded did not happen (a realloc that failed)
  *   x TEXT                       a note (own allocator, set full) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -408,20 +409,28 @@ EXPORT void free(void *p) {
   __libc_free(p);
 }
 
-/* p leaves the set before the real realloc: once that returns, another thread may get p back. */
+/* A sampled p leaves the set, and its free is recorded, before the real realloc: once that
+ * returns, another thread may get p back and record it, and the file must hold p's free first.
+ * A realloc that fails leaves p alive: a "u" line takes the free back. */
 EXPORT void *realloc(void *p, size_t n) {
   int was = p && enabled && set_remove((uintptr_t)p);
+  if (was) freed(p);
   void *q = __libc_realloc(p, n);
-  if (was && !q && n) { /* failed: p still lives */
-    int busy = tl_busy;
+  if (was && !q && n && !tl_busy) {
     tl_busy = 1; /* a signal handler's malloc must not wait for this thread's lock */
+    int e = errno;
+    line l = {.n = 0};
+    put(&l, "u");
+    put_hex(&l, now_ns()), put_hex(&l, (uintptr_t)p);
     int cancel = lock_shim();
     set_insert((uintptr_t)p);
+    own_file();
+    emit(&l);
     unlock_shim(cancel);
-    tl_busy = busy;
+    errno = e;
+    tl_busy = 0;
     return q;
   }
-  if (was) freed(p);
   account(q, n, 'r');
   return q;
 }

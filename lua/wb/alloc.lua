@@ -178,7 +178,7 @@ local function read_images(dir)
       local img = by_key[key]
       if not img then
         img = { pid = tonumber(pid), interval = tonumber(interval), start = tonumber(start, 16), comm = "?",
-          maps = {}, allocs = {}, notes = {}, live = {} }
+          maps = {}, allocs = {}, notes = {}, live = {}, dead = {} }
         by_key[key] = img
         images[#images + 1] = img
       end
@@ -200,7 +200,11 @@ local function read_images(dir)
         elseif c == "f" then
           local t, addr = line:match("^f (%x+) (%x+)$")
           local a = addr and img.live[addr]
-          if a then a.freed, img.live[addr] = tonumber(t, 16), nil end
+          if a then a.freed, img.live[addr], img.dead[addr] = tonumber(t, 16), nil, a end
+        elseif c == "u" then -- a realloc failed: the block it was to free lives on
+          local addr = line:match("^u %x+ (%x+)$")
+          local a = addr and img.dead[addr]
+          if a then a.freed, img.live[addr], img.dead[addr] = nil, a, nil end
         elseif c == "m" then
           local lo, hi, off, path = line:match("^m (%x+) (%x+) (%x+) (/.+)$")
           if lo then img.maps[#img.maps + 1] = { tonumber(lo, 16), tonumber(hi, 16), tonumber(off, 16), path } end

@@ -202,6 +202,85 @@ T.case("the record file keeps out of the descriptors a program closes and reopen
   T.ok(res.alloc.samples > 0, "samples recorded")
 end)
 
+-- realloc with every allocation sampled (interval 1 byte; each site touches its block with its own
+-- constant, so that the compiler does not fold them into one function): a block that moves and shrinks, one
+-- shrunk in place, a realloc that fails (the block lives on), realloc(p, 0) (a free); the program
+-- prints which blocks it never freed and whether the in-place one kept its address.
+local REALLOC = [[
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile char sink;
+#define TOUCH(p, n, id) (((char *)(p))[0] = id, sink += ((char *)(p))[(n) - 1])
+__attribute__((noinline)) static void *site_start(size_t n) { void *p = malloc(n); TOUCH(p, n, 1); return p; }
+__attribute__((noinline)) static void *site_grow(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 2); return q; }
+__attribute__((noinline)) static void *site_shrink(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 3); return q; }
+__attribute__((noinline)) static void *site_inplace(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 4); return q; }
+__attribute__((noinline)) static void *site_failed(size_t n) { void *p = malloc(n); TOUCH(p, n, 5); return p; }
+__attribute__((noinline)) static void *site_zero(size_t n) { void *p = malloc(n); TOUCH(p, n, 6); return p; }
+int main(void) {
+  void *moved = site_shrink(site_grow(site_start(1000), 300000), 100); /* kept: 100 bytes */
+  void *big = site_start(5000);
+  void *same = site_inplace(big, 4000);                                /* kept: 4000 bytes */
+  void *kept = site_failed(3000);                                      /* kept: 3000 bytes */
+  void *none = realloc(kept, SIZE_MAX / 2);
+  void *zero = realloc(site_zero(7000), 0);                            /* freed */
+  printf("inplace %d failed %d zero %d %p %p\n", same == big, none == NULL, zero == NULL, moved, kept);
+  return 0;
+}
+]]
+
+T.case("realloc: the block it frees and the one it returns, in that order, keep the live and leak views right", function()
+  local exe = cc("realloc", REALLOC)
+  local res = run({ exe }, { alloc_interval = 1 })
+  T.eq(res.result.code, 0)
+  T.match(res.result.stdout, "^inplace 1 failed 1 zero 1 ")
+  local a = res.alloc
+  T.ok(not a.skipped, a.skipped)
+  local leak = a.alloc_leak.folded_text
+  -- interval 1: every allocation is sampled and weighs its own size (n / (1 - e^-n))
+  T.eq(bytes_under(leak, "site_shrink"), 100, "the moved block's last size, under the realloc that made it")
+  T.eq(bytes_under(leak, "site_inplace"), 4000, "shrunk in place: the new size, not the old block")
+  T.eq(bytes_under(leak, "site_failed"), 3000, "a failed realloc leaves its block alive")
+  for _, gone in ipairs({ "site_start", "site_grow", "site_zero" }) do
+    T.eq(bytes_under(leak, gone), 0, gone .. " was freed (by realloc)")
+  end
+  T.eq(bytes_under(a.alloc.folded_text, "site_grow"), 300000)
+end)
+
+-- Two threads on one arena without a thread cache: the mover's realloc frees a 48-byte chunk
+-- that the keeper's next malloc gets, so the keeper's record of that block may race the mover's
+-- record of its free; the keeper keeps every block.
+local RACE = [[
+#include <pthread.h>
+#include <stdlib.h>
+#define N 5000
+static void *keep[N];
+static volatile char sink;
+static pthread_barrier_t go;
+__attribute__((noinline)) static char *site_kept(size_t n) { char *p = malloc(n); p[0] = 1; sink += p[n - 1]; return p; }
+__attribute__((noinline)) static char *site_mover(size_t n) { char *p = malloc(n); p[0] = 2; sink += p[n - 1]; return p; }
+__attribute__((noinline)) static char *site_moved(char *p, size_t n) { char *q = realloc(p, n); q[0] = 2; sink += q[n - 1]; return q; }
+static void *mover(void *x) { pthread_barrier_wait(&go); for (int i = 0; i < N; i++) free(site_moved(site_mover(48), 4000)); return x; }
+static void *keeper(void *x) { pthread_barrier_wait(&go); for (int i = 0; i < N; i++) keep[i] = site_kept(48); return x; }
+int main(void) {
+  pthread_barrier_init(&go, 0, 2);
+  pthread_t a, b;
+  pthread_create(&a, 0, mover, 0), pthread_create(&b, 0, keeper, 0);
+  pthread_join(a, 0), pthread_join(b, 0);
+  return 0;
+}
+]]
+
+T.case("realloc racing another thread's malloc of the freed chunk: every kept block stays live", function()
+  local exe = cc("race", RACE, { "-pthread" })
+  local res = run({ exe }, { alloc_interval = 1, env = { MALLOC_ARENA_MAX = "1", GLIBC_TUNABLES = "glibc.malloc.tcache_count=0" } })
+  T.eq(res.result.code, 0)
+  local leak = res.alloc.alloc_leak.folded_text
+  T.eq(bytes_under(leak, "site_kept"), 5000 * 48, "the keeper's 5000 blocks of 48 bytes")
+  T.eq(bytes_under(leak, "site_mover") + bytes_under(leak, "site_moved"), 0, "the mover freed all of its own")
+end)
+
 T.case("a statically linked program is skipped with the reason", function()
   local exe = cc("static", "int main(void) { return 0; }\n", { "-static" })
   local res = run({ exe })
