@@ -22,10 +22,11 @@ M.DEFAULT_INTERVAL = 512 * 1024
 M.SHIM = "libwballoc.so"
 
 -- Text found in a program that allocates with its own allocator: its allocations do not go
--- through malloc (a Rust binary with jemallocator, a C++ one linked with tcmalloc, ...).
+-- through malloc (a Rust binary with jemallocator, a C++ one with tcmalloc built in, a program
+-- that calls mi_malloc, ...). A program that links a shared allocator (libjemalloc.so.2,
+-- libtcmalloc as DT_NEEDED) or preloads one is profiled: the shim forwards to it.
 M.OWN_ALLOCATORS = {
-  { "_rjem_", "jemalloc (Rust jemallocator)" }, { "<jemalloc>", "jemalloc" }, { "libjemalloc.so", "jemalloc" },
-  { "libtcmalloc", "tcmalloc" }, { "tcmalloc::", "tcmalloc" }, { "libmimalloc", "mimalloc" },
+  { "_rjem_", "jemalloc (Rust jemallocator)" }, { "<jemalloc>", "jemalloc" }, { "tcmalloc::", "tcmalloc" },
   { "mi_malloc", "mimalloc" }, { "__asan_init", "AddressSanitizer's" },
 }
 
@@ -134,12 +135,8 @@ function M.start(spec, o, method)
     return st
   end
   local why = M.unsupported(path)
+  -- an allocator the command preloads comes after the shim, which forwards to it
   local old = (spec.env or {}).LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
-  if not why and old and old ~= "" then
-    for lib in old:gmatch("[^%s:]+") do
-      if lib:find("malloc") then why = "LD_PRELOAD already holds an allocator: " .. lib end
-    end
-  end
   if why then
     st.skipped = why
     return st
