@@ -381,6 +381,12 @@ function M.markdown(r, limits)
       rows[#rows + 1] = { p.comm .. " " .. p.pid, wb.capture_report.kib_text(p.peak_rss_kb), wb.capture_report.kib_text(p.hwm_kb) }
     end
     out[#out + 1] = T(rows)
+    if mem.stages and #mem.stages > 0 then
+      out[#out + 1] = ""
+      out[#out + 1] = "Stages (from the application's stage lines on stderr):"
+      out[#out + 1] = ""
+      out[#out + 1] = T(require("wb.memory_stages").rows(mem.stages, wb.capture_report.kib_text, util.format_seconds))
+    end
     local a = cap.alloc
     if a and not a.skipped then
       out[#out + 1] = string.format("Allocations: %s allocated (estimated from %d samples), %s never freed.",

@@ -676,7 +676,8 @@ function M.run(spec)
   res.method = method
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
   if al and al.spec then spec = al.spec end
-  local stages = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  local stages <close>, stages_err = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  if stages_err then return nil, "stderr: " .. stages_err end
   if stages then spec = stages.spec end
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and

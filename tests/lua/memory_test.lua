@@ -244,7 +244,7 @@ T.case("stage lines: bands on the chart, each stage's growth, the stage that hol
   T.ok(math.abs(st[2].growth_kb) <= 25 * mib, "hold: " .. st[2].growth_kb .. " KiB")
   T.ok(st[3].growth_kb <= -80 * mib, "release: " .. st[3].growth_kb .. " KiB")
   T.ok(st[2].peak_rss_kb >= 95 * mib, "the hold stage holds the 100 MiB")
-  T.ok(st[1].holds_peak or st[2].holds_peak, "the peak is in grow or hold")
+  T.ok(st[1].holds_peak or st[2].holds_peak, string.format("the peak (%.3f s) is in grow (%.3f–%.3f) or hold (%.3f–%.3f)", res.memory.peak_t, st[1].from, st[1].to, st[2].from, st[2].to))
   T.ok(not st[3].holds_peak)
   local chart = assert(fs.read(res.memory.svg))
   for _, name in ipairs({ "grow", "hold", "release" }) do T.match(chart, ">" .. name .. "<") end
