@@ -123,6 +123,38 @@ T.case("wb profile: the memory section, timeline files and the own peak of the r
   T.match(assert(fs.read(dir .. "/report.html")), "<h2>Memory</h2>")
 end)
 
+T.case("wb compare: the peak RSS and the bytes allocated of two wb profile runs, as memory metrics", function()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/hold.c", [[
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+int main(int argc, char **argv) { /* holds argv[1] MiB, in 1 MiB blocks, for 0.3 s */
+  int n = atoi(argv[1]);
+  for (int i = 0; i < n; i++) memset(malloc(1 << 20), 1, 1 << 20);
+  struct timespec t = {0, 300000000L};
+  nanosleep(&t, 0);
+  return 0;
+}
+]]))
+  local cc = assert(proc.run { argv = { "cc", "-O2", "-o", d .. "/hold", d .. "/hold.c" }, stderr = "capture" })
+  T.eq(cc.code, 0, cc.stderr)
+  for _, side in ipairs({ { "a", "40" }, { "b", "120" } }) do
+    local r = T.wb({ "profile", "alloc=true", "-o", d .. "/" .. side[1], "--", d .. "/hold", side[2] }, { timeout = 60 })
+    T.eq(r.code, 0, r.stderr)
+  end
+  local cmp = assert(proc.run { argv = { T.wb_binary(), "compare", d .. "/a/manifest.json", d .. "/b/manifest.json", "--json" },
+    stdout = "capture", stderr = "capture" })
+  T.eq(cmp.code, 0, cmp.stderr)
+  local rows = {}
+  for _, row in ipairs(wb.json.decode(cmp.stdout).rows) do rows[row.quantity] = row end
+  local peak, bytes = rows.peak_rss_kb, rows.alloc_estimated_bytes
+  T.ok(peak and bytes, "both metrics compared: " .. cmp.stdout:sub(1, 400))
+  T.eq({ peak.kind, bytes.kind }, { "memory", "memory" })
+  T.between(peak.new - peak.base, 0.9 * 80 * 1024, 1.1 * 80 * 1024, "the peak grows by the 80 MiB planted (KiB)")
+  T.between(bytes.ratio, 2.2, 3.8, "bytes allocated: 120 MiB against 40 (sampled every 512 KiB)")
+end)
+
 -- Whether wb may hear the kernel's taskstats exit messages, read here from the kernel's own
 -- words: CAP_NET_ADMIN (bit 12 of CapEff) in the initial user namespace (a full uid map).
 local function hears_exits()

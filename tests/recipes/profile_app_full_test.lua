@@ -186,6 +186,14 @@ int main(void) {
   T.match(md, "\n| *hold *|[^\n]*| *here *|\n")
   T.match(html, "<td[^>]*>hold</td>")
   T.match(assert(fs.read(d .. "/m/logs/capture.stderr.log")), "^stage=hold seconds=[%d.]+\nstage=release seconds=[%d.]+\n$")
+  -- the capture's peak and bytes allocated are the manifest's metrics, which wb compare sets side by side
+  local rows = {}
+  local cmp = assert(proc.run { argv = { T.wb_binary(), "compare", d .. "/m/manifest.json", d .. "/m/manifest.json", "--json" },
+    stdout = "capture", stderr = "capture" })
+  T.eq(cmp.code, 0, cmp.stderr)
+  for _, row in ipairs(json.decode(cmp.stdout).rows) do rows[row.metric] = row end
+  T.eq({ rows["capture peak_rss_kb"].base, rows["capture peak_rss_kb"].kind }, { mem.peak.rss_kb, "memory" })
+  T.eq({ rows["capture alloc_estimated_bytes"].base, rows["capture alloc_estimated_bytes"].kind }, { alloc.estimated_bytes, "memory" })
 end)
 
 T.case("a callgrind pass when valgrind is present and tool.callgrind=true", function()
