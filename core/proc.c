@@ -232,6 +232,7 @@ static void set_result(lua_State *L, wb_child *c) {
   wb_set_num(L, "sys", (double)r.sys_ns / 1e9);
   wb_set_int(L, "maxrss_kb", r.maxrss_kb);
   wb_set_bool(L, "maxrss_bound", r.maxrss_bound);
+  if (c->own_peak_kb >= 0) wb_set_int(L, "own_peak_rss_kb", c->own_peak_kb);
   for (int i = 0; i < 2; i++) {
     wb_stream *st = &c->out[i];
     if (st->mode != WB_IO_CAPTURE && st->mode != WB_IO_TEE) continue;
@@ -304,9 +305,12 @@ static int l_release(lua_State *L) {
 
 /* -- res = p:wait() : waits (enforcing the timeout, calling line callbacks) and returns the
  * result table {pid, exited, code, signal, timed_out, ok, wall, wall_ns, user, sys, maxrss_kb,
- * maxrss_bound, stdout, stderr (capture and tee only)}; later calls return the same table.
- * maxrss_bound: maxrss_kb is only an upper bound, since Linux counts this process's peak RSS
- * into a child's at exec and the child stayed below it. While waiting, the
+ * maxrss_bound, own_peak_rss_kb?, stdout, stderr (capture and tee only)}; later calls return the
+ * same table. maxrss_kb: the largest own peak RSS of the child and of the descendants it waited
+ * for, exact where wb hears the kernel's taskstats exit messages (root: core/exitstats.h), which
+ * also give own_peak_rss_kb, the child's alone; else the wait4 figure, and maxrss_bound says
+ * when that is only an upper bound (Linux counts this process's peak RSS into a child's at exec
+ * and the child stayed below it). While waiting, the
  * output of every child is pumped; a pending SIGINT/SIGTERM ends every child, then raises. */
 static int l_wait(lua_State *L) {
   check_proc(L, 1);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exitstats.h"
 #include "internal.h"
 #include "reaper.h"
 #include "spawn.h"
@@ -154,6 +155,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     return NULL;
   }
   c->pidfd = c->in_fd = c->gate_fd = -1;
+  c->own_peak_kb = -1;
   for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
   struct setup su = {.plan = {.dir_fd = -1, .close_from = 3}, .child_fds = {-1, -1, -1},
                      .gate = {-1, -1, -1, -1}};
@@ -187,6 +189,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   su.plan.envp = envp;
 
   c->start_ns = wb_clock_ns();
+  c->exits_since = wb_exits_drain();
   e = wb_exec_start(&su.plan, &c->pid);
   if (e) {
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
@@ -289,6 +292,12 @@ static void record(wb_child *c, int status, const struct rusage *ru) {
   c->status = status;
   c->ru = *ru;
   c->end_ns = wb_clock_ns();
+  int64_t own, tree;
+  if (wb_exits_peak(c->pid, c->exits_since, &own, &tree) == 0) { /* exact: no spawner's peak in it */
+    c->own_peak_kb = own, c->maxrss_kb = tree, c->maxrss_bound = 0;
+    return;
+  }
+  c->own_peak_kb = -1, c->maxrss_kb = ru->ru_maxrss;
   c->maxrss_bound = ru->ru_maxrss <= own_peak_rss_kb(ru->ru_maxrss);
 }
 
@@ -462,7 +471,7 @@ static int needs_exit_poll(const wb_child *c) { return !c->reaped && (c->pidfd <
 
 int wb_spawn_step(int64_t until_ns, int watch_signal) {
   int64_t now = wb_clock_ns(), wake = until_ns;
-  size_t count = 1;
+  size_t count = 2;
   int finished = 0;
   for (wb_child *c = live, *next; c; c = next) {
     next = c->next;
@@ -478,6 +487,7 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   if (reserve_pollfds(count) != 0) return -1;
   size_t n = 0;
   if (watch_signal && wb_signal_fd() >= 0) add_pollfd(&n, wb_signal_fd(), POLLIN, NULL);
+  if (wb_exits_fd() >= 0) add_pollfd(&n, wb_exits_fd(), POLLIN, NULL); /* drained below */
   int exits_polled = 0;
   for (wb_child *c = live; c; c = c->next) {
     if (!c->reaped && c->pidfd >= 0) add_pollfd(&n, c->pidfd, POLLIN, c);
@@ -497,6 +507,7 @@ int wb_spawn_step(int64_t until_ns, int watch_signal) {
   if (r < 0) return errno == EINTR ? 0 : -1;
   for (size_t i = 0; i < n && r > 0; i++) {
     wb_child *c = pchild[i];
+    if (pfds[i].revents && pfds[i].fd == wb_exits_fd()) wb_exits_drain();
     if (!pfds[i].revents || !c) continue;
     if (pfds[i].fd == c->pidfd) reap_leader(c);
     else if (pfds[i].fd == c->in_fd) stdin_write(c);
@@ -535,7 +546,7 @@ void wb_spawn_result(const wb_child *c, wb_child_result *out) {
   out->wall_ns = c->end_ns - c->start_ns;
   out->user_ns = (int64_t)c->ru.ru_utime.tv_sec * 1000000000 + c->ru.ru_utime.tv_usec * 1000;
   out->sys_ns = (int64_t)c->ru.ru_stime.tv_sec * 1000000000 + c->ru.ru_stime.tv_usec * 1000;
-  out->maxrss_kb = c->ru.ru_maxrss;
+  out->maxrss_kb = c->maxrss_kb;
   out->maxrss_bound = c->maxrss_bound;
 }
 

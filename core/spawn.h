@@ -83,7 +83,10 @@ struct wb_child {
   int reaped, status_known, finished;
   int status;
   struct rusage ru;
-  int maxrss_bound;       /* ru.ru_maxrss is not above this process's peak RSS (wb.h) */
+  int maxrss_bound;       /* maxrss_kb is only an upper bound (wb.h) */
+  int64_t maxrss_kb;      /* the tree's largest own peak (core/exitstats.h), else ru.ru_maxrss */
+  int64_t own_peak_kb;    /* the leader's own peak from its exit message, -1 when unknown */
+  uint64_t exits_since;   /* the last exit recorded before the spawn (core/exitstats.h) */
   wb_stream out[2]; /* stdout, stderr */
   int in_fd;
   char *in_data;

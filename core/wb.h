@@ -31,7 +31,10 @@ typedef struct wb_child_result {
   int64_t wall_ns;     /* spawn to reap, monotonic */
   int64_t user_ns;     /* user CPU time of the child and the descendants it waited for */
   int64_t sys_ns;      /* system CPU time, likewise */
-  int64_t maxrss_kb;   /* peak resident set size in KiB (see maxrss_bound) */
+  int64_t maxrss_kb;   /* peak resident set size in KiB: the largest own peak of the child and of
+                          the descendants it waited for, exact from the kernel's taskstats exit
+                          messages where wb may listen to them (CAP_NET_ADMIN), else wait4's
+                          figure (see maxrss_bound) */
   int32_t maxrss_bound; /* 1 when maxrss_kb is only an upper bound: at exec, Linux records the
                            spawner's peak RSS as the child's, so a child that stays below it
                            shows the spawner's figure */

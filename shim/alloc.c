@@ -1,7 +1,10 @@
 /* libwballoc.so: the allocation sampler wb.capture{alloc = true} preloads (LD_PRELOAD) into every
  * process of the tree it runs. It interposes malloc, calloc, realloc, reallocarray, free,
  * posix_memalign, aligned_alloc, memalign, valloc, pvalloc and, with WB_ALLOC_MMAP=1, anonymous
- * mmap/munmap, forwarding each to glibc (__libc_malloc, ... ; mmap as the raw system call).
+ * mmap/munmap, forwarding each to the next definition after the shim's (dlsym RTLD_NEXT): glibc's,
+ * or that of an allocator the program links (libjemalloc, libtcmalloc as DT_NEEDED) or preloads
+ * after the shim, so that every block comes from and returns to the one allocator; mmap goes to
+ * the raw system call, and that allocator's own mmap calls (its arenas) are not counted.
  *
  * Sampling is by bytes, as the heap profilers of production allocators do: each thread counts
  * down a gap drawn from an exponential distribution with mean WB_ALLOC_INTERVAL bytes (a Poisson
@@ -27,6 +30,7 @@
  *   a T ADDR SIZE KIND PC...     a sampled allocation (T: CLOCK_MONOTONIC ns; PCs leaf first, the
  *                                first one back inside its call instruction); KIND: m c r a M (mmap)
  *   f T ADDR                     a sampled block freed (free, realloc, munmap)
+ *   u T ADDR                     the free just recorded did not happen (a realloc that failed)
  *   x TEXT                       a note (own allocator, set full) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -54,13 +58,6 @@
 #define TOMB ((uintptr_t)1)
 #define MAX_RANGES 1024
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
 
 static int enabled;        /* set by the constructor when WB_ALLOC_DIR is given */
 static int with_mmap;
@@ -88,6 +85,79 @@ static _Atomic uint32_t filter[1u << FILTER_BITS];
 static __thread int64_t tl_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t tl_rng __attribute__((tls_model("initial-exec")));
 static __thread int tl_busy __attribute__((tls_model("initial-exec")));
+
+/* ---- the allocator underneath --------------------------------------------------------------- */
+
+/* The next definitions (see the top), resolved at the first call of any of them (a constructor
+ * that runs before the shim's may allocate). What dlsym allocates while it resolves them comes
+ * from boot_heap, which is never reused: its blocks are dropped when freed. */
+typedef struct fns {
+  void *(*malloc)(size_t);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void (*free)(void *);
+  void *(*memalign)(size_t, size_t); /* also aligned_alloc, posix_memalign */
+  void *(*valloc)(size_t);           /* NULL (jemalloc has no pvalloc): by memalign */
+  void *(*pvalloc)(size_t);
+} fns;
+static fns next;
+static uintptr_t next_lo, next_hi; /* the text of the object that defines next.malloc */
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int tl_resolving __attribute__((tls_model("initial-exec")));
+static char boot_heap[64 * 1024] __attribute__((aligned(64)));
+static _Atomic size_t boot_used;
+
+static inline int in_boot(const void *p) { return (const char *)p >= boot_heap && (const char *)p < boot_heap + sizeof boot_heap; }
+
+static void *boot_alloc(size_t n, size_t align) {
+  size_t at;
+  do {
+    at = atomic_load(&boot_used);
+    size_t start = (at + align - 1) & ~(align - 1);
+    if (start + n > sizeof boot_heap) return NULL;
+    if (atomic_compare_exchange_weak(&boot_used, &at, start + n)) return boot_heap + start;
+  } while (1);
+}
+
+static int text_of(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t fn = (uintptr_t)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && fn >= lo && fn < hi) {
+      next_lo = lo, next_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Whether next is resolved: 1, or 0 in the thread that is resolving it (use boot_heap). */
+static int resolved(void) {
+  if (LIKELY(next.free != NULL)) return 1;
+  if (tl_resolving) return 0;
+  pthread_mutex_lock(&resolve_lock);
+  if (!next.free) {
+    tl_resolving = 1;
+    fns f;
+    f.malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    f.calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    f.realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    f.memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+    f.valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+    f.pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+    f.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+    if (!f.malloc || !f.calloc || !f.realloc || !f.memalign || !f.free) abort(); /* libc has them all */
+    dl_iterate_phdr(text_of, (void *)f.malloc);
+    next.malloc = f.malloc, next.calloc = f.calloc, next.realloc = f.realloc, next.memalign = f.memalign;
+    next.valloc = f.valloc, next.pvalloc = f.pvalloc;
+    atomic_store((_Atomic(void (*)(void *)) *)&next.free, f.free);
+    tl_resolving = 0;
+  }
+  pthread_mutex_unlock(&resolve_lock);
+  return 1;
+}
 
 /* ---- the sampled set ---------------------------------------------------------------------- */
 
@@ -392,36 +462,57 @@ static inline void forget(void *p) {
 /* ---- the interposed functions ----------------------------------------------------------- */
 
 EXPORT void *malloc(size_t n) {
-  void *p = __libc_malloc(n);
+  if (!resolved()) return boot_alloc(n, 16);
+  void *p = next.malloc(n);
   account(p, n, 'm');
   return p;
 }
 
 EXPORT void *calloc(size_t k, size_t n) {
-  void *p = __libc_calloc(k, n);
+  if (n && k > SIZE_MAX / n) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (!resolved()) return boot_alloc(k * n, 16); /* zeroed: never handed out before */
+  void *p = next.calloc(k, n);
   account(p, k * n, 'c');
   return p;
 }
 
 EXPORT void free(void *p) {
+  if (!p || in_boot(p)) return;
   forget(p);
-  __libc_free(p);
+  if (resolved()) next.free(p);
 }
 
-/* p leaves the set before the real realloc: once that returns, another thread may get p back. */
+/* A sampled p leaves the set, and its free is recorded, before the real realloc: once that
+ * returns, another thread may get p back and record it, and the file must hold p's free first.
+ * A realloc that fails leaves p alive: a "u" line takes the free back. */
 EXPORT void *realloc(void *p, size_t n) {
-  int was = p && enabled && set_remove((uintptr_t)p);
-  void *q = __libc_realloc(p, n);
-  if (was && !q && n) { /* failed: p still lives */
-    int busy = tl_busy;
-    tl_busy = 1; /* a signal handler's malloc must not wait for this thread's lock */
-    int cancel = lock_shim();
-    set_insert((uintptr_t)p);
-    unlock_shim(cancel);
-    tl_busy = busy;
+  if (!resolved() || in_boot(p)) { /* a block of boot_heap moves out (its size is not known) */
+    void *q = resolved() ? malloc(n) : boot_alloc(n, 16);
+    size_t room = p ? (size_t)(boot_heap + sizeof boot_heap - (char *)p) : 0;
+    if (q && p) memcpy(q, p, n < room ? n : room);
     return q;
   }
+  int was = p && enabled && set_remove((uintptr_t)p);
   if (was) freed(p);
+  void *q = next.realloc(p, n);
+  if (was && !q && n && !tl_busy) {
+    tl_busy = 1; /* a signal handler's malloc must not wait for this thread's lock */
+    int e = errno;
+    line l = {.n = 0};
+    put(&l, "u");
+    put_hex(&l, now_ns()), put_hex(&l, (uintptr_t)p);
+    int cancel = lock_shim();
+    set_insert((uintptr_t)p);
+    own_file();
+    emit(&l);
+    unlock_shim(cancel);
+    errno = e;
+    tl_busy = 0;
+    return q;
+  }
   account(q, n, 'r');
   return q;
 }
@@ -435,7 +526,8 @@ EXPORT void *reallocarray(void *p, size_t k, size_t n) {
 }
 
 EXPORT void *memalign(size_t align, size_t n) {
-  void *p = __libc_memalign(align, n);
+  if (!resolved()) return boot_alloc(n, align > 16 ? align : 16);
+  void *p = next.memalign(align, n);
   account(p, n, 'a');
   return p;
 }
@@ -444,34 +536,46 @@ EXPORT void *aligned_alloc(size_t align, size_t n) { return memalign(align, n); 
 
 EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   if (align < sizeof(void *) || (align & (align - 1))) return EINVAL;
-  void *p = __libc_memalign(align, n);
+  int e = errno;
+  void *p = memalign(align, n);
   if (!p) return ENOMEM;
-  account(p, n, 'a');
+  errno = e;
   *out = p;
   return 0;
 }
 
 EXPORT void *valloc(size_t n) {
-  void *p = __libc_valloc(n);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (!resolved() || !next.valloc) return memalign(page, n);
+  void *p = next.valloc(n);
   account(p, n, 'a');
   return p;
 }
 
 EXPORT void *pvalloc(size_t n) {
-  void *p = __libc_pvalloc(n);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (!resolved() || !next.pvalloc) return memalign(page, (n + page - 1) & ~(page - 1));
+  void *p = next.pvalloc(n);
   account(p, n, 'a');
   return p;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int mfd, off_t off) {
+/* from: the caller's return address: the next allocator's own arenas are its blocks' (counted
+ * as they are handed out), not allocations of the program. */
+static inline void *map(uintptr_t from, void *addr, size_t len, int prot, int flags, int mfd, off_t off) {
   long r = syscall(SYS_mmap, addr, len, prot, flags, mfd, off);
   void *p = r == -1 ? MAP_FAILED : (void *)r;
-  if (with_mmap && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED)) account(p, len, 'M');
+  if (with_mmap && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED) && !(from >= next_lo && from < next_hi))
+    account(p, len, 'M');
   return p;
 }
 
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int mfd, off_t off) {
+  return map((uintptr_t)__builtin_return_address(0), addr, len, prot, flags, mfd, off);
+}
+
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int mfd, off_t off) {
-  return mmap(addr, len, prot, flags, mfd, off);
+  return map((uintptr_t)__builtin_return_address(0), addr, len, prot, flags, mfd, off);
 }
 
 EXPORT int munmap(void *addr, size_t len) {
@@ -510,6 +614,7 @@ __attribute__((constructor)) static void init(void) {
   memcpy(dir, d, strlen(d) + 1);
   if (iv && atof(iv) >= 1) interval = atof(iv);
   with_mmap = mm && strcmp(mm, "1") == 0;
+  resolved();
   dl_iterate_phdr(find_self, NULL);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   void *m = dlsym(RTLD_DEFAULT, "malloc");

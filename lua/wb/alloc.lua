@@ -22,10 +22,11 @@ M.DEFAULT_INTERVAL = 512 * 1024
 M.SHIM = "libwballoc.so"
 
 -- Text found in a program that allocates with its own allocator: its allocations do not go
--- through malloc (a Rust binary with jemallocator, a C++ one linked with tcmalloc, ...).
+-- through malloc (a Rust binary with jemallocator, a C++ one with tcmalloc built in, a program
+-- that calls mi_malloc, ...). A program that links a shared allocator (libjemalloc.so.2,
+-- libtcmalloc as DT_NEEDED) or preloads one is profiled: the shim forwards to it.
 M.OWN_ALLOCATORS = {
-  { "_rjem_", "jemalloc (Rust jemallocator)" }, { "<jemalloc>", "jemalloc" }, { "libjemalloc.so", "jemalloc" },
-  { "libtcmalloc", "tcmalloc" }, { "tcmalloc::", "tcmalloc" }, { "libmimalloc", "mimalloc" },
+  { "_rjem_", "jemalloc (Rust jemallocator)" }, { "<jemalloc>", "jemalloc" }, { "tcmalloc::", "tcmalloc" },
   { "mi_malloc", "mimalloc" }, { "__asan_init", "AddressSanitizer's" },
 }
 
@@ -134,12 +135,8 @@ function M.start(spec, o, method)
     return st
   end
   local why = M.unsupported(path)
+  -- an allocator the command preloads comes after the shim, which forwards to it
   local old = (spec.env or {}).LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
-  if not why and old and old ~= "" then
-    for lib in old:gmatch("[^%s:]+") do
-      if lib:find("malloc") then why = "LD_PRELOAD already holds an allocator: " .. lib end
-    end
-  end
   if why then
     st.skipped = why
     return st
@@ -178,7 +175,7 @@ local function read_images(dir)
       local img = by_key[key]
       if not img then
         img = { pid = tonumber(pid), interval = tonumber(interval), start = tonumber(start, 16), comm = "?",
-          maps = {}, allocs = {}, notes = {}, live = {} }
+          maps = {}, allocs = {}, notes = {}, live = {}, dead = {} }
         by_key[key] = img
         images[#images + 1] = img
       end
@@ -200,7 +197,11 @@ local function read_images(dir)
         elseif c == "f" then
           local t, addr = line:match("^f (%x+) (%x+)$")
           local a = addr and img.live[addr]
-          if a then a.freed, img.live[addr] = tonumber(t, 16), nil end
+          if a then a.freed, img.live[addr], img.dead[addr] = tonumber(t, 16), nil, a end
+        elseif c == "u" then -- a realloc failed: the block it was to free lives on
+          local addr = line:match("^u %x+ (%x+)$")
+          local a = addr and img.dead[addr]
+          if a then a.freed, img.live[addr], img.dead[addr] = nil, a, nil end
         elseif c == "m" then
           local lo, hi, off, path = line:match("^m (%x+) (%x+) (%x+) (/.+)$")
           if lo then img.maps[#img.maps + 1] = { tonumber(lo, 16), tonumber(hi, 16), tonumber(off, 16), path } end

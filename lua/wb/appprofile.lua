@@ -130,7 +130,8 @@ end
 
 -- cap = appprofile.capture(c, tool, argv, summary_path) : campaign c's run "capture", the
 -- counters, on/off-CPU stacks, memory timeline (with the stage bands of tool.stage_pattern) and
--- allocation profile tool asks for (wb.capture.run into profiles/app.*)
+-- allocation profile tool asks for (wb.capture.run into profiles/app.*); the record's metrics
+-- hold the tree's peak RSS and the estimated bytes allocated
 function M.capture(c, tool, argv, summary_path)
   local cap
   c:run("capture", function(rec)
@@ -141,6 +142,10 @@ function M.capture(c, tool, argv, summary_path)
       stderr = { file = c.dir .. "/logs/capture.stderr.log" } })
     rec.method = cap.method
     rec.wall_time_seconds = cap.result and cap.result.wall
+    -- the tree's peak RSS and the bytes allocated: memory metrics wb compare sets side by side
+    local mem, al = cap.memory, cap.alloc
+    rec.metrics = { peak_rss_kb = mem and not mem.skipped and mem.peak_rss_kb or nil,
+      alloc_estimated_bytes = al and not al.skipped and al.estimated_bytes or nil }
     if summary_path then wb.fs.remove(summary_path) end
     rec.stopped_by = cap.stopped -- a first Ctrl-C stops the command; what it recorded is kept
     return cap.ok
@@ -381,6 +386,12 @@ function M.markdown(r, limits)
       rows[#rows + 1] = { p.comm .. " " .. p.pid, wb.capture_report.kib_text(p.peak_rss_kb), wb.capture_report.kib_text(p.hwm_kb) }
     end
     out[#out + 1] = T(rows)
+    if mem.stages and #mem.stages > 0 then
+      out[#out + 1] = ""
+      out[#out + 1] = "Stages (from the application's stage lines on stderr):"
+      out[#out + 1] = ""
+      out[#out + 1] = T(require("wb.memory_stages").rows(mem.stages, wb.capture_report.kib_text, util.format_seconds))
+    end
     local a = cap.alloc
     if a and not a.skipped then
       out[#out + 1] = string.format("Allocations: %s allocated (estimated from %d samples), %s never freed.",

@@ -571,17 +571,21 @@ end
 -- <name>.memory.json (everything, with each process's series), <name>.memory.csv (the tree's
 -- totals per sample) and <name>.memory.svg. res.memory = {hz, samples, peak_rss_kb, peak_t,
 -- peak_pss_kb, processes = {{pid, ppid, comm, peak_rss_kb, peak_t, hwm_kb, peak_pss_kb,
--- first_t, last_t}}, json, csv, svg}; the root's own peak (its VmHWM, not the wait4 figure that
--- holds wb's) also goes to res.result.own_peak_rss_kb.
+-- first_t, last_t}}, json, csv, svg}. The root's own peak, res.result.own_peak_rss_kb, is the
+-- one its exit message gave wb.proc (exact, core/exitstats.h) or else its last VmHWM sampled (not
+-- the wait4 figure that holds wb's); the root's hwm_kb is the former when known.
 local function memory_profile(res, r, o)
   local m = r.memory
   if not m then return end
-  local procs = {}
+  local procs, exact = {}, res.result.own_peak_rss_kb
   for i, p in ipairs(m.processes) do
+    if p.pid == r.pid then
+      if exact then p.hwm_kb = exact end
+      if p.hwm_kb > 0 then res.result.own_peak_rss_kb = p.hwm_kb end
+    end
     procs[i] = { pid = p.pid, ppid = p.ppid, comm = p.comm, peak_rss_kb = p.peak_rss_kb, peak_t = p.peak_t,
       hwm_kb = p.hwm_kb, peak_pss_kb = p.peak_pss_kb >= 0 and p.peak_pss_kb or nil, first_t = p.first_t,
       last_t = p.last_t }
-    if p.pid == r.pid and p.hwm_kb > 0 then res.result.own_peak_rss_kb = p.hwm_kb end
   end
   -- a tree PSS that leaves out a process (its smaps_rollup was too slow to read) is not shown
   if m.pss_partial then m.timeline.pss_kb, m.peak.pss_kb = nil, nil end
@@ -698,7 +702,8 @@ function M.run(spec)
   res.method = method
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
   if al and al.spec then spec = al.spec end
-  local stages = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  local stages <close>, stages_err = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
+  if stages_err then return nil, "stderr: " .. stages_err end
   if stages then spec = stages.spec end
   if #passed > 0 then res.fallback = reason_text(passed) end
   local off_skip = method ~= "bpf" and o.want_off and

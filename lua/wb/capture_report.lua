@@ -113,6 +113,14 @@ function M.text(res, opts)
         if i > 5 then break end
         add("  %10s %10s  %s %d", M.kib_text(p.peak_rss_kb), M.kib_text(p.hwm_kb), p.comm, p.pid)
       end
+      if mem.stages and #mem.stages > 0 then
+        add("  stages (RSS growth, peak RSS):")
+        local rows = require("wb.memory_stages").rows(mem.stages, M.kib_text, seconds)
+        for i = 2, #rows do -- after the header
+          local row = rows[i]
+          add("  %12s %10s  %s %s%s", row[5], row[6], row[1], row[2], row[7] ~= "" and " (holds the tree's peak)" or "")
+        end
+      end
     end
   end
   if res.alloc then require("wb.alloc_report").text(add, res.alloc, n) end
@@ -168,6 +176,10 @@ function M.memory_sections(res, n)
     local blocks = { meta(string.format("tree peak RSS %s at %s%s · %d samples at %g Hz", M.kib_text(mem.peak_rss_kb),
       seconds(mem.peak_t), mem.peak_pss_kb and (", PSS " .. M.kib_text(mem.peak_pss_kb)) or "", mem.samples, mem.hz)) }
     if chart then blocks[#blocks + 1] = page.figure(chart, "Resident memory of the process tree over time", { class = "memory" }) end
+    if mem.stages and #mem.stages > 0 then
+      blocks[#blocks + 1] = page.table(require("wb.memory_stages").rows(mem.stages, M.kib_text, seconds),
+        { align = { "l", "r", "r", "r", "r", "r", "l" } })
+    end
     blocks[#blocks + 1] = page.table(rows, { align = { "l", "r", "r", "r", "r", "r" } })
     out[#out + 1] = section("Memory", blocks)
   end

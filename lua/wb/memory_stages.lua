@@ -4,7 +4,7 @@
 -- reported at t that took d seconds to have run over [t - d, t]. The bands go to the memory chart,
 -- and each stage gets the tree's RSS at its start and end, its growth and its peak.
 --
---   local w = memory_stages.watch(spec)            -- nil without spec.stage_pattern
+--   local w <close> = memory_stages.watch(spec)    -- nil without spec.stage_pattern
 --   spec = w.spec                                   -- stderr (and a stdout callback) also stamped
 --   local bands = w:bands(t0)                       -- {{name, from, to}} in seconds from t0
 --   res.memory.stages = memory_stages.attribute(m, bands)
@@ -14,10 +14,19 @@ local M = {}
 
 local Watch = {}
 Watch.__index = Watch
+Watch.__close = function(w) w:close() end
 
--- w = memory_stages.watch(spec) : a copy of spec (w.spec) whose stderr (when inherited or a line
--- callback) and stdout (when a line callback) also stamp the stage lines; nil when spec has no
--- stage_pattern. Raises when stage_pattern is not a string (at the caller of wb.capture).
+-- w:close() : closes the file a {file = path} stderr is copied to
+function Watch:close()
+  if self.file then self.file:close() end
+  self.file = nil
+end
+
+-- w = memory_stages.watch(spec) : a copy of spec (w.spec) whose stderr (when inherited, a line
+-- callback or {file = path [, append]}: then read line by line and copied to the file) and stdout
+-- (when a line callback) also stamp the stage lines; nil when spec has no stage_pattern. Raises
+-- when stage_pattern is not a string (at the caller of wb.capture); nil, err when the file cannot
+-- be opened.
 function M.watch(spec)
   local pattern = spec.stage_pattern
   if pattern == nil then return nil end
@@ -39,6 +48,15 @@ function M.watch(spec)
       stamp(line)
       spec.stderr(line)
     end
+  elseif type(spec.stderr) == "table" and spec.stderr.file then
+    local f, err = io.open(spec.stderr.file, spec.stderr.append and "a" or "w")
+    if not f then return nil, err end
+    f:setvbuf("line")
+    w.file = f
+    copy.stderr = function(line)
+      stamp(line)
+      f:write(line, "\n")
+    end
   end
   if type(spec.stdout) == "function" then
     copy.stdout = function(line)
@@ -56,6 +74,18 @@ function Watch:bands(t0)
   local out = {}
   for i, m in ipairs(self.marks) do out[i] = { m[1], m[2] - m[3] - t0, m[2] - t0 } end
   return out
+end
+
+-- rows = memory_stages.rows(stages, kib, seconds) : a table's rows (a header, then one per stage,
+-- strings) for the list attribute() made; kib and seconds format KiB and seconds
+function M.rows(stages, kib, seconds)
+  local rows = { { "stage", "from – to", "RSS at start", "at end", "growth", "peak RSS", "tree peak" } }
+  for _, s in ipairs(stages) do
+    local g = s.growth_kb
+    rows[#rows + 1] = { s.name, seconds(math.max(s.from, 0)) .. " – " .. seconds(s.to), kib(s.start_rss_kb),
+      kib(s.end_rss_kb), (g >= 0 and "+" or "−") .. kib(math.abs(g)), kib(s.peak_rss_kb), s.holds_peak and "here" or "" }
+  end
+  return rows
 end
 
 -- list = memory_stages.attribute(m, bands) : per stage {name, from, to, start_rss_kb, end_rss_kb,

@@ -134,7 +134,9 @@ function wb.ordered_keys(t) end
 ---@field wall_ns integer
 ---@field user number seconds
 ---@field sys number seconds
----@field maxrss_kb integer
+---@field maxrss_kb integer the largest own peak RSS of the child and the descendants it waited for
+---@field maxrss_bound boolean maxrss_kb is only an upper bound (wait4's figure, below wb's own peak)
+---@field own_peak_rss_kb integer? the child's own peak RSS, from its exit message (root)
 ---@field stdout string?
 ---@field stderr string?
 

@@ -237,12 +237,13 @@ $ cd $T && ${WB_BIN:-wb} bench true runs=15 -o $T/h15 > /dev/null && grep -c -E 
 [1]
 
 # 6. profile_app_full's report.html renders its summary (tables, no raw Markdown) and its header
-# counts the warm-up that ran; 16. one formatter: durations in s/ms, not raw ns; counts grouped;
+# counts the warm-up that ran, with two stage tables (the bottlenecks' and the memory section's,
+# from the example's stage lines on stderr); 16. one formatter: durations in s/ms, not raw ns; counts grouped;
 # two shares of one wait name their denominators
 $ cd $T && ${WB_BIN:-wb} profile_app_full -o $T/paf > $T/paf.out 2>&1; grep -c '<pre>' $T/paf/report.html; grep -c '<b>1</b> warmup' $T/paf/report.html; grep -c '<th[^>]*>stage</th>' $T/paf/report.html
 0
 1
-1
+2
 
 $ grep -E '^\| (task-clock|page-faults) ' $T/paf.out; grep -c -E '[0-9]{7,} ns' $T/paf.out; grep -c 'share of wall (median trial, ' $T/paf.out
 | page%-faults .*| [0-9],[0-9][0-9][0-9] .* (re)

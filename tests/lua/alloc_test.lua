@@ -146,8 +146,8 @@ T.case("the capture report: the allocation summary, top sites and flame graphs",
   local page = view.html(res, { title = "leak" })
   T.match(page, "<h2>Allocations</h2>")
   T.eq(T.count(page, '<iframe title="Bytes '), 3, "allocated, live at the peak, never freed")
-  local skipped = run({ "/bin/sh", "-c", "exit 0" }, { alloc_interval = 1, stderr = "null", env = { LD_PRELOAD = "libtcmalloc.so.4" } })
-  T.match(view.text(skipped), "\nallocations: skipped: LD_PRELOAD already holds an allocator: libtcmalloc.so.4\n")
+  local static = cc("static", "int main(void) { return 0; }\n", { "-static" })
+  T.match(view.text(run({ static })), "\nallocations: skipped: statically linked: [^\n]*static has no dynamic loader")
 end)
 
 T.case("a forked child's allocations are under its own pid", function()
@@ -200,6 +200,142 @@ T.case("the record file keeps out of the descriptors a program closes and reopen
   T.eq(res.result.code, 0)
   T.eq(fs.read(d .. "/fds.txt"), "in=0 out=1 3\n")
   T.ok(res.alloc.samples > 0, "samples recorded")
+end)
+
+-- realloc with every allocation sampled (interval 1 byte; each site touches its block with its own
+-- constant, so that the compiler does not fold them into one function): a block that moves and shrinks, one
+-- shrunk in place, a realloc that fails (the block lives on), realloc(p, 0) (a free); the program
+-- prints which blocks it never freed and whether the in-place one kept its address.
+local REALLOC = [[
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+static volatile char sink;
+#define TOUCH(p, n, id) (((char *)(p))[0] = id, sink += ((char *)(p))[(n) - 1])
+__attribute__((noinline)) static void *site_start(size_t n) { void *p = malloc(n); TOUCH(p, n, 1); return p; }
+__attribute__((noinline)) static void *site_grow(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 2); return q; }
+__attribute__((noinline)) static void *site_shrink(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 3); return q; }
+__attribute__((noinline)) static void *site_inplace(void *p, size_t n) { void *q = realloc(p, n); TOUCH(q, n, 4); return q; }
+__attribute__((noinline)) static void *site_failed(size_t n) { void *p = malloc(n); TOUCH(p, n, 5); return p; }
+__attribute__((noinline)) static void *site_zero(size_t n) { void *p = malloc(n); TOUCH(p, n, 6); return p; }
+int main(void) {
+  void *moved = site_shrink(site_grow(site_start(1000), 300000), 100); /* kept: 100 bytes */
+  void *big = site_start(5000);
+  void *same = site_inplace(big, 4000);                                /* kept: 4000 bytes */
+  void *kept = site_failed(3000);                                      /* kept: 3000 bytes */
+  void *none = realloc(kept, SIZE_MAX / 2);
+  void *zero = realloc(site_zero(7000), 0);                            /* freed */
+  printf("inplace %d failed %d zero %d %p %p\n", same == big, none == NULL, zero == NULL, moved, kept);
+  return 0;
+}
+]]
+
+T.case("realloc: the block it frees and the one it returns, in that order, keep the live and leak views right", function()
+  local exe = cc("realloc", REALLOC)
+  local res = run({ exe }, { alloc_interval = 1 })
+  T.eq(res.result.code, 0)
+  T.match(res.result.stdout, "^inplace 1 failed 1 zero 1 ")
+  local a = res.alloc
+  T.ok(not a.skipped, a.skipped)
+  local leak = a.alloc_leak.folded_text
+  -- interval 1: every allocation is sampled and weighs its own size (n / (1 - e^-n))
+  T.eq(bytes_under(leak, "site_shrink"), 100, "the moved block's last size, under the realloc that made it")
+  T.eq(bytes_under(leak, "site_inplace"), 4000, "shrunk in place: the new size, not the old block")
+  T.eq(bytes_under(leak, "site_failed"), 3000, "a failed realloc leaves its block alive")
+  for _, gone in ipairs({ "site_start", "site_grow", "site_zero" }) do
+    T.eq(bytes_under(leak, gone), 0, gone .. " was freed (by realloc)")
+  end
+  T.eq(bytes_under(a.alloc.folded_text, "site_grow"), 300000)
+end)
+
+-- Two threads on one arena without a thread cache: the mover's realloc frees a 48-byte chunk
+-- that the keeper's next malloc gets, so the keeper's record of that block may race the mover's
+-- record of its free; the keeper keeps every block.
+local RACE = [[
+#include <pthread.h>
+#include <stdlib.h>
+#define N 5000
+static void *keep[N];
+static volatile char sink;
+static pthread_barrier_t go;
+__attribute__((noinline)) static char *site_kept(size_t n) { char *p = malloc(n); p[0] = 1; sink += p[n - 1]; return p; }
+__attribute__((noinline)) static char *site_mover(size_t n) { char *p = malloc(n); p[0] = 2; sink += p[n - 1]; return p; }
+__attribute__((noinline)) static char *site_moved(char *p, size_t n) { char *q = realloc(p, n); q[0] = 2; sink += q[n - 1]; return q; }
+static void *mover(void *x) { pthread_barrier_wait(&go); for (int i = 0; i < N; i++) free(site_moved(site_mover(48), 4000)); return x; }
+static void *keeper(void *x) { pthread_barrier_wait(&go); for (int i = 0; i < N; i++) keep[i] = site_kept(48); return x; }
+int main(void) {
+  pthread_barrier_init(&go, 0, 2);
+  pthread_t a, b;
+  pthread_create(&a, 0, mover, 0), pthread_create(&b, 0, keeper, 0);
+  pthread_join(a, 0), pthread_join(b, 0);
+  return 0;
+}
+]]
+
+T.case("realloc racing another thread's malloc of the freed chunk: every kept block stays live", function()
+  local exe = cc("race", RACE, { "-pthread" })
+  local res = run({ exe }, { alloc_interval = 1, env = { MALLOC_ARENA_MAX = "1", GLIBC_TUNABLES = "glibc.malloc.tcache_count=0" } })
+  T.eq(res.result.code, 0)
+  local leak = res.alloc.alloc_leak.folded_text
+  T.eq(bytes_under(leak, "site_kept"), 5000 * 48, "the keeper's 5000 blocks of 48 bytes")
+  T.eq(bytes_under(leak, "site_mover") + bytes_under(leak, "site_moved"), 0, "the mover freed all of its own")
+end)
+
+-- A program whose malloc is another allocator's: linked (DT_NEEDED libjemalloc.so.2,
+-- libtcmalloc_minimal.so.4) or preloaded. It keeps 50 MiB from one site and frees 100 MiB from
+-- another, and prints what that allocator itself says it holds (jemalloc's stats.allocated,
+-- tcmalloc's generic.current_allocated_bytes): the blocks must be its, not glibc's.
+local OTHER = [[
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static volatile char sink;
+__attribute__((noinline)) static char *site_kept(size_t n) { char *p = malloc(n); p[0] = 1; sink += p[n - 1]; return p; }
+__attribute__((noinline)) static char *site_freed(size_t n) { char *p = malloc(n); p[0] = 2; sink += p[n - 1]; return p; }
+static long long held(void) {
+  int (*je)(const char *, void *, size_t *, void *, size_t) = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
+  int (*tc)(const char *, size_t *) = (int (*)(const char *, size_t *))dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
+  size_t v = 0, len = sizeof v;
+  unsigned long long epoch = 1;
+  size_t elen = sizeof epoch;
+  if (je && je("epoch", &epoch, &elen, &epoch, elen) == 0 && je("stats.allocated", &v, &len, NULL, 0) == 0) return (long long)v;
+  if (tc && tc("generic.current_allocated_bytes", &v)) return (long long)v;
+  return -1;
+}
+int main(void) {
+  for (int i = 0; i < 50; i++) memset(site_kept(1 << 20), 1, 1 << 20);
+  for (int i = 0; i < 100 * 64; i++) free(site_freed(16384));
+  printf("held %lld\n", held());
+  return 0;
+}
+]]
+
+T.case("a program linked with jemalloc or tcmalloc, or preloading tcmalloc: profiled, its blocks that allocator's", function()
+  local libs = {}
+  for _, name in ipairs({ "libjemalloc.so.2", "libtcmalloc_minimal.so.4" }) do
+    libs[name] = (fs.glob("/usr/lib/*/" .. name) or {})[1]
+    if not libs[name] then T.skip(name .. ": libjemalloc2 / libtcmalloc-minimal4 not installed (tools/deps.sh)") end
+  end
+  local plain = cc("other", OTHER)
+  local cases = {
+    { "jemalloc linked", cc("other_je", OTHER, { libs["libjemalloc.so.2"] }) },
+    { "tcmalloc linked", cc("other_tc", OTHER, { libs["libtcmalloc_minimal.so.4"] }) },
+    { "tcmalloc preloaded", plain, { LD_PRELOAD = libs["libtcmalloc_minimal.so.4"] } },
+  }
+  for _, c in ipairs(cases) do
+    local res = run({ c[2] }, { env = c[3] })
+    T.eq(res.result.code, 0, c[1])
+    local held = tonumber(res.result.stdout:match("held (%-?%d+)"))
+    T.ok(held >= 50 * 1048576, string.format("%s: the allocator holds %d bytes: the 50 MiB are its", c[1], held))
+    local a = res.alloc
+    T.ok(not a.skipped, c[1] .. ": " .. tostring(a.skipped))
+    local kept, total = bytes_under(a.alloc_leak.folded_text, "site_kept")
+    T.near(kept / (50 * 1048576), 1, 0.25, c[1] .. ": never freed under site_kept: " .. kept)
+    T.ok(kept >= 0.9 * total, string.format("%s: site_kept %d of %d bytes never freed", c[1], kept, total))
+    T.near(bytes_under(a.alloc.folded_text, "site_freed") / (100 * 1048576), 1, 0.30, c[1] .. ": the freed site")
+  end
 end)
 
 T.case("a statically linked program is skipped with the reason", function()

@@ -131,22 +131,29 @@ T.case("a Debian program (xz): no stage timers, functions from the capture", fun
 end)
 
 -- A program that allocates and touches 96 MiB in 96 blocks from one site, holds them 0.4 s, frees
--- them and holds again: the memory section's peak and the allocation profile against that.
-T.case("memory: the capture run's peak RSS and allocations, against a program that holds 96 MiB", function()
+-- them and holds again, printing each stage's line on stderr (profile_app_full's default
+-- stage_pattern): the memory section's peak, stage bands and allocation profile against that.
+T.case("memory: the capture run's peak RSS, stages and allocations, against a program that holds 96 MiB", function()
   local d = T.tmpdir()
   assert(fs.write(d .. "/hold.c", [[
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 static void nap(void) { struct timespec t = {0, 400000000L}; nanosleep(&t, 0); }
 __attribute__((noinline)) char *grab(int i) { char *p = malloc(1 << 20); memset(p, i + 1, 1 << 20); return p; }
 int main(void) {
   char *blocks[96];
+  double t = now();
   for (int i = 0; i < 96; i++) blocks[i] = grab(i);
   nap();
+  fprintf(stderr, "stage=hold seconds=%.6f\n", now() - t);
+  t = now();
   int sum = 0;
   for (int i = 0; i < 96; i++) { sum += blocks[i][i]; free(blocks[i]); }
   nap();
+  fprintf(stderr, "stage=release seconds=%.6f\n", now() - t);
   return sum == 0;
 }
 ]]))
@@ -167,6 +174,26 @@ int main(void) {
   T.match(html, "<h2>Memory</h2>")
   T.match(html, "<h2>Allocations</h2>")
   T.eq(select(2, html:gsub("<h2>Memory", "")), 1, "one Memory section")
+  -- the stages: bands on the chart, growth in the tables, the stage holding the peak
+  T.eq(#mem.stages, 2)
+  local hold, release = mem.stages[1], mem.stages[2]
+  T.eq({ hold.name, release.name }, { "hold", "release" })
+  T.ok(hold.growth_kb >= 0.8 * want and hold.holds_peak, "hold: +" .. hold.growth_kb .. " KiB, holds the peak")
+  T.ok(release.growth_kb <= -0.8 * want and not release.holds_peak, "release: " .. release.growth_kb .. " KiB")
+  local chart = assert(fs.read(d .. "/m/profiles/app.memory.svg"))
+  T.match(chart, ">hold<")
+  T.match(chart, ">release<")
+  T.match(md, "\n| *hold *|[^\n]*| *here *|\n")
+  T.match(html, "<td[^>]*>hold</td>")
+  T.match(assert(fs.read(d .. "/m/logs/capture.stderr.log")), "^stage=hold seconds=[%d.]+\nstage=release seconds=[%d.]+\n$")
+  -- the capture's peak and bytes allocated are the manifest's metrics, which wb compare sets side by side
+  local rows = {}
+  local cmp = assert(proc.run { argv = { T.wb_binary(), "compare", d .. "/m/manifest.json", d .. "/m/manifest.json", "--json" },
+    stdout = "capture", stderr = "capture" })
+  T.eq(cmp.code, 0, cmp.stderr)
+  for _, row in ipairs(json.decode(cmp.stdout).rows) do rows[row.metric] = row end
+  T.eq({ rows["capture peak_rss_kb"].base, rows["capture peak_rss_kb"].kind }, { mem.peak.rss_kb, "memory" })
+  T.eq({ rows["capture alloc_estimated_bytes"].base, rows["capture alloc_estimated_bytes"].kind }, { alloc.estimated_bytes, "memory" })
 end)
 
 T.case("a callgrind pass when valgrind is present and tool.callgrind=true", function()
