@@ -45,6 +45,10 @@ return wb.recipe {
     local argv = {}
     for i, a in ipairs(ctx.args) do argv[i] = a end
     if #argv == 0 then wb.usage("profile: which command? e.g. wb profile -- ./app --threads 4", 0) end
+    if cfg.tasks > 1 and (cfg.machine or {}).executor ~= "slurm" then
+      wb.usage("profile: tasks=" .. cfg.tasks .. " is one srun step of a Slurm job: needs a machine profile whose "
+        .. "executor is slurm (machine=slurm_cpu)", 0)
+    end
     if cfg.shell and #argv > 1 then argv = { table.concat(argv, " ") } end
     cfg.command = argv -- part of the run's scope: only a profile of the same command is its baseline
     local exe = not cfg.shell and wb.proc.which(argv[1])

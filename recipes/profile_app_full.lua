@@ -33,8 +33,8 @@ return wb.recipe {
     local tool = ctx.cfg.tool
     local slurm = ctx.cfg.machine.executor == "slurm"
     if slurm and (tool.callgrind or tool.cprofile) then
-      wb.usage("profile_app_full: the callgrind and cProfile passes run on this machine, not as Slurm jobs: "
-        .. "tool.callgrind=false tool.cprofile=false with machine=" .. tostring(ctx.cfg.machine.executor), 0)
+      wb.usage("profile_app_full: the callgrind and cProfile passes run on this machine, not as Slurm jobs "
+        .. "(the machine profile's executor is slurm): set tool.callgrind=false tool.cprofile=false", 0)
     end
     local c = wb.campaign.open(ctx, { profilers = wb.capture.profilers(), inputs = {} })
     local ex = wb.executor.new(c, ctx.cfg.machine)

@@ -256,6 +256,7 @@ function Slurm:submit(cases, tracker, opts)
       rec.array_task_id = task_id
       rec.slurm_state = "PENDING"
       rec.slurm_script = rel
+      rec.error = nil -- of an earlier attempt (--resume)
     end
     c:save()
     c:event("slurm_submitted", { job_id = id, cases = #chunk, script = rel, warning = err ~= "" and err or nil })
