@@ -125,7 +125,8 @@ function M.trials(c, tool, argv, summary_path)
     warmup = tool.warmup }
   for _, run in ipairs(trial_names(tool)) do
     c:run(run.name, function(rec)
-      local res = wb.check(c:spawn(run.name, { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout }))
+      local res = wb.check(c:spawn(run.name, { argv = argv, cwd = opt(tool.cwd), env = tool.env,
+        timeout = tool.timeout }))
       if not res.ok then return false end
       add_trial(t, tool, rec, res, run.measured, summary_path, c.dir .. "/" .. rec.stderr_log)
     end)
@@ -191,9 +192,10 @@ function M.cases(tool, argv, summary_path, passes)
   for _, run in ipairs(runs) do
     local own = summary_path and own_summary(summary_path, run.name)
     local words = {}
-    for i, a in ipairs(argv) do words[i] = own and (a:gsub(summary_path:gsub("%p", "%%%0"), (own:gsub("%%", "%%%%")))) or a end
-    cases[#cases + 1] = { name = run.name, argv = words, cwd = opt(tool.cwd), env = tool.env, timeout = opt(tool.timeout),
-      capture = run.capture, measured = run.measured, summary_path = own }
+    local pattern, with = summary_path and summary_path:gsub("%p", "%%%0"), own and own:gsub("%%", "%%%%")
+    for i, a in ipairs(argv) do words[i] = own and (a:gsub(pattern, with)) or a end
+    cases[#cases + 1] = { name = run.name, argv = words, cwd = opt(tool.cwd), env = tool.env,
+      timeout = opt(tool.timeout), capture = run.capture, measured = run.measured, summary_path = own }
   end
   return cases
 end

@@ -85,7 +85,8 @@ function Local:run_cases(cases, opts)
   check_cases(cases)
   for _, cs in ipairs(cases) do
     if tasks_of(cs) > 1 then
-      bad("executor: case " .. cs.name .. ": tasks > 1 is one step of a Slurm job (a machine profile with executor: slurm)")
+      bad("executor: case " .. cs.name .. ": tasks > 1 is one step of a Slurm job (a machine profile with "
+        .. "executor: slurm)")
     end
   end
   local c = self.campaign
@@ -287,7 +288,8 @@ local function collect_tasks(self, rec, cs, state)
   rec.profiles = json.object()
   local dir = self:abs_dir()
   for _, kind in ipairs({ "oncpu", "offcpu" }) do
-    if m[kind] then rec.profiles[kind] = { folded = m[kind].folded:sub(#dir + 2), svg = m[kind].svg:sub(#dir + 2) } end
+    local p = m[kind]
+    if p then rec.profiles[kind] = { folded = p.folded:sub(#dir + 2), svg = p.svg:sub(#dir + 2) } end
   end
   if m.diff then rec.profiles.tasks_diff = m.diff.svg:sub(#dir + 2) end
   local all = #missing == 0
@@ -342,7 +344,8 @@ function Slurm:collect(task, cs, opts)
   local missing = type(rec.missing_tasks) == "table" and rec.missing_tasks or {}
   if not ok and #missing > 0 then
     local what = tasks_of(cs) > 1 and ("tasks " .. table.concat(missing, ", ")) or "the case"
-    rec.error = (rec.error or ("slurm: job " .. state)) .. "; no complete capture of " .. what .. " (--resume runs it again)"
+    rec.error = (rec.error or ("slurm: job " .. state)) .. "; no complete capture of " .. what ..
+        " (--resume runs it again)"
   end
   rec.status = ok and "success" or "failed"
   if opts.collect and opts.collect(rec, cs, cap) == false then rec.status = "failed" end

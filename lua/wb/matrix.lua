@@ -19,7 +19,8 @@ M.TYPES = {
   ["matrix.command"] = "list", ["matrix.env"] = "mapping", ["matrix.timeout"] = "number>0|null",
   ["matrix.cache_root"] = "string|null", ["matrix.cache_group"] = "string", ["matrix.event_log"] = "string|null",
   ["matrix.profile_summary"] = "string|null", ["matrix.rows"] = "mapping|null", ["matrix.inputs"] = "list",
-  ["matrix.tools"] = "list", ["matrix.telemetry"] = "boolean", ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
+  ["matrix.tools"] = "list", ["matrix.telemetry"] = "boolean",
+  ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
   ["tool.max_subprocess_runs"] = "integer>=0|null", ["tool.max_major_profiler_runs"] = "integer>=0|null",
   ["tool.allow_over_budget"] = "boolean",
 }
@@ -229,7 +230,8 @@ function M.cases(s, runs, root)
         for name, v in pairs(s.env) do env[name] = (fill(tostring(v), p, "matrix.env." .. name)) end
         local name = s.trials > 1 and (r.name .. ".t" .. k) or r.name
         cases[#cases + 1] = {
-          name = name, argv = command(s.command, p), env = env, capture = s.telemetry and { name = util.safe_name(name) } or nil,
+          name = name, argv = command(s.command, p), env = env,
+          capture = s.telemetry and { name = util.safe_name(name) } or nil,
           timeout = s.timeout, run = r, trial = k, out = p.out, params = p,
           cache_dir = r.group and p.cache_dir or nil,
           event_log = s.event_log and (p.out .. "/" .. s.event_log) or nil,

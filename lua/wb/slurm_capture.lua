@@ -117,8 +117,8 @@ function M.load(doc)
   return res
 end
 
--- rec fields of a finished capture doc (with the wb.proc result in doc.result): method, fallback,
--- metrics a local capture's record has
+-- slurm_capture.fill(rec, doc) : a finished capture's fields in its run's record: method,
+-- fallback, capture (doc), stopped_by
 function M.fill(rec, doc)
   rec.method = doc.method
   rec.fallback = doc.fallback
@@ -130,7 +130,8 @@ end
 
 -- The frame naming a task at the root of merged stacks.
 function M.task_frame(t)
-  return string.format("task %d (%s, pid %s)", t.rank, tostring(util.opt(t.node) or "?"), tostring(util.opt(t.pid) or "?"))
+  return string.format("task %d (%s, pid %s)", t.rank, tostring(util.opt(t.node) or "?"),
+    tostring(util.opt(t.pid) or "?"))
 end
 
 -- Appends each line of folded text to out under the root frame.
@@ -226,10 +227,12 @@ function M.report_sections(m, run_dir)
   end
   local lead = m.imbalance and string.format("Imbalance (max/mean CPU time of the tasks): %.2f×", m.imbalance)
       or "No task left a profile."
-  local blocks = { page.section("Tasks", { page.p(lead), page.table(rows, { align = { "r", "l", "r", "l", "l", "r",
-    "r", "r", "l", "l" } }),
-    #m.missing > 0 and page.p("Without a profile (the job ended first; --resume runs them): tasks " ..
-      table.concat(m.missing, ", ")) or page.p("") }) }
+  local body = { page.p(lead), page.table(rows, { align = { "r", "l", "r", "l", "l", "r", "r", "r", "l", "l" } }) }
+  if #m.missing > 0 then
+    body[#body + 1] = page.p("Without a profile (the job ended first; --resume runs them): tasks " ..
+      table.concat(m.missing, ", "))
+  end
+  local blocks = { page.section("Tasks", body) }
   local function frame(title, path)
     return page.section(title, { page.raw('<object type="image/svg+xml" data="' .. page.escape(rel(path))
       .. '" style="width:100%"></object>\n'), page.p(page.link(rel(path), "open")) })

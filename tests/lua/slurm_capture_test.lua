@@ -81,7 +81,8 @@ T.case("profile_app_full machine=slurm_cpu: trials and capture are jobs, the pro
       local d = math.abs(x - T.ok(b[name], "stage " .. name))
       if d > worst then worst, why = d, string.format("%s: local %.1f%%, slurm %.1f%%", name, x, b[name]) end
     end
-    io.stderr:write(string.format("# attempt %d: largest stage share difference %.1f points (%s)\n", attempt, worst, why))
+    io.stderr:write(string.format("# attempt %d: largest stage share difference %.1f points (%s)\n", attempt,
+      worst, why))
     if worst <= 5 then break end
   end
   T.ok(worst <= 5, "stage shares within 5 points: " .. tostring(why))
