@@ -8,6 +8,8 @@
 --   wb profile stack_entries=65536 -- ./app       (more kernel stack-map buckets: fewer collisions)
 --   wb profile alloc=true -- ./app                (sampled allocation stacks: profiles/profile.alloc*)
 --   wb profile stage_pattern='stage=(%S+) seconds=([%d.]+)' -- ./app   (stage bands on the memory chart)
+--   wb profile machine=slurm_cpu -- ./app        (the capture is a Slurm job; docs/slurm.md)
+--   wb profile machine=slurm_cpu tasks=4 -- ./app (an srun step of 4 tasks: per-task and merged profiles)
 -- Profiling until Ctrl-C: the first Ctrl-C stops the command and the profile and report are still
 -- written (exit 0); a second Ctrl-C aborts (exit 130).
 -- Writes into the run directory: profiles/profile.{oncpu,offcpu}.{folded,svg,speedscope.json},
@@ -20,10 +22,13 @@ local wb = require "wb"
 local capture = require "wb.capture"
 local profile = require "wb.profile"
 local view = require "wb.capture_report"
+local tasks = require "wb.slurm_capture"
 
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
+  executors = { "local", "slurm" }, -- on a Slurm profile the capture is a job
   defaults = {
+    tasks = 1, -- tasks of the step (Slurm): one profile per task and a merged one
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
     shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = 8192,
     stack_entries = 16384, count_entries = 16384, alloc = false, alloc_interval = 524288, stage_pattern = wb.null,
@@ -33,26 +38,43 @@ return wb.recipe {
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
     unwind = "auto|dwarf|fp", stack_size = "integer>=1", stack_entries = "integer>=64", count_entries = "integer>=64",
-    alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null",
+    alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null", tasks = "integer>=1",
   },
   run = function(ctx)
     local cfg = ctx.cfg
     local argv = {}
     for i, a in ipairs(ctx.args) do argv[i] = a end
     if #argv == 0 then wb.usage("profile: which command? e.g. wb profile -- ./app --threads 4", 0) end
+    if cfg.tasks > 1 and (cfg.machine or {}).executor ~= "slurm" then
+      wb.usage("profile: tasks=" .. cfg.tasks .. " is one srun step of a Slurm job: needs a machine profile whose "
+        .. "executor is slurm (machine=slurm_cpu)", 0)
+    end
     if cfg.shell and #argv > 1 then argv = { table.concat(argv, " ") } end
     cfg.command = argv -- part of the run's scope: only a profile of the same command is its baseline
     local exe = not cfg.shell and wb.proc.which(argv[1])
     local c = wb.campaign.open(ctx, { profilers = capture.profilers(), inputs = { exe or nil } })
     c:declare({ "profile" })
+    local command = table.concat(argv, " ")
+    local ex = wb.executor.new(c, ctx.cfg.machine)
+    local submit = ex.kind == "slurm" or cfg.tasks > 1
     if c:plan { sections = { { name = "profile", subprocess_runs = 1, profiler_runs = 1,
       cases = { { name = "profile", argv = cfg.shell and { "/bin/sh", "-c", argv[1] } or argv } } } } } then
+      if submit then ex:run_cases({ profile.case(cfg, argv, command) }) end -- the batch script only
       return 0
     end
-    local command = table.concat(argv, " ")
-    local out = profile.output(c, cfg.stdout)
-    local res
-    local rec = c:run("profile", function(r)
+    local res, rec, merged
+    if submit then
+      rec = ex:run_cases({ profile.case(cfg, argv, command) }, { collect = function(r, _, cap)
+        if cap and cfg.tasks > 1 then
+          merged, res = cap, profile.tasks_result(cap, r, cfg.freq)
+        elseif cap then
+          res = cap
+          profile.record(r, res, argv, { stdout_log = "logs/profile.stdout.log" }, wb.fs.realpath(c.dir))
+        end
+      end })[1]
+    end
+    local out = not rec and profile.output(c, cfg.stdout)
+    rec = rec or c:run("profile", function(r)
       local err
       res, err = capture.run {
         argv = not cfg.shell and argv or nil, cmd = cfg.shell and argv[1] or nil, shell = cfg.shell,
@@ -73,7 +95,8 @@ return wb.recipe {
     c:finish() -- finds the baseline the differential flame graphs compare with
     if res then
       local diffs = profile.differential(c, res)
-      c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command, diffs = diffs }))
+      c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command, diffs = diffs,
+        sections = merged and tasks.report_sections(merged, c.dir) }))
       for _, d in ipairs(diffs) do io.write("differential flame graph: ", d.path, "\n") end
       if res.stopped then
         io.write(string.format("stopped by Ctrl-C after %s; the profile covers the command until then\n",

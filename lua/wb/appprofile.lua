@@ -79,6 +79,43 @@ local function trial_stages(tool, summary_path, stderr_log)
   return out, #out > 0 and "stderr stage lines" or nil
 end
 
+-- The names of the warm-up and timing runs, in order, and whether each is measured.
+local function trial_names(tool)
+  local out = {}
+  for i = 1, tool.warmup + tool.trials do
+    local measured = i > tool.warmup
+    out[i] = { name = measured and ("trial" .. (i - tool.warmup)) or ("warmup" .. i), measured = measured }
+  end
+  return out
+end
+
+-- One finished trial's figures (res: wall, user, sys, maxrss_kb) in its record and, when
+-- measured, in the trials t.
+local function add_trial(t, tool, rec, res, measured, summary_path, stderr_log)
+  local stages, source = trial_stages(tool, summary_path, stderr_log)
+  t.stage_source = t.stage_source or source
+  rec.role = measured and "trial" or "warmup"
+  rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
+  if not measured then return end
+  t.wall:add(res.wall)
+  t.cpu:add(res.user + res.sys)
+  t.rss:add(res.maxrss_kb)
+  for _, s in ipairs(stages) do
+    if not t.stages[s[1]] then
+      t.stages[s[1]] = wb.stats.samples()
+      t.order[#t.order + 1] = s[1]
+    end
+    t.stages[s[1]]:add(s[2])
+  end
+end
+
+local function check_trial(c, argv, name)
+  if c:record(name).status == "failed" then
+    wb.fail(string.format("%s failed (exit %s); see %s/logs/%s.stderr.log", argv[1],
+      tostring(c:record(name).return_code), c.dir, name), 0)
+  end
+end
+
 -- trials = appprofile.trials(c, tool, argv, summary_path) : tool.warmup + tool.trials runs of argv
 -- (cwd, env, timeout from tool), the measured ones' wall, CPU, peak RSS and stages (samples, in
 -- the order first seen), and their summary as campaign c's record "trials". A failed run fails
@@ -86,34 +123,20 @@ end
 function M.trials(c, tool, argv, summary_path)
   local t = { wall = wb.stats.samples(), cpu = wb.stats.samples(), rss = wb.stats.samples(), stages = {}, order = {},
     warmup = tool.warmup }
-  for i = 1, tool.warmup + tool.trials do
-    local measured = i > tool.warmup
-    local name = measured and ("trial" .. (i - tool.warmup)) or ("warmup" .. i)
-    c:run(name, function(rec)
-      local res = wb.check(c:spawn(name, { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout }))
+  for _, run in ipairs(trial_names(tool)) do
+    c:run(run.name, function(rec)
+      local res = wb.check(c:spawn(run.name, { argv = argv, cwd = opt(tool.cwd), env = tool.env,
+        timeout = tool.timeout }))
       if not res.ok then return false end
-      local stages, source = trial_stages(tool, summary_path, c.dir .. "/" .. rec.stderr_log)
-      t.stage_source = t.stage_source or source
-      rec.role = measured and "trial" or "warmup"
-      rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
-      if measured then
-        t.wall:add(res.wall)
-        t.cpu:add(res.user + res.sys)
-        t.rss:add(res.maxrss_kb)
-        for _, s in ipairs(stages) do
-          if not t.stages[s[1]] then
-            t.stages[s[1]] = wb.stats.samples()
-            t.order[#t.order + 1] = s[1]
-          end
-          t.stages[s[1]]:add(s[2])
-        end
-      end
+      add_trial(t, tool, rec, res, run.measured, summary_path, c.dir .. "/" .. rec.stderr_log)
     end)
-    if c:record(name).status == "failed" then
-      wb.fail(string.format("%s failed (exit %s); see %s/logs/%s.stderr.log", argv[1],
-        tostring(c:record(name).return_code), c.dir, name), 0)
-    end
+    check_trial(c, argv, run.name)
   end
+  return M.headline(c, t)
+end
+
+-- trials = appprofile.headline(c, trials) : the trials as campaign c's record "trials"
+function M.headline(c, t)
   -- the trials as one record with their samples: what a later run's comparison tests (the trial
   -- records themselves are not compared one by one)
   local headline = c:record("trials")
@@ -128,6 +151,12 @@ function M.trials(c, tool, argv, summary_path)
   return t
 end
 
+-- The options of the capture pass (profiles/app.*).
+local function capture_options(tool)
+  return { counters = tool.counters, oncpu = tool.oncpu, offcpu = tool.offcpu, freq = tool.freq,
+    memory = tool.memory ~= false, alloc = tool.alloc == true, stage_pattern = opt(tool.stage_pattern), name = "app" }
+end
+
 -- cap = appprofile.capture(c, tool, argv, summary_path) : campaign c's run "capture", the
 -- counters, on/off-CPU stacks, memory timeline (with the stage bands of tool.stage_pattern) and
 -- allocation profile tool asks for (wb.capture.run into profiles/app.*); the record's metrics
@@ -135,11 +164,11 @@ end
 function M.capture(c, tool, argv, summary_path)
   local cap
   c:run("capture", function(rec)
-    cap = wb.check(wb.capture.run { argv = argv, cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout,
-      counters = tool.counters, oncpu = tool.oncpu, offcpu = tool.offcpu, freq = tool.freq,
-      memory = tool.memory ~= false, alloc = tool.alloc == true, stage_pattern = opt(tool.stage_pattern),
-      dir = c.dir .. "/profiles", name = "app", stdout = { file = c.dir .. "/logs/capture.stdout.log" },
-      stderr = { file = c.dir .. "/logs/capture.stderr.log" } })
+    local spec = capture_options(tool)
+    spec.argv, spec.cwd, spec.env, spec.timeout = argv, opt(tool.cwd), tool.env, tool.timeout
+    spec.dir, spec.stdout, spec.stderr = c.dir .. "/profiles", { file = c.dir .. "/logs/capture.stdout.log" },
+      { file = c.dir .. "/logs/capture.stderr.log" }
+    cap = wb.check(wb.capture.run(spec))
     rec.method = cap.method
     rec.wall_time_seconds = cap.result and cap.result.wall
     -- the tree's peak RSS and the bytes allocated: memory metrics wb compare sets side by side
@@ -151,6 +180,53 @@ function M.capture(c, tool, argv, summary_path)
     return cap.ok
   end)
   return cap
+end
+
+-- A run's own summary file: summary_path with the run's name before its extension (jobs of an
+-- array would otherwise overwrite each other's before wb reads them).
+local function own_summary(summary_path, name)
+  return (summary_path:gsub("(%.?[^./]*)$", "." .. name .. "%1", 1))
+end
+
+-- cases = appprofile.cases(tool, argv, summary_path, passes) : the warm-ups, trials and (with
+-- passes.capture) the capture pass as executor cases, each run writing its own summary file
+function M.cases(tool, argv, summary_path, passes)
+  local cases = {}
+  local runs = trial_names(tool)
+  if passes.capture then runs[#runs + 1] = { name = "capture", capture = capture_options(tool) } end
+  for _, run in ipairs(runs) do
+    local own = summary_path and own_summary(summary_path, run.name)
+    local words = {}
+    local pattern, with = summary_path and summary_path:gsub("%p", "%%%0"), own and own:gsub("%%", "%%%%")
+    for i, a in ipairs(argv) do words[i] = own and (a:gsub(pattern, with)) or a end
+    cases[#cases + 1] = { name = run.name, argv = words, cwd = opt(tool.cwd), env = tool.env,
+      timeout = opt(tool.timeout), capture = run.capture, measured = run.measured, summary_path = own }
+  end
+  return cases
+end
+
+-- trials, cap = appprofile.run_cases(c, ex, tool, argv, summary_path, passes) : the trials and the
+-- capture pass through executor ex (a Slurm array, one run at a time so that the trials do not
+-- share the node): the same records and results as appprofile.trials and appprofile.capture
+function M.run_cases(c, ex, tool, argv, summary_path, passes)
+  local t = { wall = wb.stats.samples(), cpu = wb.stats.samples(), rss = wb.stats.samples(), stages = {}, order = {},
+    warmup = tool.warmup }
+  local cap
+  local cases = M.cases(tool, argv, summary_path, passes)
+  ex:run_cases(cases, { one_at_a_time = true, collect = function(rec, cs, res)
+    if cs.capture then
+      cap = res
+      if cs.summary_path then wb.fs.remove(cs.summary_path) end
+      return res ~= nil and res.ok
+    end
+    if rec.status ~= "success" then return false end
+    add_trial(t, tool, rec, { wall = rec.wall_time_seconds, user = rec.user_seconds, sys = rec.sys_seconds,
+      maxrss_kb = rec.maxrss_kb }, cs.measured, cs.summary_path, c.dir .. "/" .. rec.stderr_log)
+  end })
+  for _, cs in ipairs(cases) do
+    if not cs.capture then check_trial(c, argv, cs.name) end
+  end
+  return M.headline(c, t), cap
 end
 
 -- total, top = appprofile.parse_callgrind(text, limit) : callgrind_annotate's output: the program's

@@ -189,8 +189,9 @@ function M.memory_sections(res, n)
   return out
 end
 
--- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}}]) :
--- the whole page; diffs are differential flame graphs (path read and embedded, href linked)
+-- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}, sections}])
+-- : the whole page; diffs are differential flame graphs (path read and embedded, href linked);
+-- sections, page-kit blocks added before them (a step's tasks: wb.slurm_capture.report_sections)
 function M.html(res, opts)
   opts = opts or {}
   local n = opts.top or 25
@@ -233,6 +234,7 @@ function M.html(res, opts)
     end
   end
   for _, b in ipairs(M.memory_sections(res, n)) do doc:add(b) end
+  for _, b in ipairs(opts.sections or {}) do doc:add(b) end
   for _, d in ipairs(opts.diffs or {}) do
     doc:add(section(d.title, { meta(page.join { page.link(d.href), " (red: more than before, blue: less)" }),
       flame_frame(d.path, d.title) }))

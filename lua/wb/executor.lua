@@ -7,10 +7,21 @@
 --
 -- Both fill the campaign records with the same fields (command_arguments, return_code, signal,
 -- timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, stdout_log, stderr_log,
--- status), skip runs that a resumed campaign already completed, and call opts.collect(rec, case)
--- once per finished case (returning false marks the run failed). Slurm records also carry
+-- status), skip runs that a resumed campaign already completed, and call opts.collect(rec, case,
+-- cap) once per finished case (returning false marks the run failed). Slurm records also carry
 -- job_id, array_task_id, slurm_state, slurm_reason, slurm_exit_code, slurm_state_source, node.
 -- On --dry-run nothing runs; the Slurm executor still writes its batch scripts into jobs/.
+-- opts.one_at_a_time: the cases run one after another (a Slurm array with %1), e.g. timing trials.
+--
+-- A case with `capture` (wb.capture options: lua/wb/slurm_capture.lua) runs under wb.capture,
+-- here or in its job; its record gets method, fallback and capture (the result without the
+-- folded text), and cap is the capture result (slurm_capture.load). A case with `tasks = N`
+-- (Slurm only) is one srun step of N tasks, each captured: the record gets tasks (per task: rank,
+-- node, pid, status, slurm_state, method, fallback, cpu_seconds, offcpu_seconds, samples, top),
+-- imbalance, missing_tasks and profiles (the merged ones), and cap is slurm_capture.merge's
+-- result. A capture case whose job ended before all its tasks ran to their end is submitted
+-- again by --resume, for the missing tasks only.
+local campaign = require "wb.campaign"
 local clock = require "wb.clock"
 local core = require "wb.core"
 local errors = require "wb.errors"
@@ -18,6 +29,7 @@ local fs = require "wb.fs"
 local json = require "wb.json"
 local poll = require "wb.slurm_poll"
 local slurm = require "wb.slurm"
+local sc = require "wb.slurm_capture"
 local util = require "wb.util"
 
 local M = {}
@@ -35,6 +47,7 @@ local function check_cases(cases)
     if type(cs.argv) ~= "table" or #cs.argv == 0 then bad(where .. " (" .. cs.name .. "): argv must be a non-empty list") end
     if cs.env ~= nil and type(cs.env) ~= "table" then bad(where .. " (" .. cs.name .. "): env must be a table") end
     if cs.timeout ~= nil and type(cs.timeout) ~= "number" then bad(where .. " (" .. cs.name .. "): timeout must be a number") end
+    sc.check(cs.capture, cs.tasks, where .. " (" .. cs.name .. ")")
   end
 end
 
@@ -45,15 +58,37 @@ local function declare(c, cases)
 end
 
 local function is_set(v) return v ~= nil and v ~= core.null end
+local function tasks_of(cs) return is_set(cs.tasks) and cs.tasks or 1 end
 
 -- ---- local ---------------------------------------------------------------------------------
 
 local Local = { kind = "local" }
 Local.__index = Local
 
+-- A capture case run here: the record filled as `wb job` fills a result; returns ok, the capture.
+local function capture_here(c, rec, cs)
+  local res, doc = sc.run(cs, c.dir)
+  rec.command_arguments = json.array(util.deep_copy(cs.argv))
+  if not res then
+    rec.error, rec.return_code = doc, json.null
+    return false
+  end
+  local logs, rel = campaign.log_paths(c.dir, cs.name)
+  campaign.redact_files(logs, campaign.merge_secrets(cs.env, c.secrets))
+  campaign.fill_result(rec, res.result, rel)
+  sc.fill(rec, doc)
+  return res.ok, res
+end
+
 function Local:run_cases(cases, opts)
   opts = opts or {}
   check_cases(cases)
+  for _, cs in ipairs(cases) do
+    if tasks_of(cs) > 1 then
+      bad("executor: case " .. cs.name .. ": tasks > 1 is one step of a Slurm job (a machine profile with "
+        .. "executor: slurm)")
+    end
+  end
   local c = self.campaign
   declare(c, cases)
   local records = {}
@@ -62,9 +97,14 @@ function Local:run_cases(cases, opts)
       records[i] = c:record(cs.name)
     else
       records[i] = c:run(cs.name, function(rec)
-        local res = c:spawn(cs.name, { argv = cs.argv, env = cs.env, cwd = cs.cwd, timeout = cs.timeout })
-        local ok = res ~= nil and res.ok
-        if opts.collect and opts.collect(rec, cs) == false then ok = false end
+        local ok, cap
+        if is_set(cs.capture) then
+          ok, cap = capture_here(c, rec, cs)
+        else
+          local res = c:spawn(cs.name, { argv = cs.argv, env = cs.env, cwd = cs.cwd, timeout = cs.timeout })
+          ok = res ~= nil and res.ok
+        end
+        if opts.collect and opts.collect(rec, cs, cap) == false then ok = false end
         return ok
       end)
     end
@@ -109,7 +149,7 @@ function Slurm:next_batch()
 end
 
 -- The job spec of one batch of cases (one job, an array when more than one case).
-function Slurm:spec(chunk, cases_path)
+function Slurm:spec(chunk, cases_path, opts)
   local cfg = self.cfg
   local time = cfg.time
   if not is_set(time) then
@@ -120,10 +160,14 @@ function Slurm:spec(chunk, cases_path)
     time = longest and math.ceil((longest + 60) / 60) or nil
   end
   local array = #chunk > 1
-  local limit = is_set(cfg.array_parallelism) and ("%" .. tostring(cfg.array_parallelism)) or ""
+  local limit = (opts and opts.one_at_a_time) and "%1" or
+    is_set(cfg.array_parallelism) and ("%" .. tostring(cfg.array_parallelism)) or ""
+  local ntasks = tasks_of(chunk[1])
+  local argv = { core.exe_path(), "job", cases_path, array and slurm.TASK_ID or "0" }
+  if ntasks > 1 then table.insert(argv, 1, "srun") table.insert(argv, 2, "--ntasks=" .. ntasks) end
   return {
     name = is_set(cfg.job_name) and cfg.job_name or ("wb-" .. util.safe_name(self.campaign.ctx.name)),
-    argv = { core.exe_path(), "job", cases_path, array and slurm.TASK_ID or "0" },
+    argv = argv, ntasks = ntasks > 1 and ntasks or nil,
     cwd = fs.cwd(),
     partition = cfg.partition, account = cfg.account, qos = cfg.qos, cpus = cfg.cpus, mem = cfg.mem,
     time = time, gres = cfg.gres, nodes = cfg.nodes, extra = cfg.extra,
@@ -134,7 +178,7 @@ function Slurm:spec(chunk, cases_path)
 end
 
 -- Writes jobs/batch-NNN.json (the cases) and returns the spec and paths.
-function Slurm:prepare(chunk)
+function Slurm:prepare(chunk, opts)
   local c = self.campaign
   local n = self:next_batch()
   local base = string.format("jobs/batch-%03d", n)
@@ -159,29 +203,49 @@ function Slurm:prepare(chunk)
     e.secret_env = json.array(names)
     e.cwd = cs.cwd
     e.timeout = cs.timeout
+    e.capture = is_set(cs.capture) and util.deep_copy(cs.capture) or nil
+    e.tasks = tasks_of(cs) > 1 and cs.tasks or nil
     doc.cases[i] = e
-    fs.remove(c.dir .. "/jobs/results/" .. util.safe_name(cs.name) .. ".json")
+    for _, path in ipairs(self:result_paths(cs)) do
+      -- a task that ran to its end keeps its result and profile (a retry or --resume skips it)
+      if tasks_of(cs) == 1 or not slurm.task_done(sc.read_result(path)) then fs.remove(path) end
+    end
   end
   local ok, err = fs.mkdir_p(c.dir .. "/jobs/results")
   if ok then ok, err = fs.write(c.dir .. "/" .. base .. ".json", json.encode(doc, { pretty = true }) .. "\n") end
   if not ok then errors.raise(1, "executor: " .. err, 0) end
-  local spec = self:spec(chunk, dir .. "/" .. base .. ".json")
+  local spec = self:spec(chunk, dir .. "/" .. base .. ".json", opts)
   spec.submit_env = submit_env
   return spec, base .. ".sbatch", dir .. "/" .. base .. ".sbatch"
 end
 
+-- The batches of cases: at most size per array; a case of several tasks is a job of its own.
 local function chunks(list, size)
+  local out, plain = {}, {}
+  for _, cs in ipairs(list) do
+    if tasks_of(cs) > 1 then out[#out + 1] = { cs } else plain[#plain + 1] = cs end
+  end
+  for i = 1, #plain, size do out[#out + 1] = table.move(plain, i, math.min(i + size - 1, #plain), 1, {}) end
+  return out
+end
+
+-- paths = ex:result_paths(case) : its result files (one per task)
+function Slurm:result_paths(cs)
   local out = {}
-  for i = 1, #list, size do out[#out + 1] = table.move(list, i, math.min(i + size - 1, #list), 1, {}) end
+  local n = tasks_of(cs)
+  for rank = 0, n - 1 do
+    local name = sc.task_name(cs.name, n > 1 and rank or nil)
+    out[#out + 1] = self.campaign.dir .. "/jobs/results/" .. util.safe_name(name) .. ".json"
+  end
   return out
 end
 
 -- Submits the cases (one job per chunk of max_array_size); a rejected submission raises exit 2
 -- with sbatch's message.
-function Slurm:submit(cases, tracker)
+function Slurm:submit(cases, tracker, opts)
   local c = self.campaign
   for _, chunk in ipairs(chunks(cases, self.max_array_size)) do
-    local spec, rel, script = self:prepare(chunk)
+    local spec, rel, script = self:prepare(chunk, opts)
     local id, err, kind = slurm.submit(spec, { script_path = script, stats = self.stats })
     if not id then errors.raise(kind == "transient" and 1 or 2, err, 0) end
     self.stats.submitted_jobs = (self.stats.submitted_jobs or 0) + 1
@@ -193,18 +257,62 @@ function Slurm:submit(cases, tracker)
       rec.array_task_id = task_id
       rec.slurm_state = "PENDING"
       rec.slurm_script = rel
+      rec.error = nil -- of an earlier attempt (--resume)
     end
     c:save()
     c:event("slurm_submitted", { job_id = id, cases = #chunk, script = rel, warning = err ~= "" and err or nil })
   end
 end
 
+-- The record of a case of several tasks from their result files: each task's figures and state,
+-- the merged profile, the exit status of the first task that failed (else the first one's).
+local function collect_tasks(self, rec, cs, state)
+  local results = {}
+  for i, path in ipairs(self:result_paths(cs)) do results[i] = sc.read_result(path) end
+  local m = sc.merge(self.campaign.dir, cs, results)
+  local tasks, lead, missing = json.array(), nil, json.array()
+  for i, t in ipairs(m.tasks) do
+    local r = results[i]
+    if not slurm.task_done(r) then missing[#missing + 1] = t.rank end
+    local row = json.object()
+    for _, k in ipairs({ "rank", "node", "pid", "status", "method", "fallback", "cpu_seconds", "offcpu_seconds",
+      "samples", "top" }) do row[k] = t[k] end
+    row.offcpu = t.offcpu_skipped and ("skipped: " .. t.offcpu_skipped) or nil
+    row.slurm_state = state
+    row.result = r and ("jobs/results/" .. util.safe_name(sc.task_name(cs.name, t.rank)) .. ".json") or nil
+    row.interrupted = r and r.interrupted or nil
+    tasks[i] = row
+    if r and (not lead or (lead.status == "success" and r.status ~= "success")) then lead = r end
+  end
+  rec.tasks, rec.missing_tasks, rec.imbalance = tasks, missing, m.imbalance
+  rec.profiles = json.object()
+  local dir = self:abs_dir()
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local p = m[kind]
+    if p then rec.profiles[kind] = { folded = p.folded:sub(#dir + 2), svg = p.svg:sub(#dir + 2) } end
+  end
+  if m.diff then rec.profiles.tasks_diff = m.diff.svg:sub(#dir + 2) end
+  local all = #missing == 0
+  for _, r in ipairs(results) do all = all and r.status == "success" end
+  return lead, m, all
+end
+
 -- Copies a finished task's result into its campaign record.
 function Slurm:collect(task, cs, opts)
   local c = self.campaign
   local rec = c:record(cs.name)
-  local path = c.dir .. "/jobs/results/" .. util.safe_name(cs.name) .. ".json"
-  local res = fs.exists(path) and json.read(path) or nil
+  local res, cap, all
+  if tasks_of(cs) > 1 then
+    res, cap, all = collect_tasks(self, rec, cs, task.state)
+  else
+    res = sc.read_result(self:result_paths(cs)[1])
+    all = res ~= nil and res.status == "success"
+    if res and res.capture then
+      sc.fill(rec, res.capture)
+      cap = sc.load(res.capture)
+    end
+    if is_set(cs.capture) then rec.missing_tasks = json.array(slurm.task_done(res) and {} or { 0 }) end
+  end
   rec.command_arguments = json.array(util.deep_copy(cs.argv))
   if res then
     for _, k in ipairs(RESULT_FIELDS) do
@@ -224,7 +332,7 @@ function Slurm:collect(task, cs, opts)
   rec.slurm_state_source = task.source
   rec.node = task.node or (res and res.node) or json.null
   if state == "TIMEOUT" then rec.timed_out = true end
-  local ok = state == "COMPLETED" and res ~= nil and res.status == "success"
+  local ok = state == "COMPLETED" and all
   if not ok and rec.error == nil then
     if not res then
       rec.error = "slurm: job " .. state .. (task.reason and (" (" .. task.reason .. ")") or "") ..
@@ -233,16 +341,22 @@ function Slurm:collect(task, cs, opts)
       rec.error = "slurm: job " .. state .. (task.reason and (" (" .. task.reason .. ")") or "")
     end
   end
+  local missing = type(rec.missing_tasks) == "table" and rec.missing_tasks or {}
+  if not ok and #missing > 0 then
+    local what = tasks_of(cs) > 1 and ("tasks " .. table.concat(missing, ", ")) or "the case"
+    rec.error = (rec.error or ("slurm: job " .. state)) .. "; no complete capture of " .. what ..
+        " (--resume runs it again)"
+  end
   rec.status = ok and "success" or "failed"
-  if opts.collect and opts.collect(rec, cs) == false then rec.status = "failed" end
+  if opts.collect and opts.collect(rec, cs, cap) == false then rec.status = "failed" end
   c:end_run(cs.name, { slurm_state = state })
 end
 
 -- Dry run: the cases files and batch scripts, nothing submitted.
-function Slurm:render_only(cases)
+function Slurm:render_only(cases, opts)
   local c = self.campaign
   for _, chunk in ipairs(chunks(cases, self.max_array_size)) do
-    local spec, rel, script = self:prepare(chunk)
+    local spec, rel, script = self:prepare(chunk, opts)
     local ok, err = fs.write(script, slurm.render(spec), { mode = tonumber("755", 8) })
     if not ok then errors.raise(1, "executor: " .. err, 0) end
     for _, cs in ipairs(chunk) do
@@ -270,10 +384,16 @@ function Slurm:run_cases(cases, opts)
   local records, todo = {}, {}
   for i, cs in ipairs(cases) do
     records[i] = c:record(cs.name)
-    if c.ctx.opts.dry_run or not c:skip_ended(cs.name) then todo[#todo + 1] = cs end
+    local missing = records[i].missing_tasks
+    if c.ctx.opts.resume and c:is_complete(cs.name) and type(missing) == "table" and #missing > 0 then
+      c:event("slurm_resubmit", { run = cs.name, missing_tasks = json.array(util.deep_copy(missing)) })
+      todo[#todo + 1] = cs
+    elseif c.ctx.opts.dry_run or not c:skip_ended(cs.name) then
+      todo[#todo + 1] = cs
+    end
   end
   if c.ctx.opts.dry_run then
-    if #todo > 0 then self:render_only(todo) end
+    if #todo > 0 then self:render_only(todo, opts) end
     return records
   end
   if #todo == 0 then return records end
@@ -281,7 +401,7 @@ function Slurm:run_cases(cases, opts)
     outage = self.outage, event = function(name, fields, level) c:event(name, fields, level) end }
   local attempts = {}
   local ok, err = slurm.protect(function()
-    self:submit(todo, tracker)
+    self:submit(todo, tracker, opts)
     local changed
     while tracker:busy() do
       clock.sleep(tracker:interval(changed))
@@ -304,7 +424,7 @@ function Slurm:run_cases(cases, opts)
         end
       end
       if changed then c:save() end
-      if #retry > 0 then self:submit(retry, tracker) end
+      if #retry > 0 then self:submit(retry, tracker, opts) end
       self:progress(tracker)
     end
   end)

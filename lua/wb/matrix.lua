@@ -19,7 +19,8 @@ M.TYPES = {
   ["matrix.command"] = "list", ["matrix.env"] = "mapping", ["matrix.timeout"] = "number>0|null",
   ["matrix.cache_root"] = "string|null", ["matrix.cache_group"] = "string", ["matrix.event_log"] = "string|null",
   ["matrix.profile_summary"] = "string|null", ["matrix.rows"] = "mapping|null", ["matrix.inputs"] = "list",
-  ["matrix.tools"] = "list", ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
+  ["matrix.tools"] = "list", ["matrix.telemetry"] = "boolean",
+  ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
   ["tool.max_subprocess_runs"] = "integer>=0|null", ["tool.max_major_profiler_runs"] = "integer>=0|null",
   ["tool.allow_over_budget"] = "boolean",
 }
@@ -105,6 +106,7 @@ function M.settings(cfg)
     cache_root = opt(m.cache_root), cache_group = opt(m.cache_group) or "{name}",
     event_log = opt(m.event_log), profile_summary = opt(m.profile_summary), rows = opt(m.rows),
     inputs = list_of(m.inputs, "matrix.inputs"), tools = list_of(m.tools, "matrix.tools"),
+    telemetry = opt(m.telemetry) == true,
   }
   if type(s.command) ~= "table" or #s.command == 0 then bad("matrix.command must be a non-empty list") end
   if math.type(s.trials) ~= "integer" or s.trials < 1 then bad("matrix.trials must be a positive integer") end
@@ -203,8 +205,9 @@ end
 function M.runs(s) return schedule(expand_runs(s)) end
 
 -- waves = matrix.cases(s, runs, root) : the executor's cases, wave by wave, trials interleaved
--- within a wave; each case {name, argv, env, timeout, run, trial, out, params, cache_dir, event_log}
--- with its outputs under root (template mistakes: exit 2)
+-- within a wave; each case {name, argv, env, timeout, run, trial, out, params, cache_dir, event_log,
+-- capture} with its outputs under root (template mistakes: exit 2); with matrix.telemetry each
+-- case runs under wb.capture (profiles/<case>.*, where it runs: locally or in its Slurm job)
 function M.cases(s, runs, root)
   local cache_root = s.cache_root or (root .. "/cache")
   local waves = {}
@@ -225,8 +228,10 @@ function M.cases(s, runs, root)
         p.run_dir = root
         local env = {}
         for name, v in pairs(s.env) do env[name] = (fill(tostring(v), p, "matrix.env." .. name)) end
+        local name = s.trials > 1 and (r.name .. ".t" .. k) or r.name
         cases[#cases + 1] = {
-          name = s.trials > 1 and (r.name .. ".t" .. k) or r.name, argv = command(s.command, p), env = env,
+          name = name, argv = command(s.command, p), env = env,
+          capture = s.telemetry and { name = util.safe_name(name) } or nil,
           timeout = s.timeout, run = r, trial = k, out = p.out, params = p,
           cache_dir = r.group and p.cache_dir or nil,
           event_log = s.event_log and (p.out .. "/" .. s.event_log) or nil,

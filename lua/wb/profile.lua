@@ -1,7 +1,8 @@
 -- The engine of `wb profile` (recipes/profile.lua is its policy): where the profiled command's
 -- output goes (teed to the terminal and logs/, inherited, dropped or a file), its manifest
 -- record from a wb.capture result, and differential flame graphs against the baseline run the
--- campaign found (the previous profile of the same command, or --baseline DIR).
+-- campaign found (the previous profile of the same command, or --baseline DIR). On a Slurm
+-- machine profile the capture is a job (profile.case), of one task or an srun step of several.
 local wb = require "wb"
 
 local M = {}
@@ -75,6 +76,35 @@ function M.record(r, res, argv, out, dir)
   r.metrics = metrics
   r.profiles = profiles
   r.warnings = wb.json.array(res.warnings)
+end
+
+-- The recipe's options a capture case carries to its job.
+local CAPTURE_KEYS = { "counters", "oncpu", "offcpu", "freq", "method", "root", "top", "unwind", "stack_size",
+  "stack_entries", "count_entries", "alloc", "alloc_interval", "stage_pattern" }
+
+-- case = profile.case(cfg, argv, command) : the executor's case of the profile: the command under
+-- wb.capture with the recipe's options (profiles/profile.*), as cfg.tasks tasks of one step
+function M.case(cfg, argv, command)
+  local cap = { name = "profile", title = command }
+  for _, k in ipairs(CAPTURE_KEYS) do cap[k] = wb.util.opt(cfg[k]) end
+  return { name = "profile", argv = cfg.shell and { "/bin/sh", "-c", argv[1] } or argv,
+    timeout = wb.util.opt(cfg.timeout), capture = cap, tasks = cfg.tasks > 1 and cfg.tasks or nil }
+end
+
+-- res = profile.tasks_result(m, rec, freq) : what the report shows of the merged profile m of a
+-- step's tasks (wb.slurm_capture.merge): a wb.capture-like result with the merged stacks, the
+-- first task's method and the record's exit status
+function M.tasks_result(m, rec, freq)
+  local first, warnings = nil, {}
+  for _, t in ipairs(m.tasks) do
+    first = first or (not t.missing and t) or nil
+    if t.fallback then warnings[#warnings + 1] = "task " .. t.rank .. " (" .. t.method .. "): " .. t.fallback end
+    if t.missing then warnings[#warnings + 1] = "task " .. t.rank .. ": no profile (the job ended first)" end
+  end
+  local code = wb.util.opt(rec.return_code)
+  return { method = first and first.method or "none", freq = freq, warnings = warnings, oncpu = m.oncpu,
+    offcpu = m.offcpu, ok = rec.status == "success",
+    result = { wall = rec.wall_time_seconds or 0, code = code, exited = code ~= nil, signal = rec.signal } }
 end
 
 -- diffs = profile.differential(c, res) : differential flame graphs against the baseline run the

@@ -8,9 +8,10 @@
 --
 -- A spec: name, argv (a list; the element slurm.TASK_ID stands for $SLURM_ARRAY_TASK_ID), env
 -- (NAME = value), cwd, partition, account, qos, cpus (per task), mem (MB, or "4G"), time
--- (minutes, or "HH:MM:SS", "D-HH:MM:SS"), gres, nodes, array (a count or "0-7%2"), output, error
--- (paths, Slurm's %j/%A/%a patterns allowed), requeue (true|false), extra (a list of
--- "--option=value"/"--flag" strings, or a mapping option = value|true). Environment variables
+-- (minutes, or "HH:MM:SS", "D-HH:MM:SS"), gres, nodes, ntasks (tasks of the job's step), array (a
+-- count or "0-7%2"), output, error (paths, Slurm's %j/%A/%a patterns allowed), requeue
+-- (true|false), extra (a list of "--option=value"/"--flag" strings, or a mapping option =
+-- value|true). Environment variables
 -- whose names look secret (util.is_secret_name) are not written: they reach the job through
 -- sbatch's environment, as does spec.submit_env.
 local core = require "wb.core"
@@ -126,6 +127,7 @@ function M.directives(spec)
   add("--account", text_field(spec, "account"))
   add("--qos", text_field(spec, "qos"))
   add("--nodes", checked(spec, "nodes"))
+  add("--ntasks", positive_int(spec, "ntasks"))
   add("--cpus-per-task", positive_int(spec, "cpus"))
   local mem = checked(spec, "mem")
   add("--mem", mem and (mem:gsub("[Bb]$", "")))
@@ -322,11 +324,44 @@ local function write_result(path, r)
   if not ok then errors.raise(1, "job: " .. err, 0) end
 end
 
+-- done = slurm.task_done(result) : a result file's task ran to its end (its command exited or
+-- was killed by its own timeout), rather than being stopped with its job (cancelled, over the
+-- time limit, preempted): such a task is not run again by --resume or a retry
+function M.task_done(r)
+  return type(r) == "table" and not r.interrupted
+end
+
+-- The case's command under wb.capture (lua/wb/slurm_capture.lua): r gets the record fields and
+-- the capture; returns the wb.proc result, or nil when the command did not start.
+local function run_capture(case, doc, rank, r, rel, t)
+  local sc = require "wb.slurm_capture"
+  local ok, out = M.protect(function() return { sc.run(case, doc.run_dir, rank) } end)
+  local res, cdoc = ok and out[1], ok and out[2]
+  if not ok then
+    res = out
+    r.status, r.return_code = "failed", json.null
+    r.interrupted = type(res) == "table" and res.interrupted or true
+    r.wall_time_seconds = t:elapsed()
+    return nil, res
+  end
+  if not res then
+    r.status, r.error, r.return_code = "failed", cdoc, json.null
+    return nil
+  end
+  r.capture = cdoc
+  r.pid = cdoc.pid
+  if res.stopped then r.interrupted = true end -- the job was told to stop (SIGINT)
+  return res.result
+end
+
 -- status = slurm.job_main(args) : `wb job CASES.json [INDEX]` runs case INDEX (0-based, default
 -- $SLURM_ARRAY_TASK_ID) of a cases file written by the Slurm executor, measured as
 -- campaign:spawn measures a local run: output in <run_dir>/logs/<name>.std{out,err}.log, and
 -- <run_dir>/jobs/results/<name>.json with the record fields (command_arguments, return_code,
 -- signal, timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, logs, status).
+-- A case with `capture` options runs under wb.capture (result field `capture`: its method,
+-- fallback, counters, profiles); one with `tasks` is a task of an srun step: <name> is
+-- <case>.task<SLURM_PROCID>, and a task whose result says it ran to its end is not run again.
 -- Returns the case's exit status (128 + signal when it was killed); when the job itself is
 -- cancelled or over its time limit, the result records `interrupted` and the error is re-raised.
 function M.job_main(args)
@@ -341,41 +376,65 @@ function M.job_main(args)
   local i = math.tointeger(tonumber(index or ""))
   local case = i and doc.cases[i + 1]
   if not case then errors.raise(2, "job: " .. path .. ": no case " .. tostring(index), 0) end
+  local rank = (util.opt(case.tasks) or 1) > 1 and math.tointeger(tonumber(os.getenv("SLURM_PROCID") or "0")) or nil
+  local name = require("wb.slurm_capture").task_name(case.name, rank)
   local env = {}
   for k, v in pairs(case.env or {}) do env[k] = v end
-  for _, name in ipairs(case.secret_env or {}) do env[name] = os.getenv(M.secret_var(i, name)) end
+  for _, s in ipairs(case.secret_env or {}) do env[s] = os.getenv(M.secret_var(i, s)) end
   local secrets = campaign.merge_secrets(env, util.secret_values())
-  local logs, rel = campaign.log_paths(doc.run_dir, case.name)
-  local result_path = doc.run_dir .. "/jobs/results/" .. util.safe_name(case.name) .. ".json"
+  local logs, rel = campaign.log_paths(doc.run_dir, name)
+  local result_path = doc.run_dir .. "/jobs/results/" .. util.safe_name(name) .. ".json"
+  if rank and fs.exists(result_path) and M.task_done(json.read(result_path)) then
+    io.stdout:write("wb job: ", name, " ran to its end before; its result is kept\n")
+    return 0
+  end
   fs.mkdir_p(doc.run_dir .. "/logs")
   fs.mkdir_p(doc.run_dir .. "/jobs/results")
   local r = json.object()
-  r.name = case.name
+  r.name = name
   r.command_arguments = json.array(util.deep_copy(case.argv))
   r.node = os.getenv("SLURMD_NODENAME") or json.null
+  r.rank = rank
   r.started_at_utc = clock.utc()
   local t = clock.timer()
-  local p, perr = proc.spawn { argv = case.argv, env = env, cwd = case.cwd, timeout = case.timeout,
-    stdout = { file = logs[1] }, stderr = { file = logs[2] } }
-  if not p then
-    r.status, r.error, r.return_code = "failed", perr, json.null
-    write_result(result_path, r)
-    return 127
-  end
-  r.stdout_log, r.stderr_log = rel[1], rel[2]
-  local ok, res = M.protect(p.wait, p)
-  p:close()
-  if not ok then
-    r.status, r.return_code = "failed", json.null
-    r.interrupted = type(res) == "table" and res.interrupted or true
-    r.wall_time_seconds = t:elapsed()
-    campaign.redact_files(logs, secrets)
-    write_result(result_path, r)
-    error(res, 0)
+  local res
+  if util.opt(case.capture) then
+    case.env = env
+    local raised
+    res, raised = run_capture(case, doc, rank, r, rel, t)
+    if raised then
+      campaign.redact_files(logs, secrets)
+      write_result(result_path, r)
+      error(raised, 0)
+    end
+    if not res then
+      write_result(result_path, r)
+      return 127
+    end
+  else
+    local p, perr = proc.spawn { argv = case.argv, env = env, cwd = case.cwd, timeout = case.timeout,
+      stdout = { file = logs[1] }, stderr = { file = logs[2] } }
+    if not p then
+      r.status, r.error, r.return_code = "failed", perr, json.null
+      write_result(result_path, r)
+      return 127
+    end
+    r.stdout_log, r.stderr_log = rel[1], rel[2]
+    local ok
+    ok, res = M.protect(p.wait, p)
+    p:close()
+    if not ok then
+      r.status, r.return_code = "failed", json.null
+      r.interrupted = type(res) == "table" and res.interrupted or true
+      r.wall_time_seconds = t:elapsed()
+      campaign.redact_files(logs, secrets)
+      write_result(result_path, r)
+      error(res, 0)
+    end
   end
   campaign.redact_files(logs, secrets)
   campaign.fill_result(r, res, rel)
-  r.status = res.ok and "success" or "failed"
+  r.status = res.ok and not r.interrupted and "success" or "failed"
   r.finished_at_utc = clock.utc()
   write_result(result_path, r)
   if res.code then return res.code end

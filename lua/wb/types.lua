@@ -1081,7 +1081,9 @@ function slurm.is_transient(msg) end
 ---measures a local run: output in <run_dir>/logs/<name>.std{out,err}.log, and
 ---<run_dir>/jobs/results/<name>.json with the record fields (command_arguments, return_code,
 ---signal, timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, logs, status).
----Returns the case's exit status (128 + signal when it was killed); when the job itself is
+---A case with `capture` options runs under wb.capture (result field `capture`); one with `tasks`
+---is a task of an srun step (<name> is <case>.task<SLURM_PROCID>; a task that ran to its end
+---before is not run again). Returns the case's exit status (128 + signal when it was killed); when the job itself is
 ---cancelled or over its time limit, the result records `interrupted` and the error is re-raised.
 function slurm.job_main(args) end
 ---ok, err = slurm.protect(fn, ...) : pcall that also catches the interrupt which the signal hook
@@ -1093,6 +1095,11 @@ function slurm.render(spec) end
 ---name = slurm.secret_var(index, NAME) : the sbatch environment variable carrying the secret NAME
 ---of case index (0-based) of a cases file.
 function slurm.secret_var(index, name) end
+---A result file's task ran to its end (its command exited or hit its own timeout) rather than
+---being stopped with its job: a retry or --resume does not run it again.
+---@param result table?
+---@return boolean
+function slurm.task_done(result) end
 ---s = slurm.shell_quote(word) : a word /bin/sh reads back unchanged (spaces, quotes, $, \,
 ---newlines) (a carriage return is written as "$(printf '\r')": sbatch refuses scripts with CR LF in
 ---them)
@@ -1280,6 +1287,20 @@ function profile.record(r, res, argv, out, dir) end
 ---@param res table wb.capture.run's result
 ---@return {title: string, path: string, href: string}[]
 function profile.differential(c, res) end
+---The executor's case of the profile: the command under wb.capture with the recipe's options
+---(profiles/profile.*), as cfg.tasks tasks of one srun step.
+---@param cfg table
+---@param argv string[]
+---@param command string
+---@return table case
+function profile.case(cfg, argv, command) end
+---What the report shows of the merged profile m of a step's tasks: a wb.capture-like result with
+---the merged stacks, the first task's method and the record's exit status.
+---@param m table wb.slurm_capture.merge's result
+---@param rec table the run's record
+---@param freq integer
+---@return table res
+function profile.tasks_result(m, rec, freq) end
 
 -- wb.appprofile: the engine of recipes/profile_app_full.lua
 
@@ -1340,6 +1361,29 @@ function appprofile.trials(c, tool, argv, summary_path) end
 ---@param summary_path string? removed after the run
 ---@return table cap wb.capture.run's result
 function appprofile.capture(c, tool, argv, summary_path) end
+---The warm-ups, trials and (with passes.capture) the capture pass as executor cases, each run
+---writing its own summary file (summary_path with the run's name before its extension).
+---@param tool table
+---@param argv string[]
+---@param summary_path string?
+---@param passes {capture: boolean?}
+---@return table[] cases
+function appprofile.cases(tool, argv, summary_path, passes) end
+---The trials and the capture pass through executor ex (on Slurm one array job, one task at a
+---time): the records and results appprofile.trials and appprofile.capture give locally.
+---@param c wb.Campaign
+---@param ex table wb.executor.new's
+---@param tool table
+---@param argv string[]
+---@param summary_path string?
+---@param passes {capture: boolean?}
+---@return wb.AppTrials trials, table? cap
+function appprofile.run_cases(c, ex, tool, argv, summary_path, passes) end
+---The trials as campaign c's record "trials" (medians and samples), returned.
+---@param c wb.Campaign
+---@param trials wb.AppTrials
+---@return wb.AppTrials
+function appprofile.headline(c, trials) end
 ---callgrind_annotate's output: the program's total instructions (Ir) and its first limit functions.
 ---@param text string
 ---@param limit integer

@@ -126,18 +126,14 @@ exit 2
 nothing written
 
 A recipe that runs its work on this machine refuses a machine profile whose executor is Slurm
-(nothing written); the matrix and data recipes run their cases through it (a dry run writes the
-batch scripts).
+(nothing written); the matrix, data, profile and profile_app_full recipes run their cases through
+it (a dry run writes the batch scripts).
 
-$ for r in bench demo profile profile_app_full regress scaling vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
+$ for r in bench demo regress scaling vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 bench exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 demo exit 2
-wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
-profile exit 2
-wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
-profile_app_full exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 regress exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
@@ -145,8 +141,25 @@ scaling exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 vep_breakdown exit 2
 
-$ for r in matrix data; do wb $r machine=slurm_cpu --dry-run -o $T/s_$r >/dev/null; echo "$r exit $?"; ls $T/s_$r/jobs | grep -c sbatch; done
+$ for r in matrix data profile profile_app_full; do wb $r machine=slurm_cpu --dry-run -o $T/s_$r -- true >/dev/null; echo "$r exit $?"; ls $T/s_$r/jobs | grep -c sbatch; done
 matrix exit 0
 2
 data exit 0
 1
+profile exit 0
+1
+profile_app_full exit 0
+1
+
+What profile_app_full cannot submit, and a step of several tasks without Slurm, are refused before
+anything is written.
+
+$ wb profile_app_full machine=slurm_cpu tool.callgrind=true -o $T/s_cg; echo "exit $?"; test ! -e $T/s_cg && echo nothing written
+wb: profile_app_full: the callgrind and cProfile passes run on this machine, not as Slurm jobs (the machine profile's executor is slurm): set tool.callgrind=false tool.cprofile=false
+exit 2
+nothing written
+
+$ wb profile tasks=4 -o $T/s_t4 -- true; echo "exit $?"; test ! -e $T/s_t4 && echo nothing written
+wb: profile: tasks=4 is one srun step of a Slurm job: needs a machine profile whose executor is slurm (machine=slurm_cpu)
+exit 2
+nothing written

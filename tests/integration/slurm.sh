@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Slurm integration suite: brings up a private single-node cluster (tests/slurm/start.sh),
-# runs tests/lua/slurm_test.lua against it with $WB_BIN, and always tears the cluster down
-# (tests/slurm/stop.sh, from a trap). `--accounting` runs the same tests with slurmdbd + MariaDB
+# runs tests/lua/slurm_test.lua (and, without accounting, slurm_capture_test.lua) against it
+# with $WB_BIN, and always tears the cluster down (tests/slurm/stop.sh, from a trap). `--accounting` runs the same tests with slurmdbd + MariaDB
 # (tests/integration/slurm_accounting.sh). Ends with the `N passed, N failed` line of the Lua run.
 # Needs root and the Slurm packages (make deps); otherwise it reports one skip.
 set -u
@@ -62,7 +62,12 @@ echo "# cluster${mode:+ ($mode)} up in $((SECONDS - start)) s (ports $port-$((po
 . "$WB_SLURM_DIR/env"
 # In the background, so that a signal reaches the traps at once; its output is shown as it comes.
 : >"$base/test.log"
-setsid "$WB_BIN" test tests/lua/slurm_test.lua >>"$base/test.log" 2>&1 &
+# Capture in jobs (tests/lua/slurm_capture_test.lua) does not depend on where final states come
+# from: the plain cluster only.
+files=tests/lua/slurm_test.lua
+[ -z "$mode" ] && files="$files tests/lua/slurm_capture_test.lua"
+# shellcheck disable=SC2086 # (two file names)
+setsid "$WB_BIN" test $files >>"$base/test.log" 2>&1 &
 wbpid=$!
 tail --pid="$wbpid" -n +1 -f "$base/test.log" | grep --line-buffered -vE '^[0-9]+ passed, [0-9]+ failed' &
 wait "$wbpid"

@@ -26,6 +26,7 @@ local INTERNAL = {
   ["wb.capture_report"] = "wb.capture's report files",
   ["wb.capture_unwind"] = "wb.capture's unwinding of user stacks",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
+  ["wb.slurm_capture"] = "capture cases of wb.executor and `wb job` (per-task and merged profiles)",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",
   ["wb.alloc"] = "wb.capture's allocation profile (alloc = true)",
   ["wb.alloc_report"] = "the allocation profile in wb.capture's report",
