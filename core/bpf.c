@@ -222,6 +222,16 @@ static int l_track(lua_State *L) {
   return 1;
 }
 
+/* -- ok = s:python(pid) : looks at pid now as a CPython whose frames the program reads (unwind mode
+ * with python; otherwise processes are looked at as their records are drained); whether it is
+ * one. Call it as the command starts, so that its first samples have their Python frames. */
+static int l_python(lua_State *L) {
+  session *s = check_session(L);
+  uint32_t pid = (uint32_t)luaL_checkinteger(L, 2);
+  lua_pushboolean(L, s->us && wb_ustacks_python_attach(s->us, pid));
+  return 1;
+}
+
 /* -- s:arm() : counting starts now; call it right before releasing the held command, so the
  * wait at the gate is not counted */
 static int l_arm(lua_State *L) {
@@ -428,7 +438,7 @@ static int l_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"read", l_read},
+static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"python", l_python}, {"read", l_read},
                                            {"stop", l_stop},   {"track", l_track}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};

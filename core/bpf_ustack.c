@@ -24,6 +24,7 @@ typedef struct pending {
 typedef struct pyseen {
   uint32_t tgid1;  /* tgid + 1, 0 free */
   uint32_t epoch;  /* the drain it was looked at in */
+  char comm[16];   /* its name then (an exec changes it) */
   wb_pyproc *proc; /* NULL: not a CPython wb reads (yet) */
 } pyseen;
 
@@ -157,9 +158,10 @@ static pending *pending_of(wb_ustacks *a, uint32_t tid, int create) {
   }
 }
 
-/* The CPython process tgid as the resolver attached it, looked at once per drain until it is one;
- * installed in the BPF program when first attached. */
-static wb_pyproc *python_of(wb_ustacks *a, uint32_t tgid) {
+/* The CPython process tgid as the resolver attached it, looked at once per drain (and when its
+ * name changes: an exec) until it is one, or now when forced; installed in the BPF program when
+ * first attached. */
+static wb_pyproc *python_of(wb_ustacks *a, uint32_t tgid, const char *comm, int force) {
   if ((a->nseen + 1) * 2 > a->capseen) {
     size_t cap = a->capseen ? a->capseen * 2 : 64;
     pyseen *t = calloc(cap, sizeof *t);
@@ -180,8 +182,10 @@ static wb_pyproc *python_of(wb_ustacks *a, uint32_t tgid) {
     s->tgid1 = tgid + 1, s->epoch = a->epoch - 1;
     a->nseen++;
   }
-  if (s->proc || s->epoch == a->epoch) return s->proc;
+  if (s->proc || (s->epoch == a->epoch && !force && (!comm || memcmp(s->comm, comm, sizeof s->comm) == 0)))
+    return s->proc;
   s->epoch = a->epoch;
+  if (comm) memcpy(s->comm, comm, sizeof s->comm);
   if ((s->proc = wb_pyres_attach(a->py, (pid_t)tgid))) {
     struct wb_py_proc pp;
     wb_pyproc_bpf(s->proc, &pp);
@@ -228,7 +232,7 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   if (n < 0) n = 0;
   size_t total = (size_t)n;
   uint32_t py = 0;
-  wb_pyproc *proc = a->py ? python_of(a, h.tgid) : NULL;
+  wb_pyproc *proc = a->py ? python_of(a, h.tgid, h.comm, 0) : NULL;
   if (proc && (h.py_flags & WB_PYF_PROCESS)) {
     struct wb_py_frame f[WB_PY_MAX_FRAMES];
     memcpy(f, (const uint8_t *)data + sizeof h, py_bytes);
@@ -263,6 +267,7 @@ void wb_ustacks_python(wb_ustacks *a, int (*install)(void *ctx, uint32_t tgid, c
 }
 wb_pyres *wb_ustacks_pyres(const wb_ustacks *a) { return a->py; }
 void wb_ustacks_next_epoch(wb_ustacks *a) { a->epoch++; }
+int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid) { return a->py && python_of(a, tgid, NULL, 1) != NULL; }
 uint64_t wb_ustacks_py_records(const wb_ustacks *a) { return a->py_records; }
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a) { return a->u; }
 uint64_t wb_ustacks_bytes(const wb_ustacks *a) { return a->bytes; }

@@ -41,6 +41,9 @@ const uint64_t *wb_ustacks_pool(const wb_ustacks *a);
 void wb_ustacks_python(wb_ustacks *a, int (*install)(void *ctx, uint32_t tgid, const struct wb_py_proc *pp), void *ctx);
 wb_pyres *wb_ustacks_pyres(const wb_ustacks *a); /* NULL without Python frames */
 void wb_ustacks_next_epoch(wb_ustacks *a);       /* a drain: processes are looked at again */
+/* Looks at tgid now (before its first record: the frames of its first samples are read); 1 when
+ * it is a CPython wb reads. */
+int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid);
 
 /* Records that carried Python frames. */
 uint64_t wb_ustacks_py_records(const wb_ustacks *a);

@@ -553,7 +553,8 @@ wb_pyproc *wb_pyres_attach(wb_pyres *r, pid_t pid) {
   int slot = -1;
   for (int i = 0; i < r->nskipped; i++) {
     if (r->skipped[i] != pid) continue;
-    if (strcmp(r->skipped_image[i], image) == 0) return NULL;
+    /* the same image, or none now (gone): what was seen stands */
+    if (strcmp(r->skipped_image[i], image) == 0 || !image[0]) return NULL;
     slot = i;
   }
   char why[WB_PY_WHY_LEN];

@@ -466,6 +466,18 @@ local function options(spec)
   return o
 end
 
+-- The root's first samples get their Python frames: its interpreter is looked for as it starts
+-- (the exec, then ld.so mapping libpython) every 2 ms for up to PYTHON_START seconds; the other
+-- processes are found as their samples are drained (a fork of a CPython at once, by the program).
+M.PYTHON_START = 0.03
+local function python_start(session, pid)
+  local t0 = clock.now()
+  repeat
+    if session:python(pid) then return end
+    clock.sleep(0.002)
+  until clock.now() - t0 > M.PYTHON_START * 1e9
+end
+
 -- Runs the command held: counters, side-band (and, for perf_event, sampling) events and the BPF
 -- session are set up on its pid before it execs. Returns what they recorded, or nil, err, errno.
 local function record(spec, o, res, method, session)
@@ -491,6 +503,7 @@ local function record(spec, o, res, method, session)
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
   if session or sampling then sym.prefetch_kernel() end -- kernel frames are named after the run
+  if o.merged then python_start(session, p.pid) end
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
   local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   -- Python stacks of every CPython process of the tree: read by the BPF program with each sample
