@@ -306,3 +306,30 @@ T.case("wb profile: the merged flame graph and top table, and how the frames wer
   T.eq(r.python.source, "bpf")
   T.eq(r.profiles.python_oncpu.folded, "profiles/profile.python.oncpu.folded")
 end)
+
+T.case("CPython 3.12 -X perf: addresses in its trampolines are named from /tmp/perf-PID.map", function()
+  local exe = pyenv(12)
+  if not exe then T.skip("no CPython 3.12 under " .. PYENV .. " (pyenv)") end
+  local p = assert(proc.spawn { argv = { exe, "-X", "perf", script([[
+import time
+def py_tramp():
+    time.sleep(5)
+py_tramp()
+]]) } })
+  local map = "/tmp/perf-" .. p.pid .. ".map"
+  local text
+  for _ = 1, 100 do
+    text = fs.read(map)
+    if text and text:find("py::py_tramp:", 1, true) then break end
+    wb.clock.sleep(0.05)
+  end
+  local start, size = (text or ""):match("(%x+) (%x+) py::py_tramp:[^\n]*script%.py\n")
+  T.ok(start, "the interpreter wrote its trampoline of py_tramp to " .. map)
+  local s <close> = wb.sym.new()
+  local names, unresolved = s:frames(p.pid, { tonumber(start, 16) + tonumber(size, 16) // 2 })
+  p:kill(9)
+  p:wait()
+  fs.remove(map)
+  T.match(names[1], "^py::py_tramp:.*script%.py$")
+  T.eq(unresolved, 0)
+end)
