@@ -66,7 +66,7 @@ static const layout LAYOUT_312 = {
 /* Positions of the fields wb uses inside _Py_DebugOffsets (version 3.13; the struct is
  * versioned: its layout is the one of the interpreter's own minor version). */
 enum {
-  DBG_RUNTIME_INTERPRETERS_HEAD = 40, DBG_INTERP_NEXT = 64, DBG_INTERP_THREADS_HEAD = 72,
+  DBG_FREE_THREADED = 16, DBG_RUNTIME_INTERPRETERS_HEAD = 40, DBG_INTERP_NEXT = 64, DBG_INTERP_THREADS_HEAD = 72,
   DBG_INTERP_CEVAL_GIL = 112, DBG_TSTATE_NEXT = 168, DBG_TSTATE_CURRENT_FRAME = 184,
   DBG_TSTATE_NATIVE_THREAD_ID = 200, DBG_FRAME_PREVIOUS = 232, DBG_FRAME_EXECUTABLE = 240,
   DBG_FRAME_INSTR_PTR = 248, DBG_FRAME_OWNER = 264, DBG_CODE_FILENAME = 280, DBG_CODE_QUALNAME = 296,
@@ -210,6 +210,7 @@ static int debug_offsets(wb_pyproc *p, int minor) {
   unsigned char d[DBG_SIZE];
   if (peek(p->pid, p->runtime, d, sizeof d) != 0 || memcmp(d, "xdebugpy", 8) != 0) return -1;
 #define U64(off) (*(const uint64_t *)(const void *)(d + (off)))
+  if (U64(DBG_FREE_THREADED)) return -1; /* another object layout (3.13t) */
   layout *l = &p->lay;
   memset(l, 0, sizeof *l);
   l->minor = minor;
