@@ -120,6 +120,13 @@ static int fail(lua_State *L, session *s, int e, const char *what) {
 
 static int on_record(void *ctx, void *data, size_t size) { return wb_ustacks_handle(ctx, data, size); }
 
+/* Puts a CPython process into the program's py_procs (pp NULL: takes it out). */
+static int py_install(void *ctx, uint32_t tgid, const struct wb_py_proc *pp) {
+  session *s = ctx;
+  int fd = bpf_map__fd(s->skel->maps.py_procs);
+  return pp ? bpf_map_update_elem(fd, &tgid, pp, BPF_ANY) : bpf_map_delete_elem(fd, &tgid);
+}
+
 static int attach_oncpu(session *s, lua_Integer freq) {
   int cpus[WB_MAX_CPUS];
   int ncpu = wb_online_cpus(cpus, WB_MAX_CPUS);
@@ -146,7 +153,8 @@ static int attach_oncpu(session *s, lua_Integer freq) {
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
  * messages on stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes
  * of user stack, a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a
- * ring buffer, walked with CFI as s:drain() reads them). nil, "bpf: ...", errno when BTF,
+ * ring buffer, walked with CFI as s:drain() reads them), python = true (unwind mode: the Python
+ * frames of CPython 3.11+ processes are read with each record, see s:read()). nil, "bpf: ...", errno when BTF,
  * privilege or the kernel refuses. */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
@@ -154,6 +162,7 @@ static int l_open(lua_State *L) {
   lua_Integer stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
   lua_Integer count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
   int oncpu = wb_opt_bool(L, t, "oncpu", 1), offcpu = wb_opt_bool(L, t, "offcpu", 1);
+  int python = wb_opt_bool(L, t, "python", 1);
   lua_Integer ustack = wb_opt_integer(L, t, "ustack", 0);
   luaL_argcheck(L, ustack == 0 || (ustack >= 512 && ustack < WB_USTACK_MAX && ustack % 8 == 0), 1,
                 "ustack must be 0 or a multiple of 8 in 512..16376");
@@ -181,6 +190,7 @@ static int l_open(lua_State *L) {
   int e = wb_profile__load(s->skel);
   if (e) return fail(L, s, e, "load");
   if (ustack && !(s->us = wb_ustacks_new())) return fail(L, s, ENOMEM, "unwinder");
+  if (ustack && python) wb_ustacks_python(s->us, py_install, s);
   if (ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
     return fail(L, s, errno, "ring buffer");
   s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
@@ -212,6 +222,16 @@ static int l_track(lua_State *L) {
   return 1;
 }
 
+/* -- ok = s:python(pid) : looks at pid now as a CPython whose frames the program reads (unwind mode
+ * with python; otherwise processes are looked at as their records are drained); whether it is
+ * one. Call it as the command starts, so that its first samples have their Python frames. */
+static int l_python(lua_State *L) {
+  session *s = check_session(L);
+  uint32_t pid = (uint32_t)luaL_checkinteger(L, 2);
+  lua_pushboolean(L, s->us && wb_ustacks_python_attach(s->us, pid));
+  return 1;
+}
+
 /* -- s:arm() : counting starts now; call it right before releasing the held command, so the
  * wait at the gate is not counted */
 static int l_arm(lua_State *L) {
@@ -232,6 +252,7 @@ static int l_stop(lua_State *L) {
 static int l_drain(lua_State *L) {
   session *s = check_session(L);
   if (s->us) wb_unwinder_next_epoch(wb_ustacks_unwinder(s->us));
+  if (s->us) wb_ustacks_next_epoch(s->us);
   int n = s->rb ? ring_buffer__consume(s->rb) : 0;
   lua_pushinteger(L, n > 0 ? n : 0);
   return 1;
@@ -284,6 +305,28 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
   }
 }
 
+/* Sets python = {{frames of one _PyEval_EvalFrameDefault call, innermost first}, ... innermost
+ * first}, python_truncated, gil_wait on the record table at the top. */
+static void push_python(lua_State *L, session *s, const wb_ustack_entry *e, const uint64_t *items) {
+  const wb_pyres *r = wb_ustacks_pyres(s->us);
+  lua_newtable(L);
+  int groups = 0, k = 0;
+  for (uint32_t i = 0; i < e->np; i++) {
+    if (items[i] == WB_PY_GROUP_END) {
+      if (k) lua_rawseti(L, -2, ++groups);
+      k = 0;
+      continue;
+    }
+    if (!k) lua_newtable(L);
+    lua_pushstring(L, wb_pyres_text(r, (uint32_t)items[i]));
+    lua_rawseti(L, -2, ++k);
+  }
+  if (k) lua_rawseti(L, -2, ++groups);
+  lua_setfield(L, -2, "python");
+  if (e->py & WB_PYF_TRUNCATED) wb_set_bool(L, "python_truncated", 1);
+  if (e->py & WB_PY_GIL_WAIT) wb_set_bool(L, "gil_wait", 1);
+}
+
 /* The aggregated stacks of unwind mode: on-CPU (kind 0) or off-CPU, as push_counts does. */
 static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
   static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
@@ -309,6 +352,7 @@ static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
     push_stack(L, stacks_fd, e[i].kern_stack_id, cache);
     lua_setfield(L, -2, "kernel");
     wb_set_int(L, "count", (lua_Integer)e[i].count);
+    if (e[i].py & WB_PYF_PROCESS) push_python(L, s, &e[i], pool + e[i].pcs + e[i].nu);
     lua_rawseti(L, -2, ++n);
   }
 }
@@ -320,7 +364,12 @@ static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
  * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
  * (counted without it). In unwind mode (after a last drain) the user stacks were walked with CFI,
  * and t.unwind holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size);
- * stats.lost_ustacks counts records the ring buffer had no room for. */
+ * stats.lost_ustacks counts records the ring buffer had no room for. With python, a record of a
+ * CPython process also has python = {{"func (file.py:12)", ... the frames one
+ * _PyEval_EvalFrameDefault call runs, innermost first}, ... innermost call first} (read at the
+ * instant of the sample; each frame at the line it executes), python_truncated when its chain was
+ * cut, gil_wait when it was switched out waiting for the GIL; and t.python = {processes = {{pid,
+ * version, binary}}, skipped = {{pid, image, reason}}, records (that carried Python frames)}. */
 static int l_read(lua_State *L) {
   session *s = check_session(L);
   if (s->rb) ring_buffer__consume(s->rb);
@@ -338,6 +387,12 @@ static int l_read(lua_State *L) {
     wb_set_int(L, "stack_bytes", (lua_Integer)wb_ustacks_bytes(s->us));
     wb_set_int(L, "stack_size", (lua_Integer)s->ustack);
     lua_setfield(L, -2, "unwind");
+  }
+  if (s->us && wb_ustacks_pyres(s->us)) {
+    lua_createtable(L, 0, 3);
+    wb_pyres_push_procs(L, wb_ustacks_pyres(s->us));
+    wb_set_int(L, "records", (lua_Integer)wb_ustacks_py_records(s->us));
+    lua_setfield(L, -2, "python");
   }
   int tfd = bpf_map__fd(s->skel->maps.tracked), n = 0;
   uint32_t pid, next;
@@ -383,7 +438,7 @@ static int l_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"read", l_read},
+static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"python", l_python}, {"read", l_read},
                                            {"stop", l_stop},   {"track", l_track}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};

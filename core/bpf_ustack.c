@@ -1,10 +1,14 @@
 /* wb.bpf's unwind mode, the user-space side (see core/bpf_ustack.h): each on-CPU record is walked and
  * counted once; a switch-out record is walked and kept as the thread's pending stack until its
  * switch-in record adds the time away to it. Stacks are aggregated by (process, comm, kind,
- * kernel stack id, user pcs) in an open-addressing table. */
+ * kernel stack id, user pcs, Python frames) in an open-addressing table. A record of a CPython
+ * process carries its Python frames (code object, instruction pointer) as read by the BPF program
+ * at the same instant; they are named here (core/python_read.c), and the process is put in the
+ * program's py_procs when first seen (looked at again at each drain until it is CPython). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "bpf_ustack.h"
 #include <linux/types.h>
@@ -17,8 +21,22 @@ typedef struct pending {
   size_t entry;  /* index + 1 into entries, 0 none */
 } pending;
 
+typedef struct pyseen {
+  uint32_t tgid1;  /* tgid + 1, 0 free */
+  uint32_t epoch;  /* the drain it was looked at in */
+  char comm[16];   /* its name then (an exec changes it) */
+  wb_pyproc *proc; /* NULL: not a CPython wb reads (yet) */
+} pyseen;
+
 struct wb_ustacks {
   wb_unwinder *u;
+  wb_pyres *py;
+  int (*py_install)(void *ctx, uint32_t tgid, const struct wb_py_proc *pp);
+  void *py_ctx;
+  pyseen *seen;
+  size_t nseen, capseen;
+  uint32_t epoch;
+  uint64_t py_records;
   wb_ustack_entry *e;
   size_t n, cap;
   uint64_t *pool;
@@ -42,6 +60,8 @@ wb_ustacks *wb_ustacks_new(void) {
 void wb_ustacks_free(wb_ustacks *a) {
   if (!a) return;
   wb_unwinder_free(a->u);
+  wb_pyres_free(a->py);
+  free(a->seen);
   free(a->e);
   free(a->pool);
   free(a->slots);
@@ -49,8 +69,9 @@ void wb_ustacks_free(wb_ustacks *a) {
   free(a);
 }
 
-static uint64_t hash_of(const struct wb_ustack_hdr *h, const uint64_t *pcs, size_t n) {
+static uint64_t hash_of(const struct wb_ustack_hdr *h, uint32_t py, const uint64_t *pcs, size_t n) {
   uint64_t x = 1469598103934665603ULL ^ ((uint64_t)h->tgid << 32 | h->kind) ^ (uint64_t)(uint32_t)h->kern_stack_id << 7;
+  x ^= (uint64_t)py << 40;
   for (size_t i = 0; i < sizeof h->comm && h->comm[i]; i++) x = (x ^ (uint8_t)h->comm[i]) * 1099511628211ULL;
   for (size_t i = 0; i < n; i++) x = (x ^ pcs[i]) * 1099511628211ULL;
   return x ? x : 1;
@@ -71,15 +92,17 @@ static int regrow(wb_ustacks *a) {
   return 0;
 }
 
-/* The index + 1 of the entry of this stack, made when new; 0 when out of memory. */
-static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, const uint64_t *pcs, size_t n) {
+/* The index + 1 of the entry of this stack (n items: nu pcs, then the Python items), made when
+ * new; 0 when out of memory. */
+static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py, const uint64_t *pcs, size_t nu,
+                       size_t n) {
   if ((a->n + 1) * 2 > a->nslots && regrow(a) != 0) return 0;
-  uint64_t hv = hash_of(h, pcs, n);
+  uint64_t hv = hash_of(h, py, pcs, n);
   size_t j = hv & (a->nslots - 1);
   for (; a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
     wb_ustack_entry *e = &a->e[a->slots[j] - 1];
     if (e->hash == hv && e->tgid == h->tgid && e->kind == h->kind && e->kern_stack_id == h->kern_stack_id &&
-        e->nu == n && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
+        e->nu == nu && e->nu + e->np == n && e->py == py && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
         memcmp(a->pool + e->pcs, pcs, n * sizeof *pcs) == 0)
       return a->slots[j];
   }
@@ -100,8 +123,8 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, const uint6
   }
   memcpy(a->pool + a->npool, pcs, n * sizeof *pcs);
   wb_ustack_entry *e = &a->e[a->n];
-  *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .kern_stack_id = h->kern_stack_id, .nu = (uint32_t)n,
-                         .pcs = a->npool, .hash = hv};
+  *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .kern_stack_id = h->kern_stack_id, .nu = (uint32_t)nu,
+                         .np = (uint32_t)(n - nu), .py = py, .pcs = a->npool, .hash = hv};
   memcpy(e->comm, h->comm, sizeof e->comm);
   a->npool += n;
   a->slots[j] = (uint32_t)++a->n;
@@ -135,6 +158,58 @@ static pending *pending_of(wb_ustacks *a, uint32_t tid, int create) {
   }
 }
 
+/* The CPython process tgid as the resolver attached it, looked at once per drain (and when its
+ * name changes: an exec) until it is one, or now when forced; installed in the BPF program when
+ * first attached. */
+static wb_pyproc *python_of(wb_ustacks *a, uint32_t tgid, const char *comm, int force) {
+  if ((a->nseen + 1) * 2 > a->capseen) {
+    size_t cap = a->capseen ? a->capseen * 2 : 64;
+    pyseen *t = calloc(cap, sizeof *t);
+    if (!t) return NULL;
+    for (size_t i = 0; i < a->capseen; i++) {
+      if (!a->seen[i].tgid1) continue;
+      size_t j = a->seen[i].tgid1 * 2654435761u & (cap - 1);
+      while (t[j].tgid1) j = (j + 1) & (cap - 1);
+      t[j] = a->seen[i];
+    }
+    free(a->seen);
+    a->seen = t, a->capseen = cap;
+  }
+  size_t j = (tgid + 1) * 2654435761u & (a->capseen - 1);
+  while (a->seen[j].tgid1 && a->seen[j].tgid1 != tgid + 1) j = (j + 1) & (a->capseen - 1);
+  pyseen *s = &a->seen[j];
+  if (!s->tgid1) {
+    s->tgid1 = tgid + 1, s->epoch = a->epoch - 1;
+    a->nseen++;
+  }
+  if (s->proc || (s->epoch == a->epoch && !force && (!comm || memcmp(s->comm, comm, sizeof s->comm) == 0)))
+    return s->proc;
+  s->epoch = a->epoch;
+  if (comm) memcpy(s->comm, comm, sizeof s->comm);
+  if ((s->proc = wb_pyres_attach(a->py, (pid_t)tgid))) {
+    struct wb_py_proc pp;
+    wb_pyproc_bpf(s->proc, &pp);
+    a->py_install(a->py_ctx, tgid, &pp);
+  }
+  return s->proc;
+}
+
+/* The Python items of a record (innermost first): label ids and WB_PY_GROUP_END after the
+ * frames of each _PyEval_EvalFrameDefault call; their number. */
+static size_t python_items(wb_ustacks *a, wb_pyproc *p, const struct wb_py_frame *f, uint32_t n, uint64_t *out) {
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t flags = f[i].code & 3, code = f[i].code & ~(uint64_t)3;
+    if (flags & WB_PY_SHIM) {
+      if (k > 0 && out[k - 1] != WB_PY_GROUP_END) out[k++] = WB_PY_GROUP_END;
+      continue;
+    }
+    out[k++] = wb_pyres_label(a->py, p, code, f[i].instr);
+    if (flags & WB_PY_ENTRY) out[k++] = WB_PY_GROUP_END;
+  }
+  return k;
+}
+
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   struct wb_ustack_hdr h;
   if (size < sizeof h) return 0;
@@ -145,14 +220,28 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     if (p) p->entry = 0;
     return 0;
   }
-  if (h.size > size - sizeof h) h.size = 0;
+  size_t py_bytes = (size_t)h.py_n * sizeof(struct wb_py_frame);
+  if (h.py_n > WB_PY_MAX_FRAMES || py_bytes > size - sizeof h) h.py_n = 0, py_bytes = 0;
+  if (h.size > size - sizeof h - py_bytes) h.size = 0;
   a->bytes += h.size;
-  uint64_t pcs[WB_UNW_MAX_FRAMES];
+  uint64_t pcs[WB_UNW_MAX_FRAMES + 2 * WB_PY_MAX_FRAMES + 1];
   int stop, n = 0;
-  if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h, h.size, pcs,
-                                 WB_UNW_MAX_FRAMES - 1, &stop);
+  if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h + py_bytes,
+                                 h.size, pcs, WB_UNW_MAX_FRAMES - 1, &stop);
   if (n > 0 && stop != WB_UNW_COMPLETE) pcs[n++] = WB_UNW_TRUNCATED_PC;
-  size_t at = entry_of(a, &h, pcs, n > 0 ? (size_t)n : 0);
+  if (n < 0) n = 0;
+  size_t total = (size_t)n;
+  uint32_t py = 0;
+  wb_pyproc *proc = a->py ? python_of(a, h.tgid, h.comm, 0) : NULL;
+  if (proc && (h.py_flags & WB_PYF_PROCESS)) {
+    struct wb_py_frame f[WB_PY_MAX_FRAMES];
+    memcpy(f, (const uint8_t *)data + sizeof h, py_bytes);
+    total += python_items(a, proc, f, h.py_n, pcs + n);
+    py = h.py_flags;
+    if (h.py_n) a->py_records++;
+    if (h.type == WB_REC_OUT && h.sysno == SYS_futex && wb_pyproc_in_gil(proc, h.arg0)) py |= WB_PY_GIL_WAIT;
+  }
+  size_t at = entry_of(a, &h, py, pcs, (size_t)n, total);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {
     a->e[at - 1].count++;
@@ -171,5 +260,14 @@ const wb_ustack_entry *wb_ustacks_entries(const wb_ustacks *a, size_t *n) {
   return a->e;
 }
 const uint64_t *wb_ustacks_pool(const wb_ustacks *a) { return a->pool; }
+
+void wb_ustacks_python(wb_ustacks *a, int (*install)(void *ctx, uint32_t tgid, const struct wb_py_proc *pp), void *ctx) {
+  if (!a->py) a->py = wb_pyres_new();
+  a->py_install = install, a->py_ctx = ctx;
+}
+wb_pyres *wb_ustacks_pyres(const wb_ustacks *a) { return a->py; }
+void wb_ustacks_next_epoch(wb_ustacks *a) { a->epoch++; }
+int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid) { return a->py && python_of(a, tgid, NULL, 1) != NULL; }
+uint64_t wb_ustacks_py_records(const wb_ustacks *a) { return a->py_records; }
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a) { return a->u; }
 uint64_t wb_ustacks_bytes(const wb_ustacks *a) { return a->bytes; }

@@ -4,16 +4,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "python.h"
 #include "unwind.h"
+
+/* A Python item of an entry: a label id (wb_pyres_text), or the end of the frames one
+ * _PyEval_EvalFrameDefault call runs (its entry frame). */
+#define WB_PY_GROUP_END UINT64_MAX
 
 typedef struct wb_ustack_entry {
   uint32_t tgid, kind;
   int32_t kern_stack_id;
   char comm[16];
   uint32_t nu;   /* user pcs, leaf first, at pcs */
-  size_t pcs;    /* offset into the pool */
+  size_t pcs;    /* offset into the pool; the Python items follow the pcs */
+  uint32_t np;   /* Python items, innermost first */
+  uint32_t py;   /* WB_PYF_* of the record, and WB_PY_GIL_WAIT */
   uint64_t count, hash; /* samples (on-CPU) or nanoseconds (off-CPU) */
 } wb_ustack_entry;
+
+#define WB_PY_GIL_WAIT 0x100 /* switched out in a futex wait on the GIL */
 
 typedef struct wb_ustacks wb_ustacks;
 
@@ -26,6 +35,18 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size);
 /* The aggregated stacks; the pool of pcs they point into. */
 const wb_ustack_entry *wb_ustacks_entries(const wb_ustacks *a, size_t *n);
 const uint64_t *wb_ustacks_pool(const wb_ustacks *a);
+
+/* Python frames (records of CPython processes): install(ctx, tgid, offsets) puts a process the
+ * resolver attached into the BPF program's py_procs (offsets NULL: takes it out). */
+void wb_ustacks_python(wb_ustacks *a, int (*install)(void *ctx, uint32_t tgid, const struct wb_py_proc *pp), void *ctx);
+wb_pyres *wb_ustacks_pyres(const wb_ustacks *a); /* NULL without Python frames */
+void wb_ustacks_next_epoch(wb_ustacks *a);       /* a drain: processes are looked at again */
+/* Looks at tgid now (before its first record: the frames of its first samples are read); 1 when
+ * it is a CPython wb reads. */
+int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid);
+
+/* Records that carried Python frames. */
+uint64_t wb_ustacks_py_records(const wb_ustacks *a);
 
 /* The unwinder (its statistics, wb_unwind_push_stats) and the bytes of stack copied. */
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a);

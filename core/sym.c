@@ -2,7 +2,8 @@
  * process (from a /proc/PID/maps snapshot taken while it runs, or from perf's mmap, exec and fork
  * records) and resolves user addresses through the ELF .symtab/.dynsym of the mapped files
  * (core/sym_elf.c: cached per file, separate debug files found by build id), kernel addresses
- * through /proc/kallsyms. Unresolved frames read module+0xoffset (the file offset). */
+ * through /proc/kallsyms, addresses in no file through the program's /tmp/perf-PID.map when it
+ * writes one (core/sym_perfmap.c). Unresolved frames read module+0xoffset (the file offset). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ typedef struct mapping {
 
 typedef struct aspace {
   int pid, tried_snapshot;
+  wb_perfmap *perfmap; /* /tmp/perf-PID.map, read at the first address outside every file */
   mapping *maps;
   size_t n, cap;
 } aspace;
@@ -166,7 +168,13 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   aspace *a = find_as(s, pid, 1);
   if (a && a->n == 0 && !a->tried_snapshot) snapshot(a);
   const mapping *m = a ? find_mapping(a, addr) : NULL;
-  if (!m) return f;
+  if (!m || strncmp(m->path, "//anon", 6) == 0) { /* generated code: the program's own perf map */
+    uint64_t off;
+    if (a) a->perfmap = wb_perfmap_load(pid, a->perfmap);
+    f.name = a ? wb_perfmap_lookup(a->perfmap, addr, &off) : NULL;
+    if (f.name) f.offset = off;
+    return f;
+  }
   f.module = base_name(m->path);
   f.offset = addr - m->start + m->pgoff;
   wb_elf *e = strcmp(m->path, "[vdso]") == 0 ? wb_elf_vdso() : m->path[0] == '/' ? wb_elf_get(m->path) : NULL;
@@ -390,6 +398,7 @@ static int l_close(lua_State *L) {
   for (size_t i = 0; i < s->n; i++) {
     clear_maps(&s->as[i]);
     free(s->as[i].maps);
+    wb_perfmap_free(s->as[i].perfmap);
   }
   free(s->as);
   free(s->index);

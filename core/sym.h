@@ -76,3 +76,9 @@ int wb_kallsyms_prefetch(void);
  * when there were none: a zombie or a kernel thread). */
 int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
                  void *arg);
+
+/* perf's JIT maps, /tmp/perf-PID.map (core/sym_perfmap.c). */
+typedef struct wb_perfmap wb_perfmap;
+wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old);
+const char *wb_perfmap_lookup(const wb_perfmap *m, uint64_t addr, uint64_t *off);
+void wb_perfmap_free(wb_perfmap *m);

@@ -9,7 +9,9 @@
  *
  * In unwind mode (ustack_size > 0, set before load) the user stacks are not walked here: on_cpu and
  * on_switch send the user registers and a copy of the top of the user stack through the ring buffer
- * `ustacks` (and on_switch, at switch-in, the interval), for the loader to walk with CFI. */
+ * `ustacks` (and on_switch, at switch-in, the interval), for the loader to walk with CFI. For a CPython
+ * process the loader put in `py_procs`, the record also carries the thread's Python frames read at
+ * that moment (see profile.h), which the loader names and merges with the native stack. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -78,6 +80,31 @@ struct {
   __type(value, struct wb_ustack);
 } scratch SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, struct wb_py_proc);
+} py_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct wb_py_thread);
+} py_threads SEC(".maps");
+
+struct py_buf {
+  __u8 frame[136]; /* the head of one _PyInterpreterFrame; fields at offsets < 128 */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct py_buf);
+} py_scratch SEC(".maps");
+
 static __always_inline void stat_add(__u32 slot, __u64 n) {
   __u64 *v = bpf_map_lookup_elem(&stats, &slot);
   if (v) *v += n;
@@ -111,6 +138,75 @@ static __always_inline int add_count(void *map, struct wb_stack_key *key, __u64 
   return 0;
 }
 
+static __always_inline __u64 read_u64(__u64 addr) {
+  __u64 v = 0;
+  if (bpf_probe_read_user(&v, sizeof v, (void *)addr) != 0) return 0;
+  return v;
+}
+
+/* The PyThreadState of thread tid: the cached one when it still names tid, else looked for in
+ * the interpreters' lists (at most once per WB_PY_RECHECK_NS while there is none). 0: none. */
+static __always_inline __u64 py_tstate(const struct wb_py_proc *pp, __u32 tid, __u64 now) {
+  struct wb_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid);
+  if (t && t->tstate && read_u64(t->tstate + pp->tstate_tid) == tid) return t->tstate;
+  if (t && !t->tstate && now - t->checked_ns < WB_PY_RECHECK_NS) return 0;
+  __u64 interp = read_u64(pp->runtime + pp->interp_head), ts = 0, found = 0;
+  if (interp) ts = read_u64(interp + pp->threads_head);
+  for (int i = 0; i < 256 && interp; i++) {
+    if (!ts) { /* the next interpreter */
+      interp = read_u64(interp + pp->interp_next);
+      if (interp) ts = read_u64(interp + pp->threads_head);
+      continue;
+    }
+    if (read_u64(ts + pp->tstate_tid) == tid) {
+      found = ts;
+      break;
+    }
+    ts = read_u64(ts + pp->tstate_next);
+  }
+  struct wb_py_thread v = {.tstate = found, .checked_ns = now};
+  bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
+  return found;
+}
+
+/* Reads the current thread's Python frames into r->data (innermost first); their number. */
+static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
+  r->h.py_flags = 0;
+  const struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &r->h.tgid);
+  if (!pp) return 0;
+  r->h.py_flags = WB_PYF_PROCESS;
+  __u64 ts = py_tstate(pp, r->h.tid, now);
+  if (!ts) return 0;
+  r->h.py_flags |= WB_PYF_THREAD;
+  __u64 frame = pp->tstate_cframe ? read_u64(read_u64(ts + pp->tstate_cframe) + pp->frame_at)
+                                  : read_u64(ts + pp->frame_at);
+  __u32 zero = 0;
+  struct py_buf *b = bpf_map_lookup_elem(&py_scratch, &zero);
+  if (!b) return 0;
+  __u32 n = 0;
+  for (int i = 0; i < WB_PY_MAX_FRAMES && frame; i++) {
+    if (bpf_probe_read_user(b->frame, WB_PY_FRAME_READ, (void *)frame) != 0) {
+      r->h.py_flags |= WB_PYF_TRUNCATED;
+      break;
+    }
+    __u64 code = *(__u64 *)&b->frame[pp->frame_code & 127];
+    __u64 prev = *(__u64 *)&b->frame[pp->frame_previous & 127];
+    __u64 instr = *(__u64 *)&b->frame[pp->frame_instr & 127];
+    __u8 owner = b->frame[pp->frame_owner & 127];
+    code &= ~(__u64)3;
+    if (pp->frame_is_entry != WB_PY_NONE && b->frame[pp->frame_is_entry & 127]) code |= WB_PY_ENTRY;
+    if (owner == pp->owner_cstack) code |= WB_PY_SHIM;
+    struct wb_py_frame *f = (struct wb_py_frame *)&r->data[(i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
+    f->code = code;
+    f->instr = instr;
+    n = i + 1;
+    if (prev == frame) break;
+    frame = prev;
+  }
+  if (n == WB_PY_MAX_FRAMES && frame) r->h.py_flags |= WB_PYF_TRUNCATED;
+  return n;
+}
+
 /* Sends the current task's user registers and stack copy (up to the process's start_stack, else
  * halved until readable: the stack may end sooner) with the kernel stack id. */
 static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64 now) {
@@ -130,6 +226,8 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
   r->h.sp = BPF_CORE_READ(regs, sp);
   r->h.bp = BPF_CORE_READ(regs, bp);
   BPF_CORE_READ_STR_INTO(&r->h.comm, task, group_leader, comm);
+  r->h.sysno = BPF_CORE_READ(regs, orig_ax);
+  r->h.arg0 = BPF_CORE_READ(regs, di);
   r->h.kern_stack_id = bpf_get_stackid(ctx, &stacks, 0);
   if (r->h.kern_stack_id < 0 && r->h.kern_stack_id != -EFAULT)
     stat_add(type == WB_REC_ONCPU ? WB_STAT_ONCPU_STACK_ERR : WB_STAT_OFFCPU_STACK_ERR, 1);
@@ -138,14 +236,18 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
    * arguments, the environment) and may end soon after it: read up to there, not halve */
   __u64 top = BPF_CORE_READ(task, mm, start_stack);
   if (top > r->h.sp && top - r->h.sp < size) size = ((top - r->h.sp) + 7) & ~7u;
+  __u32 py_n = py_frames(r, now);
+  if (py_n > WB_PY_MAX_FRAMES) py_n = WB_PY_MAX_FRAMES;
+  r->h.py_n = py_n;
+  __u32 py_bytes = py_n * sizeof(struct wb_py_frame);
   long err = -1;
   for (int i = 0; i < 6 && size >= 256; i++) {
-    err = bpf_probe_read_user(r->data, size & (WB_USTACK_MAX - 1), (void *)r->h.sp);
+    err = bpf_probe_read_user(r->data + py_bytes, size & (WB_USTACK_MAX - 1), (void *)r->h.sp);
     if (!err) break;
     size >>= 1;
   }
   r->h.size = err ? 0 : size & (WB_USTACK_MAX - 1);
-  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
+  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
     stat_add(WB_STAT_LOST_USTACKS, 1);
 }
 
@@ -173,6 +275,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   if (ptgid == ctgid || !is_tracked(ptgid)) return 0;
   __u8 one = 1;
   if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) == 0) stat_add(WB_STAT_FORKS, 1);
+  /* a forked CPython is the same image at the same addresses: its frames are read at once */
+  struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &ptgid);
+  if (pp) {
+    struct wb_py_proc copy = *pp;
+    bpf_map_update_elem(&py_procs, &ctgid, &copy, BPF_ANY);
+  }
   return 0;
 }
 

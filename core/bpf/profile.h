@@ -55,12 +55,51 @@ struct wb_ustack_hdr {
   __u32 type, tgid, tid, kind;
   __u64 ts, ts_out;
   __s32 kern_stack_id;
-  __u32 size; /* bytes of data[] that follow: the user stack from sp (0: none could be read) */
+  __u32 size; /* bytes of user stack from sp in data[], after the Python frames (0: none read) */
   __u64 ip, sp, bp;
+  __u64 sysno, arg0; /* orig_ax and di: the system call a switched-out thread waits in */
+  __u32 py_n;        /* Python frames at the start of data[] (struct wb_py_frame) */
+  __u32 py_flags;    /* WB_PYF_*: whether the process is a CPython that wb reads */
   char comm[WB_COMM_LEN];
 };
 
+/* Python frames read at sample time (CPython processes the loader put in py_procs): the thread's
+ * PyThreadState is found by its native thread id in the interpreter's list (cached in py_threads),
+ * then tstate -> current frame -> previous ... for up to WB_PY_MAX_FRAMES frames, innermost first. */
+#define WB_PY_MAX_FRAMES 128 /* a power of two */
+#define WB_PY_FRAME_READ 72 /* bytes of each _PyInterpreterFrame read: every field wb uses */
+#define WB_PYF_PROCESS 1    /* the process is in py_procs */
+#define WB_PYF_THREAD 2     /* the thread's PyThreadState was found */
+#define WB_PYF_TRUNCATED 4  /* the chain went on past WB_PY_MAX_FRAMES, or a read failed */
+
+/* The low bits of wb_py_frame.code (code objects are 16-byte aligned). */
+#define WB_PY_ENTRY 1 /* 3.11: the frame's is_entry: the first frame of its _PyEval_EvalFrameDefault */
+#define WB_PY_SHIM 2  /* 3.12+: a frame owned by the C stack: the entry of a _PyEval_EvalFrameDefault */
+
+struct wb_py_frame {
+  __u64 code;  /* the code object (f_code / f_executable) | WB_PY_* */
+  __u64 instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
+};
+
+/* Per process: where the runtime is and the offsets of the fields walked (core/python_read.c). */
+struct wb_py_proc {
+  __u64 runtime;
+  __u32 interp_head, interp_next, threads_head, tstate_next, tstate_tid;
+  __u32 tstate_cframe; /* 3.11, 3.12: tstate->cframe->current_frame; 0 (3.13+): tstate->current_frame */
+  __u32 frame_at;      /* offset of current_frame in the cframe, or in the thread state */
+  __u32 frame_previous, frame_code, frame_instr, frame_owner;
+  __u32 frame_is_entry; /* 3.11; WB_PY_NONE after */
+  __u32 owner_cstack;   /* FRAME_OWNED_BY_CSTACK (3.12+); WB_PY_NONE before */
+};
+#define WB_PY_NONE 0xff
+
+struct wb_py_thread {
+  __u64 tstate; /* 0: none found at checked_ns */
+  __u64 checked_ns;
+};
+#define WB_PY_RECHECK_NS 20000000ULL /* a thread without a thread state is looked for again after */
+
 struct wb_ustack {
   struct wb_ustack_hdr h;
-  __u8 data[WB_USTACK_MAX];
+  __u8 data[WB_PY_MAX_FRAMES * sizeof(struct wb_py_frame) + WB_USTACK_MAX];
 };

@@ -17,6 +17,7 @@ local python = require "wb.python"
 local clock = require "wb.clock"
 local flame = require "wb.flame"
 local fold = require "wb.capture_fold"
+local pyframes = require "wb.capture_python"
 local fs = require "wb.fs"
 local json = require "wb.json"
 local perf = require "wb.perf"
@@ -421,9 +422,9 @@ local function profile_of(kind, text, info, opts, extra)
   return t
 end
 
-local function finish_profile(kind, records, symbolizer, root, opts, extra)
+local function finish_profile(kind, records, symbolizer, root, opts, extra, python)
   local text, info = fold.fold(records, symbolizer, { root = root,
-    cut = opts.unwind == "fp" and fold.KERNEL_MAX_DEPTH or nil })
+    cut = opts.unwind == "fp" and fold.KERNEL_MAX_DEPTH or nil, python = python })
   return profile_of(kind, text, info, opts, extra), info.leaves
 end
 
@@ -465,6 +466,18 @@ local function options(spec)
   return o
 end
 
+-- The root's first samples get their Python frames: its interpreter is looked for as it starts
+-- (the exec, then ld.so mapping libpython) every 2 ms for up to PYTHON_START seconds; the other
+-- processes are found as their samples are drained (a fork of a CPython at once, by the program).
+M.PYTHON_START = 0.03
+local function python_start(session, pid)
+  local t0 = clock.now()
+  repeat
+    if session:python(pid) then return end
+    clock.sleep(0.002)
+  until clock.now() - t0 > M.PYTHON_START * 1e9
+end
+
 -- Runs the command held: counters, side-band (and, for perf_event, sampling) events and the BPF
 -- session are set up on its pid before it execs. Returns what they recorded, or nil, err, errno.
 local function record(spec, o, res, method, session)
@@ -490,10 +503,12 @@ local function record(spec, o, res, method, session)
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
   if session or sampling then sym.prefetch_kernel() end -- kernel frames are named after the run
+  if o.merged then python_start(session, p.pid) end
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
   local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
-  -- Python stacks of every CPython process of the tree, sampled from outside at the same rate
-  local py_sampler <close> = o.python and python.sampler(p.pid, { hz = o.freq }) or nil
+  -- Python stacks of every CPython process of the tree: read by the BPF program with each sample
+  -- (o.merged), else sampled from outside at the same rate by a thread of wb's
+  local py_sampler <close> = o.python and not o.merged and python.sampler(p.pid, { hz = o.freq }) or nil
   local snapped = false
   res.result = wait_stoppable(p, res, function(done)
     if side then side:drain() end
@@ -527,44 +542,6 @@ local function processes(res, r, o, on_records)
   for _, f in ipairs(sb.forks) do names[f.pid] = names[f.pid] or names[f.ppid] or "?" end
   res.trace = write(o.dir .. "/" .. o.name .. ".trace.json",
     flame.trace(process_trace(sb, r.started, r.ended, names, r.leaves, r.off_leaves)))
-end
-
--- The Python profiles: wb.python's samples of every CPython 3.11+ process of the tree by Python
--- stack (root "python PID", then the thread), written and summarised as the native ones are:
--- <name>.python.{oncpu,offcpu}.{folded,svg,speedscope.json}. res.python stays nil when no process
--- ran CPython; {skipped = why} when one did and could not be read (stripped, unsupported).
-local function python_profiles(res, r, o)
-  local py = r.python
-  if not py then return end
-  if #py.processes == 0 then
-    for _, s in ipairs(py.skipped) do
-      if s.image ~= "" then
-        res.python = { skipped = s.reason }
-        res.warnings[#res.warnings + 1] = "no Python frames: " .. s.reason
-        return
-      end
-    end
-    return
-  end
-  res.python = { processes = py.processes, thread_samples = py.thread_samples, truncated = py.truncated }
-  local po = setmetatable({ name = o.name .. ".python", title = "Python: " .. o.title }, { __index = o })
-  for _, kind in ipairs({ "oncpu", "offcpu" }) do
-    local lines, total = {}, 0
-    for stack, w in pairs(py[kind]) do
-      local n = kind == "offcpu" and math.floor(w * 1e9 + 0.5) or w -- off-CPU in ns, as natively
-      if n > 0 then
-        lines[#lines + 1] = stack .. " " .. n
-        total = total + n
-      end
-    end
-    table.sort(lines)
-    local text = #lines > 0 and table.concat(lines, "\n") .. "\n" or ""
-    local stacks = flame.parse(text)
-    local t = outputs(kind, text, { total = total, unresolved = 0, stacks = stacks }, po)
-    t.top = fold.top(stacks, o.top, { first = 3 }) -- after the process and the thread
-    if kind == "offcpu" then t.total_seconds = total / 1e9 end
-    res.python[kind] = t
-  end
 end
 
 -- The memory profile: the tree's RSS over time and each process's peak, written as
@@ -621,7 +598,7 @@ local function profiles(res, r, o, off_skip)
   local on_records = data and data.oncpu or (r.sampling and sb.samples) or nil
   local off_records = data and o.want_off and data.offcpu or nil
   local root = auto_root(o.root, on_records, off_records)
-  local sampled
+  local sampled, views = nil, {} -- the python views of the merged stacks
   if o.want_on and on_records then
     sampled = {}
     for _, rec in ipairs(on_records) do
@@ -629,11 +606,12 @@ local function profiles(res, r, o, off_skip)
     end
     local stats = data and data.stats
     local leaves
+    views.oncpu = data and data.python and pyframes.collector() or nil
     res.oncpu, leaves = finish_profile("oncpu", on_records, r.sym, root, o, {
       lost = stats and stats.lost_samples + (stats.lost_ustacks or 0) or sb.lost,
       stack_errors = stats and stats.oncpu_stack_errors or 0,
       user_only = not data and sb.user_only or nil,
-    })
+    }, views.oncpu)
     r.leaves = leaves
     local ustats = data and data.unwind or sb and sb.unwind
     if ustats then
@@ -648,8 +626,9 @@ local function profiles(res, r, o, off_skip)
     res.oncpu = { skipped = "no stack sampler: " .. (res.fallback or "none available") }
   end
   if off_records then
+    views.offcpu = data.python and pyframes.collector() or nil
     res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
-      stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches })
+      stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches }, views.offcpu)
     if data.unwind then
       res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
     end
@@ -657,7 +636,7 @@ local function profiles(res, r, o, off_skip)
     res.offcpu = { skipped = off_skip }
   end
   processes(res, r, o, on_records)
-  python_profiles(res, r, o)
+  pyframes.profiles(res, r, o, views, outputs)
   memory_profile(res, r, o)
   return sampled
 end
@@ -692,7 +671,7 @@ function M.run(spec)
     local err
     session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
       stack_entries = spec.stack_entries, count_entries = spec.count_entries,
-      ustack = o.unwind == "dwarf" and o.stack_size or nil }
+      ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python }
     if not session then
       passed[#passed + 1] = { method = "bpf", reason = err }
       method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
@@ -700,6 +679,8 @@ function M.run(spec)
   end
   local session_close <close> = session
   res.method = method
+  -- the BPF program reads the Python frames with each sample when it copies user stacks
+  o.merged = session ~= nil and o.unwind == "dwarf" and o.python
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
   if al and al.spec then spec = al.spec end
   local stages <close>, stages_err = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped

@@ -77,7 +77,7 @@ function M.process_count(...)
   return n
 end
 
--- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n}]) : records = {{pid, comm, kind =
+-- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n, python = collector}]) : records = {{pid, comm, kind =
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
@@ -87,9 +87,11 @@ end
 -- where the symbolizer had none, leaves = {[pid] = {{name, file?, line?, count}}}: each process's
 -- deepest user frames by source position, largest count first}.
 -- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
--- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH).
+-- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH). A record with
+-- Python frames (wb.bpf's r.python) has them merged into its user stack by the collector
+-- (lua/wb/capture_python.lua), which also counts it in the python view.
 function M.fold(records, sym, opts)
-  local by_pid, cut = opts and opts.root == "pid", opts and opts.cut
+  local by_pid, cut, py = opts and opts.root == "pid", opts and opts.cut, opts and opts.python
   local memo, symbols = {}, nil
   local function names(pid, addrs, kind)
     if #addrs == 0 then return {}, 0 end
@@ -137,6 +139,7 @@ function M.fold(records, sym, opts)
         addrs = table.move(addrs, 1, depth, 1, {})
       end
       local user, ubad, leaf = names(r.pid, addrs, "user")
+      if r.python and py then user = py:add(frames[1], user, r) end
       if depth > 0 and (depth < #r.user or (cut and depth >= cut)) then
         frames[2] = string.format(M.TRUNCATED, #user) -- the frames shown, inlined ones included
       end

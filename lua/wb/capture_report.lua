@@ -46,6 +46,18 @@ local function top_lines(add, rows, n)
   end
 end
 
+-- line = M.python_source(res) : how res.python's frames were read (merged or the fallback sampler)
+function M.python_source(res)
+  local py = res.python
+  if py.source == "bpf" then
+    return string.format("Python frames: read by the BPF program with each native sample and merged into its stack "
+      .. "(each _PyEval_EvalFrameDefault replaced by the Python functions it ran; %d of %d on-CPU samples); "
+      .. "the Python-only view below", py.samples_merged or 0, res.oncpu and res.oncpu.samples or 0)
+  end
+  return string.format("Python frames: sampled apart from the native stacks by a thread of wb's (method %s "
+    .. "reads no Python frames at sample time; eBPF with unwind=dwarf merges them)", res.method)
+end
+
 -- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary
 function M.text(res, opts)
   opts = opts or {}
@@ -88,6 +100,10 @@ function M.text(res, opts)
     end
   end
   local py = res.python
+  if py and py.source then
+    add("")
+    add("%s", M.python_source(res))
+  end
   for _, kind in ipairs({ "oncpu", "offcpu" }) do
     local p = py and py[kind]
     if p and p.samples > 0 then
@@ -228,6 +244,7 @@ function M.html(res, opts)
     local p = py and py[kind]
     if p and p.samples > 0 then
       local name = kind == "oncpu" and "Python on-CPU" or "Python off-CPU"
+      if kind == "oncpu" then doc:add(meta(M.python_source(res))) end
       local lead = kind == "oncpu" and string.format("%s samples of Python stacks", grouped(p.samples)) or
         string.format("%s off the CPU in Python code", seconds(p.total_seconds))
       doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))

@@ -42,7 +42,7 @@ end
 -- profile.record(r, res, argv, out, dir) : fills the manifest record r from the wb.capture result
 -- res: arguments, method, exit, metrics (times, task-clock, samples, off-CPU time, unwinding
 -- reach, the tree's peak RSS, estimated bytes allocated), the profiles written (paths relative to the run directory dir) or why each was skipped,
--- warnings
+-- how the Python frames were read (r.python), warnings
 function M.record(r, res, argv, out, dir)
   r.command_arguments = wb.json.array(argv)
   r.method = res.method
@@ -70,6 +70,17 @@ function M.record(r, res, argv, out, dir)
     r.unwind = res.oncpu.unwind
     metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction
     metrics.truncated_fraction = res.oncpu.unwind.truncated_fraction
+  end
+  local py = res.python
+  if py then -- how the Python frames were read: "bpf" (merged at each sample) or "sampler" (the fallback)
+    r.python = { source = py.source, skipped = py.skipped, processes = py.processes and wb.json.array(py.processes) }
+    for _, kind in ipairs({ "oncpu", "offcpu" }) do
+      local p = py[kind]
+      if p and p.folded then
+        profiles["python_" .. kind] = { folded = p.folded:sub(#dir + 2), svg = p.svg:sub(#dir + 2),
+          speedscope = p.speedscope:sub(#dir + 2) }
+      end
+    end
   end
   if res.memory and res.memory.peak_rss_kb then metrics.peak_rss_kb = res.memory.peak_rss_kb end
   if res.alloc and not res.alloc.skipped then metrics.alloc_estimated_bytes = res.alloc.estimated_bytes end

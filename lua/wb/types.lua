@@ -807,8 +807,9 @@ function bpf.available() end
 ---count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's messages on
 ---stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes of user stack,
 ---a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a ring buffer, walked
----with CFI as s:drain() reads them). nil, "bpf: ...", errno when BTF, privilege or the kernel
----refuses.
+---with CFI as s:drain() reads them), python = true (unwind mode: the Python frames of CPython 3.11+
+---processes read with each record: s:read()'s records get python, gil_wait). nil, "bpf: ...", errno
+---when BTF, privilege or the kernel refuses.
 function bpf.open(opts) end
 
 -- wb.html: HTML pages of wb.report -------------------------------------------------------------

@@ -25,6 +25,7 @@ local INTERNAL = {
   ["wb.capture_fold"] = "wb.capture's folding of samples into stacks",
   ["wb.capture_report"] = "wb.capture's report files",
   ["wb.capture_unwind"] = "wb.capture's unwinding of user stacks",
+  ["wb.capture_python"] = "wb.capture's Python frames: the merge with native stacks and the python view",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.slurm_capture"] = "capture cases of wb.executor and `wb job` (per-task and merged profiles)",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",

@@ -1,0 +1,87 @@
+/* The JIT maps of perf's convention, /tmp/perf-PID.map: one "START SIZE name" line (hex) per
+ * piece of generated code, written by the program itself (CPython 3.12+ with -X perf or
+ * PYTHONPERFSUPPORT=1 names each Python function's trampoline "py::qualname:file"). wb.sym names
+ * addresses outside every mapped file with them (core/sym.c). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sym.h"
+
+typedef struct perfsym {
+  uint64_t start, size;
+  char *name;
+} perfsym;
+
+struct wb_perfmap {
+  perfsym *syms; /* sorted by start */
+  size_t n;
+  off_t size; /* of the file when read */
+};
+
+static int by_start(const void *a, const void *b) {
+  const perfsym *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void wb_perfmap_free(wb_perfmap *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->n; i++) free(m->syms[i].name);
+  free(m->syms);
+  free(m);
+}
+
+/* The map of pid, read again when the file grew since *old was read (*old is freed then); NULL
+ * when there is none. */
+wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", pid);
+  struct stat st;
+  if (stat(path, &st) != 0) return old;
+  if (old && old->size == st.st_size) return old;
+  FILE *f = fopen(path, "re");
+  if (!f) return old;
+  wb_perfmap *m = calloc(1, sizeof *m);
+  size_t cap = 0;
+  char line[1024];
+  while (m && fgets(line, sizeof line, f)) {
+    unsigned long long start, size;
+    int at = 0;
+    if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at) continue;
+    line[strcspn(line, "\n")] = 0;
+    for (char *c = line + at; *c; c++) /* ';' separates folded frames */
+      if (*c == ';') *c = ',';
+    if (m->n == cap) {
+      cap = cap ? cap * 2 : 256;
+      perfsym *p = realloc(m->syms, cap * sizeof *p);
+      if (!p) break;
+      m->syms = p;
+    }
+    if (!(m->syms[m->n].name = strdup(line + at))) break;
+    m->syms[m->n].start = start, m->syms[m->n].size = size;
+    m->n++;
+  }
+  fclose(f);
+  if (!m) return old;
+  m->size = st.st_size;
+  qsort(m->syms, m->n, sizeof *m->syms, by_start);
+  wb_perfmap_free(old);
+  return m;
+}
+
+const char *wb_perfmap_lookup(const wb_perfmap *m, uint64_t addr, uint64_t *off) {
+  if (!m) return NULL;
+  size_t lo = 0, hi = m->n;
+  while (lo < hi) { /* the first symbol starting after addr */
+    size_t mid = (lo + hi) / 2;
+    if (m->syms[mid].start <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const perfsym *s = &m->syms[lo - 1];
+  if (addr >= s->start + s->size) return NULL;
+  *off = addr - s->start;
+  return s->name;
+}
