@@ -369,8 +369,26 @@ local function measure(c, s, root, rec, cs, before)
   return ok
 end
 
--- With trials > 1: the run's record from its trial records (medians; samples for comparison).
-local function aggregate(c, run, names)
+-- The merged profile of a run's captured trials (matrix.telemetry): every trial's stacks under a
+-- "trial K" root frame in profiles/<run>.merged.*, the trial with the most CPU time against the one
+-- with the least, and the record's imbalance (max/mean CPU time of the trials).
+local function merge_trials(rec, run, trials, root)
+  local m = require("wb.slurm_capture").merge(root, { name = run.name, tasks = #trials,
+    capture = { name = util.safe_name(run.name) } }, trials, "trial")
+  local function rel(path) return path and path:sub(#root + 2) or nil end
+  rec.imbalance = m.imbalance or null
+  local missing = json.array()
+  for _, rank in ipairs(m.missing) do missing[#missing + 1] = rank + 1 end
+  rec.missing_trials = missing
+  rec.profiles = json.object()
+  rec.profiles.merged_oncpu = m.oncpu and rel(m.oncpu.svg) or null
+  rec.profiles.merged_offcpu = m.offcpu and rel(m.offcpu.svg) or null
+  rec.profiles.trials_diff = m.diff and rel(m.diff.svg) or null
+end
+
+-- With trials > 1: the run's record from its trial records (medians; samples for comparison);
+-- with telemetry, their merged profile (merge_trials).
+local function aggregate(c, run, names, s, root)
   local rec = c:record(run.name)
   local trials = {}
   for i, n in ipairs(names) do trials[i] = c:record(n) end
@@ -407,6 +425,7 @@ local function aggregate(c, run, names)
       rec.samples[k] = xs
     end
   end
+  if s.telemetry then merge_trials(rec, run, trials, root) end
 end
 
 -- Declares the records in matrix order (with trials: the runs, then their trials) and fills the
@@ -537,7 +556,7 @@ function Matrix:run()
     if r.role == "run" then
       local trial_names = {}
       for i, cs in ipairs(self.by_run[r]) do trial_names[i] = cs.name end
-      aggregate(self.c, r, trial_names)
+      aggregate(self.c, r, trial_names, s, self.root)
     end
   end
 end

@@ -128,10 +128,10 @@ end
 
 -- ---- tasks --------------------------------------------------------------------------------
 
--- The frame naming a task at the root of merged stacks.
-function M.task_frame(t)
-  return string.format("task %d (%s, pid %s)", t.rank, tostring(util.opt(t.node) or "?"),
-    tostring(util.opt(t.pid) or "?"))
+-- The frame naming a task (or, with label "trial", trial rank + 1) at the root of merged stacks.
+function M.task_frame(t, label)
+  local who = label == "trial" and string.format("trial %d", t.rank + 1) or string.format("task %d", t.rank)
+  return string.format("%s (%s, pid %s)", who, tostring(util.opt(t.node) or "?"), tostring(util.opt(t.pid) or "?"))
 end
 
 -- Appends each line of folded text to out under the root frame.
@@ -145,14 +145,15 @@ local function write(path, text)
   return path
 end
 
--- m = slurm_capture.merge(run_dir, case, results) : results[rank + 1] is the result file of
--- task rank (nil when it has none). Writes <stem>.merged.{oncpu,offcpu}.{folded,svg} (every
+-- m = slurm_capture.merge(run_dir, case, results [, label]) : results[rank + 1] is the result file
+-- (or the record) of task rank (nil when it has none); label "trial" names the root frames and
+-- titles after trials 1..N (the trials of one run, each captured) rather than tasks 0..N-1. Writes <stem>.merged.{oncpu,offcpu}.{folded,svg} (every
 -- task's stacks under its task frame) and <stem>.tasks.diff.svg (the task with the least CPU
 -- time against the one with the most) and returns {tasks = {{rank, node, pid, status, method,
 -- fallback, cpu_seconds, offcpu_seconds, samples, top, svg, missing}}, imbalance (max/mean CPU
 -- time of the tasks with a result), oncpu, offcpu ({folded, svg, samples, folded_text, top}),
 -- diff = {svg, base, new} (ranks), missing (ranks without a result)}
-function M.merge(run_dir, case, results)
+function M.merge(run_dir, case, results, label)
   local dir = run_dir .. "/" .. (set(case.capture.dir) and case.capture.dir or "profiles")
   local base = dir .. "/" .. stem(case)
   local m = { tasks = {}, missing = {} }
@@ -179,7 +180,7 @@ function M.merge(run_dir, case, results)
       t.top = on.top and on.top[1] and on.top[1].name or nil
       t.svg = on.svg
       t.offcpu_skipped = off.skipped
-      local frame = M.task_frame(t)
+      local frame = M.task_frame(t, label)
       prefixed(lines.oncpu, on.folded_text, frame)
       prefixed(lines.offcpu, off.folded_text, frame)
       texts[rank] = on.folded_text or ""
@@ -197,7 +198,8 @@ function M.merge(run_dir, case, results)
       m[kind] = { folded_text = text, samples = total, unit = unit,
         folded = write(base .. ".merged." .. kind .. ".folded", text),
         svg = write(base .. ".merged." .. kind .. ".svg", flame.svg(stacks, {
-          title = (kind == "offcpu" and "Off-CPU time, " or "On-CPU samples, ") .. "all tasks: " .. case.name,
+          title = (kind == "offcpu" and "Off-CPU time, " or "On-CPU samples, ") .. "all " .. (label or "task")
+            .. "s: " .. case.name,
           unit = unit, colors = kind == "offcpu" and "io" or "hot" })),
         top = require("wb.capture_fold").top(stacks, 20, { first = 3, user_only = kind == "offcpu" }) }
       if kind == "offcpu" then m[kind].total_seconds = total / 1e9 end
@@ -206,7 +208,7 @@ function M.merge(run_dir, case, results)
   if most and least and most ~= least then
     m.diff = { base = least.rank, new = most.rank, svg = write(base .. ".tasks.diff.svg",
       flame.diff_svg(texts[least.rank], texts[most.rank], { title = string.format(
-        "On-CPU: task %d (most CPU time) against task %d (least)", most.rank, least.rank) })) }
+        "On-CPU: %s (most CPU time) against %s (least)", M.task_frame(most, label), M.task_frame(least, label)) })) }
   end
   return m
 end

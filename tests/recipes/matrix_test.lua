@@ -256,6 +256,34 @@ matrix:
   T.eq(by.broken.output_row_count, wb.null)
 end)
 
+T.case("matrix.telemetry with two trials: each trial captured, the trials merged under their own root frames",
+  function()
+  if not wb.capture.profiler("ebpf").available and not wb.capture.profiler("perf_event").available then
+    T.skip("no stack sampler: needs eBPF or perf_event_open")
+  end
+  local dir = parent .. "/tele"
+  local res = run_wb({ "-o", dir, "matrix.only=[binary_cpu]", "matrix.trials=2", "matrix.telemetry=true",
+    "dataset.variants=4000", "dataset.samples=1000", "workload.threads=1" })
+  T.eq(res.code, 0, res.stderr)
+  local by = runs_by_name(assert(json.read(dir .. "/manifest.json")))
+  for k = 1, 2 do
+    local t = by["binary_cpu.t" .. k]
+    T.ok(t and t.method and t.capture, "trial " .. k .. " ran under wb.capture")
+    T.match(assert(fs.read(dir .. "/profiles/binary_cpu.t" .. k .. ".oncpu.folded")), "gwas_engine")
+  end
+  local run = by.binary_cpu
+  T.eq(run.missing_trials, {})
+  -- two trials of the same work: the larger CPU time is at most a little above their mean
+  T.between(run.imbalance, 1, 1.25, "max/mean CPU time of the trials")
+  local merged = assert(fs.read(dir .. "/profiles/binary_cpu.merged.oncpu.folded"))
+  local roots = {}
+  for line in merged:gmatch("[^\n]+") do roots[line:match("^(trial %d+) %(") or "?"] = true end
+  T.eq(roots, { ["trial 1"] = true, ["trial 2"] = true }, "every stack under its trial's root frame")
+  for _, key in ipairs({ "merged_oncpu", "trials_diff" }) do
+    T.ok(fs.exists(dir .. "/" .. run.profiles[key]), key .. " written: " .. tostring(run.profiles[key]))
+  end
+end)
+
 T.case("the progress line shows the child's chunk progress on a TTY", function()
   if not proc.which("script") or not proc.which("tail") then T.skip("needs script(1) and tail(1)") end
   local dir = parent .. "/tty"
