@@ -144,32 +144,84 @@ static __always_inline __u64 read_u64(__u64 addr) {
   return v;
 }
 
+/* The walks below are bpf_loop callbacks, not bounded loops: the verifier checks a callback once,
+ * where it would explore every iteration of a loop (256 thread states and 128 frames inlined in
+ * both programs made loading take ~350 ms). The offsets they need are copied into their context. */
+
+struct ts_walk {
+  __u64 interp, ts, found;
+  __u32 tid, interp_next, threads_head, tstate_tid, tstate_next;
+};
+
+/* One step through the interpreters' thread lists: 1 stops (found, or no interpreter left). */
+static long ts_step(__u32 i, void *arg) {
+  struct ts_walk *w = arg;
+  (void)i;
+  if (!w->interp) return 1;
+  if (!w->ts) { /* the next interpreter */
+    w->interp = read_u64(w->interp + w->interp_next);
+    if (w->interp) w->ts = read_u64(w->interp + w->threads_head);
+    return 0;
+  }
+  if (read_u64(w->ts + w->tstate_tid) == w->tid) {
+    w->found = w->ts;
+    return 1;
+  }
+  w->ts = read_u64(w->ts + w->tstate_next);
+  return 0;
+}
+
 /* The PyThreadState of thread tid: the cached one when it still names tid, else looked for in
  * the interpreters' lists (at most once per WB_PY_RECHECK_NS while there is none). 0: none. */
 static __always_inline __u64 py_tstate(const struct wb_py_proc *pp, __u32 tid, __u64 now) {
   struct wb_py_thread *t = bpf_map_lookup_elem(&py_threads, &tid);
   if (t && t->tstate && read_u64(t->tstate + pp->tstate_tid) == tid) return t->tstate;
   if (t && !t->tstate && now - t->checked_ns < WB_PY_RECHECK_NS) return 0;
-  __u64 interp = read_u64(pp->runtime + pp->interp_head), ts = 0, found = 0;
-  if (interp) ts = read_u64(interp + pp->threads_head);
-  for (int i = 0; i < 256 && interp; i++) {
-    if (!ts) { /* the next interpreter */
-      interp = read_u64(interp + pp->interp_next);
-      if (interp) ts = read_u64(interp + pp->threads_head);
-      continue;
-    }
-    if (read_u64(ts + pp->tstate_tid) == tid) {
-      found = ts;
-      break;
-    }
-    ts = read_u64(ts + pp->tstate_next);
-  }
-  struct wb_py_thread v = {.tstate = found, .checked_ns = now};
+  struct ts_walk w = {.interp = read_u64(pp->runtime + pp->interp_head), .tid = tid,
+                      .interp_next = pp->interp_next, .threads_head = pp->threads_head,
+                      .tstate_tid = pp->tstate_tid, .tstate_next = pp->tstate_next};
+  if (w.interp) w.ts = read_u64(w.interp + w.threads_head);
+  bpf_loop(256, ts_step, &w, 0);
+  struct wb_py_thread v = {.tstate = w.found, .checked_ns = now};
   bpf_map_update_elem(&py_threads, &tid, &v, BPF_ANY);
-  return found;
+  return w.found;
 }
 
-/* Reads the current thread's Python frames into r->data (innermost first); their number. */
+struct frame_walk {
+  __u64 frame; /* the next frame to read; 0: done */
+  __u32 n, truncated;
+  __u32 code, previous, instr, owner, is_entry, owner_cstack;
+};
+
+/* Reads one _PyInterpreterFrame into the record's Python frames (the per-CPU scratch record:
+ * a program runs on one CPU to its end): 1 stops. */
+static long frame_step(__u32 i, void *arg) {
+  struct frame_walk *w = arg;
+  __u32 zero = 0;
+  struct py_buf *b = bpf_map_lookup_elem(&py_scratch, &zero);
+  struct wb_ustack *r = bpf_map_lookup_elem(&scratch, &zero);
+  if (!b || !r || !w->frame) return 1;
+  if (bpf_probe_read_user(b->frame, WB_PY_FRAME_READ, (void *)w->frame) != 0) {
+    w->truncated = 1;
+    return 1;
+  }
+  __u64 code = *(__u64 *)&b->frame[w->code & 127];
+  __u64 prev = *(__u64 *)&b->frame[w->previous & 127];
+  __u64 instr = *(__u64 *)&b->frame[w->instr & 127];
+  __u8 owner = b->frame[w->owner & 127];
+  code &= ~(__u64)3;
+  if (w->is_entry != WB_PY_NONE && b->frame[w->is_entry & 127]) code |= WB_PY_ENTRY;
+  if (owner == w->owner_cstack) code |= WB_PY_SHIM;
+  struct wb_py_frame *f = (struct wb_py_frame *)&r->data[(i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
+  f->code = code;
+  f->instr = instr;
+  w->n = i + 1;
+  w->frame = prev == w->frame ? 0 : prev;
+  return 0;
+}
+
+/* Reads the current thread's Python frames into r->data (innermost first, at most
+ * WB_PY_MAX_FRAMES - 1); their number. */
 static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
   r->h.py_flags = 0;
   const struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &r->h.tgid);
@@ -178,33 +230,14 @@ static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
   __u64 ts = py_tstate(pp, r->h.tid, now);
   if (!ts) return 0;
   r->h.py_flags |= WB_PYF_THREAD;
-  __u64 frame = pp->tstate_cframe ? read_u64(read_u64(ts + pp->tstate_cframe) + pp->frame_at)
-                                  : read_u64(ts + pp->frame_at);
-  __u32 zero = 0;
-  struct py_buf *b = bpf_map_lookup_elem(&py_scratch, &zero);
-  if (!b) return 0;
-  __u32 n = 0;
-  for (int i = 0; i < WB_PY_MAX_FRAMES && frame; i++) {
-    if (bpf_probe_read_user(b->frame, WB_PY_FRAME_READ, (void *)frame) != 0) {
-      r->h.py_flags |= WB_PYF_TRUNCATED;
-      break;
-    }
-    __u64 code = *(__u64 *)&b->frame[pp->frame_code & 127];
-    __u64 prev = *(__u64 *)&b->frame[pp->frame_previous & 127];
-    __u64 instr = *(__u64 *)&b->frame[pp->frame_instr & 127];
-    __u8 owner = b->frame[pp->frame_owner & 127];
-    code &= ~(__u64)3;
-    if (pp->frame_is_entry != WB_PY_NONE && b->frame[pp->frame_is_entry & 127]) code |= WB_PY_ENTRY;
-    if (owner == pp->owner_cstack) code |= WB_PY_SHIM;
-    struct wb_py_frame *f = (struct wb_py_frame *)&r->data[(i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
-    f->code = code;
-    f->instr = instr;
-    n = i + 1;
-    if (prev == frame) break;
-    frame = prev;
-  }
-  if (n == WB_PY_MAX_FRAMES && frame) r->h.py_flags |= WB_PYF_TRUNCATED;
-  return n;
+  struct frame_walk w = {.code = pp->frame_code, .previous = pp->frame_previous, .instr = pp->frame_instr,
+                         .owner = pp->frame_owner, .is_entry = pp->frame_is_entry,
+                         .owner_cstack = pp->owner_cstack};
+  w.frame = pp->tstate_cframe ? read_u64(read_u64(ts + pp->tstate_cframe) + pp->frame_at)
+                              : read_u64(ts + pp->frame_at);
+  bpf_loop(WB_PY_MAX_FRAMES - 1, frame_step, &w, 0);
+  if (w.truncated || w.frame) r->h.py_flags |= WB_PYF_TRUNCATED;
+  return w.n;
 }
 
 /* Sends the current task's user registers and stack copy (up to the process's start_stack, else
@@ -236,8 +269,7 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
    * arguments, the environment) and may end soon after it: read up to there, not halve */
   __u64 top = BPF_CORE_READ(task, mm, start_stack);
   if (top > r->h.sp && top - r->h.sp < size) size = ((top - r->h.sp) + 7) & ~7u;
-  __u32 py_n = py_frames(r, now);
-  if (py_n > WB_PY_MAX_FRAMES) py_n = WB_PY_MAX_FRAMES;
+  __u32 py_n = py_frames(r, now) & (WB_PY_MAX_FRAMES - 1); /* < WB_PY_MAX_FRAMES: a bound the verifier sees */
   r->h.py_n = py_n;
   __u32 py_bytes = py_n * sizeof(struct wb_py_frame);
   long err = -1;

@@ -65,12 +65,12 @@ struct wb_ustack_hdr {
 
 /* Python frames read at sample time (CPython processes the loader put in py_procs): the thread's
  * PyThreadState is found by its native thread id in the interpreter's list (cached in py_threads),
- * then tstate -> current frame -> previous ... for up to WB_PY_MAX_FRAMES frames, innermost first. */
+ * then tstate -> current frame -> previous ... for up to WB_PY_MAX_FRAMES - 1 frames, innermost first. */
 #define WB_PY_MAX_FRAMES 128 /* a power of two */
 #define WB_PY_FRAME_READ 72 /* bytes of each _PyInterpreterFrame read: every field wb uses */
 #define WB_PYF_PROCESS 1    /* the process is in py_procs */
 #define WB_PYF_THREAD 2     /* the thread's PyThreadState was found */
-#define WB_PYF_TRUNCATED 4  /* the chain went on past WB_PY_MAX_FRAMES, or a read failed */
+#define WB_PYF_TRUNCATED 4  /* the chain went on past WB_PY_MAX_FRAMES - 1 frames, or a read failed */
 
 /* The low bits of wb_py_frame.code (code objects are 16-byte aligned). */
 #define WB_PY_ENTRY 1 /* 3.11: the frame's is_entry: the first frame of its _PyEval_EvalFrameDefault */
