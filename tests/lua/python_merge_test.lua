@@ -9,15 +9,8 @@ local fs, proc = wb.fs, wb.proc
 local capture = require "wb.capture"
 local cpy = require "wb.capture_python"
 
-local DEBIAN = "/usr/bin/python3"
-local PYENV = (os.getenv("PYENV_ROOT") or "/root/.pyenv") .. "/versions"
-
-local function pyenv(minor)
-  for _, name in ipairs(fs.list(PYENV) or {}) do
-    local exe = PYENV .. "/" .. name .. "/bin/python3." .. minor
-    if name:match("^3%." .. minor .. "%.%d+$") and fs.exists(exe) then return exe end
-  end
-end
+local PY = dofile(T.root() .. "/tests/fixtures/python/interpreters.lua")
+local DEBIAN, PYENV, pyenv = PY.DEBIAN, PY.PYENV, PY.pyenv
 
 -- The BPF capture, or a skip saying why it cannot run here.
 local function need_bpf()
@@ -63,22 +56,7 @@ local function under(text, ...)
   return n, total
 end
 
-local SPLIT = [[
-import sys, time
-def leaf(n):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-def py_alpha():
-    return leaf(40000)
-def py_beta():
-    return leaf(20000)
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    py_alpha()
-    py_beta()
-]]
+local SPLIT = PY.SPLIT
 
 -- The 2:1 split in the merged on-CPU stacks, within 5 points; Python frames where the
 -- interpreter's loop was, under the native frames that called it (the stack reaches main).

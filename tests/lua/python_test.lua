@@ -7,16 +7,8 @@ local wb = require "wb"
 local fs, proc = wb.fs, wb.proc
 local py = require "wb.python"
 
-local DEBIAN = "/usr/bin/python3"
-local PYENV = (os.getenv("PYENV_ROOT") or "/root/.pyenv") .. "/versions"
-
--- The pyenv interpreter of minor version 3.<minor>, or nil.
-local function pyenv(minor)
-  for _, name in ipairs(fs.list(PYENV) or {}) do
-    local exe = PYENV .. "/" .. name .. "/bin/python3." .. minor
-    if name:match("^3%." .. minor .. "%.%d+$") and fs.exists(exe) then return exe end
-  end
-end
+local PY = dofile(T.root() .. "/tests/fixtures/python/interpreters.lua")
+local DEBIAN, PYENV, pyenv = PY.DEBIAN, PY.PYENV, PY.pyenv
 
 local function script(text)
   local path = T.tmpdir() .. "/script.py"
@@ -45,22 +37,7 @@ local function under(r, kind, pattern)
   return total
 end
 
-local SPLIT = [[
-import sys, time
-def leaf(n):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-def py_alpha():
-    return leaf(40000)
-def py_beta():
-    return leaf(20000)
-end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    py_alpha()
-    py_beta()
-]]
+local SPLIT = PY.SPLIT
 
 -- The 2:1 split, within 5 points, of the on-CPU samples under py_alpha and py_beta.
 local function check_split(python)
