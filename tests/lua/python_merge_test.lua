@@ -103,17 +103,7 @@ end)
 
 T.case("off-CPU: 0.3 s asleep under the Python function that sleeps, within 10%", function()
   need_bpf()
-  local res = run({ DEBIAN, script([[
-import time
-def sleeper():
-    time.sleep(0.3)
-def spinner():
-    end = time.monotonic() + 0.3
-    while time.monotonic() < end:
-        pass
-sleeper()
-spinner()
-]]) })
+  local res = run({ DEBIAN, script(PY.SLEEP) })
   local slept = under(res.offcpu.folded_text, ";sleeper (script.py:3);") / 1e9
   T.ok(math.abs(slept - 0.3) <= 0.03, string.format("%.3f s off-CPU under sleeper, planted 0.300", slept))
   T.ok(under(res.offcpu.folded_text, ";sleeper (script.py:3);", "clock_nanosleep") / 1e9 >= 0.27,
@@ -172,17 +162,7 @@ end)
 
 T.case("threads: each thread's own Python stack over its native thread entry", function()
   need_bpf()
-  local res = run({ DEBIAN, script([[
-import threading, time
-def work_a():
-    end = time.monotonic() + 1
-    while time.monotonic() < end:
-        pass
-def work_b():
-    time.sleep(1)
-ta, tb = threading.Thread(target=work_a), threading.Thread(target=work_b)
-ta.start(); tb.start(); ta.join(); tb.join()
-]]) })
+  local res = run({ DEBIAN, script(PY.THREADS) })
   local a = under(res.oncpu.folded_text, ";start_thread;", ";Thread._bootstrap (threading.py:", ";work_a (script.py:")
   T.ok(a >= 0.5 * 199, a .. " samples of work_a in its thread")
   local b = under(res.offcpu.folded_text, ";start_thread;", ";work_b (script.py:7);") / 1e9
@@ -194,16 +174,7 @@ end)
 
 T.case("a multiprocessing child: its Python frames under its own pid", function()
   need_bpf()
-  local res = run({ DEBIAN, script([[
-import multiprocessing, time
-def child_work():
-    end = time.monotonic() + 1
-    while time.monotonic() < end:
-        pass
-if __name__ == "__main__":
-    p = multiprocessing.get_context("fork").Process(target=child_work)
-    p.start(); p.join()
-]]) })
+  local res = run({ DEBIAN, script(PY.FORK) })
   local parent = res.python.processes[1].pid
   local n, pids = 0, {}
   for line in res.oncpu.folded_text:gmatch("[^\n]+") do

@@ -79,17 +79,7 @@ T.case("CPython 3.13 (pyenv): the same split, offsets from its _Py_DebugOffsets"
 end)
 
 T.case("off-CPU: 0.3 s asleep under the function that sleeps, within 10%", function()
-  local r = sampled(DEBIAN, script([[
-import time
-def sleeper():
-    time.sleep(0.3)
-def spinner():
-    end = time.monotonic() + 0.3
-    while time.monotonic() < end:
-        pass
-sleeper()
-spinner()
-]]))
+  local r = sampled(DEBIAN, script(PY.SLEEP))
   local slept = under(r, "offcpu", ";sleeper (script.py:3)")
   T.ok(math.abs(slept - 0.3) <= 0.03, string.format("%.3f s off-CPU under sleeper, planted 0.300", slept))
   T.ok(under(r, "oncpu", ";spinner (script.py:") >= 0.25 * 199, "the spinner is on-CPU")
@@ -97,17 +87,7 @@ spinner()
 end)
 
 T.case("threads: each thread's own Python stack", function()
-  local r = sampled(DEBIAN, script([[
-import threading, time
-def work_a():
-    end = time.monotonic() + 1
-    while time.monotonic() < end:
-        pass
-def work_b():
-    time.sleep(1)
-ta, tb = threading.Thread(target=work_a), threading.Thread(target=work_b)
-ta.start(); tb.start(); ta.join(); tb.join()
-]]))
+  local r = sampled(DEBIAN, script(PY.THREADS))
   local tids = {}
   for stack in pairs(r.oncpu) do
     if stack:find(";work_a (script.py:", 1, true) then tids[stack:match(";thread (%d+);")] = "a" end
@@ -126,16 +106,7 @@ ta.start(); tb.start(); ta.join(); tb.join()
 end)
 
 T.case("a forked child (multiprocessing): its Python stacks too, under its own pid", function()
-  local r = sampled(DEBIAN, script([[
-import multiprocessing, time
-def child_work():
-    end = time.monotonic() + 1
-    while time.monotonic() < end:
-        pass
-if __name__ == "__main__":
-    p = multiprocessing.get_context("fork").Process(target=child_work)
-    p.start(); p.join()
-]]))
+  local r = sampled(DEBIAN, script(PY.FORK))
   T.ok(#r.processes >= 2, "parent and child attached")
   local pids, n = {}, 0
   for stack, w in pairs(r.oncpu) do
