@@ -1,7 +1,7 @@
 /* wb.bpf: the loader of core/bpf/profile.bpf.c (libbpf skeleton, build/profile.skel.h): on-CPU
  * stack sampling and off-CPU time of a process tree. open → configure (map sizes, which programs)
  * → load → attach (a cpu-clock perf event per online CPU for on-CPU, sched_switch for off-CPU,
- * sched_process_fork always); then track(pid) the root of the tree, arm() right before the held
+ * sched_process_fork, _exec and _exit always); then track(pid) the root of the tree, arm() right before the held
  * command is released, stop() when it ended, read() the aggregated stacks. libbpf prints only
  * with verbose. In unwind mode (ustack) drain() walks the ring buffer's stack copies
  * (core/bpf_ustack.c, core/unwind.c) while the command runs. */
@@ -195,6 +195,10 @@ static int l_open(lua_State *L) {
     return fail(L, s, errno, "ring buffer");
   s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
   if (!s->skel->links.on_fork) return fail(L, s, errno, "attach sched_process_fork");
+  if (!(s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec)))
+    return fail(L, s, errno, "attach sched_process_exec");
+  if (!(s->skel->links.on_exit = bpf_program__attach(s->skel->progs.on_exit)))
+    return fail(L, s, errno, "attach sched_process_exit");
   if (offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
     return fail(L, s, errno, "attach sched_switch");
   if (oncpu && (e = attach_oncpu(s, freq)) != 0) return fail(L, s, e, "attach cpu-clock sampling");

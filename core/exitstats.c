@@ -106,9 +106,14 @@ static int open_listener(void) {
   long cpus = sysconf(_SC_NPROCESSORS_CONF);
   snprintf(mask, sizeof mask, "0-%ld", cpus > 1 ? cpus - 1 : 0);
   put_attr(&m, TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, mask, strlen(mask) + 1);
+  /* the reply: the ACK, after any exit message queued once the listener was linked (an exit in
+   * between); EPERM without CAP_NET_ADMIN, EINVAL in a user or pid namespace of its own */
   ssize_t n = ask(fd, &m, buf, sizeof buf);
   struct nlmsghdr *h = (struct nlmsghdr *)buf;
-  /* EPERM without CAP_NET_ADMIN, EINVAL in a user or pid namespace of its own */
+  for (int tries = 0; n >= (ssize_t)NLMSG_HDRLEN && NLMSG_OK(h, n) && h->nlmsg_type == fam && tries < 64; tries++) {
+    do n = recv(fd, buf, sizeof buf, 0);
+    while (n < 0 && errno == EINTR);
+  }
   if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) || h->nlmsg_type != NLMSG_ERROR ||
       ((struct nlmsgerr *)NLMSG_DATA(h))->error != 0)
     goto fail;
@@ -161,8 +166,8 @@ uint64_t wb_exits_drain(void) {
   for (;;) {
     ssize_t n = recv(sock, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == ENOBUFS) { /* exits were dropped since the last read */
-      lost_at = seq;
+    if (n < 0 && errno == ENOBUFS) { /* exits were dropped: the next one recorded may follow a gap */
+      lost_at = seq + 1;
       continue;
     }
     if (n <= 0) break;
@@ -211,7 +216,7 @@ int wb_exits_peak(pid_t pid, uint64_t since, int64_t *own_kb, int64_t *tree_kb) 
     if (r->hiwater_kb > peak) peak = r->hiwater_kb;
   }
   free(tree.slot);
-  if (own < 0) return -1;
+  if (own <= 0) return -1; /* 0: a kernel without CONFIG_TASK_XACCT fills no high-water mark */
   *own_kb = own, *tree_kb = peak;
   return 0;
 }

@@ -24,6 +24,7 @@ uint64_t wb_exits_drain(void);
 /* The peaks of the tree rooted at pid from the exits recorded after sequence number `since`:
  * *own_kb, pid's own (the largest over its threads), and *tree_kb, the largest of pid's and of
  * every descendant that exited while its parent, in the tree, still ran (the processes whose
- * peak wait4 reports). 0, or -1 when pid's exit is not recorded or an exit since `since` may
- * have been lost (the socket overflowed, the ring wrapped). */
+ * peak wait4 reports). 0, or -1 when pid's exit is not recorded, its mark reads 0 (a kernel
+ * without CONFIG_TASK_XACCT) or an exit since `since` may have been lost (the socket overflowed,
+ * the ring wrapped). */
 int wb_exits_peak(pid_t pid, uint64_t since, int64_t *own_kb, int64_t *tree_kb);

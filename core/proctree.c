@@ -68,22 +68,13 @@ static int list_proc(const wb_proctree *t, entry *e) {
   while ((de = readdir(d)) && m < MAX_SCAN) {
     if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
     pid_t pid = (pid_t)atoi(de->d_name);
-    int k = t ? previous(t, pid) : -1;
+    int k = previous(t, pid);
     int ppid = k >= 0 && !t->member[k] ? t->ppid[k] : parent_of(pid);
     if (ppid > 0) e[m].pid = pid, e[m++].ppid = ppid;
   }
   closedir(d);
   qsort(e, (size_t)m, sizeof *e, by_pid);
   return m;
-}
-
-int wb_descendants(pid_t root, pid_t *out, int max) {
-  if (max < 1) return 0;
-  entry *e = malloc(MAX_SCAN * sizeof *e);
-  int m = e ? list_proc(NULL, e) : -1;
-  int n = breadth_first(e, m < 0 ? 0 : m, root, out, max);
-  free(e);
-  return n;
 }
 
 int wb_proctree_scan(wb_proctree *t, pid_t root, pid_t *out, int max) {

@@ -2,10 +2,6 @@
 #pragma once
 #include <sys/types.h>
 
-/* Fills out with root and every living descendant of it (root first, then by depth), at most max
- * pids; returns how many. A process whose parent exited is reparented and no longer found. */
-int wb_descendants(pid_t root, pid_t *out, int max);
-
 /* A scanner for repeated calls (a sampler's ticks): it remembers the parent of each process of the
  * previous scan and reads /proc/PID/stat again only for the tree's members and pids it has not
  * seen, so a tick costs one directory listing plus the tree, not the machine's whole process
@@ -17,6 +13,7 @@ typedef struct wb_proctree {
   int n, cap;
 } wb_proctree;
 
-/* As wb_descendants, through the scanner's memory of the previous scan. */
+/* Fills out with root and every living descendant of it (root first, then by depth), at most max
+ * pids; returns how many. A process whose parent exited is reparented and no longer found. */
 int wb_proctree_scan(wb_proctree *t, pid_t root, pid_t *out, int max);
 void wb_proctree_free(wb_proctree *t);

@@ -41,6 +41,7 @@ typedef struct sampler {
   pid_t root;
   double last; /* when the previous sample was taken */
   wb_pyres *res;
+  wb_proctree tree; /* the ticker thread's: the tree under root, scanned every 10 samples */
   stack_count *stacks;
   size_t cap, n;
   int64_t ticks, thread_samples, truncated;
@@ -83,7 +84,7 @@ static void count_stack(sampler *s, const char *key, int oncpu, double seconds) 
 /* Attaches to the root and to every descendant of it not known yet (wb_pyres_attach). */
 static void discover(sampler *s) {
   pid_t tree[1024];
-  int n = wb_descendants(s->root, tree, 1024);
+  int n = wb_proctree_scan(&s->tree, s->root, tree, 1024);
   for (int i = 0; i < n; i++) wb_pyres_attach(s->res, tree[i]);
 }
 
@@ -123,6 +124,7 @@ static void sample(void *arg, double now) {
 static void sampler_free(sampler *s) {
   wb_pyres_free(s->res);
   s->res = NULL;
+  wb_proctree_free(&s->tree);
   for (size_t i = 0; i < s->cap; i++) free(s->stacks[i].key);
   free(s->stacks);
   s->stacks = NULL, s->cap = s->n = 0;
@@ -242,11 +244,7 @@ static int l_sampler(lua_State *L) {
   s->root = pid;
   if (!(s->res = wb_pyres_new())) return luaL_error(L, "not enough memory");
   int e = wb_ticker_start(&s->ticker, hz, sample, s);
-  if (e) {
-    lua_pushnil(L);
-    lua_pushfstring(L, "python sampler: %s", strerror(e));
-    return 2;
-  }
+  if (e) return wb_push_error(L, e, "python sampler");
   return 1;
 }
 
@@ -291,7 +289,7 @@ static int l_sampler_gc(lua_State *L) {
 }
 
 /* -- t = wb.python.layout(minor) : the struct offsets wb uses for CPython 3.<minor> (11 or 12;
- * 3.13 and later are read from the interpreter), for tests to check against the headers; nil
+ * 3.13's are read from the interpreter), for tests to check against the headers; nil
  * for another minor version. */
 static int l_layout(lua_State *L) {
   wb_py_offset off[64];

@@ -6,8 +6,9 @@
  * walked with the struct offsets of its minor version: runtime -> interpreters -> thread states
  * -> the chain of _PyInterpreterFrame -> code objects (qualified name, file name, line table).
  * The offsets are facts per CPython version: 3.11 and 3.12 are tables here (tests/lua/
- * python_test.lua checks them against the installed headers), 3.13 and later are read from the
- * _Py_DebugOffsets the runtime publishes for such tools. Every pointer read is checked (a code
+ * python_test.lua checks them against the installed headers), 3.13's are read from the
+ * _Py_DebugOffsets the runtime publishes for such tools (its layout is 3.13's: later minors are
+ * refused). Every pointer read is checked (a code
  * object must have PyCode_Type as its type), so a torn read while the target runs gives a
  * shorter stack or an unknown frame, never garbage. A frame's line is the one of the
  * instruction it executes, from the code object's co_linetable (the format of CPython's
@@ -280,8 +281,8 @@ static int py_attach(wb_pyproc *p, pid_t pid, char *why, size_t whylen) {
   snprintf(p->version, sizeof p->version, "3.%d.%d", minor, (int)((hex >> 8) & 0xff));
   if (minor == 11) p->lay = LAYOUT_311;
   else if (minor == 12) p->lay = LAYOUT_312;
-  else if (minor < 11 || debug_offsets(p, minor) != 0) {
-    snprintf(why, whylen, "CPython %s is not supported (3.11 and later are)", p->version);
+  else if (minor != 13 || debug_offsets(p, minor) != 0) { /* the positions below are 3.13's */
+    snprintf(why, whylen, "CPython %s is not supported (3.11, 3.12 and 3.13 are)", p->version);
     return -1;
   }
   return 0;
@@ -558,7 +559,7 @@ wb_pyproc *wb_pyres_attach(wb_pyres *r, pid_t pid) {
     if (strcmp(r->skipped_image[i], image) == 0 || !image[0]) return NULL;
     slot = i;
   }
-  char why[WB_PY_WHY_LEN];
+  char why[WB_PY_WHY_LEN] = "out of memory";
   wb_pyproc *p = r->nprocs < WB_PY_MAX_PROCS ? malloc(sizeof *p) : NULL;
   if (p && py_attach(p, pid, why, sizeof why) == 0) {
     r->procs[r->nprocs++] = p;

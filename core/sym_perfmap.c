@@ -3,10 +3,12 @@
  * PYTHONPERFSUPPORT=1 names each Python function's trampoline "py::qualname:file"). wb.sym names
  * addresses outside every mapped file with them (core/sym.c). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sym.h"
 
@@ -33,16 +35,29 @@ void wb_perfmap_free(wb_perfmap *m) {
   free(m);
 }
 
+#define PERFMAP_MAX (256 << 20) /* bytes: a larger file is not read */
+
 /* The map of pid, read again when the file grew since *old was read (*old is freed then); NULL
- * when there is none. */
+ * when there is none. /tmp is anyone's: the file is taken only when it is a regular file (not a
+ * FIFO that would block, not a symbolic link) owned by the process's user or by root, as perf
+ * requires, and at most PERFMAP_MAX bytes. */
 wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old) {
-  char path[64];
+  char path[64], proc[32];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", pid);
-  struct stat st;
-  if (stat(path, &st) != 0) return old;
-  if (old && old->size == st.st_size) return old;
-  FILE *f = fopen(path, "re");
-  if (!f) return old;
+  snprintf(proc, sizeof proc, "/proc/%d", pid);
+  struct stat st, owner;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return old;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX || stat(proc, &owner) != 0 ||
+      (st.st_uid != owner.st_uid && st.st_uid != 0) || (old && old->size == st.st_size)) {
+    close(fd);
+    return old;
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return old;
+  }
   wb_perfmap *m = calloc(1, sizeof *m);
   size_t cap = 0;
   char line[1024];

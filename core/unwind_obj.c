@@ -115,9 +115,17 @@ found:
   o->debug_file = strdup(path);
 }
 
-/* Reads the DWARF of o (once; under dw_lock). */
+/* Reads the DWARF of o (once; under dw_lock), through an ELF handle of its own on the file o
+ * opened (a descriptor duplicated from o->fd: the same inode, even if the path was replaced). */
 static void read_dwarf(wb_dwobj *o) {
-  if (o->path[0] != '/' || open_elf(o->path, &o->dw_fd, &o->dw_e) != 0) return; /* [vdso]: none */
+  if (o->fd < 0 || (o->dw_fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 0)) < 0) return; /* [vdso]: none */
+  o->dw_e = elf_begin(o->dw_fd, ELF_C_READ_MMAP, NULL);
+  if (!o->dw_e || elf_kind(o->dw_e) != ELF_K_ELF) {
+    if (o->dw_e) elf_end(o->dw_e);
+    close(o->dw_fd);
+    o->dw_fd = -1, o->dw_e = NULL;
+    return;
+  }
   if (has_section(o->dw_e, ".debug_info")) o->dw = dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
   if (!o->dw) {
     find_debug_file(o);

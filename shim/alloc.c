@@ -491,8 +491,9 @@ EXPORT void free(void *p) {
 EXPORT void *realloc(void *p, size_t n) {
   if (!resolved() || in_boot(p)) { /* a block of boot_heap moves out (its size is not known) */
     void *q = resolved() ? malloc(n) : boot_alloc(n, 16);
-    size_t room = p ? (size_t)(boot_heap + sizeof boot_heap - (char *)p) : 0;
-    if (q && p) memcpy(q, p, n < room ? n : room);
+    /* a boot block's bytes end at most at the heap's end; both may be boot blocks (memmove) */
+    size_t room = p && in_boot(p) ? (size_t)(boot_heap + sizeof boot_heap - (char *)p) : n;
+    if (q && p) memmove(q, p, n < room ? n : room);
     return q;
   }
   int was = p && enabled && set_remove((uintptr_t)p);
@@ -554,7 +555,13 @@ EXPORT void *valloc(size_t n) {
 
 EXPORT void *pvalloc(size_t n) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  if (!resolved() || !next.pvalloc) return memalign(page, (n + page - 1) & ~(page - 1));
+  if (!resolved() || !next.pvalloc) {
+    if (n > SIZE_MAX - page) { /* rounding up would wrap to a tiny block */
+      errno = ENOMEM;
+      return NULL;
+    }
+    return memalign(page, (n + page - 1) & ~(page - 1));
+  }
   void *p = next.pvalloc(n);
   account(p, n, 'a');
   return p;

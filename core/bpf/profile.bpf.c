@@ -316,6 +316,22 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   return 0;
 }
 
+/* A process's Python offsets hold for its image only: an exec or its exit drops them (py_procs
+ * would otherwise fill with the forks of a Python driver and refuse the next CPython). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
+  __u32 tgid = p->tgid;
+  bpf_map_delete_elem(&py_procs, &tgid);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p) {
+  __u32 tgid = p->tgid;
+  if (p->pid == p->tgid) bpf_map_delete_elem(&py_procs, &tgid);
+  return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   __u64 now = bpf_ktime_get_ns();
