@@ -311,17 +311,21 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &ptgid);
   if (pp) {
     struct wb_py_proc copy = *pp;
+    copy.forked = 1;
     bpf_map_update_elem(&py_procs, &ctgid, &copy, BPF_ANY);
   }
   return 0;
 }
 
-/* A process's Python offsets hold for its image only: an exec or its exit drops them (py_procs
- * would otherwise fill with the forks of a Python driver and refuse the next CPython). */
+/* Offsets copied at fork hold for the parent's image only: the child's exec drops them (py_procs
+ * would otherwise fill with the subprocesses of a Python driver and refuse the next CPython).
+ * The loader's own entries stay: it may have read the new image before this tracepoint, which
+ * comes at the end of exec. Every entry goes when its process exits. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = p->tgid;
-  bpf_map_delete_elem(&py_procs, &tgid);
+  struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+  if (pp && pp->forked) bpf_map_delete_elem(&py_procs, &tgid);
   return 0;
 }
 

@@ -90,6 +90,7 @@ struct wb_py_proc {
   __u32 frame_previous, frame_code, frame_instr, frame_owner;
   __u32 frame_is_entry; /* 3.11; WB_PY_NONE after */
   __u32 owner_cstack;   /* FRAME_OWNED_BY_CSTACK (3.12+); WB_PY_NONE before */
+  __u32 forked;         /* copied from the parent by the program at fork (0: the loader's) */
 };
 #define WB_PY_NONE 0xff
 

@@ -690,10 +690,10 @@ T.case("speedscope and trace: the leaf's file:line per sampled address (two hot 
   T.ok(span and span.args and span.args.oncpu, "the workload's span has its hot lines")
   local shares = {}
   for i, entry in ipairs(span.args.oncpu) do
-    local name, file, line, share = entry:match("^(%S+) (%S+):(%d+) ([%d.]+)%%$")
-    T.ok(name, "function file:line share: " .. entry)
+    T.match(entry, "^%S.* [%d.]+%%$", "function [file:line] share") -- a frame without DWARF has no line
     if i <= 2 then
-      T.eq({ name, file }, { "two_loops", src })
+      local name, file, line, share = entry:match("^(%S+) (%S+):(%d+) ([%d.]+)%%$")
+      T.eq({ name, file }, { "two_loops", src }, entry)
       shares[tonumber(line)] = tonumber(share)
     end
   end
