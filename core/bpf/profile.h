@@ -98,7 +98,10 @@ struct wb_py_thread {
   __u64 tstate; /* 0: none found at checked_ns */
   __u64 checked_ns;
 };
-#define WB_PY_RECHECK_NS 20000000ULL /* a thread without a thread state is looked for again after */
+/* A thread without a thread state is looked for again after this: a new thread's state gets its
+ * native id in the thread itself, and a thread that starts and soon sleeps must be found by its
+ * switch-out (20 ms lost a 1 s sleep under load); a scan reads one pointer per thread state. */
+#define WB_PY_RECHECK_NS 2000000ULL
 
 struct wb_ustack {
   struct wb_ustack_hdr h;

@@ -169,7 +169,10 @@ T.case("threads: each thread's own Python stack over its native thread entry", f
   T.ok(b >= 0.9, b .. " s of work_b asleep in its thread")
   local main = under(res.offcpu.folded_text, ";Py_BytesMain;", ";<module> (script.py:9);Thread.join (threading.py:") / 1e9
   T.ok(main >= 0.9, main .. " s of the main thread in join")
-  T.eq(under(res.oncpu.folded_text, ";Py_BytesMain;", ";work_a ("), 0, "work_a never under the main thread")
+  -- CPython 3.11 gives a new thread's state its creator's native id until the thread starts: a
+  -- sample of the main thread in that window can read the new state (one of ~200 was seen once)
+  local stray = under(res.oncpu.folded_text, ";Py_BytesMain;", ";work_a (")
+  T.ok(stray <= 0.02 * a, stray .. " samples of work_a under the main thread")
 end)
 
 T.case("a multiprocessing child: its Python frames under its own pid", function()
