@@ -95,8 +95,10 @@ T.case("a 4-task step: per-task and merged profiles, the planted imbalance; a ca
   -- cancelled while it waits)
   local cmd = 'if [ "$SLURM_PROCID" = 3 ] && [ ! -e ' .. flag .. ' ]; then sleep 120; fi; exec ' .. SPLIT ..
     ' --cpu 0.$((2 * SLURM_PROCID + 2)) --sleep 0'
+  -- 499 Hz: task 0's 0.2 s give ~100 samples, so its top function is spin_a beyond doubt (at 99 Hz,
+  -- 20 samples at 2:1 put spin_b first about one run in ten)
   local args = wb_args({ "profile", "-o", dir }, SLURM, { "machine.extra=[--overcommit]", "tasks=4", "shell=true",
-    "--", cmd })
+    "freq=499", "--", cmd })
   local p <close> = assert(proc.spawn { argv = { T.wb_binary(), table.unpack(args) }, cwd = ROOT, stdout = "capture",
     stderr = "capture", timeout = 300 })
   T.wait_until("tasks 0-2 to end", 90, function()
@@ -121,7 +123,7 @@ T.case("a 4-task step: per-task and merged profiles, the planted imbalance; a ca
 
   assert(fs.write(flag, ""))
   local r2 = T.wb(wb_args({ "profile" }, SLURM, { "machine.extra=[--overcommit]", "tasks=4", "shell=true",
-    "--resume", dir, "--", cmd }), { cwd = ROOT, timeout = 300 })
+    "freq=499", "--resume", dir, "--", cmd }), { cwd = ROOT, timeout = 300 })
   T.eq(r2.code, 0, r2.stderr)
   T.eq(T.events(dir, "slurm_resubmit")[1].fields.missing_tasks, { 3 })
   local out = fs.read(dir .. "/jobs/slurm-" .. T.events(dir, "slurm_submitted")[2].fields.job_id .. ".out")
