@@ -178,7 +178,7 @@ end)
 T.case("a multiprocessing child: its Python frames under its own pid", function()
   need_bpf()
   local res = run({ DEBIAN, script(PY.FORK) })
-  local parent = res.python.processes[1].pid
+  local parent = res.result.pid -- the command's own process (python.processes is in the order they were found)
   local n, pids = 0, {}
   for line in res.oncpu.folded_text:gmatch("[^\n]+") do
     local pid = line:match("^python3%-(%d+);")
