@@ -76,6 +76,9 @@ enum {
   DBG_SIZE = 568
 };
 
+#define WB_PY_RETRIES 64 /* looks at a process whose image was caught mid-exec (python_start polls,
+                          * then once per drain: seconds) */
+
 /* ---- reading another process -------------------------------------------------------- */
 
 static int peek(pid_t pid, uint64_t addr, void *out, size_t n) {
@@ -248,7 +251,10 @@ static int debug_offsets(wb_pyproc *p, int minor) {
 }
 
 /* Fills p for pid; returns 0, or -1 with why set. */
-static int py_attach(wb_pyproc *p, pid_t pid, char *why, size_t whylen) {
+/* Attaches p to pid: 0, or -1 with why; *transient when the failure may pass (an image read while
+ * its exec is still mapping it). */
+static int py_attach(wb_pyproc *p, pid_t pid, char *why, size_t whylen, int *transient) {
+  *transient = 0;
   memset(p, 0, sizeof *p);
   p->pid = pid;
   python_image(pid, p->binary, sizeof p->binary);
@@ -269,12 +275,14 @@ static int py_attach(wb_pyproc *p, pid_t pid, char *why, size_t whylen) {
   uint64_t bias = load_bias(pid, p->binary, &found) - base;
   if (!found) {
     snprintf(why, whylen, "%s: not mapped at offset 0", p->binary);
+    *transient = 1;
     return -1;
   }
   p->runtime = runtime + bias, p->code_type = code_type + bias;
   uint64_t hex = 0;
   if (!version || peek_u64(pid, version + bias, &hex) != 0 || (hex >> 24) != 3) {
     snprintf(why, whylen, "%s: no readable Py_Version (CPython before 3.11?)", p->binary);
+    *transient = version != 0;
     return -1;
   }
   int minor = (int)((hex >> 16) & 0xff);
@@ -299,7 +307,8 @@ static void py_release(wb_pyproc *p) {
 
 int wb_py_probe(pid_t pid, char *version, size_t vlen, char *binary, size_t blen, char *why, size_t whylen) {
   wb_pyproc p;
-  if (py_attach(&p, pid, why, whylen) != 0) return -1;
+  int transient;
+  if (py_attach(&p, pid, why, whylen, &transient) != 0) return -1;
   snprintf(version, vlen, "%s", p.version);
   snprintf(binary, blen, "%s", p.binary);
   return 0;
@@ -346,6 +355,7 @@ struct wb_pyres {
   char skipped_image[WB_PY_MAX_PROCS][256]; /* ... with this CPython image, or none ("": looked at
                                         again when it maps one, after an exec or once ld.so maps libpython) */
   char skipped_why[WB_PY_MAX_PROCS][WB_PY_WHY_LEN];
+  int skipped_tries[WB_PY_MAX_PROCS]; /* transient failures so far */
   int nskipped;
   char **texts; /* label id - 1 -> text */
   uint32_t ntexts, captexts;
@@ -560,8 +570,9 @@ wb_pyproc *wb_pyres_attach(wb_pyres *r, pid_t pid) {
     slot = i;
   }
   char why[WB_PY_WHY_LEN] = "out of memory";
+  int transient = 0;
   wb_pyproc *p = r->nprocs < WB_PY_MAX_PROCS ? malloc(sizeof *p) : NULL;
-  if (p && py_attach(p, pid, why, sizeof why) == 0) {
+  if (p && py_attach(p, pid, why, sizeof why, &transient) == 0) {
     r->procs[r->nprocs++] = p;
     if (slot >= 0) r->skipped[slot] = 0; /* no longer skipped */
     return p;
@@ -571,6 +582,8 @@ wb_pyproc *wb_pyres_attach(wb_pyres *r, pid_t pid) {
   if (slot < 0 && r->nskipped < WB_PY_MAX_PROCS) slot = r->nskipped++;
   if (slot < 0) return NULL;
   r->skipped[slot] = pid;
+  /* a failure that may pass keeps no image, so the next look tries again, WB_PY_RETRIES times */
+  if (transient && r->skipped_tries[slot]++ < WB_PY_RETRIES) image[0] = 0;
   snprintf(r->skipped_image[slot], sizeof r->skipped_image[0], "%s", image);
   snprintf(r->skipped_why[slot], sizeof r->skipped_why[0], "%s", why);
   return NULL;
