@@ -9,6 +9,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +27,20 @@
 
 #define SESSION_MT "wb.bpf.session"
 
+/* What open() was asked for: read from Lua before the load, used by it (maybe on its thread). */
+typedef struct load_opts {
+  lua_Integer freq, stack_entries, count_entries;
+  int oncpu, offcpu, python;
+  uint32_t ustack;
+} load_opts;
+
 typedef struct session {
+  load_opts opt;
+  int loading;            /* async: the loader thread runs or has not been joined */
+  int pending;            /* async: ready() has not yet said true */
+  pthread_t loader;
+  int load_err;           /* after the load: 0, or the errno of what failed ... */
+  const char *load_what;  /* ... and its name */
   struct wb_profile *skel;
   int nperf;
   int perf_fds[WB_MAX_CPUS];
@@ -100,13 +115,16 @@ static void free_ustacks(session *s) {
   s->us = NULL;
 }
 
-/* Unloads what was set up and pushes nil, "bpf: what: ...", errno. */
-static int fail(lua_State *L, session *s, int e, const char *what) {
-  if (e < 0) e = -e;
+/* Unloads whatever was set up. */
+static void teardown(session *s) {
   stop(s);
   free_ustacks(s);
   wb_profile__destroy(s->skel);
   s->skel = NULL;
+}
+
+/* Pushes nil, "bpf: what: ...", errno for a failed load. */
+static int push_load_error(lua_State *L, int e, const char *what) {
   if (e == EPERM || e == EACCES) {
     lua_pushnil(L);
     lua_pushfstring(L, "bpf: %s: %s (needs root or CAP_BPF+CAP_PERFMON)", what, strerror(e));
@@ -148,27 +166,124 @@ static int attach_oncpu(session *s, lua_Integer freq) {
   return 0;
 }
 
+/* Tells the unwinder where the JIT-compiled code of the session's programs is (every function
+ * of each: bpf_loop callbacks are functions of their own), so that the kernel stacks the programs
+ * take from inside themselves start at the code they interrupted, not in wb's own frames. */
+static void tell_own_code(session *s) {
+  struct bpf_program *prog;
+  bpf_object__for_each_program(prog, s->skel->obj) {
+    int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;
+    uint64_t addrs[64];
+    uint32_t lens[64];
+    struct bpf_prog_info info;
+    uint32_t len = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0 || info.nr_jited_ksyms == 0) continue;
+    uint32_t n = info.nr_jited_ksyms < 64 ? info.nr_jited_ksyms : 64;
+    memset(&info, 0, sizeof info);
+    info.nr_jited_ksyms = n, info.nr_jited_func_lens = n;
+    info.jited_ksyms = (uint64_t)(uintptr_t)addrs, info.jited_func_lens = (uint64_t)(uintptr_t)lens;
+    len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
+    for (uint32_t i = 0; i < n && i < info.nr_jited_ksyms; i++) wb_ustacks_own_code(s->us, addrs[i], lens[i]);
+  }
+}
+
+/* The ring buffer of unwind mode: room for 4x what every CPU's samples write between two drains
+ * (0.1 s apart, lua/wb/capture.lua) at full records, 16 MiB at least (switch-outs are not bounded
+ * by the rate: the floor holds some 1,900 full ones per drain), 256 MiB at most. */
+static uint32_t ring_bytes(const load_opts *o) {
+  int ncpu = libbpf_num_possible_cpus();
+  double need = 4.0 * (ncpu > 0 ? ncpu : 1) * (double)o->freq * 0.1 *
+                (double)(o->ustack + sizeof(struct wb_ustack) - WB_USTACK_MAX);
+  uint32_t bytes = 16u << 20;
+  while (bytes < need && bytes < (256u << 20)) bytes <<= 1;
+  return bytes;
+}
+
+/* Records a failed step of load(): 0 is returned by load() when nothing failed. */
+static int load_failed(session *s, int e, const char *what) {
+  s->load_err = e < 0 ? -e : e ? e : EINVAL;
+  s->load_what = what;
+  teardown(s);
+  return s->load_err;
+}
+
+/* Opens, sizes, loads and attaches the programs as s->opt says; touches no Lua state (it may run
+ * on the loader thread). 0, or the errno of the step that failed (load_failed). */
+static int load(session *s) {
+  const load_opts *o = &s->opt;
+  s->skel = wb_profile__open();
+  if (!s->skel) return load_failed(s, errno, "open");
+  /* unwind mode sends every stack through the ring buffer: the stack and count maps go unused */
+  s->ustack = o->ustack;
+  bpf_map__set_max_entries(s->skel->maps.stacks, s->ustack ? 1 : (uint32_t)o->stack_entries);
+  bpf_map__set_max_entries(s->skel->maps.oncpu_counts, s->ustack ? 1 : (uint32_t)o->count_entries);
+  bpf_map__set_max_entries(s->skel->maps.offcpu_counts, s->ustack ? 1 : (uint32_t)o->count_entries);
+  bpf_program__set_autoload(s->skel->progs.on_cpu, o->oncpu);
+  bpf_program__set_autoload(s->skel->progs.on_switch, o->offcpu);
+  s->skel->rodata->ustack_size = s->ustack;
+  if (s->ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, ring_bytes(o));
+  int e = wb_profile__load(s->skel);
+  if (e) return load_failed(s, e, "load");
+  if (s->ustack && !(s->us = wb_ustacks_new())) return load_failed(s, ENOMEM, "unwinder");
+  if (s->us) tell_own_code(s);
+  if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
+  if (s->ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
+    return load_failed(s, errno, "ring buffer");
+  if (!(s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork)))
+    return load_failed(s, errno, "attach sched_process_fork");
+  if (!(s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec)))
+    return load_failed(s, errno, "attach sched_process_exec");
+  if (!(s->skel->links.on_exit = bpf_program__attach(s->skel->progs.on_exit)))
+    return load_failed(s, errno, "attach sched_process_exit");
+  if (o->offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
+    return load_failed(s, errno, "attach sched_switch");
+  if (o->oncpu && (e = attach_oncpu(s, o->freq)) != 0) return load_failed(s, e, "attach cpu-clock sampling");
+  return 0;
+}
+
+static void *loader_main(void *arg) {
+  load((session *)arg);
+  return NULL;
+}
+
+/* Waits for the loader thread of an async open, once. */
+static void join_loader(session *s) {
+  if (!s->loading) return;
+  pthread_join(s->loader, NULL);
+  s->loading = 0;
+}
+
 /* -- s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99
  * (on-CPU samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
  * messages on stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes
  * of user stack, a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a
  * ring buffer, walked with CFI as s:drain() reads them), python = true (unwind mode: the Python
- * frames of CPython 3.11+ processes are read with each record, see s:read()). nil, "bpf: ...", errno when BTF,
- * privilege or the kernel refuses. */
+ * frames of CPython 3.11+ processes are read with each record, see s:read()), async = false (the
+ * load, some 20 ms of verifier, BTF and map set-up, runs on a thread of its own: open returns at
+ * once and s:ready() waits for it and says whether it worked; no other method may be called
+ * before it said true). nil, "bpf: ...", errno when BTF, privilege or the kernel refuses. */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
-  lua_Integer freq = wb_opt_int(L, t, "freq", 99, 1, 100000);
-  lua_Integer stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
-  lua_Integer count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
-  int oncpu = wb_opt_bool(L, t, "oncpu", 1), offcpu = wb_opt_bool(L, t, "offcpu", 1);
-  int python = wb_opt_bool(L, t, "python", 1);
+  load_opts o;
+  o.freq = wb_opt_int(L, t, "freq", 99, 1, 100000);
+  o.stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
+  o.count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
+  o.oncpu = wb_opt_bool(L, t, "oncpu", 1);
+  o.offcpu = wb_opt_bool(L, t, "offcpu", 1);
+  o.python = wb_opt_bool(L, t, "python", 1);
+  int async = wb_opt_bool(L, t, "async", 0);
   lua_Integer ustack = wb_opt_integer(L, t, "ustack", 0);
   luaL_argcheck(L, ustack == 0 || (ustack >= 512 && ustack < WB_USTACK_MAX && ustack % 8 == 0), 1,
                 "ustack must be 0 or a multiple of 8 in 512..16376");
+  o.ustack = (uint32_t)ustack;
   libbpf_set_print(wb_opt_bool(L, t, "verbose", 0) ? verbose_print : quiet_print);
   session *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
+  s->opt = o;
   luaL_setmetatable(L, SESSION_MT);
   const char *why = unavailable_reason();
   if (why) {
@@ -177,31 +292,29 @@ static int l_open(lua_State *L) {
     lua_pushinteger(L, EPERM);
     return 3;
   }
-  s->skel = wb_profile__open();
-  if (!s->skel) return wb_push_error(L, errno, "bpf: open");
-  bpf_map__set_max_entries(s->skel->maps.stacks, (uint32_t)stack_entries);
-  bpf_map__set_max_entries(s->skel->maps.oncpu_counts, (uint32_t)count_entries);
-  bpf_map__set_max_entries(s->skel->maps.offcpu_counts, (uint32_t)count_entries);
-  bpf_program__set_autoload(s->skel->progs.on_cpu, oncpu);
-  bpf_program__set_autoload(s->skel->progs.on_switch, offcpu);
-  s->ustack = (uint32_t)ustack;
-  s->skel->rodata->ustack_size = s->ustack;
-  if (ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, 16u << 20);
-  int e = wb_profile__load(s->skel);
-  if (e) return fail(L, s, e, "load");
-  if (ustack && !(s->us = wb_ustacks_new())) return fail(L, s, ENOMEM, "unwinder");
-  if (ustack && python) wb_ustacks_python(s->us, py_install, s);
-  if (ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
-    return fail(L, s, errno, "ring buffer");
-  s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork);
-  if (!s->skel->links.on_fork) return fail(L, s, errno, "attach sched_process_fork");
-  if (!(s->skel->links.on_exec = bpf_program__attach(s->skel->progs.on_exec)))
-    return fail(L, s, errno, "attach sched_process_exec");
-  if (!(s->skel->links.on_exit = bpf_program__attach(s->skel->progs.on_exit)))
-    return fail(L, s, errno, "attach sched_process_exit");
-  if (offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
-    return fail(L, s, errno, "attach sched_switch");
-  if (oncpu && (e = attach_oncpu(s, freq)) != 0) return fail(L, s, e, "attach cpu-clock sampling");
+  if (async) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the loader takes none of wb's signals */
+    s->loading = pthread_create(&s->loader, NULL, loader_main, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    s->pending = s->loading; /* the userdata stays put: __gc joins the loader before it is freed */
+    if (s->loading) return 1;
+  }
+  if (load(s)) return push_load_error(L, s->load_err, s->load_what);
+  return 1;
+}
+
+/* -- ok, err, errno = s:ready() : waits for the load of an async open; true when the programs are
+ * attached, else nil, "bpf: ...", errno as open would have said (the session is then closed).
+ * At once for a session opened without async. */
+static int l_ready(lua_State *L) {
+  session *s = luaL_checkudata(L, 1, SESSION_MT);
+  join_loader(s);
+  if (s->load_err) return push_load_error(L, s->load_err, s->load_what);
+  if (!s->skel) luaL_error(L, "wb.bpf session is closed");
+  s->pending = 0;
+  lua_pushboolean(L, 1);
   return 1;
 }
 
@@ -211,6 +324,7 @@ static int l_drain(lua_State *L);
 
 static session *check_session(lua_State *L) {
   session *s = luaL_checkudata(L, 1, SESSION_MT);
+  if (s->pending) luaL_error(L, "wb.bpf session is loading: call s:ready() first");
   if (!s->skel) luaL_error(L, "wb.bpf session is closed");
   return s;
 }
@@ -331,10 +445,19 @@ static void push_python(lua_State *L, session *s, const wb_ustack_entry *e, cons
   if (e->py & WB_PY_GIL_WAIT) wb_set_bool(L, "gil_wait", 1);
 }
 
+/* Pushes n addresses as a list. */
+static void push_pcs(lua_State *L, const uint64_t *pcs, uint32_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t k = 0; k < n; k++) {
+    lua_pushinteger(L, (lua_Integer)pcs[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+}
+
 /* The aggregated stacks of unwind mode: on-CPU (kind 0) or off-CPU, as push_counts does. */
-static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
+static void push_ustacks(lua_State *L, session *s, int offcpu) {
   static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
-  int stacks_fd = bpf_map__fd(s->skel->maps.stacks), n = 0;
+  int n = 0;
   size_t count;
   const wb_ustack_entry *e = wb_ustacks_entries(s->us, &count);
   const uint64_t *pool = wb_ustacks_pool(s->us);
@@ -347,13 +470,9 @@ static void push_ustacks(lua_State *L, session *s, int offcpu, int cache) {
     memcpy(comm, e[i].comm, WB_COMM_LEN);
     wb_set_str(L, "comm", comm);
     wb_set_str(L, "kind", e[i].kind < 3 ? kinds[e[i].kind] : "?");
-    lua_createtable(L, (int)e[i].nu, 0);
-    for (uint32_t k = 0; k < e[i].nu; k++) {
-      lua_pushinteger(L, (lua_Integer)pool[e[i].pcs + k]);
-      lua_rawseti(L, -2, k + 1);
-    }
+    push_pcs(L, pool + e[i].pcs, e[i].nu);
     lua_setfield(L, -2, "user");
-    push_stack(L, stacks_fd, e[i].kern_stack_id, cache);
+    push_pcs(L, pool + e[i].pcs + e[i].nu + e[i].np, e[i].nk);
     lua_setfield(L, -2, "kernel");
     wb_set_int(L, "count", (lua_Integer)e[i].count);
     if (e[i].py & WB_PYF_PROCESS) push_python(L, s, &e[i], pool + e[i].pcs + e[i].nu);
@@ -380,10 +499,10 @@ static int l_read(lua_State *L) {
   lua_newtable(L);
   int cache = lua_gettop(L);
   lua_createtable(L, 0, 5);
-  if (s->us) push_ustacks(L, s, 0, cache);
+  if (s->us) push_ustacks(L, s, 0);
   else push_counts(L, s, s->skel->maps.oncpu_counts, cache);
   lua_setfield(L, -2, "oncpu");
-  if (s->us) push_ustacks(L, s, 1, cache);
+  if (s->us) push_ustacks(L, s, 1);
   else push_counts(L, s, s->skel->maps.offcpu_counts, cache);
   lua_setfield(L, -2, "offcpu");
   if (s->us) {
@@ -428,22 +547,24 @@ static int l_read(lua_State *L) {
 /* -- s:close() : detaches and unloads; idempotent (also __gc, __close) */
 static int l_close(lua_State *L) {
   session *s = luaL_checkudata(L, 1, SESSION_MT);
-  if (!s->stopped) stop(s);
-  free_ustacks(s);
-  wb_profile__destroy(s->skel);
-  s->skel = NULL;
+  join_loader(s);
+  s->pending = 0;
+  teardown(s);
   return 0;
 }
 
 static int l_tostring(lua_State *L) {
   session *s = luaL_checkudata(L, 1, SESSION_MT);
-  lua_pushstring(L, !s->skel ? "wb.bpf.session (closed)" : s->stopped ? "wb.bpf.session (stopped)"
-                                                                       : "wb.bpf.session (attached)");
+  lua_pushstring(L, s->loading    ? "wb.bpf.session (loading)"
+                   : !s->skel    ? "wb.bpf.session (closed)"
+                   : s->stopped  ? "wb.bpf.session (stopped)"
+                                 : "wb.bpf.session (attached)");
   return 1;
 }
 
-static const luaL_Reg session_methods[] = {{"arm", l_arm},     {"close", l_close}, {"drain", l_drain}, {"python", l_python}, {"read", l_read},
-                                           {"stop", l_stop},   {"track", l_track}, {NULL, NULL}};
+static const luaL_Reg session_methods[] = {{"arm", l_arm},         {"close", l_close}, {"drain", l_drain},
+                                           {"python", l_python},   {"read", l_read},   {"ready", l_ready},
+                                           {"stop", l_stop},       {"track", l_track}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};
 

@@ -1,7 +1,7 @@
 /* wb.bpf's unwind mode, the user-space side (see core/bpf_ustack.h): each on-CPU record is walked and
  * counted once; a switch-out record is walked and kept as the thread's pending stack until its
  * switch-in record adds the time away to it. Stacks are aggregated by (process, comm, kind,
- * kernel stack id, user pcs, Python frames) in an open-addressing table. A record of a CPython
+ * user pcs, Python frames, kernel pcs) in an open-addressing table. A record of a CPython
  * process carries its Python frames (code object, instruction pointer) as read by the BPF program
  * at the same instant; they are named here (core/python_read.c), and the process is put in the
  * program's py_procs when first seen (looked at again at each drain until it is CPython). */
@@ -46,6 +46,8 @@ struct wb_ustacks {
   pending *pend;
   size_t npend, cappend;
   uint64_t bytes;
+  uint64_t own[16][2]; /* [start, end) of wb's own BPF code */
+  size_t nown;
 };
 
 wb_ustacks *wb_ustacks_new(void) {
@@ -69,8 +71,18 @@ void wb_ustacks_free(wb_ustacks *a) {
   free(a);
 }
 
+void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len) {
+  if (a->nown < sizeof a->own / sizeof a->own[0]) a->own[a->nown][0] = start, a->own[a->nown++][1] = start + len;
+}
+
+static int own_code(const wb_ustacks *a, uint64_t pc) {
+  for (size_t i = 0; i < a->nown; i++)
+    if (pc >= a->own[i][0] && pc < a->own[i][1]) return 1;
+  return 0;
+}
+
 static uint64_t hash_of(const struct wb_ustack_hdr *h, uint32_t py, const uint64_t *pcs, size_t n) {
-  uint64_t x = 1469598103934665603ULL ^ ((uint64_t)h->tgid << 32 | h->kind) ^ (uint64_t)(uint32_t)h->kern_stack_id << 7;
+  uint64_t x = 1469598103934665603ULL ^ ((uint64_t)h->tgid << 32 | h->kind);
   x ^= (uint64_t)py << 40;
   for (size_t i = 0; i < sizeof h->comm && h->comm[i]; i++) x = (x ^ (uint8_t)h->comm[i]) * 1099511628211ULL;
   for (size_t i = 0; i < n; i++) x = (x ^ pcs[i]) * 1099511628211ULL;
@@ -92,17 +104,17 @@ static int regrow(wb_ustacks *a) {
   return 0;
 }
 
-/* The index + 1 of the entry of this stack (n items: nu pcs, then the Python items), made when
- * new; 0 when out of memory. */
+/* The index + 1 of the entry of this stack (n items: nu user pcs, the Python items, nk kernel
+ * pcs), made when new; 0 when out of memory. */
 static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py, const uint64_t *pcs, size_t nu,
-                       size_t n) {
+                       size_t nk, size_t n) {
   if ((a->n + 1) * 2 > a->nslots && regrow(a) != 0) return 0;
   uint64_t hv = hash_of(h, py, pcs, n);
   size_t j = hv & (a->nslots - 1);
   for (; a->slots[j]; j = (j + 1) & (a->nslots - 1)) {
     wb_ustack_entry *e = &a->e[a->slots[j] - 1];
-    if (e->hash == hv && e->tgid == h->tgid && e->kind == h->kind && e->kern_stack_id == h->kern_stack_id &&
-        e->nu == nu && e->nu + e->np == n && e->py == py && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
+    if (e->hash == hv && e->tgid == h->tgid && e->kind == h->kind && e->nu == nu && e->nk == nk &&
+        e->nu + e->np + e->nk == n && e->py == py && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
         memcmp(a->pool + e->pcs, pcs, n * sizeof *pcs) == 0)
       return a->slots[j];
   }
@@ -123,8 +135,8 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py
   }
   memcpy(a->pool + a->npool, pcs, n * sizeof *pcs);
   wb_ustack_entry *e = &a->e[a->n];
-  *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .kern_stack_id = h->kern_stack_id, .nu = (uint32_t)nu,
-                         .np = (uint32_t)(n - nu), .py = py, .pcs = a->npool, .hash = hv};
+  *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .nu = (uint32_t)nu, .np = (uint32_t)(n - nu - nk),
+                         .nk = (uint32_t)nk, .py = py, .pcs = a->npool, .hash = hv};
   memcpy(e->comm, h->comm, sizeof e->comm);
   a->npool += n;
   a->slots[j] = (uint32_t)++a->n;
@@ -220,14 +232,19 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     if (p) p->entry = 0;
     return 0;
   }
+  const uint8_t *body = (const uint8_t *)data + sizeof h;
+  size_t room = size - sizeof h;
+  if (h.kern_n > WB_BPF_MAX_FRAMES || h.kern_n * 8u > room) h.kern_n = 0;
+  size_t kbytes = (size_t)h.kern_n * 8;
+  room -= kbytes;
   size_t py_bytes = (size_t)h.py_n * sizeof(struct wb_py_frame);
-  if (h.py_n > WB_PY_MAX_FRAMES || py_bytes > size - sizeof h) h.py_n = 0, py_bytes = 0;
-  if (h.size > size - sizeof h - py_bytes) h.size = 0;
+  if (h.py_n > WB_PY_MAX_FRAMES || py_bytes > room) h.py_n = 0, py_bytes = 0;
+  if (h.size > room - py_bytes) h.size = 0;
   a->bytes += h.size;
-  uint64_t pcs[WB_UNW_MAX_FRAMES + 2 * WB_PY_MAX_FRAMES + 1];
+  uint64_t pcs[WB_UNW_MAX_FRAMES + 2 * WB_PY_MAX_FRAMES + 1 + WB_BPF_MAX_FRAMES];
   int stop, n = 0;
-  if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, (const uint8_t *)data + sizeof h + py_bytes,
-                                 h.size, pcs, WB_UNW_MAX_FRAMES - 1, &stop);
+  if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, body + kbytes + py_bytes, h.size, pcs,
+                                 WB_UNW_MAX_FRAMES - 1, &stop);
   if (n > 0 && stop != WB_UNW_COMPLETE) pcs[n++] = WB_UNW_TRUNCATED_PC;
   if (n < 0) n = 0;
   size_t total = (size_t)n;
@@ -235,13 +252,19 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   wb_pyproc *proc = a->py ? python_of(a, h.tgid, h.comm, 0) : NULL;
   if (proc && (h.py_flags & WB_PYF_PROCESS)) {
     struct wb_py_frame f[WB_PY_MAX_FRAMES];
-    memcpy(f, (const uint8_t *)data + sizeof h, py_bytes);
+    memcpy(f, body + kbytes, py_bytes);
     total += python_items(a, proc, f, h.py_n, pcs + n);
     py = h.py_flags;
     if (h.py_n) a->py_records++;
     if (h.type == WB_REC_OUT && h.sysno == SYS_futex && wb_pyproc_in_gil(proc, h.arg0)) py |= WB_PY_GIL_WAIT;
   }
-  size_t at = entry_of(a, &h, py, pcs, (size_t)n, total);
+  uint32_t skip = 0; /* the program's own frames at the leaf end */
+  memcpy(pcs + total, body, kbytes);
+  while (skip < h.kern_n && own_code(a, pcs[total + skip])) skip++;
+  uint32_t nk = h.kern_n - skip;
+  memmove(pcs + total, pcs + total + skip, (size_t)nk * 8);
+  total += nk;
+  size_t at = entry_of(a, &h, py, pcs, (size_t)n, nk, total);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {
     a->e[at - 1].count++;

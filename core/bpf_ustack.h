@@ -13,11 +13,11 @@
 
 typedef struct wb_ustack_entry {
   uint32_t tgid, kind;
-  int32_t kern_stack_id;
   char comm[16];
   uint32_t nu;   /* user pcs, leaf first, at pcs */
-  size_t pcs;    /* offset into the pool; the Python items follow the pcs */
+  size_t pcs;    /* offset into the pool; the Python items follow the pcs, the kernel pcs them */
   uint32_t np;   /* Python items, innermost first */
+  uint32_t nk;   /* kernel pcs, leaf first */
   uint32_t py;   /* WB_PYF_* of the record, and WB_PY_GIL_WAIT */
   uint64_t count, hash; /* samples (on-CPU) or nanoseconds (off-CPU) */
 } wb_ustack_entry;
@@ -28,6 +28,10 @@ typedef struct wb_ustacks wb_ustacks;
 
 wb_ustacks *wb_ustacks_new(void);
 void wb_ustacks_free(wb_ustacks *a);
+
+/* [start, start + len) is code of wb's own programs: kernel frames there, at the leaf end of a
+ * record's kernel stack, are dropped (at most 16 ranges are kept). */
+void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len);
 
 /* Handles one record of the ring buffer; returns 0 (a malformed one is counted and skipped). */
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size);

@@ -471,7 +471,7 @@ static int l_load_kernel(lua_State *L) {
 }
 
 /* -- ok = wb.sym.prefetch_kernel() : starts reading /proc/kallsyms on a thread of wb's, so that the
- * first kernel lookup after a run finds it read (a capture calls it as its target starts); false
+ * first kernel lookup after a run finds it read (a capture calls it as it starts); false
  * when no thread could be started (the first lookup then reads it) */
 static int l_prefetch_kernel(lua_State *L) {
   lua_pushboolean(L, wb_kallsyms_prefetch() == 0);

@@ -58,17 +58,37 @@ void wb_elf_check_frame_pointers(wb_elf *e);
  * id as tools print it. */
 void wb_hex(const unsigned char *p, size_t n, char *out, size_t outlen);
 
-/* The kernel symbol containing addr from /proc/kallsyms (read once), or NULL when unknown
- * (including when kallsyms shows zero addresses to an unprivileged reader); *off as above. */
+/* The GNU build id of an ELF handle (its NT_GNU_BUILD_ID note) as lower-case hex into out, "" when
+ * it has none. The Elf type is libelf's (an incomplete type here). */
+struct Elf;
+void wb_elf_build_id(struct Elf *elf, char *out, size_t outlen);
+
+/* wb's cache directory ($XDG_CACHE_HOME/wb, else $HOME/.cache/wb) into out, created (mode 0700)
+ * when missing; -1 without one. Its files can be deleted at any time. */
+int wb_cache_dir(char *out, size_t size);
+
+/* qsort order of symbols: by address, then the preferred name (rank), then the larger. */
+int wb_symbol_order(const void *a, const void *b);
+
+/* How many of the n symbols (in wb_symbol_order) start at or below addr. */
+size_t wb_symbols_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr);
+
+/* The kernel symbol containing addr, or NULL when unknown (including when kallsyms shows zero
+ * addresses to an unprivileged reader); *off as above (core/sym_kallsyms.c). The kernel image's
+ * own text symbols are read once per boot from /proc/kallsyms and kept in a cache file
+ * ($XDG_CACHE_HOME, else ~/.cache, /wb/kallsyms-BOOT_ID, mode 0600): they cannot change until
+ * the next boot. Addresses outside the image (modules, BPF programs, trampolines, which come and
+ * go) are looked up in /proc/kallsyms as it is now, read the first time one is asked for. */
 const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off);
 
-/* Reads /proc/kallsyms now (once); returns the number of kernel functions known, 0 when it shows
- * zero addresses. */
+/* Loads the kernel image's symbols now (once: from the cache, else /proc/kallsyms); returns the
+ * number of kernel functions known, 0 when kallsyms shows zero addresses. */
 size_t wb_kallsyms_load(void);
 
 /* Starts reading /proc/kallsyms on a thread of its own (it costs tens of milliseconds of kernel
  * time), so that a later lookup finds it read; the lookup waits for the thread if it has not
- * finished. 0, or -1 when no thread could be started (the lookup then reads it itself). */
+ * finished; one thread per process, however often it is called. 0, or -1 when no thread could be
+ * started (the lookup then reads it itself). */
 int wb_kallsyms_prefetch(void);
 
 /* Calls fn(arg, start, end, file offset, name) for each executable mapping with a name in

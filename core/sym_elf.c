@@ -1,4 +1,4 @@
-/* ELF symbol tables and /proc/kallsyms for wb.sym (see core/sym.h). */
+/* ELF symbol tables for wb.sym (see core/sym.h; kallsyms: core/sym_kallsyms.c). */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sym.h"
+#include "ticker.h"
 
 #define FP_SAMPLE 4000 /* functions checked for a frame-pointer prologue, at most */
 #define FP_WINDOW 64   /* bytes of a function searched for it (the prologue may be shrink-wrapped) */
@@ -43,7 +44,7 @@ static uint32_t add_name(struct names *n, const char *s) {
   return (uint32_t)(n->len - len);
 }
 
-static int by_addr(const void *a, const void *b) {
+int wb_symbol_order(const void *a, const void *b) {
   const wb_symbol *x = a, *y = b;
   if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
   if (x->rank != y->rank) return x->rank - y->rank;
@@ -61,7 +62,7 @@ void wb_hex(const unsigned char *p, size_t n, char *out, size_t outlen) {
 }
 
 /* The number of symbols of syms[0..n) (sorted by address) at or below addr. */
-static size_t count_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr) {
+size_t wb_symbols_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -71,7 +72,7 @@ static size_t count_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr) 
   return lo;
 }
 
-static void read_build_id(Elf *elf, char *out, size_t outlen) {
+void wb_elf_build_id(Elf *elf, char *out, size_t outlen) {
   Elf_Scn *scn = NULL;
   while ((scn = elf_nextscn(elf, scn))) {
     GElf_Shdr sh;
@@ -119,7 +120,7 @@ static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct na
 }
 
 static void set_symbols(wb_elf *e, wb_symbol *syms, size_t n, struct names *names) {
-  qsort(syms, n, sizeof *syms, by_addr);
+  qsort(syms, n, sizeof *syms, wb_symbol_order);
   size_t kept = 0;
   for (size_t i = 0; i < n; i++)
     if (kept == 0 || syms[kept - 1].addr != syms[i].addr) syms[kept++] = syms[i];
@@ -144,7 +145,7 @@ static void load_elf(wb_elf *e, Elf *elf) {
     if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
       e->loads[e->nloads++] = (wb_load){ph.p_offset, ph.p_filesz, ph.p_vaddr};
   }
-  read_build_id(elf, e->build_id, sizeof e->build_id);
+  wb_elf_build_id(elf, e->build_id, sizeof e->build_id);
   struct names names = {0};
   wb_symbol *syms = NULL;
   size_t n = read_symbols(elf, SHT_SYMTAB, &syms, &names);
@@ -333,7 +334,7 @@ static uint64_t file_offset(const wb_elf *e, uint64_t vaddr) {
 }
 
 const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off) {
-  size_t lo = count_at_or_below(e->syms, e->nsyms, vaddr);
+  size_t lo = wb_symbols_at_or_below(e->syms, e->nsyms, vaddr);
   for (size_t k = 0; k < 8 && lo > k; k++) {
     const wb_symbol *s = &e->syms[lo - 1 - k];
     int inside = s->size ? vaddr < s->addr + s->size : k == 0;
@@ -377,105 +378,4 @@ void wb_elf_check_frame_pointers(wb_elf *e) {
     }
   }
   close(fd);
-}
-
-/* ---- kallsyms ----------------------------------------------------------------------------- */
-
-static struct {
-  pthread_once_t once; /* load_kallsyms runs once, on whichever thread asks first */
-  wb_symbol *syms;
-  size_t n;
-  struct names names;
-} ksyms = { .once = PTHREAD_ONCE_INIT };
-
-/* Reads the whole file at once (kallsyms is generated as it is read: large reads are cheaper). */
-static char *slurp(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  size_t cap = 1 << 22, n = 0;
-  char *buf = malloc(cap);
-  for (ssize_t r = 1; buf && r > 0;) {
-    if (cap - n < (1 << 20)) {
-      char *p = realloc(buf, cap *= 2);
-      if (!p) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = p;
-    }
-    do r = read(fd, buf + n, cap - n - 1);
-    while (r < 0 && errno == EINTR);
-    if (r > 0) n += (size_t)r;
-  }
-  close(fd);
-  if (buf) buf[n] = 0;
-  *len = n;
-  return buf;
-}
-
-static void load_kallsyms(void) {
-  size_t len;
-  char *text = slurp("/proc/kallsyms", &len);
-  if (!text) return;
-  size_t cap = len / 40 + 16;
-  ksyms.syms = malloc(cap * sizeof *ksyms.syms);
-  ksyms.names.p = malloc(len);
-  ksyms.names.cap = ksyms.syms && ksyms.names.p ? len : 0;
-  int nonzero = 0;
-  for (char *line = text; ksyms.names.cap && *line;) { /* "ADDR TYPE NAME[\t[MODULE]]\n" */
-    char *end = strchr(line, '\n');
-    if (!end) end = line + strlen(line);
-    char *p;
-    unsigned long long addr = strtoull(line, &p, 16);
-    if (p[0] == ' ' && p[1] && p[2] == ' ' && strchr("tTwW", p[1]) && ksyms.n < cap) {
-      char type = p[1], *name = p + 3;
-      size_t nlen = strcspn(name, "\t\n");
-      memcpy(ksyms.names.p + ksyms.names.len, name, nlen);
-      ksyms.names.p[ksyms.names.len + nlen] = 0;
-      ksyms.syms[ksyms.n++] = (wb_symbol){.addr = addr, .name = (uint32_t)ksyms.names.len,
-                                          .rank = (uint8_t)(type == 'T' ? 0 : type == 'W' ? 1 : 2)};
-      ksyms.names.len += nlen + 1;
-      nonzero |= addr != 0;
-    }
-    line = *end ? end + 1 : end;
-  }
-  free(text);
-  if (!nonzero) ksyms.n = 0;
-  qsort(ksyms.syms, ksyms.n, sizeof *ksyms.syms, by_addr);
-}
-
-size_t wb_kallsyms_load(void) {
-  pthread_once(&ksyms.once, load_kallsyms);
-  return ksyms.n;
-}
-
-static void *kallsyms_thread(void *arg) {
-  (void)arg;
-  wb_kallsyms_load();
-  return NULL;
-}
-
-int wb_kallsyms_prefetch(void) {
-  pthread_t t;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes none of wb's signals */
-  int err = pthread_create(&t, NULL, kallsyms_thread, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err) return -1;
-  pthread_detach(t);
-  return 0;
-}
-
-const char *wb_kallsyms_lookup(uint64_t addr, uint64_t *off) {
-  wb_kallsyms_load();
-  size_t lo = count_at_or_below(ksyms.syms, ksyms.n, addr);
-  if (lo == 0 || lo == ksyms.n) return NULL; /* below the first or past the last symbol */
-  const char *name = ksyms.names.p + ksyms.syms[lo - 1].name;
-  /* past the end of the kernel image's text: code of no listed symbol (a BPF program gone from
-   * kallsyms, a trampoline), not the marker's */
-  if (strcmp(name, "_etext") == 0 || strcmp(name, "_einittext") == 0) return NULL;
-  *off = addr - ksyms.syms[lo - 1].addr;
-  return name;
 }

@@ -5,8 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+void wb_thread_background(void) {
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19); /* Linux: per thread */
+}
 
 double wb_ticker_now(void) {
   struct timespec ts;

@@ -23,6 +23,10 @@ int wb_ticker_start(wb_ticker *t, double hz, void (*tick)(void *, double), void 
  * harmless when not running. */
 void wb_ticker_stop(wb_ticker *t);
 
+/* The calling thread runs at nice 19 from now on: for work done ahead of its use (a read-ahead),
+ * which must take no CPU from the command or from wb's own start while either wants it. */
+void wb_thread_background(void);
+
 /* CLOCK_MONOTONIC in seconds. */
 double wb_ticker_now(void);
 

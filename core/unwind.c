@@ -460,6 +460,16 @@ static int l_symbolize(lua_State *L) {
   return 1;
 }
 
+/* -- ok = wb.unwind.prefetch(path) : starts reading the DWARF of the file (inline chains, lines,
+ * .debug_frame: tens of milliseconds of inflating for a compressed debug file such as libc's) on
+ * wb's worker thread, ahead of the frames that will need it; false when the file cannot be loaded */
+static int l_prefetch(lua_State *L) {
+  wb_dwobj *o = wb_dwobj_get(luaL_checkstring(L, 1));
+  if (o && wb_dwobj_loaded(o)) wb_dwobj_prefetch(o);
+  lua_pushboolean(L, o && wb_dwobj_loaded(o));
+  return 1;
+}
+
 /* -- name = wb.unwind.demangle(symbol) : the demangled C++ or Rust name, or nil */
 static int l_demangle(lua_State *L) {
   char *d = wb_demangle(luaL_checkstring(L, 1));
@@ -492,7 +502,7 @@ static const luaL_Reg unwind_methods[] = {{"add_map", l_add_map}, {"close", l_cl
                                           {"stats", l_stats},     {"walk", l_walk}, {NULL, NULL}};
 
 static const luaL_Reg unwind_functions[] = {{"demangle", l_demangle}, {"new", l_new}, {"object", l_object},
-                                            {"symbolize", l_symbolize}, {NULL, NULL}};
+                                            {"prefetch", l_prefetch}, {"symbolize", l_symbolize}, {NULL, NULL}};
 
 int luaopen_wb_unwind(lua_State *L) {
   wb_new_class(L, UNWIND_MT, unwind_methods, NULL, l_close, l_tostring);

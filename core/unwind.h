@@ -53,6 +53,15 @@ const wb_unw_row *wb_dwobj_row(wb_dwobj *o, uint64_t vaddr);
 
 /* Whether the object's file could be read as ELF (else its code is an unknown region). */
 int wb_dwobj_loaded(const wb_dwobj *o);
+/* An uncompressed copy of e's DWARF when e's .debug_* sections are compressed (SHF_COMPRESSED, as
+ * Debian's debug files are), opened read-only with its descriptor in *fd; NULL (and *fd = -1) when
+ * they are not, or no copy can be made or trusted. The copy is made once per build id in
+ * wb_cache_dir()/debug/BUILD_ID.debug (mode 0600; another user's, or one of another build id, is
+ * not used), so that libdw maps it instead of inflating every section at each run
+ * (core/unwind_inflate.c). The Elf type is libelf's. */
+struct Elf;
+struct Elf *wb_dwarf_inflated(struct Elf *e, const char *build_id, int *fd);
+
 /* Queues o's DWARF (debug info, .debug_frame, the separate debug file) to be read on a worker
  * thread, ahead of the symbolization that will need it; the first use waits for it if it is being
  * read. Without a worker (none could start) nothing changes. */

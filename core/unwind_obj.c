@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sym.h"
+#include "ticker.h"
 #include "unwind.h"
 
 #define DWREG_RBP 6
@@ -42,6 +43,8 @@ struct wb_dwobj {
   int fp_known, fp;
   pthread_mutex_t dw_lock; /* held while the DWARF is read: dw_tried, dw_fd, dw_e, dbg_*, dw, dcfi */
   int dw_tried, dw_fd, queued;
+  int inflated_fd;         /* the uncompressed copy of the DWARF, when it was compressed */
+  Elf *inflated_e;
   Elf *dw_e;               /* the file again, for its DWARF: never the same handle as e */
   char *debug_file;
   struct wb_dwobj *queue_next; /* the prefetch queue */
@@ -115,6 +118,15 @@ found:
   o->debug_file = strdup(path);
 }
 
+/* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o. */
+static Elf *uncompressed(wb_dwobj *o, Elf *e) {
+  if (o->inflated_e) return e;
+  Elf *c = wb_dwarf_inflated(e, o->build_id, &o->inflated_fd);
+  if (!c) return e;
+  o->inflated_e = c;
+  return c;
+}
+
 /* Reads the DWARF of o (once; under dw_lock), through an ELF handle of its own on the file o
  * opened (a descriptor duplicated from o->fd: the same inode, even if the path was replaced). */
 static void read_dwarf(wb_dwobj *o) {
@@ -126,10 +138,10 @@ static void read_dwarf(wb_dwobj *o) {
     o->dw_fd = -1, o->dw_e = NULL;
     return;
   }
-  if (has_section(o->dw_e, ".debug_info")) o->dw = dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
+  if (has_section(o->dw_e, ".debug_info")) o->dw = dwarf_begin_elf(uncompressed(o, o->dw_e), DWARF_C_READ, NULL);
   if (!o->dw) {
     find_debug_file(o);
-    if (o->dbg_e) o->dw = dwarf_begin_elf(o->dbg_e, DWARF_C_READ, NULL);
+    if (o->dbg_e) o->dw = dwarf_begin_elf(uncompressed(o, o->dbg_e), DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);
   if (!o->dcfi && has_section(o->dw_e, ".debug_frame")) {
@@ -161,6 +173,7 @@ static struct {
 
 static void *ahead_main(void *arg) {
   (void)arg;
+  wb_thread_background();
   for (;;) {
     pthread_mutex_lock(&ahead.lock);
     while (!ahead.head) pthread_cond_wait(&ahead.wake, &ahead.lock);
@@ -226,7 +239,7 @@ wb_dwobj *wb_dwobj_get(const char *path) {
   wb_dwobj *o = calloc(1, sizeof *o);
   if (!o) return NULL;
   o->elf = elf;
-  o->fd = o->dbg_fd = o->dw_fd = -1;
+  o->fd = o->dbg_fd = o->dw_fd = o->inflated_fd = -1;
   pthread_mutex_init(&o->dw_lock, NULL);
   if (!(o->path = strdup(path))) {
     free(o);

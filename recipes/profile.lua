@@ -5,7 +5,7 @@
 --   wb profile method=perf_event -- ./app        (auto | bpf | perf_event | perf_cli)
 --   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
 --   wb profile unwind=fp -- ./app                 (frame pointers only; by default user stacks are walked with CFI)
---   wb profile stack_entries=65536 -- ./app       (more kernel stack-map buckets: fewer collisions)
+--   wb profile unwind=fp stack_entries=65536 -- ./app (frame pointers: more stack-map buckets, fewer collisions)
 --   wb profile alloc=true -- ./app                (sampled allocation stacks: profiles/profile.alloc*)
 --   wb profile stage_pattern='stage=(%S+) seconds=([%d.]+)' -- ./app   (stage bands on the memory chart)
 --   wb profile machine=slurm_cpu -- ./app        (the capture is a Slurm job; docs/slurm.md)
@@ -52,7 +52,7 @@ return wb.recipe {
     if cfg.shell and #argv > 1 then argv = { table.concat(argv, " ") } end
     cfg.command = argv -- part of the run's scope: only a profile of the same command is its baseline
     local exe = not cfg.shell and wb.proc.which(argv[1])
-    local c = wb.campaign.open(ctx, { profilers = capture.profilers(), inputs = { exe or nil } })
+    local c = wb.campaign.open(ctx, { inputs = { exe or nil } })
     c:declare({ "profile" })
     local command = table.concat(argv, " ")
     local ex = wb.executor.new(c, ctx.cfg.machine)
@@ -92,6 +92,8 @@ return wb.recipe {
       return res.ok
     end)
     if res then io.write("\n", view.text(res, { top = cfg.top, command = command })) end
+    -- what this machine has, probed after the command: their --version runs take no CPU from it
+    c.manifest.profilers = wb.json.array(capture.profilers())
     c:finish() -- finds the baseline the differential flame graphs compare with
     if res then
       local diffs = profile.differential(c, res)

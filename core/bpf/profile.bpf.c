@@ -212,7 +212,8 @@ static long frame_step(__u32 i, void *arg) {
   code &= ~(__u64)3;
   if (w->is_entry != WB_PY_NONE && b->frame[w->is_entry & 127]) code |= WB_PY_ENTRY;
   if (owner == w->owner_cstack) code |= WB_PY_SHIM;
-  struct wb_py_frame *f = (struct wb_py_frame *)&r->data[(i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
+  __u32 at = (r->h.kern_n * 8) & 1023; /* after the kernel frames */
+  struct wb_py_frame *f = (struct wb_py_frame *)&r->data[at + (i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
   f->code = code;
   f->instr = instr;
   w->n = i + 1;
@@ -220,8 +221,8 @@ static long frame_step(__u32 i, void *arg) {
   return 0;
 }
 
-/* Reads the current thread's Python frames into r->data (innermost first, at most
- * WB_PY_MAX_FRAMES - 1); their number. */
+/* Reads the current thread's Python frames into r->data after the kernel frames (innermost
+ * first, at most WB_PY_MAX_FRAMES - 1); their number. */
 static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
   r->h.py_flags = 0;
   const struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &r->h.tgid);
@@ -240,8 +241,9 @@ static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
   return w.n;
 }
 
-/* Sends the current task's user registers and stack copy (up to the process's start_stack, else
- * halved until readable: the stack may end sooner) with the kernel stack id. */
+/* Sends the current task's kernel stack, Python frames, user registers and user stack copy (up to
+ * the process's start_stack, else halved until readable: the stack may end sooner). A kernel stack
+ * that cannot be had is counted as a stack error, except -EFAULT: none (a sample in user mode). */
 static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64 now) {
   __u32 zero = 0;
   struct wb_ustack *r = bpf_map_lookup_elem(&scratch, &zero);
@@ -261,9 +263,10 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
   BPF_CORE_READ_STR_INTO(&r->h.comm, task, group_leader, comm);
   r->h.sysno = BPF_CORE_READ(regs, orig_ax);
   r->h.arg0 = BPF_CORE_READ(regs, di);
-  r->h.kern_stack_id = bpf_get_stackid(ctx, &stacks, 0);
-  if (r->h.kern_stack_id < 0 && r->h.kern_stack_id != -EFAULT)
-    stat_add(type == WB_REC_ONCPU ? WB_STAT_ONCPU_STACK_ERR : WB_STAT_OFFCPU_STACK_ERR, 1);
+  long kb = bpf_get_stack(ctx, r->data, WB_KSTACK_BYTES, 0);
+  if (kb < 0 && kb != -EFAULT) stat_add(type == WB_REC_ONCPU ? WB_STAT_ONCPU_STACK_ERR : WB_STAT_OFFCPU_STACK_ERR, 1);
+  r->h.kern_n = kb > 0 ? (__u32)(kb / 8) & 127 : 0;
+  __u32 kbytes = (r->h.kern_n * 8) & 1023;
   __u32 size = ustack_size;
   /* the main thread's stack holds nothing of interest above the process's start_stack (the
    * arguments, the environment) and may end soon after it: read up to there, not halve */
@@ -274,12 +277,12 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
   __u32 py_bytes = py_n * sizeof(struct wb_py_frame);
   long err = -1;
   for (int i = 0; i < 6 && size >= 256; i++) {
-    err = bpf_probe_read_user(r->data + py_bytes, size & (WB_USTACK_MAX - 1), (void *)r->h.sp);
+    err = bpf_probe_read_user(r->data + kbytes + py_bytes, size & (WB_USTACK_MAX - 1), (void *)r->h.sp);
     if (!err) break;
     size >>= 1;
   }
   r->h.size = err ? 0 : size & (WB_USTACK_MAX - 1);
-  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
+  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
     stat_add(WB_STAT_LOST_USTACKS, 1);
 }
 

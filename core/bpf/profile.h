@@ -42,7 +42,9 @@ enum wb_stat {
 /* Unwind mode (ustack_size > 0): instead of counting kernel-walked user stacks, each on-CPU sample
  * and each switch-out of a tracked thread sends its user registers and a copy of the top of its
  * user stack through the ring buffer `ustacks`, and each switch-in the interval; the loader walks
- * the copies with CFI (core/unwind.c) and aggregates. Kernel stacks stay in the stack map. */
+ * the copies with CFI (core/unwind.c) and aggregates. The kernel stack travels in the record too
+ * (the stack map, 16 MiB to allocate at each load and a hash that can collide, is not used). A
+ * record's data[]: kern_n kernel addresses, py_n Python frames, size bytes of user stack. */
 #define WB_USTACK_MAX 16384 /* bytes of stack per record, at most (a power of two) */
 
 enum wb_rec {
@@ -54,11 +56,11 @@ enum wb_rec {
 struct wb_ustack_hdr {
   __u32 type, tgid, tid, kind;
   __u64 ts, ts_out;
-  __s32 kern_stack_id;
-  __u32 size; /* bytes of user stack from sp in data[], after the Python frames (0: none read) */
+  __u32 kern_n; /* kernel frames (addresses, leaf first) at the start of data[] */
+  __u32 size;   /* bytes of user stack from sp in data[], after the Python frames (0: none read) */
   __u64 ip, sp, bp;
   __u64 sysno, arg0; /* orig_ax and di: the system call a switched-out thread waits in */
-  __u32 py_n;        /* Python frames at the start of data[] (struct wb_py_frame) */
+  __u32 py_n;        /* Python frames in data[] after the kernel frames (struct wb_py_frame) */
   __u32 py_flags;    /* WB_PYF_*: whether the process is a CPython that wb reads */
   char comm[WB_COMM_LEN];
 };
@@ -103,7 +105,9 @@ struct wb_py_thread {
  * switch-out (20 ms lost a 1 s sleep under load); a scan reads one pointer per thread state. */
 #define WB_PY_RECHECK_NS 2000000ULL
 
+#define WB_KSTACK_BYTES (WB_BPF_MAX_FRAMES * 8) /* room for the kernel frames: < 1024 */
+
 struct wb_ustack {
   struct wb_ustack_hdr h;
-  __u8 data[WB_PY_MAX_FRAMES * sizeof(struct wb_py_frame) + WB_USTACK_MAX];
+  __u8 data[1024 + WB_PY_MAX_FRAMES * sizeof(struct wb_py_frame) + WB_USTACK_MAX];
 };

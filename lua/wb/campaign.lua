@@ -115,8 +115,8 @@ local function preflight(spec)
   p.schema_version = 1
   p.created_at_utc = clock.utc()
   p.wb_version = core.version
-  p.host = first_line({ "uname", "-n" })
-  p.kernel = first_line({ "uname", "-r" })
+  p.host = (fs.read("/proc/sys/kernel/hostname") or ""):match("[^\n]+") or first_line({ "uname", "-n" })
+  p.kernel = (fs.read("/proc/sys/kernel/osrelease") or ""):match("[^\n]+") or first_line({ "uname", "-r" })
   local cpuinfo = fs.read("/proc/cpuinfo") or ""
   p.cpu_model = cpuinfo:match("model name%s*:%s*([^\n]+)")
   local cpus = 0

@@ -37,32 +37,71 @@ M.DEFAULT_UNWIND = "dwarf"
 
 -- ---- the registry -----------------------------------------------------------------------------
 
-local function first_version_line(argv)
-  local ok, res = pcall(proc.run, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
-  if not ok or not res or not res.ok then return nil, res and res.stdout end
-  for line in res.stdout:gmatch("[^\n]+") do
-    if line:find("%d+%.%d+") then return (line:gsub("^%s+", ""):gsub("%s+$", "")) end
+-- The output of the probe commands (a program's --version, python3's cProfile import), one run
+-- each per process: key (argv joined) -> {ok, stdout}.
+local outputs = {}
+
+local function key_of(argv) return table.concat(argv, "\0") end
+
+-- {ok, stdout} of running argv (stderr with stdout, 10 s at most), run once.
+local function probe_run(argv)
+  local key = key_of(argv)
+  if not outputs[key] then
+    local ok, res = pcall(proc.run, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
+    outputs[key] = { ok = ok and res ~= nil and res.ok, stdout = ok and res and res.stdout or "" }
   end
-  return (res.stdout:match("^%s*([^\n]-)%s*\n") or res.stdout)
+  return outputs[key]
 end
 
-local versions = {} -- path -> {version, output}, one run per program
+-- Runs the probe commands of list (argvs) not run yet all at once: their wall time is the slowest
+-- one's, not the sum (python3 alone takes some 30 ms to start).
+local function probe_runs(list)
+  local procs, keys = {}, {}
+  for _, argv in ipairs(list) do
+    local key = key_of(argv)
+    if not outputs[key] then
+      local ok, p = pcall(proc.spawn, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
+      if ok and p then
+        procs[#procs + 1], keys[#keys + 1] = p, key
+        outputs[key] = false -- started
+      end
+    end
+  end
+  for i, r in ipairs(#procs > 0 and proc.wait_all(procs) or {}) do
+    outputs[keys[i]] = { ok = r.ok, stdout = r.stdout or "" }
+    procs[i]:close()
+  end
+end
 
--- An external program: available when found in PATH and `--version` works.
+local function first_version_line(argv)
+  local out = probe_run(argv)
+  if not out.ok then return nil, out.stdout end
+  for line in out.stdout:gmatch("[^\n]+") do
+    if line:find("%d+%.%d+") then return (line:gsub("^%s+", ""):gsub("%s+$", "")) end
+  end
+  return (out.stdout:match("^%s*([^\n]-)%s*\n") or out.stdout)
+end
+
+-- An external program: available when found in PATH and `--version` works. Returns the probe and
+-- the command it runs (nil: the program is not in PATH).
 local function tool(name, program, notes)
-  return function()
+  local function argv()
     local path = proc.which(program)
-    if not path then
+    return path and { path, "--version" }
+  end
+  return function()
+    local cmd = argv()
+    if not cmd then
       return { name = name, available = false, notes = program .. " not found in PATH" }
     end
-    if not versions[path] then versions[path] = { first_version_line({ path, "--version" }) } end
-    local version, out = versions[path][1], versions[path][2]
+    local path = cmd[1]
+    local version, out = first_version_line(cmd)
     if not version then
       return { name = name, available = false, path = path,
         notes = string.format("%s does not run: %s", program, (out or ""):match("[^\n]*")) }
     end
     return { name = name, available = true, path = path, version = version, notes = notes }
-  end
+  end, argv
 end
 
 local function probe_ebpf()
@@ -87,18 +126,23 @@ local function probe_perf_event()
       or "wb.perf: ring-buffer stack sampling (one event and one ring per CPU)" }
 end
 
-local function probe_cprofile()
+local function cprofile_argv()
   local py = proc.which("python3")
-  if not py then return { name = "python_cprofile", available = false, notes = "python3 not found in PATH" } end
-  local r = proc.run { argv = { py, "-c", "import cProfile, pstats, sys; print(sys.version.split()[0])" },
-    stdout = "capture", stderr = "capture", timeout = 10 }
-  if not (r and r.ok) then
-    return { name = "python_cprofile", available = false, path = py, notes = "python3 cannot import cProfile" }
+  return py and { py, "-c", "import cProfile, pstats, sys; print(sys.version.split()[0])" }
+end
+
+local function probe_cprofile()
+  local argv = cprofile_argv()
+  if not argv then return { name = "python_cprofile", available = false, notes = "python3 not found in PATH" } end
+  local r = probe_run(argv)
+  if not r.ok then
+    return { name = "python_cprofile", available = false, path = argv[1], notes = "python3 cannot import cProfile" }
   end
-  return { name = "python_cprofile", available = true, path = py, version = r.stdout:match("%S+"),
+  return { name = "python_cprofile", available = true, path = argv[1], version = r.stdout:match("%S+"),
     notes = "python3 -m cProfile: deterministic function timings of a Python command (wb.cprofile)" }
 end
 
+-- {name, probe, command}: command() is the argv the probe runs, if any (several are run at once).
 M.PROBES = {
   { "ebpf", probe_ebpf },
   { "perf_event", probe_perf_event },
@@ -106,7 +150,7 @@ M.PROBES = {
   { "callgrind", tool("callgrind", "valgrind", "valgrind --tool=callgrind") },
   { "massif", tool("massif", "valgrind", "valgrind --tool=massif") },
   { "py-spy", tool("py-spy", "py-spy") },
-  { "python_cprofile", probe_cprofile },
+  { "python_cprofile", probe_cprofile, cprofile_argv },
   { "nsys", tool("nsys", "nsys") },
   { "ncu", tool("ncu", "ncu") },
 }
@@ -140,6 +184,14 @@ function M.profilers(names)
     names = {}
     for i, p in ipairs(M.PROBES) do names[i] = p[1] end
   end
+  local commands = {}
+  for _, p in ipairs(M.PROBES) do
+    for _, name in ipairs(names) do
+      local cmd = p[1] == name and not cache[name] and p[3] and p[3]()
+      if cmd then commands[#commands + 1] = cmd end
+    end
+  end
+  probe_runs(commands)
   for _, name in ipairs(names) do
     local e = M.profiler(name)
     if not e.available then e.skipped = e.notes end
@@ -467,23 +519,64 @@ local function options(spec)
 end
 
 -- The root's first samples get their Python frames: its interpreter is looked for as it starts
--- (the exec, then ld.so mapping libpython) every 2 ms for up to PYTHON_START seconds; the other
--- processes are found as their samples are drained (a fork of a CPython at once, by the program).
+-- (the exec, then ld.so mapping libpython) every 2 ms for up to PYTHON_START seconds, or until it
+-- exits; the other processes are found as their samples are drained (a fork of a CPython at once,
+-- by the program).
 M.PYTHON_START = 0.03
-local function python_start(session, pid)
+local function python_start(session, p)
   local t0 = clock.now()
   repeat
-    if session:python(pid) then return end
-    clock.sleep(0.002)
+    if session:python(p.pid) or proc.wait_any({ p }, 0.002) then return end
   until clock.now() - t0 > M.PYTHON_START * 1e9
+end
+
+-- st = {method, passed, session}: the BPF session could not be had (err): the next method, and why.
+local function fall_back(st, o, err)
+  st.passed[#st.passed + 1] = { method = "bpf", reason = err }
+  st.method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
+  st.session = nil
+end
+
+-- What naming the frames will need, read on threads of wb's while the BPF programs load and the
+-- command runs, so that a short command's profile does not wait for it: /proc/kallsyms (tens of
+-- ms of kernel time), and the DWARF (inline chains, lines) of the command's executable and of
+-- libc, which nearly every stack holds (libc's debug file: some 40 ms to inflate).
+local function read_ahead(spec, o)
+  sym.prefetch_kernel()
+  if o.unwind ~= "dwarf" then return end
+  local unwind = require "wb.unwind"
+  local exe = not spec.shell and type(spec.argv) == "table" and spec.argv[1] and proc.which(spec.argv[1])
+  if exe then unwind.prefetch(exe) end
+  local libc = (fs.read("/proc/self/maps") or ""):match("%s(/%S+/libc%.so%.6)\n")
+  if libc then unwind.prefetch(libc) end
+end
+
+-- Waits for the BPF load of st.session (bpf.open async) and sets what follows from the method
+-- that is used: res.method, res.fallback, o.merged, st.off_skip.
+local function settle(st, o, res)
+  if st.session then
+    local ok, err = st.session:ready()
+    if not ok then fall_back(st, o, err) end
+  end
+  res.method = st.method
+  -- the BPF program reads the Python frames with each sample when it copies user stacks
+  o.merged = st.session ~= nil and o.unwind == "dwarf" and o.python
+  if #st.passed > 0 then res.fallback = reason_text(st.passed) end
+  st.off_skip = st.method ~= "bpf" and o.want_off and
+    ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
 end
 
 -- Runs the command held: counters, side-band (and, for perf_event, sampling) events and the BPF
 -- session are set up on its pid before it execs. Returns what they recorded, or nil, err, errno.
-local function record(spec, o, res, method, session)
+local function record(spec, o, res, st)
   local p <close>, err, errno = proc.spawn(spawn_spec(spec))
-  if not p then return nil, err, errno end
+  if not p then
+    settle(st, o, res)
+    return nil, err, errno
+  end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
+  settle(st, o, res) -- the BPF load, on its thread since before the spawn
+  local method, session = st.method, st.session
   local sampling = method == "perf_event" and o.want_on
   local dwarf = sampling and o.unwind == "dwarf"
   local side <close>, side_err = perf.sampler(p.pid, { sample = sampling, freq = o.freq,
@@ -502,8 +595,7 @@ local function record(spec, o, res, method, session)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   assert(p:release())
-  if session or sampling then sym.prefetch_kernel() end -- kernel frames are named after the run
-  if o.merged then python_start(session, p.pid) end
+  if o.merged then python_start(session, p) end
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
   local mem_sampler <close> = o.memory and memory.sampler(p.pid, { hz = o.memory_hz }) or nil
   -- Python stacks of every CPython process of the tree: read by the BPF program with each sample
@@ -666,30 +758,23 @@ function M.run(spec)
   local method, passed = choose(o.requested == "auto" and o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX
     and "perf_event" or o.requested, o.want_on or o.want_off)
   res.profilers = consulted()
-  local session
-  if method == "bpf" then
+  local st = { method = method, passed = passed }
+  if method == "bpf" then -- loaded on a thread while the command is spawned and its counters opened
     local err
-    session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
+    st.session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
       stack_entries = spec.stack_entries, count_entries = spec.count_entries,
-      ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python }
-    if not session then
-      passed[#passed + 1] = { method = "bpf", reason = err }
-      method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
-    end
+      ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python, async = true }
+    if not st.session then fall_back(st, o, err) end
   end
-  local session_close <close> = session
-  res.method = method
-  -- the BPF program reads the Python frames with each sample when it copies user stacks
-  o.merged = session ~= nil and o.unwind == "dwarf" and o.python
+  if st.method == "bpf" or st.method == "perf_event" then read_ahead(spec, o) end
+  local session_close <close> = st.session
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded
   if al and al.spec then spec = al.spec end
   local stages <close>, stages_err = require("wb.memory_stages").watch(spec) -- the application's stage lines, stamped
   if stages_err then return nil, "stderr: " .. stages_err end
   if stages then spec = stages.spec end
-  if #passed > 0 then res.fallback = reason_text(passed) end
-  local off_skip = method ~= "bpf" and o.want_off and
-    ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
-  if method == "perf_cli" then
+  if st.method == "perf_cli" then
+    settle(st, o, res)
     local records, err, errno = run_perf_cli(spec, res, o)
     if not res.result then return nil, err, errno end
     if not records then
@@ -698,15 +783,15 @@ function M.run(spec)
       local text, info = fold.fold_named(records, { root = auto_root(o.root, records) })
       res.oncpu = profile_of("oncpu", text, info, o)
     end
-    res.offcpu = o.want_off and { skipped = off_skip } or nil
+    res.offcpu = o.want_off and { skipped = st.off_skip } or nil
     quality(res)
     if al then res.alloc = al:profile({}, o) end
   else
-    local r, err, errno = record(spec, o, res, method, session)
+    local r, err, errno = record(spec, o, res, st)
     if not r then return nil, err, errno end
     if stages and r.memory then o.stages = stages:bands(r.memory.t0) end
     local sym_close <close> = r.sym
-    local sampled = profiles(res, r, o, off_skip)
+    local sampled = profiles(res, r, o, st.off_skip)
     quality(res, r.side, sampled)
     if al then res.alloc = al:profile(r, o) end
   end

@@ -808,8 +808,10 @@ function bpf.available() end
 ---stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes of user stack,
 ---a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a ring buffer, walked
 ---with CFI as s:drain() reads them), python = true (unwind mode: the Python frames of CPython 3.11+
----processes read with each record: s:read()'s records get python, gil_wait). nil, "bpf: ...", errno
----when BTF, privilege or the kernel refuses.
+---processes read with each record: s:read()'s records get python, gil_wait), async = false (the
+---load runs on a thread: s:ready() waits for it and says whether it worked, and must say true
+---before any other method is called). nil, "bpf: ...", errno when BTF, privilege or the kernel
+---refuses.
 function bpf.open(opts) end
 
 -- wb.html: HTML pages of wb.report -------------------------------------------------------------
@@ -1196,13 +1198,14 @@ local sym = {}
 ---starts by setting up %rbp.
 function sym.file(path) end
 ---name, offset = wb.sym.kernel(addr) : the kernel function at addr from /proc/kallsyms, or nil
----(always nil for a reader to whom kallsyms shows zero addresses)
+---(always nil for a reader to whom kallsyms shows zero addresses). The kernel image's symbols are
+---cached per boot in ~/.cache/wb (or $XDG_CACHE_HOME/wb); other addresses are read from kallsyms.
 function sym.kernel(addr) end
 ---n = wb.sym.load_kernel() : reads /proc/kallsyms now rather than at the first kernel lookup; the
 ---number of kernel functions, 0 when kallsyms shows zero addresses to this user.
 function sym.load_kernel() end
 ---ok = wb.sym.prefetch_kernel() : starts reading /proc/kallsyms on a thread of wb's, so that the
----first kernel lookup after a run finds it read (a capture calls it as its target starts); false
+---first kernel lookup after a run finds it read (a capture calls it as it starts); false
 ---when no thread could be started (the first lookup then reads it).
 ---@return boolean
 function sym.prefetch_kernel() end
@@ -1254,6 +1257,11 @@ function unwind.new() end
 ---info = wb.unwind.object(path) : {build_id, eh_frame, debug_frame, debug_info, debug_file?,
 ---frame_pointers} — what the unwinder and symbolizer can use in a file.
 function unwind.object(path) end
+---ok = wb.unwind.prefetch(path) : starts reading the file's DWARF (inline chains, lines,
+---.debug_frame) on wb's worker thread, ahead of the frames that will need it; false when the file
+---cannot be loaded. Compressed debug sections are inflated once per build id into ~/.cache/wb.
+---@return boolean
+function unwind.prefetch(path) end
 ---frames = wb.unwind.symbolize(path, vaddr) : the inline chain at an ELF virtual address of the
 ---file, innermost first: {{name, mangled?, file?, line?, inlined}} (the last one is the function
 ---holding the others, inlined = false); {} without DWARF for it.

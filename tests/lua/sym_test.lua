@@ -196,6 +196,94 @@ T.case("kernel addresses past the kernel image's text (_etext, _einittext) are u
   T.eq(sym.kernel(etext + 64), nil)
 end)
 
+-- Prints "name off" (or "nil") for each address (hex arguments) as a fresh wb names it; with
+-- "bpf" first, loads wb's BPF programs and names the address kallsyms now gives one of them.
+local KERNEL_NAMES = [[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local args = ctx.args
+  local s <close> = args[1] == "bpf" and assert(wb.bpf.open { ustack = 8192 }) or nil -- open while naming
+  if s then
+    local progs, last = {}, nil
+    for line in io.lines("/proc/kallsyms") do
+      local a, name = line:match("^(%x+) t (bpf_prog_%x+_on_%a+)\t%[bpf%]$")
+      if a then progs[#progs + 1] = { a, name } end
+      last = line
+    end
+    local p = progs[1] -- not the last line: the last symbol has no known end
+    if p and last:find(p[2], 1, true) then p = progs[2] end
+    args = { p and p[1] }
+    if p then io.write(p[2], " 0\n") end
+  end
+  for _, hex in ipairs(args) do
+    local name, off = wb.sym.kernel(tonumber(hex, 16))
+    io.write(name and (name .. " " .. off) or "nil", "\n")
+  end
+end }
+]]
+
+T.case("the kernel image's symbols are cached per boot (0600, checked), the rest read from kallsyms as it is", function()
+  local lines, at_addr = {}, {}
+  for line in io.lines("/proc/kallsyms") do
+    local a, name, rest = line:match("^(%x+) [tTwW] (%S+)(.*)$")
+    if a and tonumber(a, 16) ~= 0 and rest == "" then
+      lines[#lines + 1] = { a, name }
+      at_addr[a] = (at_addr[a] or 0) + 1
+    end
+  end
+  local want, addrs = {}, {}
+  for k, l in ipairs(lines) do -- functions alone at their address, within each, at an offset
+    if (k % 9973 == 1 or l[2] == "schedule") and at_addr[l[1]] == 1 and k < #lines then
+      addrs[#addrs + 1], want[#want + 1] = string.format("%x", tonumber(l[1], 16) + 1), l[2] .. " 1"
+    end
+  end
+  if #addrs == 0 then T.skip("kallsyms hides addresses from this user") end
+  local dir = T.tmpdir()
+  local script = dir .. "/names.lua"
+  assert(fs.write(script, KERNEL_NAMES))
+  local env = { XDG_CACHE_HOME = dir .. "/cache" }
+  local function names()
+    local res = T.wb({ "run", script, "--", table.unpack(addrs) }, { env = env })
+    T.eq(res.code, 0, res.stderr)
+    local out = {}
+    for l in res.stdout:gmatch("[^\n]+") do out[#out + 1] = l end
+    return out
+  end
+  T.eq(names(), want) -- read from kallsyms, then cached
+  local boot = assert(fs.read("/proc/sys/kernel/random/boot_id")):match("%S+")
+  local cache = dir .. "/cache/wb/kallsyms-" .. boot
+  local st = assert(fs.stat(cache))
+  T.eq(st.mode & 511, 384, "mode 0600")
+  T.eq(names(), want) -- from the cache
+  -- the cache is what the second run read: a name changed in it is the name given
+  local blob = assert(fs.read(cache))
+  local at = blob:find("\0schedule\0", 1, true)
+  T.ok(at, "schedule is in the cache")
+  assert(fs.write(cache, blob:sub(1, at) .. "schedulX" .. blob:sub(at + 9)))
+  os.execute("chmod 600 " .. cache)
+  local changed = names()
+  for k, w in ipairs(want) do
+    if w:match("^schedule ") then T.eq(changed[k], "schedulX 1") else T.eq(changed[k], w) end
+  end
+  -- one that another user could have written (group- or world-writable), or cut short, is not
+  -- trusted: kallsyms is read again and the cache rewritten
+  os.execute("chmod 666 " .. cache)
+  T.eq(names(), want)
+  T.eq(assert(fs.stat(cache)).mode & 511, 384)
+  assert(fs.write(cache, blob:sub(1, #blob // 2)))
+  os.execute("chmod 600 " .. cache)
+  T.eq(names(), want)
+  T.eq(assert(fs.stat(cache)).size, #blob)
+  -- a BPF program's address (outside the image: never cached) is named from kallsyms as it is
+  if require("wb.bpf").available() then
+    local res = T.wb({ "run", script, "--", "bpf" }, { env = env })
+    T.eq(res.code, 0, res.stderr)
+    local w, got = res.stdout:match("^(bpf_prog_%x+_on_%a+ 0)\n([^\n]*)\n$")
+    T.ok(w, res.stdout)
+    T.eq(got, w)
+  end
+end)
+
 -- MiniDebugInfo as Fedora's build makes it (gdb's manual, "MiniDebugInfo"): the functions that
 -- .dynsym lacks, kept in an xz-compressed ELF in .gnu_debugdata of the stripped file.
 T.case("MiniDebugInfo: a stripped file's .gnu_debugdata names its local functions", function()

@@ -729,6 +729,52 @@ T.case("libc6-dbg: libc's inline chains and lines through its build-id debug fil
   T.ok(inlined > 0, "some addresses hold inlined frames")
 end)
 
+-- Prints the inline chain of each address (hex arguments) of libc as a fresh wb gives it.
+local LIBC_CHAINS = [[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  for _, hex in ipairs(ctx.args) do
+    for _, f in ipairs(wb.unwind.symbolize("/usr/lib/x86_64-linux-gnu/libc.so.6", tonumber(hex, 16))) do
+      io.write(string.format("%s %s %s:%s %s\n", hex, f.name, f.file, f.line, tostring(f.inlined)))
+    end
+  end
+end }
+]]
+
+T.case("compressed DWARF (libc6-dbg's) is read from an inflated copy made once per build id, 0600, "
+  .. "with the same answers; a copy of another build id is not used", function()
+  local libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+  local o = unwind.object(libc)
+  if not o.debug_file then T.skip("libc6-dbg not installed (make deps installs it)") end
+  T.ok(run({ "readelf", "-S", "-W", o.debug_file }):find("%.debug_info +PROGBITS +%x+ +%x+ +%x+ +%x+ +C"),
+    "libc6-dbg's .debug_info is compressed")
+  local addrs = {}
+  for a in run({ "nm", o.debug_file }):gmatch("(%x+) [tT] [%w_]+\n") do
+    if #addrs < 400 and tonumber(a, 16) % 7 == 0 then addrs[#addrs + 1] = string.format("%x", tonumber(a, 16) + 20) end
+  end
+  local dir = T.tmpdir()
+  local script = dir .. "/chains.lua"
+  assert(fs.write(script, LIBC_CHAINS))
+  local function chains(cache_home)
+    local res = T.wb({ "run", script, "--", table.unpack(addrs) }, { env = { XDG_CACHE_HOME = cache_home } })
+    T.eq(res.code, 0, res.stderr)
+    return res.stdout
+  end
+  local direct = chains("/proc/wb-no-cache") -- no cache can be made: libdw inflates in memory
+  T.ok(select(2, direct:gsub(" true\n", "")) > 0, "some addresses hold inlined frames")
+  local copy = dir .. "/cache/wb/debug/" .. o.build_id .. ".debug"
+  T.eq(chains(dir .. "/cache"), direct) -- made
+  local st = assert(fs.stat(copy))
+  T.eq(st.mode & 511, 384, "mode 0600")
+  T.ok(not run({ "readelf", "-S", "-W", copy }):find("%.debug_info +PROGBITS +%x+ +%x+ +%x+ +%x+ +C"), "inflated")
+  T.eq(chains(dir .. "/cache"), direct) -- used
+  -- another file at its path (another build id's) is not used, and is replaced
+  assert(fs.write(copy, assert(fs.read("/bin/true"))))
+  os.execute("chmod 600 " .. copy)
+  T.eq(chains(dir .. "/cache"), direct)
+  T.eq(assert(fs.stat(copy)).size, st.size)
+end)
+
 -- A hot loop calling a tiny function of a shared library through its lazy PLT entry (so a share of
 -- the samples is in the PLT stub), and a signal handler that does the work (raise() in a loop).
 local TINY_LIB = [[
@@ -830,18 +876,25 @@ T.case("wb profile -- python3 (Debian's, no frame pointers), no options: native 
   T.ok(n / total >= 0.9, string.format("%d of %d samples under the eval loop, merged", n, total))
 end)
 
-T.case("wb profile stack_entries=64: kernel stacks that did not fit are counted and warned, the key named", function()
+T.case("wb profile unwind=fp stack_entries=64: stacks that did not fit the map are counted and warned, the key "
+  .. "named; the default unwinding loses none", function()
   local ok, why = require("wb.bpf").available()
   if not ok then T.skip("eBPF unavailable: " .. why) end
   if not profile_default("stack_entries") then
     T.skip("recipes/profile.lua does not take stack_entries yet (issue 16's recipe change)")
   end
   local out = T.tmpdir() .. "/run"
-  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "stack_entries=64", "freq=999", "shell=true", "-o", out,
-    "--", "for i in $(seq 150); do /bin/true; done" })
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "unwind=fp", "stack_entries=64", "freq=999",
+    "shell=true", "-o", out, "--", "for i in $(seq 150); do /bin/true; done" })
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "counted without their stack: the kernel's stack map was full[^\n]*raise stack_entries")
   local warned = false
   for _, w in ipairs(T.manifest(out).runs[1].warnings) do warned = warned or w:find("raise stack_entries", 1, true) end
   T.ok(warned, "the warning is in the manifest")
+  -- walked with CFI (the default), kernel stacks travel with the user stacks: no map to fill
+  res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "stack_entries=64", "freq=999", "shell=true", "-o",
+    out .. "2", "--", "for i in $(seq 150); do /bin/true; done" })
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not res.stdout:find("without their stack", 1, true), res.stdout)
+  T.match(fs.read(out .. "2/profiles/profile.offcpu.folded"), "_%[k%]")
 end)
