@@ -350,6 +350,46 @@ static int l_python(lua_State *L) {
   return 1;
 }
 
+/* -- pids = s:deferred() : unwind mode: the processes whose records wait for their mappings (they
+ * exited before their first records were drained, so /proc no longer had them); give them with
+ * s:fork, s:exec and s:add_map (the side-band records, in time order) before s:read(), which walks
+ * them. {} otherwise. */
+static int l_deferred(lua_State *L) {
+  session *s = check_session(L);
+  uint32_t pids[256];
+  size_t n = s->us ? wb_ustacks_deferred_pids(s->us, pids, 256) : 0;
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushinteger(L, pids[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* -- s:add_map(pid, addr, len, pgoff, path [, build_id]), s:fork(child, parent), s:exec(pid) :
+ * unwind mode: the mappings of a process, for its deferred records (see s:deferred) */
+static int l_add_map(lua_State *L) {
+  session *s = check_session(L);
+  if (s->us)
+    wb_unwinder_add_map(wb_ustacks_unwinder(s->us), (int)luaL_checkinteger(L, 2), (uint64_t)luaL_checkinteger(L, 3),
+                        (uint64_t)luaL_checkinteger(L, 4), (uint64_t)luaL_checkinteger(L, 5), luaL_checkstring(L, 6),
+                        luaL_optstring(L, 7, NULL));
+  return 0;
+}
+
+static int l_fork(lua_State *L) {
+  session *s = check_session(L);
+  if (s->us)
+    wb_unwinder_fork(wb_ustacks_unwinder(s->us), (int)luaL_checkinteger(L, 2), (int)luaL_checkinteger(L, 3));
+  return 0;
+}
+
+static int l_exec(lua_State *L) {
+  session *s = check_session(L);
+  if (s->us) wb_unwinder_exec(wb_ustacks_unwinder(s->us), (int)luaL_checkinteger(L, 2));
+  return 0;
+}
+
 /* -- s:arm() : counting starts now; call it right before releasing the held command, so the
  * wait at the gate is not counted */
 static int l_arm(lua_State *L) {
@@ -496,6 +536,7 @@ static void push_ustacks(lua_State *L, session *s, int offcpu) {
 static int l_read(lua_State *L) {
   session *s = check_session(L);
   if (s->rb) ring_buffer__consume(s->rb);
+  if (s->us) wb_ustacks_replay(s->us);
   lua_newtable(L);
   int cache = lua_gettop(L);
   lua_createtable(L, 0, 5);
@@ -562,9 +603,10 @@ static int l_tostring(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg session_methods[] = {{"arm", l_arm},         {"close", l_close}, {"drain", l_drain},
-                                           {"python", l_python},   {"read", l_read},   {"ready", l_ready},
-                                           {"stop", l_stop},       {"track", l_track}, {NULL, NULL}};
+static const luaL_Reg session_methods[] = {
+    {"add_map", l_add_map}, {"arm", l_arm},     {"close", l_close}, {"deferred", l_deferred}, {"drain", l_drain},
+    {"exec", l_exec},       {"fork", l_fork},   {"python", l_python}, {"read", l_read},     {"ready", l_ready},
+    {"stop", l_stop},       {"track", l_track}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};
 

@@ -6,6 +6,7 @@
  * at the same instant; they are named here (core/python_read.c), and the process is put in the
  * program's py_procs when first seen (looked at again at each drain until it is CPython). */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -19,7 +20,18 @@ typedef struct pending {
   uint32_t tid1; /* tid + 1, 0 free */
   uint64_t ts_out;
   size_t entry;  /* index + 1 into entries, 0 none */
+  size_t later;  /* or index + 1 into the deferred records */
 } pending;
+
+/* A record of a process whose mappings were unknown when it was drained (it had exited: /proc has
+ * none); walked at the end, once the side-band records gave them (wb_ustacks_replay). */
+typedef struct deferred {
+  void *rec;
+  size_t size;
+  uint64_t away; /* a switch-out: the time away, once its switch-in came */
+} deferred;
+
+#define DEFERRED_MAX (64u << 20) /* bytes of deferred records kept, at most */
 
 typedef struct pyseen {
   uint32_t tgid1;  /* tgid + 1, 0 free */
@@ -48,6 +60,8 @@ struct wb_ustacks {
   uint64_t bytes;
   uint64_t own[16][2]; /* [start, end) of wb's own BPF code */
   size_t nown;
+  deferred *later;
+  size_t nlater, caplater, later_bytes;
 };
 
 wb_ustacks *wb_ustacks_new(void) {
@@ -68,6 +82,8 @@ void wb_ustacks_free(wb_ustacks *a) {
   free(a->pool);
   free(a->slots);
   free(a->pend);
+  for (size_t i = 0; i < a->nlater; i++) free(a->later[i].rec);
+  free(a->later);
   free(a);
 }
 
@@ -222,16 +238,30 @@ static size_t python_items(wb_ustacks *a, wb_pyproc *p, const struct wb_py_frame
   return k;
 }
 
-int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
-  struct wb_ustack_hdr h;
-  if (size < sizeof h) return 0;
-  memcpy(&h, data, sizeof h);
-  if (h.type == WB_REC_IN) {
-    pending *p = pending_of(a, h.tid, 0);
-    if (p && p->entry && p->ts_out == h.ts_out && h.ts >= h.ts_out) a->e[p->entry - 1].count += h.ts - h.ts_out;
-    if (p) p->entry = 0;
-    return 0;
+/* Keeps a copy of the record for wb_ustacks_replay; 0 when there is no room left (it is walked
+ * now, without mappings). A switch-out's pending slot points at it. */
+static int defer(wb_ustacks *a, const void *data, size_t size, const struct wb_ustack_hdr *h) {
+  if (a->later_bytes + size > DEFERRED_MAX) return 0;
+  if (a->nlater == a->caplater) {
+    size_t cap = a->caplater ? a->caplater * 2 : 64;
+    deferred *p = realloc(a->later, cap * sizeof *p);
+    if (!p) return 0;
+    a->later = p, a->caplater = cap;
   }
+  void *copy = malloc(size);
+  if (!copy) return 0;
+  memcpy(copy, data, size);
+  a->later[a->nlater++] = (deferred){.rec = copy, .size = size};
+  a->later_bytes += size;
+  pending *p = h->type == WB_REC_OUT ? pending_of(a, h->tid, 1) : NULL;
+  if (p) p->ts_out = h->ts, p->entry = 0, p->later = a->nlater;
+  return 1;
+}
+
+/* Walks an on-CPU or switch-out record and names its Python frames: the index + 1 of its entry
+ * (0: malformed or out of memory). */
+static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_ustack_hdr *hp) {
+  struct wb_ustack_hdr h = *hp;
   const uint8_t *body = (const uint8_t *)data + sizeof h;
   size_t room = size - sizeof h;
   if (h.kern_n > WB_BPF_MAX_FRAMES || h.kern_n * 8u > room) h.kern_n = 0;
@@ -264,7 +294,24 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   uint32_t nk = h.kern_n - skip;
   memmove(pcs + total, pcs + total + skip, (size_t)nk * 8);
   total += nk;
-  size_t at = entry_of(a, &h, py, pcs, (size_t)n, nk, total);
+  return entry_of(a, &h, py, pcs, (size_t)n, nk, total);
+}
+
+int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
+  struct wb_ustack_hdr h;
+  if (size < sizeof h) return 0;
+  memcpy(&h, data, sizeof h);
+  if (h.type == WB_REC_IN) {
+    pending *p = pending_of(a, h.tid, 0);
+    if (p && p->ts_out == h.ts_out && h.ts >= h.ts_out) {
+      if (p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
+      else if (p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
+    }
+    if (p) p->entry = 0, p->later = 0;
+    return 0;
+  }
+  if (h.ip && wb_unwinder_mapped(a->u, (int)h.tgid) == 0 && defer(a, data, size, &h)) return 0;
+  size_t at = place(a, data, size, &h);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {
     a->e[at - 1].count++;
@@ -273,9 +320,35 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     if (p) {
       p->ts_out = h.ts;
       p->entry = at;
+      p->later = 0;
     }
   }
   return 0;
+}
+
+size_t wb_ustacks_deferred_pids(const wb_ustacks *a, uint32_t *out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < a->nlater; i++) {
+    uint32_t tgid;
+    memcpy(&tgid, (const uint8_t *)a->later[i].rec + offsetof(struct wb_ustack_hdr, tgid), sizeof tgid);
+    size_t k = 0;
+    while (k < n && out[k] != tgid) k++;
+    if (k == n && n < max) out[n++] = tgid;
+  }
+  return n;
+}
+
+void wb_ustacks_replay(wb_ustacks *a) {
+  for (size_t i = 0; i < a->cappend; i++) a->pend[i].later = 0; /* their switch-ins are gone */
+  for (size_t i = 0; i < a->nlater; i++) {
+    deferred *d = &a->later[i];
+    struct wb_ustack_hdr h;
+    memcpy(&h, d->rec, sizeof h);
+    size_t at = place(a, d->rec, d->size, &h);
+    if (at) a->e[at - 1].count += h.type == WB_REC_ONCPU ? 1 : d->away;
+    free(d->rec);
+  }
+  a->nlater = a->later_bytes = 0;
 }
 
 const wb_ustack_entry *wb_ustacks_entries(const wb_ustacks *a, size_t *n) {

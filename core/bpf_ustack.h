@@ -36,6 +36,13 @@ void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len);
 /* Handles one record of the ring buffer; returns 0 (a malformed one is counted and skipped). */
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size);
 
+/* A record of a process with no known mappings (it exited before its records were drained) is
+ * kept; the processes of those (at most max) into out, their count. Give the unwinder their
+ * mappings (wb_ustacks_unwinder: fork, exec, add_map from the side-band records), then replay:
+ * they are walked and counted (switch-outs with their time away). */
+size_t wb_ustacks_deferred_pids(const wb_ustacks *a, uint32_t *out, size_t max);
+void wb_ustacks_replay(wb_ustacks *a);
+
 /* The aggregated stacks; the pool of pcs they point into. */
 const wb_ustack_entry *wb_ustacks_entries(const wb_ustacks *a, size_t *n);
 const uint64_t *wb_ustacks_pool(const wb_ustacks *a);

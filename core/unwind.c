@@ -153,6 +153,12 @@ static int snapshot(uspace *a, uint32_t epoch) {
 
 void wb_unwinder_next_epoch(wb_unwinder *u) { u->epoch++; }
 
+int wb_unwinder_mapped(wb_unwinder *u, int pid) {
+  uspace *a = find_space(u, pid, 1);
+  if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
+  return a ? (int)a->n : 0;
+}
+
 int wb_unwinder_snapshot(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 1);
   if (!a) {

@@ -109,6 +109,10 @@ void wb_unwinder_fork(wb_unwinder *u, int child, int parent);
 void wb_unwinder_exec(wb_unwinder *u, int pid);
 int wb_unwinder_snapshot(wb_unwinder *u, int pid);
 
+/* How many mappings pid has, after a /proc/PID/maps snapshot if it had none yet: 0 when it
+ * exited before any were known. */
+int wb_unwinder_mapped(wb_unwinder *u, int pid);
+
 /* Starts a new epoch (a drain): a process whose mappings are a snapshot gets a fresh one, once per
  * epoch, when a pc is in none of them (code mapped since, as by dlopen). */
 void wb_unwinder_next_epoch(wb_unwinder *u);

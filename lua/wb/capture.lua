@@ -546,6 +546,7 @@ local function read_ahead(spec, o)
   if o.unwind ~= "dwarf" then return end
   local unwind = require "wb.unwind"
   local exe = not spec.shell and type(spec.argv) == "table" and spec.argv[1] and proc.which(spec.argv[1])
+  exe = exe and fs.realpath(exe) -- the path its mappings will show
   if exe then unwind.prefetch(exe) end
   local libc = (fs.read("/proc/self/maps") or ""):match("%s(/%S+/libc%.so%.6)\n")
   if libc then unwind.prefetch(libc) end
@@ -564,6 +565,20 @@ local function settle(st, o, res)
   if #st.passed > 0 then res.fallback = reason_text(st.passed) end
   st.off_skip = st.method ~= "bpf" and o.want_off and
     ("off-CPU time needs eBPF (sched_switch)" .. (res.fallback and ": " .. res.fallback or "")) or nil
+end
+
+-- The records of processes that exited before their first records were drained (short-lived
+-- children: /proc no longer had their mappings) wait in the session; their mappings, forks and
+-- execs from the side-band records, in time order, let s:read() walk them.
+local function replay_mappings(session, side)
+  local pids = {}
+  for _, pid in ipairs(session:deferred()) do pids[pid] = true end
+  if not next(pids) then return end
+  fold.feed({
+    fork = function(_, pid, ppid) if pids[pid] and pid ~= ppid then session:fork(pid, ppid) end end,
+    exec = function(_, pid) if pids[pid] then session:exec(pid) end end,
+    add_map = function(_, pid, ...) if pids[pid] then session:add_map(pid, ...) end end,
+  }, side)
 end
 
 -- Runs the command held: counters, side-band (and, for perf_event, sampling) events and the BPF
@@ -614,6 +629,7 @@ local function record(spec, o, res, st)
   res.counters = counters and counters:read() or nil
   r.side = side and side:read()
   if r.side then fold.feed(symbolizer, r.side) end
+  if session and r.side then replay_mappings(session, r.side) end
   r.data = session and session:read()
   return r
 end

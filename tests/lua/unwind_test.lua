@@ -502,6 +502,31 @@ int main(void) {
 }
 ]]
 
+-- A short process: some 20 ms of CPU under main, then it exits.
+local SHORT = [[
+volatile unsigned long sink;
+__attribute__((noinline)) void spin(long n) { for (long i = 0; i < n; i++) sink += i * i; }
+int main(void) { spin(12000000); return 0; }
+]]
+
+T.case("eBPF, default unwinding: processes that exit before their records are drained (a loop of short "
+  .. "children) still have complete stacks, from the side-band mappings", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  local exe = build("short", "c", SHORT, "gcc")
+  local res = assert(capture.run { cmd = "for i in 1 2 3 4 5 6 7 8 9 10; do " .. exe .. "; done", shell = true,
+    freq = 999, stdout = "capture", method = "bpf", root = "comm" })
+  T.ok(res.ok, "the loop ran")
+  local short = {}
+  for line in res.oncpu.folded_text:gmatch("[^\n]+") do
+    if line:match("^short;") then short[#short + 1] = line end
+  end
+  local n, total = under(table.concat(short, "\n"), "main")
+  T.ok(total >= 50, "samples of the short processes: " .. total)
+  T.ok(n / total >= 0.95, string.format("%d of %d samples of short reach main", n, total))
+  T.ok(under(table.concat(short, "\n"), "spin") / total >= 0.9, "under spin")
+end)
+
 T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walked too", function()
   local ok, why = require("wb.bpf").available()
   if not ok then T.skip("eBPF unavailable: " .. why) end
