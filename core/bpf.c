@@ -191,13 +191,14 @@ static void tell_own_code(session *s) {
 }
 
 /* The ring buffer of unwind mode: room for 4x what every CPU's samples write between two drains
- * (0.1 s apart, lua/wb/capture.lua) at full records, 16 MiB at least (switch-outs are not bounded
- * by the rate: the floor holds some 1,900 full ones per drain), 256 MiB at most. */
+ * (0.05 s apart, lua/wb/capture.lua) at full records, 8 MiB at least (switch-outs are not bounded
+ * by the rate: the floor holds some 900 full ones per drain, 18,000 a second; allocating the
+ * pages costs ~0.5 ms per MiB at each load), 256 MiB at most. */
 static uint32_t ring_bytes(const load_opts *o) {
   int ncpu = libbpf_num_possible_cpus();
-  double need = 4.0 * (ncpu > 0 ? ncpu : 1) * (double)o->freq * 0.1 *
+  double need = 4.0 * (ncpu > 0 ? ncpu : 1) * (double)o->freq * 0.05 *
                 (double)(o->ustack + sizeof(struct wb_ustack) - WB_USTACK_MAX);
-  uint32_t bytes = 16u << 20;
+  uint32_t bytes = 8u << 20;
   while (bytes < need && bytes < (256u << 20)) bytes <<= 1;
   return bytes;
 }

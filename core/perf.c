@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,13 +347,41 @@ static int l_hardware(lua_State *L) {
   return 2;
 }
 
+static void *warm_main(void *arg) {
+  (void)arg;
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.type = PERF_TYPE_SOFTWARE;
+  a.config = PERF_COUNT_SW_DUMMY;
+  a.disabled = 1;
+  int fd = wb_perf_open(&a, 0, -1, -1);
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+/* -- ok = wb.perf.warm() : opens and closes a per-task event on a thread of its own, at once. The
+ * first per-task event of the machine (none open for a second) waits out an RCU grace period in
+ * the kernel (perf_sched_events: ~10 ms); counters opened soon after on the command then do not.
+ * A capture calls it as it starts; false when no thread could be started. */
+static int l_warm(lua_State *L) {
+  pthread_t t;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes none of wb's signals */
+  int ok = pthread_create(&t, NULL, warm_main, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (ok) pthread_detach(t);
+  lua_pushboolean(L, ok);
+  return 1;
+}
+
 static const luaL_Reg counters_methods[] = {{"close", l_close},   {"disable", l_disable},
                                             {"enable", l_enable}, {"read", l_read},
                                             {NULL, NULL}};
 
 static const luaL_Reg perf_functions[] = {{"counters", l_counters}, {"events", l_events},
                                           {"hardware", l_hardware}, {"paranoid", l_paranoid},
-                                          {"sampler", wb_perf_sampler}, {NULL, NULL}};
+                                          {"sampler", wb_perf_sampler}, {"warm", l_warm}, {NULL, NULL}};
 
 int luaopen_wb_perf(lua_State *L) {
   wb_new_class(L, COUNTERS_MT, counters_methods, NULL, l_close, l_tostring);

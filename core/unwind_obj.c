@@ -144,6 +144,9 @@ static void read_dwarf(wb_dwobj *o) {
     if (o->dbg_e) o->dw = dwarf_begin_elf(uncompressed(o, o->dbg_e), DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);
+  Dwarf_Aranges *ar;
+  size_t nar;
+  if (o->dw) (void)dwarf_getaranges(o->dw, &ar, &nar); /* the address -> CU index the first lookup needs */
   if (!o->dcfi && has_section(o->dw_e, ".debug_frame")) {
     Dwarf *d = o->dw ? NULL : dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
     if (d) {

@@ -31,6 +31,7 @@ M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
 M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
+M.DRAIN = 0.05            -- seconds between two drains of the sample buffers while the command runs
 -- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
 -- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
 M.DEFAULT_UNWIND = "dwarf"
@@ -251,7 +252,8 @@ local function spawn_spec(spec, argv)
   return s
 end
 
--- result = wait_stoppable(p, res [, each]) : waits for p, calling each(done) about every 0.1 s.
+-- result = wait_stoppable(p, res [, each]) : waits for p, calling each(done) about every DRAIN s
+-- (the ring buffers are sized for that: core/bpf.c, o.pages).
 -- The first Ctrl-C meanwhile stops the command instead of wb (SIGINT to its process group, then
 -- SIGTERM STOP_GRACE seconds later) and sets res.stopped = "SIGINT", so that what was recorded
 -- is kept and written; a second Ctrl-C interrupts wb as usual.
@@ -262,7 +264,7 @@ local function wait_stoppable(p, res, each)
   local ok, err = pcall(function()
     local stop_ns
     repeat
-      local done = proc.wait_any({ p }, 0.1)
+      local done = proc.wait_any({ p }, M.DRAIN)
       if each then each(done) end
       if not done and core.deferred_interrupt() then
         if not stop_ns then
@@ -511,7 +513,7 @@ local function options(spec)
   if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > 65528 or o.stack_size % 8 ~= 0 then
     error("wb.capture: stack_size must be a multiple of 8 in 512..65528", 3)
   end
-  o.pages = 128 -- ring pages per CPU: a drain every 0.1 s must find room for 4x what a CPU writes
+  o.pages = 128 -- ring pages per CPU: room for 4x what a CPU writes in 0.1 s (two drains, M.DRAIN)
   while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
   local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
   o.title = spec.title or table.concat(words, " ")
@@ -782,6 +784,7 @@ function M.run(spec)
       ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python, async = true }
     if not st.session then fall_back(st, o, err) end
   end
+  if spec.counters ~= false or st.method == "perf_event" then perf.warm() end -- the RCU wait off the path
   if st.method == "bpf" or st.method == "perf_event" then read_ahead(spec, o) end
   local session_close <close> = st.session
   local al <close> = o.alloc and alloc.start(spec, o, method) or nil -- the allocation sampler preloaded

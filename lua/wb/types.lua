@@ -1019,6 +1019,11 @@ function perf.events() end
 function perf.hardware() end
 ---n = wb.perf.paranoid() : kernel.perf_event_paranoid (2 when unreadable)
 function perf.paranoid() end
+---ok = wb.perf.warm() : opens and closes a per-task event on a thread of its own, at once: the
+---first per-task event of the machine waits out an RCU grace period (~10 ms); counters opened soon
+---after then do not. false when no thread could be started.
+---@return boolean
+function perf.warm() end
 ---s, err, errno = wb.perf.sampler(pid [, opts]) : one event + ring per online CPU on pid and its
 ---descendants, enabled at pid's next exec (spawn it held). opts: freq = 99 (cpu-clock samples per
 ---second with user and kernel call chains), sample = true (false: only the side-band records, for

@@ -209,3 +209,14 @@ T.case("misuse raises; a missing process is an error value", function()
   q:close()
   T.raises(function() q:read() end, "closed")
 end)
+
+T.case("warm: opens and closes a per-task event on a thread; counters opened after it work as before", function()
+  T.eq(perf.warm(), true)
+  T.eq(perf.warm(), true) -- again: harmless
+  local p <close> = assert(proc.spawn { argv = { "sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done" },
+    held = true })
+  local c <close> = assert(perf.counters(p.pid))
+  assert(p:release())
+  p:wait()
+  T.ok(c:read()["task-clock"].value > 0, "task-clock counted")
+end)
