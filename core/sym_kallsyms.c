@@ -113,15 +113,13 @@ static void read_all(table *t) {
 
 /* The boot's id (36 characters) into out[40], NUL-padded; -1 when unreadable. */
 static int boot_id(char out[40]) {
-  size_t len;
-  char *s = slurp("/proc/sys/kernel/random/boot_id", &len);
+  char s[64];
   memset(out, 0, 40);
-  if (!s) return -1;
+  if (wb_read_small("/proc/sys/kernel/random/boot_id", s, sizeof s) < 0) return -1;
   size_t n = strcspn(s, "\n");
-  int ok = n >= 16 && n < 40;
-  if (ok) memcpy(out, s, n);
-  free(s);
-  return ok ? 0 : -1;
+  if (n < 16 || n >= 40) return -1;
+  memcpy(out, s, n);
+  return 0;
 }
 
 int wb_cache_dir(char *out, size_t size) {
