@@ -320,7 +320,8 @@ static int l_ready(lua_State *L) {
 }
 
 /* -- n = s:drain() : walks the pending user-stack records (unwind mode; call it periodically while
- * the target runs: the ring buffer is 16 MiB); how many there were, 0 when not in unwind mode */
+ * the target runs: the ring buffer holds 0.2 s of samples at full records, 8 MiB at least); how
+ * many there were, 0 when not in unwind mode */
 static int l_drain(lua_State *L);
 
 static session *check_session(lua_State *L) {
