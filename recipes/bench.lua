@@ -12,7 +12,7 @@ return wb.recipe {
     runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0,
     setup = wb.null, prepare = wb.null, conclude = wb.null, cleanup = wb.null,
     ignore_failure = false, shell = false, order = "interleaved", seed = 1,
-    reference = wb.null, timeout = wb.null, scan = {}, commands = {},
+    reference = wb.null, timeout = wb.null, scan = {}, commands = {}, threshold = 0.01,
   },
   open = { "scan" }, -- scan.PARAM=values names the parameter
   types = {
@@ -20,7 +20,7 @@ return wb.recipe {
     warmup = "integer>=0", setup = "string|null", prepare = "string|null", conclude = "string|null",
     cleanup = "string|null", ignore_failure = "boolean", shell = "boolean", order = "interleaved|random",
     seed = "integer", reference = "string|integer|null", timeout = "number>0|null", scan = "mapping",
-    commands = "list",
+    commands = "list", threshold = "number>=0",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -34,7 +34,7 @@ return wb.recipe {
       max_runs = opt(cfg.max_runs), warmup = cfg.warmup, setup = opt(cfg.setup), prepare = opt(cfg.prepare),
       conclude = opt(cfg.conclude), cleanup = opt(cfg.cleanup), ignore_failure = cfg.ignore_failure,
       shell = cfg.shell, order = cfg.order, seed = cfg.seed, reference = opt(cfg.reference),
-      timeout = opt(cfg.timeout), scan = cfg.scan,
+      timeout = opt(cfg.timeout), scan = cfg.scan, threshold = cfg.threshold,
     }
     local plan = wb.bench.plan(spec) -- also checks the commands before the run directory is made
     local c = wb.campaign.open(ctx)

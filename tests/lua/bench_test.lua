@@ -29,7 +29,7 @@ end)
 
 T.case("two identical commands: no significant difference", function()
   local s = bench.run { commands = { { name = "a", argv = { "sleep", "0.02" } }, { name = "b", argv = { "sleep", "0.02" } } }, runs = 15 }
-  T.eq(s.comparisons[1].verdict, "no significant difference")
+  T.eq(s.comparisons[1].verdict, "no significant difference", s.comparisons[1].text)
 end)
 
 T.case("automatic run count: at least min_runs and min_time", function()
