@@ -10,7 +10,6 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "internal.h"
 #include "profile.h"
 #include "profile.skel.h"
+#include "ticker.h"
 
 #define SESSION_MT "wb.bpf.session"
 
@@ -293,14 +293,9 @@ static int l_open(lua_State *L) {
     lua_pushinteger(L, EPERM);
     return 3;
   }
-  if (async) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the loader takes none of wb's signals */
-    s->loading = pthread_create(&s->loader, NULL, loader_main, s) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    s->pending = s->loading; /* the userdata stays put: __gc joins the loader before it is freed */
-    if (s->loading) return 1;
+  if (async && wb_thread_start(&s->loader, loader_main, s) == 0) {
+    s->loading = s->pending = 1; /* the userdata stays put: __gc joins the loader before it is freed */
+    return 1;
   }
   if (load(s)) return push_load_error(L, s->load_err, s->load_what);
   return 1;

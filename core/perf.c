@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "opt.h"
 #include "perf.h"
+#include "ticker.h"
 #include "internal.h"
 
 #define COUNTERS_MT "wb.perf.counters"
@@ -364,14 +364,7 @@ static void *warm_main(void *arg) {
  * the kernel (perf_sched_events: ~10 ms); counters opened soon after on the command then do not.
  * A capture calls it as it starts; false when no thread could be started. */
 static int l_warm(lua_State *L) {
-  pthread_t t;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes none of wb's signals */
-  int ok = pthread_create(&t, NULL, warm_main, NULL) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (ok) pthread_detach(t);
-  lua_pushboolean(L, ok);
+  lua_pushboolean(L, wb_thread_start(NULL, warm_main, NULL) == 0);
   return 1;
 }
 

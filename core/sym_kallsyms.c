@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,17 +223,7 @@ int wb_kallsyms_prefetch(void) {
   static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
   static int started;
   pthread_mutex_lock(&lock);
-  if (!started) {
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes none of wb's signals */
-    if (pthread_create(&t, NULL, kallsyms_thread, NULL) == 0) {
-      pthread_detach(t);
-      started = 1;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-  }
+  if (!started) started = wb_thread_start(NULL, kallsyms_thread, NULL) == 0;
   pthread_mutex_unlock(&lock);
   return started ? 0 : -1;
 }

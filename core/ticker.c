@@ -4,11 +4,23 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+int wb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+  pthread_t own;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int e = pthread_create(t ? t : &own, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e == 0 && !t) pthread_detach(own);
+  return e;
+}
 
 void wb_thread_background(void) {
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19); /* Linux: per thread */
@@ -48,7 +60,7 @@ int wb_ticker_start(wb_ticker *t, double hz, void (*tick)(void *, double), void 
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&t->wake, &ca);
   pthread_condattr_destroy(&ca);
-  int e = pthread_create(&t->thread, NULL, ticker_main, t);
+  int e = wb_thread_start(&t->thread, ticker_main, t);
   t->running = e == 0;
   return e;
 }

@@ -23,6 +23,11 @@ int wb_ticker_start(wb_ticker *t, double hz, void (*tick)(void *, double), void 
  * harmless when not running. */
 void wb_ticker_stop(wb_ticker *t);
 
+/* Starts fn(arg) on a thread with every signal blocked, so that wb's signals (SIGINT, SIGCHLD, ...)
+ * are taken by the thread that handles them; the thread is detached when t is NULL. Returns 0, or
+ * the pthread_create error. */
+int wb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+
 /* The calling thread runs at nice 19 from now on: for work done ahead of its use (a read-ahead),
  * which must take no CPU from the command or from wb's own start while either wants it. */
 void wb_thread_background(void);

@@ -17,7 +17,6 @@
 #include <libelf.h>
 #include <libiberty/demangle.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,7 +117,8 @@ found:
   o->debug_file = strdup(path);
 }
 
-/* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o. */
+/* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
+ * the first file whose DWARF is read (a second one, should the first fail, is read as it is). */
 static Elf *uncompressed(wb_dwobj *o, Elf *e) {
   if (o->inflated_e) return e;
   Elf *c = wb_dwarf_inflated(e, o->build_id, &o->inflated_fd);
@@ -191,15 +191,7 @@ static void *ahead_main(void *arg) {
 
 void wb_dwobj_prefetch(wb_dwobj *o) {
   pthread_mutex_lock(&ahead.lock);
-  if (!ahead.started) {
-    pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the worker takes none of wb's signals */
-    ahead.started = pthread_create(&t, NULL, ahead_main, NULL) == 0 ? 1 : -1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (ahead.started == 1) pthread_detach(t);
-  }
+  if (!ahead.started) ahead.started = wb_thread_start(NULL, ahead_main, NULL) == 0 ? 1 : -1;
   if (ahead.started == 1 && !o->queued) {
     o->queued = 1;
     if (ahead.tail) ahead.tail->queue_next = o;

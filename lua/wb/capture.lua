@@ -44,27 +44,20 @@ local outputs = {}
 
 local function key_of(argv) return table.concat(argv, "\0") end
 
--- {ok, stdout} of running argv (stderr with stdout, 10 s at most), run once.
-local function probe_run(argv)
-  local key = key_of(argv)
-  if not outputs[key] then
-    local ok, res = pcall(proc.run, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
-    outputs[key] = { ok = ok and res ~= nil and res.ok, stdout = ok and res and res.stdout or "" }
-  end
-  return outputs[key]
-end
-
--- Runs the probe commands of list (argvs) not run yet all at once: their wall time is the slowest
--- one's, not the sum (python3 alone takes some 30 ms to start).
+-- Runs the probe commands of list (argvs) not run yet, all at once (stderr with stdout, 10 s at
+-- most): their wall time is the slowest one's, not the sum (python3 alone takes some 30 ms to
+-- start). A command that cannot be started is {ok = false, stdout = why}.
 local function probe_runs(list)
-  local procs, keys = {}, {}
+  local procs, keys, started = {}, {}, {}
   for _, argv in ipairs(list) do
     local key = key_of(argv)
-    if not outputs[key] then
-      local ok, p = pcall(proc.spawn, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
+    if not outputs[key] and not started[key] then
+      started[key] = true
+      local ok, p, err = pcall(proc.spawn, { argv = argv, stdout = "capture", stderr = "stdout", timeout = 10 })
       if ok and p then
         procs[#procs + 1], keys[#keys + 1] = p, key
-        outputs[key] = false -- started
+      else
+        outputs[key] = { ok = false, stdout = tostring(ok and err or p) }
       end
     end
   end
@@ -72,6 +65,12 @@ local function probe_runs(list)
     outputs[keys[i]] = { ok = r.ok, stdout = r.stdout or "" }
     procs[i]:close()
   end
+end
+
+-- {ok, stdout} of running argv, run once.
+local function probe_run(argv)
+  probe_runs({ argv })
+  return outputs[key_of(argv)]
 end
 
 local function first_version_line(argv)
