@@ -288,9 +288,12 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
     if (h.py_n) a->py_records++;
     if (h.type == WB_REC_OUT && h.sysno == SYS_futex && wb_pyproc_in_gil(proc, h.arg0)) py |= WB_PY_GIL_WAIT;
   }
-  uint32_t skip = 0; /* the program's own frames at the leaf end */
+  /* up to the program's own outermost frame: its code and what it called (helpers, bpf_loop),
+   * as when a sample interrupted it; the stack of the code it ran for starts after that */
+  uint32_t skip = 0;
   memcpy(pcs + total, body, kbytes);
-  while (skip < h.kern_n && own_code(a, pcs[total + skip])) skip++;
+  for (uint32_t k = 0; k < h.kern_n; k++)
+    if (own_code(a, pcs[total + k])) skip = k + 1;
   uint32_t nk = h.kern_n - skip;
   memmove(pcs + total, pcs + total + skip, (size_t)nk * 8);
   total += nk;

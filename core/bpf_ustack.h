@@ -29,8 +29,8 @@ typedef struct wb_ustacks wb_ustacks;
 wb_ustacks *wb_ustacks_new(void);
 void wb_ustacks_free(wb_ustacks *a);
 
-/* [start, start + len) is code of wb's own programs: kernel frames there, at the leaf end of a
- * record's kernel stack, are dropped (at most 16 ranges are kept). */
+/* [start, start + len) is code of wb's own programs: a record's kernel stack is dropped up to its
+ * outermost frame there, with the frames it called (at most 16 ranges are kept). */
 void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len);
 
 /* Handles one record of the ring buffer; returns 0 (a malformed one is counted and skipped). */
