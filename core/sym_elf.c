@@ -90,7 +90,20 @@ void wb_elf_build_id(Elf *elf, char *out, size_t outlen) {
   }
 }
 
-/* The functions of the symbol table of type `type` (SHT_SYMTAB or SHT_DYNSYM); 0 when absent. */
+/* An assembler label that starts code (ld.so's _start and _dl_start_user are untyped and sizeless):
+ * a symbol without size inside, not at the end of, an executable section. Labels are named only
+ * where no function's range holds them (set_symbols), as the functions run from each one up to the
+ * next symbol. */
+#define LABEL_RANK 3
+static int code_label(Elf *elf, const GElf_Sym *sym) {
+  GElf_Shdr sh;
+  Elf_Scn *scn = sym->st_size == 0 && sym->st_shndx < SHN_LORESERVE ? elf_getscn(elf, sym->st_shndx) : NULL;
+  return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && sym->st_value >= sh.sh_addr &&
+         sym->st_value < sh.sh_addr + sh.sh_size;
+}
+
+/* The functions (and code labels) of the symbol table of type `type` (SHT_SYMTAB or SHT_DYNSYM); 0
+ * when absent. */
 static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct names *names) {
   Elf_Scn *scn = NULL;
   GElf_Shdr sh;
@@ -105,11 +118,12 @@ static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct na
     GElf_Sym sym;
     if (!gelf_getsym(data, (int)i, &sym)) continue;
     int t = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
-    if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    if (t == STT_NOTYPE ? !code_label(elf, &sym) : t != STT_FUNC && t != STT_GNU_IFUNC) continue;
     const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
     if (!name || !*name) continue;
     syms[n++] = (wb_symbol){.addr = sym.st_value, .size = sym.st_size, .name = add_name(names, name),
-                            .rank = (uint8_t)(bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2)};
+                            .rank = (uint8_t)(t == STT_NOTYPE ? LABEL_RANK : bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2)};
   }
   if (n == 0) {
     free(syms);
@@ -122,8 +136,12 @@ static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct na
 static void set_symbols(wb_elf *e, wb_symbol *syms, size_t n, struct names *names) {
   qsort(syms, n, sizeof *syms, wb_symbol_order);
   size_t kept = 0;
-  for (size_t i = 0; i < n; i++)
+  uint64_t covered = 0; /* the end of the furthest-reaching function so far */
+  for (size_t i = 0; i < n; i++) {
+    if (syms[i].rank == LABEL_RANK && syms[i].addr < covered) continue; /* a label inside a function */
     if (kept == 0 || syms[kept - 1].addr != syms[i].addr) syms[kept++] = syms[i];
+    if (syms[i].addr + syms[i].size > covered) covered = syms[i].addr + syms[i].size;
+  }
   free(e->syms);
   free(e->names);
   e->syms = syms;
@@ -146,6 +164,8 @@ static void load_elf(wb_elf *e, Elf *elf) {
       e->loads[e->nloads++] = (wb_load){ph.p_offset, ph.p_filesz, ph.p_vaddr};
   }
   wb_elf_build_id(elf, e->build_id, sizeof e->build_id);
+  GElf_Ehdr eh;
+  if (gelf_getehdr(elf, &eh)) e->entry = eh.e_entry;
   struct names names = {0};
   wb_symbol *syms = NULL;
   size_t n = read_symbols(elf, SHT_SYMTAB, &syms, &names);

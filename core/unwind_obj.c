@@ -307,6 +307,10 @@ static int plt_rule(const Dwarf_Op *op, size_t n, uint64_t pc, wb_unw_row *r) {
   return 0;
 }
 
+/* The first bytes at an object's ELF entry point, where code without CFI is the outermost frame:
+ * ld.so's _start (mov %rsp, %rdi; call _dl_start) has no FDE, and nothing calls it. */
+#define ENTRY_STUB 16
+
 static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   Dwarf_Frame *fr = NULL;
   r->kind = WB_UNW_NO_CFI;
@@ -315,7 +319,11 @@ static void compute_row(wb_dwobj *o, uint64_t pc, wb_unw_row *r) {
   } else {
     fr = NULL;
     load_dwarf(o);
-    if (!o->dcfi || dwarf_cfi_addrframe(o->dcfi, pc, &fr) != 0) return;
+    if (!o->dcfi || dwarf_cfi_addrframe(o->dcfi, pc, &fr) != 0) {
+      if (o->elf && o->elf->entry && pc >= o->elf->entry && pc < o->elf->entry + ENTRY_STUB)
+        r->kind = WB_UNW_ROW_END;
+      return;
+    }
   }
   Dwarf_Addr start, end;
   bool signal = false;

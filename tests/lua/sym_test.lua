@@ -82,6 +82,30 @@ T.case("lookup: every function nm lists, at its start and inside it", function()
   T.eq(sym.lookup(SPLIT, 16), nil)
 end)
 
+-- Code reached through untyped, sizeless assembler labels: one on its own (as ld.so's _start),
+-- one inside a C function, one at the end of .text (as _etext).
+local LABELS = [[
+__asm__(".text\n.globl bare_entry\nbare_entry:\n nop\n nop\n nop\n ret\n");
+__attribute__((noinline)) int typed(int x) {
+  for (volatile int i = 0; i < x; i++) {}
+  __asm__ volatile(".globl inner_label\ninner_label:\n nop");
+  return x * 3;
+}
+void bare_entry(void);
+int main(int argc, char **argv) { (void)argv; if (argc > 5) bare_entry(); return typed(argc); }
+]]
+
+T.case("lookup: an untyped code label names the code up to the next symbol, never code inside a "
+  .. "function", function()
+  local exe = compile(T.tmpdir(), "labels", LABELS, { "-g" })
+  local addr = {}
+  for a, t, name in run({ "nm", exe }):gmatch("(%x+) (%a) ([%w_]+)") do addr[name] = tonumber(a, 16) end
+  T.eq({ sym.lookup(exe, addr.bare_entry + 2) }, { "bare_entry", 2 })
+  T.ok(addr.inner_label > addr.typed, "the label is inside typed")
+  T.eq(sym.lookup(exe, addr.inner_label), "typed")
+  T.eq(sym.lookup(exe, addr.inner_label + 1), "typed")
+end)
+
 T.case("a file replaced on disk is read again", function()
   local dir = T.tmpdir()
   local path = dir .. "/prog"

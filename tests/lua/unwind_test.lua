@@ -522,10 +522,36 @@ T.case("eBPF, default unwinding: processes that exit before their records are dr
   for line in res.oncpu.folded_text:gmatch("[^\n]+") do
     if line:match("^short;") then short[#short + 1] = line end
   end
-  local n, total = under(table.concat(short, "\n"), "main")
+  local text = table.concat(short, "\n")
+  local _, total = under(text, "main")
   T.ok(total >= 50, "samples of the short processes: " .. total)
-  T.ok(n / total >= 0.95, string.format("%d of %d samples of short reach main", n, total))
-  T.ok(under(table.concat(short, "\n"), "spin") / total >= 0.9, "under spin")
+  -- the loader's start-up (under ld.so's _start) and exit (under __libc_start_call_main, after
+  -- main returned) are a few percent of a 20 ms process, and complete stacks too
+  local reach = require("wb.capture_unwind").reach_entry(text)
+  T.ok(reach >= 0.95, string.format("%.1f%% of %d samples of short reach an entry", 100 * reach, total))
+  T.ok(under(text, "spin") / total >= 0.9, "under spin")
+  T.ok(not text:find("ld%-linux[^;]*%+0x"), "the loader's frames are named: " .. (text:match("[^\n]*ld%-linux[^\n]*") or ""))
+end)
+
+T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) is complete; past that "
+  .. "code, the same object stops it as no_cfi", function()
+  local p <close> = assert(proc.spawn { argv = { "sleep", "10" } })
+  local ld, base
+  T.wait_until("ld.so mapped in sleep", 10, function()
+    for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
+      local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*ld%-linux%S*)$")
+      if path and tonumber(off, 16) == 0 then ld, base = path, tonumber(lo, 16) end
+    end
+    return ld
+  end)
+  local entry = tonumber(run({ "readelf", "-h", ld }):match("Entry point address:%s+0x(%x+)"), 16)
+  local u <close> = unwind.new()
+  local sp = 0x7ff000000000
+  local pcs, stop = u:walk(p.pid, { ip = base + entry + 8, sp = sp, bp = 0 }, "")
+  T.eq({ #pcs, stop }, { 1, "complete" })
+  T.eq(require("wb.sym").lookup(ld, entry + 7), "_start", "the untyped label is the name")
+  pcs, stop = u:walk(p.pid, { ip = base + entry + 24, sp = sp, bp = 0 }, "")
+  T.eq(stop, "no_cfi")
 end)
 
 T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walked too", function()
