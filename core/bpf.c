@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_btf.h"
 #include "bpf_ustack.h"
 #include "opt.h"
 #include "perf.h"
@@ -32,6 +33,7 @@ typedef struct load_opts {
   lua_Integer freq, stack_entries, count_entries;
   int oncpu, offcpu, python;
   uint32_t ustack;
+  char btf[4200]; /* the BTF the programs are relocated against ("": the kernel's own) */
 } load_opts;
 
 typedef struct session {
@@ -41,6 +43,7 @@ typedef struct session {
   pthread_t loader;
   int load_err;           /* after the load: 0, or the errno of what failed ... */
   const char *load_what;  /* ... and its name */
+  char btf_err[4400];     /* why o.btf could not be used (the load then used the kernel's BTF) */
   struct wb_profile *skel;
   int nperf;
   int perf_fds[WB_MAX_CPUS];
@@ -211,12 +214,14 @@ static int load_failed(session *s, int e, const char *what) {
   return s->load_err;
 }
 
-/* Opens, sizes, loads and attaches the programs as s->opt says; touches no Lua state (it may run
- * on the loader thread). 0, or the errno of the step that failed (load_failed). */
-static int load(session *s) {
+/* Opens, sizes and loads the programs as s->opt says, relocated against the BTF at btf (NULL:
+ * the kernel's); 0, or the errno of the step that failed with *what naming it. */
+static int open_load(session *s, const char *btf, const char **what) {
   const load_opts *o = &s->opt;
-  s->skel = wb_profile__open();
-  if (!s->skel) return load_failed(s, errno, "open");
+  LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf);
+  *what = "open";
+  s->skel = wb_profile__open_opts(&oo);
+  if (!s->skel) return errno ? errno : EINVAL;
   /* unwind mode sends every stack through the ring buffer: the stack and count maps go unused */
   s->ustack = o->ustack;
   bpf_map__set_max_entries(s->skel->maps.stacks, s->ustack ? 1 : (uint32_t)o->stack_entries);
@@ -226,8 +231,28 @@ static int load(session *s) {
   bpf_program__set_autoload(s->skel->progs.on_switch, o->offcpu);
   s->skel->rodata->ustack_size = s->ustack;
   if (s->ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, ring_bytes(o));
+  *what = "load";
   int e = wb_profile__load(s->skel);
-  if (e) return load_failed(s, e, "load");
+  return e < 0 ? -e : e;
+}
+
+/* Opens, sizes, loads and attaches the programs as s->opt says; touches no Lua state (it may run
+ * on the loader thread). A BTF file (s->opt.btf) that does not serve is dropped for the kernel's
+ * own, and why is kept in s->btf_err. 0, or the errno of the step that failed (load_failed). */
+static int load(session *s) {
+  const load_opts *o = &s->opt;
+  const char *what;
+  int e = open_load(s, o->btf[0] ? o->btf : NULL, &what);
+  if (e && o->btf[0]) {
+    char msg[128];
+    libbpf_strerror(e, msg, sizeof msg);
+    snprintf(s->btf_err, sizeof s->btf_err, "%s: %s: %s", o->btf, what, msg);
+    s->opt.btf[0] = 0;
+    wb_profile__destroy(s->skel);
+    s->skel = NULL;
+    e = open_load(s, NULL, &what);
+  }
+  if (e) return load_failed(s, e, what);
   if (s->ustack && !(s->us = wb_ustacks_new())) return load_failed(s, ENOMEM, "unwinder");
   if (s->us) tell_own_code(s);
   if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
@@ -257,6 +282,72 @@ static void join_loader(session *s) {
   s->loading = 0;
 }
 
+/* This boot's cache of the minimal BTF of the programs into out (core/bpf_btf.c); -1 without one. */
+static int btf_cache_path(char *out, size_t n) {
+  size_t len;
+  const void *obj = wb_profile__elf_bytes(&len);
+  return wb_btf_path(obj, len, out, n);
+}
+
+/* opts.btf into o->btf: nil or true, this boot's cache when it is usable; false, none; a string,
+ * that file. */
+static void btf_option(lua_State *L, int t, load_opts *o) {
+  int type = lua_getfield(L, t, "btf");
+  const char *why;
+  o->btf[0] = 0;
+  if (type == LUA_TSTRING) {
+    size_t len;
+    const char *path = lua_tolstring(L, -1, &len);
+    luaL_argcheck(L, len > 0 && len < sizeof o->btf, 1, "option 'btf': a path expected");
+    memcpy(o->btf, path, len + 1);
+  } else if (type == LUA_TNIL || (type == LUA_TBOOLEAN && lua_toboolean(L, -1))) {
+    if (btf_cache_path(o->btf, sizeof o->btf) != 0 || wb_btf_usable(o->btf, &why) != 0) o->btf[0] = 0;
+  } else if (type != LUA_TBOOLEAN) {
+    luaL_error(L, "option 'btf': boolean or string expected, got %s", lua_typename(L, type));
+  }
+  lua_pop(L, 1);
+}
+
+/* -- path, why = wb.bpf.btf() : this boot's file of the kernel types the programs need (made by
+ * wb.bpf.make_btf()) when there is a usable one, which open() then relocates the programs
+ * against instead of parsing all of /sys/kernel/btf/vmlinux (about half of a load); else nil and
+ * why not ("not made yet this boot", or why making it failed) */
+static int l_btf(lua_State *L) {
+  char path[4200];
+  const char *why = "no cache directory";
+  if (btf_cache_path(path, sizeof path) == 0 && wb_btf_usable(path, &why) == 0) {
+    lua_pushstring(L, path);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* -- path, err = wb.bpf.make_btf() : makes this boot's file that wb.bpf.btf() names (bpftool gen
+ * min_core_btf, some 50 ms; earlier boots' files are removed), unless there is one; its path, or
+ * nil and why it could not be made (remembered: later calls of this boot say the same at once) */
+static int l_make_btf(lua_State *L) {
+  char path[4200], err[512];
+  const char *why;
+  size_t len;
+  const void *obj = wb_profile__elf_bytes(&len);
+  if (wb_btf_path(obj, len, path, sizeof path) != 0) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "bpf: btf: no cache directory or boot id");
+    return 2;
+  }
+  int usable = wb_btf_usable(path, &why);
+  if (usable == 0 || (usable < 0 && wb_btf_make(obj, len, path, err, sizeof err) == 0)) {
+    lua_pushstring(L, path);
+    return 1;
+  }
+  if (usable > 0) snprintf(err, sizeof err, "%s", why);
+  lua_pushnil(L);
+  lua_pushfstring(L, "bpf: btf: %s", err);
+  return 2;
+}
+
 /* -- s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99
  * (on-CPU samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
@@ -281,6 +372,7 @@ static int l_open(lua_State *L) {
   luaL_argcheck(L, ustack == 0 || (ustack >= 512 && ustack < WB_USTACK_MAX && ustack % 8 == 0), 1,
                 "ustack must be 0 or a multiple of 8 in 512..16376");
   o.ustack = (uint32_t)ustack;
+  btf_option(L, t, &o);
   libbpf_set_print(wb_opt_bool(L, t, "verbose", 0) ? verbose_print : quiet_print);
   session *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
@@ -314,6 +406,10 @@ static int l_ready(lua_State *L) {
   return 1;
 }
 
+/* -- path, err = s:btf() : the BTF file the programs were relocated against, or "kernel" (all of
+ * /sys/kernel/btf/vmlinux); err says why the file asked for (opts.btf) was not used, if it was not */
+static int l_session_btf(lua_State *L);
+
 /* -- n = s:drain() : walks the pending user-stack records (unwind mode; call it periodically while
  * the target runs: the ring buffer holds 0.2 s of samples at full records, 8 MiB at least); how
  * many there were, 0 when not in unwind mode */
@@ -324,6 +420,15 @@ static session *check_session(lua_State *L) {
   if (s->pending) luaL_error(L, "wb.bpf session is loading: call s:ready() first");
   if (!s->skel) luaL_error(L, "wb.bpf session is closed");
   return s;
+}
+
+static int l_session_btf(lua_State *L) {
+  session *s = check_session(L);
+  if (s->opt.btf[0]) lua_pushstring(L, s->opt.btf);
+  else lua_pushliteral(L, "kernel");
+  if (!s->btf_err[0]) return 1;
+  lua_pushstring(L, s->btf_err);
+  return 2;
 }
 
 /* -- ok, err, errno = s:track(pid) : adds a process (and, from now on, whatever it forks) */
@@ -602,10 +707,11 @@ static int l_tostring(lua_State *L) {
 
 static const luaL_Reg session_methods[] = {
     {"add_map", l_add_map}, {"arm", l_arm},     {"close", l_close}, {"deferred", l_deferred}, {"drain", l_drain},
-    {"exec", l_exec},       {"fork", l_fork},   {"python", l_python}, {"read", l_read},     {"ready", l_ready},
+    {"btf", l_session_btf}, {"exec", l_exec},   {"fork", l_fork},   {"python", l_python}, {"read", l_read},     {"ready", l_ready},
     {"stop", l_stop},       {"track", l_track}, {NULL, NULL}};
 
-static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"open", l_open}, {NULL, NULL}};
+static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"btf", l_btf}, {"make_btf", l_make_btf},
+                                         {"open", l_open},           {NULL, NULL}};
 
 int luaopen_wb_bpf(lua_State *L) {
   wb_new_class(L, SESSION_MT, session_methods, NULL, l_close, l_tostring);

@@ -64,10 +64,6 @@ void wb_hex(const unsigned char *p, size_t n, char *out, size_t outlen);
 struct Elf;
 void wb_elf_build_id(struct Elf *elf, char *out, size_t outlen);
 
-/* wb's cache directory ($XDG_CACHE_HOME/wb, else $HOME/.cache/wb) into out, created (mode 0700)
- * when missing; -1 without one. Its files can be deleted at any time. */
-int wb_cache_dir(char *out, size_t size);
-
 /* qsort order of symbols: by address, then the preferred name (rank), then the larger. */
 int wb_symbol_order(const void *a, const void *b);
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "sym.h"
 #include "ticker.h"
 
@@ -110,27 +111,6 @@ static void read_all(table *t) {
   free(text);
 }
 
-/* The boot's id (36 characters) into out[40], NUL-padded; -1 when unreadable. */
-static int boot_id(char out[40]) {
-  char s[64];
-  memset(out, 0, 40);
-  if (wb_read_small("/proc/sys/kernel/random/boot_id", s, sizeof s) < 0) return -1;
-  size_t n = strcspn(s, "\n");
-  if (n < 16 || n >= 40) return -1;
-  memcpy(out, s, n);
-  return 0;
-}
-
-int wb_cache_dir(char *out, size_t size) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int n = xdg && *xdg == '/' ? snprintf(out, size, "%s", xdg)
-          : home && *home == '/' ? snprintf(out, size, "%s/.cache", home) : -1;
-  if (n <= 0 || (size_t)n + 3 >= size) return -1;
-  (void)mkdir(out, 0700); /* the cache home, then wb's directory in it */
-  memcpy(out + n, "/wb", 4);
-  return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* Loads the image's symbols from the cache file of this boot into t; 0, or -1 when there is none
  * that this user wrote (mode 0600) with this layout. */
 static int read_cache(const char *path, const char boot[40], table *t) {
@@ -139,8 +119,7 @@ static int read_cache(const char *path, const char boot[40], table *t) {
   struct stat st;
   struct cache_header h;
   char *block = NULL;
-  int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
-           (size_t)st.st_size > sizeof h && (block = malloc((size_t)st.st_size)) != NULL &&
+  int ok = wb_cache_trusted(fd) == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size > sizeof h && (block = malloc((size_t)st.st_size)) != NULL &&
            pread(fd, block, (size_t)st.st_size, 0) == st.st_size;
   close(fd);
   if (ok) {
@@ -191,12 +170,15 @@ static void write_cache(const char *path, const char boot[40], const table *t) {
 /* The image's symbols: from this boot's cache, else kallsyms (then cached). */
 static void load_image(void) {
   char boot[40], dir[4096], path[4200];
-  int cacheable = boot_id(boot) == 0 && wb_cache_dir(dir, sizeof dir) == 0 &&
+  int cacheable = wb_boot_id(boot) == 0 && wb_cache_dir(dir, sizeof dir) == 0 &&
                   snprintf(path, sizeof path, "%s/kallsyms-%s", dir, boot) < (int)sizeof path;
   if (!cacheable || read_cache(path, boot, &ks.image) != 0) {
     read_all(&ks.image);
     ks.complete = 1;
-    if (cacheable && ks.image.n > 0) write_cache(path, boot, &ks.image);
+    if (cacheable && ks.image.n > 0) {
+      write_cache(path, boot, &ks.image);
+      wb_cache_prune(dir, "kallsyms-", boot);
+    }
   }
   for (size_t i = 0; i < ks.image.n; i++) {
     if (ks.image.syms[i].rank & OUTSIDE) continue;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "sym.h"
 #include "unwind.h"
 
@@ -36,11 +37,9 @@ static int compressed_dwarf(Elf *e) {
 static Elf *open_copy(const char *path, const char *build_id, int *fd) {
   *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (*fd < 0) return NULL;
-  struct stat st;
   Elf *e = NULL;
   char bid[41] = "";
-  if (fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
-    e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+  if (wb_cache_trusted(*fd) == 0) e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
   if (e && elf_kind(e) == ELF_K_ELF) wb_elf_build_id(e, bid, sizeof bid);
   if (e && bid[0] && strcmp(bid, build_id) == 0 && compressed_dwarf(e) == 0) return e;
   if (e) elf_end(e);

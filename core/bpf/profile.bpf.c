@@ -304,9 +304,9 @@ int on_cpu(struct bpf_perf_event_data *ctx) {
   return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
+SEC("raw_tp/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
-  __u32 ptgid = parent->tgid, ctgid = child->tgid;
+  __u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
   if (ptgid == ctgid || !is_tracked(ptgid)) return 0;
   __u8 one = 1;
   if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) == 0) stat_add(WB_STAT_FORKS, 1);
@@ -324,32 +324,33 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
  * would otherwise fill with the subprocesses of a Python driver and refuse the next CPython).
  * The loader's own entries stay: it may have read the new image before this tracepoint, which
  * comes at the end of exec. Every entry goes when its process exits. */
-SEC("tp_btf/sched_process_exec")
+SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
-  __u32 tgid = p->tgid;
+  __u32 tgid = BPF_CORE_READ(p, tgid);
   struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
   if (pp && pp->forked) bpf_map_delete_elem(&py_procs, &tgid);
   return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
+SEC("raw_tp/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p) {
-  __u32 tgid = p->tgid;
-  if (p->pid == p->tgid) bpf_map_delete_elem(&py_procs, &tgid);
+  __u32 tgid = BPF_CORE_READ(p, tgid);
+  if (BPF_CORE_READ(p, pid) == tgid) bpf_map_delete_elem(&py_procs, &tgid);
   return 0;
 }
 
-SEC("tp_btf/sched_switch")
+SEC("raw_tp/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   __u64 now = bpf_ktime_get_ns();
   if (!armed(now)) return 0;
-  __u32 prev_tid = prev->pid, next_tid = next->pid;
-  if (is_tracked(prev->tgid)) {
+  __u64 prev_id = bpf_get_current_pid_tgid(); /* prev is the current task */
+  __u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32, next_tid = BPF_CORE_READ(next, pid);
+  if (is_tracked(prev_tgid)) {
     struct wb_switch_out out = {.ts = now};
-    out.key.tgid = prev->tgid;
-    out.key.kind = prev->__state == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
+    out.key.tgid = prev_tgid;
+    out.key.kind = BPF_CORE_READ(prev, __state) == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
     out.key.user_stack_id = out.key.kern_stack_id = -1;
-    bpf_probe_read_kernel_str(out.key.comm, sizeof out.key.comm, prev->group_leader->comm);
+    BPF_CORE_READ_STR_INTO(&out.key.comm, prev, group_leader, comm);
     if (ustack_size) send_ustack(ctx, WB_REC_OUT, out.key.kind, now); /* prev is the current task */
     else fill_stacks(ctx, &out.key, WB_STAT_OFFCPU_STACK_ERR);
     if (bpf_map_update_elem(&switched_out, &prev_tid, &out, BPF_ANY) != 0)

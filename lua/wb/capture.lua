@@ -559,6 +559,12 @@ local function settle(st, o, res)
   if st.session then
     local ok, err = st.session:ready()
     if not ok then fall_back(st, o, err) end
+    local _, btf_err = ok and st.session:btf()
+    if btf_err then -- made again after this run
+      res.warnings[#res.warnings + 1] = "the cached kernel types did not serve the load (" .. btf_err
+        .. "): the kernel's own BTF was used, and the file is removed"
+      os.remove((btf_err:match("^(.-): ")))
+    end
   end
   res.method = st.method
   -- the BPF program reads the Python frames with each sample when it copies user stacks
@@ -814,6 +820,7 @@ function M.run(spec)
     if al then res.alloc = al:profile(r, o) end
   end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
+  if res.method == "bpf" and not bpf.btf() then bpf.make_btf() end -- for the loads of the next captures
   if res.counters and o.dir then
     res.counters_file = write(o.dir .. "/" .. o.name .. ".counters.json",
       json.encode(res.counters, { pretty = true }) .. "\n")

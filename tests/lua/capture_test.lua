@@ -333,10 +333,87 @@ T.case("wb.bpf.open{async = true}: loads on a thread; ready() says whether it wo
   collectgarbage()
 end)
 
+-- Prints what wb.bpf says of this boot's minimal BTF, with the cache home of the test's choosing:
+-- btf(), then (with "make") make_btf(), then the BTF a session was relocated against and the
+-- off-CPU nanoseconds it saw of `sleep 0.1`.
+local BTF_PROBE = [[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local function say(k, a, b) io.write(k, "\t", tostring(a), "\t", tostring(b), "\n") end
+  say("btf", wb.bpf.btf())
+  if ctx.args[1] == "make" then say("make", wb.bpf.make_btf()) end
+  local s <close> = assert(wb.bpf.open { ustack = 8192, btf = ctx.args[2] })
+  say("session", s:btf())
+  local p = assert(wb.proc.spawn { argv = { "sleep", "0.1" }, held = true })
+  assert(s:track(p.pid))
+  s:arm()
+  assert(p:release())
+  p:wait()
+  s:stop()
+  local slept = 0
+  for _, r in ipairs(s:read().offcpu) do slept = slept + r.count end
+  say("slept", slept)
+end }
+]]
+
+T.case("wb.bpf: the kernel types the programs need, made once per boot into the cache (0600, "
+  .. "checked), are what later loads relocate against; a file that does not serve falls back to "
+  .. "the kernel's BTF", function()
+  need_bpf()
+  local dir = T.tmpdir()
+  local script = dir .. "/btf.lua"
+  assert(fs.write(script, BTF_PROBE))
+  local boot = assert(fs.read("/proc/sys/kernel/random/boot_id")):match("%S+")
+  local home = dir .. "/cache"
+  assert(fs.mkdir_p(home .. "/wb"))
+  -- files of an earlier boot: removed when this boot's is made
+  assert(fs.write(home .. "/wb/btf-00000000-0000-0000-0000-000000000000-0123456789abcdef", "old"))
+  local function probe(...)
+    local res = T.wb({ "run", script, "--", ... }, { env = { XDG_CACHE_HOME = home } })
+    T.eq(res.code, 0, res.stderr)
+    local out = {}
+    for k, a, b in res.stdout:gmatch("(%a+)\t([^\t]*)\t([^\n]*)\n") do out[k] = { a, b } end
+    T.ok(tonumber(out.slept[1]) >= 0.09e9, "the session saw sleep's off-CPU time: " .. out.slept[1])
+    return out
+  end
+  local first = probe("make")
+  T.eq(first.btf, { "nil", "not made yet this boot" })
+  local path = first.make[1]
+  T.eq(first.session, { path, "nil" })
+  T.match(path, "^" .. home:gsub("%p", "%%%0") .. "/wb/btf%-" .. boot:gsub("%p", "%%%0") .. "%-%x+$")
+  T.eq(assert(fs.stat(path)).mode & 511, 384, "mode 0600")
+  T.eq(assert(fs.read(path)):sub(1, 2), "\x9f\xeb", "BTF's magic")
+  T.ok(assert(fs.stat(path)).size < 8192, "a few types, not the kernel's 5 MB")
+  T.eq(fs.glob(home .. "/wb/btf-00000000*"), {}, "the earlier boot's file is gone")
+  local again = probe()
+  T.eq(again.btf, { path, "nil" })
+  T.eq(again.session, { path, "nil" })
+  -- one that another user could have written is not used
+  os.execute("chmod 666 " .. path)
+  local loose = probe()
+  T.eq(loose.btf[1], "nil")
+  T.eq(loose.session, { "kernel", "nil" })
+  os.execute("chmod 600 " .. path)
+  -- a file that is not BTF, asked for by name: the load uses the kernel's and says why
+  local bad = probe("", script)
+  T.eq(bad.session[1], "kernel")
+  T.match(bad.session[2], "^" .. script:gsub("%p", "%%%0") .. ": ")
+  -- a failure to make it is remembered for the boot, and said
+  os.remove(path)
+  assert(fs.write(path .. ".failed", "bpftool gen min_core_btf failed (exit 255)\n"))
+  os.execute("chmod 600 " .. path .. ".failed")
+  local failed = probe("make")
+  T.eq(failed.btf, { "nil", "bpftool gen min_core_btf failed (exit 255)" })
+  T.eq(failed.make, { "nil", "bpf: btf: bpftool gen min_core_btf failed (exit 255)" })
+  T.eq(fs.exists(path), false)
+end)
+
 T.case("wb.bpf.open: no options and nil options are the defaults; bad options raise", function()
   T.raises(function() wb.bpf.open(5) end, "table expected")
   T.raises(function() wb.bpf.open { freq = 0 } end, "freq must be in 1..100000")
   T.raises(function() wb.bpf.open { stack_entries = 1.5 } end, "option 'stack_entries': integer expected")
+  T.raises(function() wb.bpf.open { btf = 5 } end, "option 'btf': boolean or string expected")
+  T.raises(function() wb.bpf.open { btf = "" } end, "option 'btf': a path expected")
   local ok = wb.bpf.available()
   for _, open in ipairs { function() return wb.bpf.open() end, function() return wb.bpf.open(nil) end } do
     local s, err = open()
