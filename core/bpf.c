@@ -357,7 +357,10 @@ static int l_make_btf(lua_State *L) {
  * frames of CPython 3.11+ processes are read with each record, see s:read()), async = false (the
  * load, some 20 ms of verifier, BTF and map set-up, runs on a thread of its own: open returns at
  * once and s:ready() waits for it and says whether it worked; no other method may be called
- * before it said true). nil, "bpf: ...", errno when BTF, privilege or the kernel refuses. */
+ * before it said true), btf = true (the kernel types the programs are relocated against: true, this
+ * boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the kernel's; a
+ * path, that file, dropped for the kernel's if it does not serve: s:btf()). nil, "bpf: ...", errno
+ * when BTF, privilege or the kernel refuses. */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
   load_opts o;

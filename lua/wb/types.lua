@@ -810,9 +810,20 @@ function bpf.available() end
 ---with CFI as s:drain() reads them), python = true (unwind mode: the Python frames of CPython 3.11+
 ---processes read with each record: s:read()'s records get python, gil_wait), async = false (the
 ---load runs on a thread: s:ready() waits for it and says whether it worked, and must say true
----before any other method is called). nil, "bpf: ...", errno when BTF, privilege or the kernel
----refuses.
+---before any other method is called), btf = true (the kernel types to relocate the programs against:
+---true, this boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the
+---kernel's; a path, that file; s:btf() says which served). nil, "bpf: ...", errno when BTF,
+---privilege or the kernel refuses.
 function bpf.open(opts) end
+---path, why = wb.bpf.btf() : this boot's file of the kernel types the programs need (made by
+---wb.bpf.make_btf()), which open() relocates them against instead of parsing all of
+---/sys/kernel/btf/vmlinux; else nil and why not.
+---@return string?, string?
+function bpf.btf() end
+---path, err = wb.bpf.make_btf() : makes that file (bpftool gen min_core_btf, once per boot; a
+---failure is remembered for the boot), unless there is one; its path, or nil and why not.
+---@return string?, string?
+function bpf.make_btf() end
 
 -- wb.html: HTML pages of wb.report -------------------------------------------------------------
 
