@@ -36,6 +36,7 @@ static char failed_why[256];
 
 int wb_btf_usable(const char *path, const char **why) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int exists = fd >= 0 || errno != ENOENT;
   unsigned char magic[2] = {0};
   int ok = fd >= 0 && wb_cache_trusted(fd) == 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x9f &&
            magic[1] == 0xeb;
@@ -51,9 +52,8 @@ int wb_btf_usable(const char *path, const char **why) {
     failed_why[strcspn(failed_why, "\n")] = 0;
     *why = failed_why;
     return 1;
-  } else {
-    *why = fd >= 0 || errno != ENOENT ? "the cache file is not usable" : "not made yet this boot";
   }
+  *why = exists ? "the cache file is not usable (not this user's only, or not BTF)" : "not made yet this boot";
   return -1;
 }
 

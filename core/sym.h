@@ -8,7 +8,7 @@
 typedef struct wb_symbol {
   uint64_t addr, size;
   uint32_t name; /* offset into the file's names */
-  uint8_t rank;  /* 0 global, 1 weak, 2 local, 3 code label: the preferred name at one address ranks lowest */
+  uint8_t rank;  /* 0 global, 1 weak, 2 local, 3 code label: the preferred name at an address ranks lowest */
 } wb_symbol;
 
 typedef struct wb_load { /* a PT_LOAD segment */
@@ -26,7 +26,7 @@ typedef struct wb_elf {
   int symtab;        /* symbols come from a .symtab (not only .dynsym) */
   char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
   int minidebug;     /* .symtab from the file's .gnu_debugdata (MiniDebugInfo), with .dynsym */
-  uint64_t entry;     /* the ELF header's entry point (a virtual address), 0 for none */
+  uint64_t entry;    /* the ELF header's entry point (a virtual address), 0 for none */
   wb_load *loads;
   int nloads;
   wb_symbol *syms;

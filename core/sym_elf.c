@@ -122,8 +122,8 @@ static size_t read_symbols(Elf *elf, Elf64_Word type, wb_symbol **out, struct na
     if (t == STT_NOTYPE ? !code_label(elf, &sym) : t != STT_FUNC && t != STT_GNU_IFUNC) continue;
     const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
     if (!name || !*name) continue;
-    syms[n++] = (wb_symbol){.addr = sym.st_value, .size = sym.st_size, .name = add_name(names, name),
-                            .rank = (uint8_t)(t == STT_NOTYPE ? LABEL_RANK : bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2)};
+    uint8_t rank = t == STT_NOTYPE ? LABEL_RANK : bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+    syms[n++] = (wb_symbol){.addr = sym.st_value, .size = sym.st_size, .name = add_name(names, name), .rank = rank};
   }
   if (n == 0) {
     free(syms);

@@ -119,8 +119,8 @@ static int read_cache(const char *path, const char boot[40], table *t) {
   struct stat st;
   struct cache_header h;
   char *block = NULL;
-  int ok = wb_cache_trusted(fd) == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size > sizeof h && (block = malloc((size_t)st.st_size)) != NULL &&
-           pread(fd, block, (size_t)st.st_size, 0) == st.st_size;
+  int ok = wb_cache_trusted(fd) == 0 && fstat(fd, &st) == 0 && (size_t)st.st_size > sizeof h &&
+           (block = malloc((size_t)st.st_size)) != NULL && pread(fd, block, (size_t)st.st_size, 0) == st.st_size;
   close(fd);
   if (ok) {
     memcpy(&h, block, sizeof h);

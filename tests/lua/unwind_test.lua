@@ -883,7 +883,16 @@ T.case("PLT stubs and signal frames are stepped over: stacks reach main", functi
   T.ok(total > 150, "samples: " .. total)
   T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95,
     string.format("%d of %d samples reach main", under(res.oncpu.folded_text, "main"), total))
-  T.eq(u.reasons.complex_rule, nil, "no walk stopped at a PLT rule")
+  -- the PLTs are the program's and libtiny's; ld.so's lazy-binding resolver behind them keeps its
+  -- CFA in rbx, which a walk cannot follow (a few microseconds per first call: rarely sampled)
+  local checked = 0
+  for _, o in ipairs(u.objects) do
+    if o.path:match("/plt$") or o.path:find("libtiny", 1, true) then
+      T.eq(o.stops.complex_rule, nil, "no walk stopped at a PLT rule in " .. o.path)
+      checked = checked + 1
+    end
+  end
+  T.eq(checked, 2, "the program and libtiny are among the objects walked")
   exe = build("sig", "c", SIGNAL, "gcc")
   res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
   local on = res.oncpu.folded_text
