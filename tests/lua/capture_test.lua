@@ -398,6 +398,24 @@ T.case("wb.bpf: the kernel types the programs need, made once per boot into the 
   local bad = probe("", script)
   T.eq(bad.session[1], "kernel")
   T.match(bad.session[2], "^" .. script:gsub("%p", "%%%0") .. ": ")
+  -- a file with BTF's magic that libbpf refuses: wb.capture warns, loads against the kernel's BTF,
+  -- and the file is made again after the run
+  assert(fs.write(path, "\x9f\xeb" .. string.rep("x", 64)))
+  os.execute("chmod 600 " .. path)
+  assert(fs.write(dir .. "/cap.lua", [[
+local wb = require "wb"
+return wb.recipe { run = function()
+  local res = assert(wb.capture { argv = { "sleep", "0.1" }, method = "bpf", stdout = "null" })
+  io.write(res.method, "\n", table.concat(res.warnings, "\n"), "\n")
+end }
+]]))
+  local cap = T.wb({ "run", dir .. "/cap.lua" }, { env = { XDG_CACHE_HOME = home } })
+  T.eq(cap.code, 0, cap.stderr)
+  T.match(cap.stdout, "^bpf\n")
+  T.match(cap.stdout, "the cached kernel types did not serve the load %(" .. path:gsub("%p", "%%%0") .. ": ")
+  local remade = assert(fs.read(path))
+  T.ok(remade:sub(1, 2) == "\x9f\xeb" and not remade:find("xxxx", 1, true), "made again after the run")
+  T.eq(probe().session, { path, "nil" })
   -- a failure to make it is remembered for the boot, and said
   os.remove(path)
   assert(fs.write(path .. ".failed", "bpftool gen min_core_btf failed (exit 255)\n"))
