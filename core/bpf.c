@@ -43,7 +43,7 @@ typedef struct session {
   pthread_t loader;
   int load_err;           /* after the load: 0, or the errno of what failed ... */
   const char *load_what;  /* ... and its name */
-  char btf_err[4400];     /* why o.btf could not be used (the load then used the kernel's BTF) */
+  char btf_err[4400];     /* why opt.btf could not be used (the load then used the kernel's BTF) */
   struct wb_profile *skel;
   int nperf;
   int perf_fds[WB_MAX_CPUS];
@@ -247,7 +247,6 @@ static int load(session *s) {
     char msg[128];
     libbpf_strerror(e, msg, sizeof msg);
     snprintf(s->btf_err, sizeof s->btf_err, "%s: %s: %s", o->btf, what, msg);
-    s->opt.btf[0] = 0;
     wb_profile__destroy(s->skel);
     s->skel = NULL;
     e = open_load(s, NULL, &what);
@@ -409,8 +408,9 @@ static int l_ready(lua_State *L) {
   return 1;
 }
 
-/* -- path, err = s:btf() : the BTF file the programs were relocated against, or "kernel" (all of
- * /sys/kernel/btf/vmlinux); err says why the file asked for (opts.btf) was not used, if it was not */
+/* -- path, err, refused = s:btf() : the BTF file the programs were relocated against, or "kernel"
+ * (all of /sys/kernel/btf/vmlinux); when the file asked for (opts.btf, or this boot's cache) did
+ * not serve, "kernel", why, and that file */
 static int l_session_btf(lua_State *L);
 
 /* -- n = s:drain() : walks the pending user-stack records (unwind mode; call it periodically while
@@ -427,11 +427,12 @@ static session *check_session(lua_State *L) {
 
 static int l_session_btf(lua_State *L) {
   session *s = check_session(L);
-  if (s->opt.btf[0]) lua_pushstring(L, s->opt.btf);
+  if (s->opt.btf[0] && !s->btf_err[0]) lua_pushstring(L, s->opt.btf);
   else lua_pushliteral(L, "kernel");
   if (!s->btf_err[0]) return 1;
   lua_pushstring(L, s->btf_err);
-  return 2;
+  lua_pushstring(L, s->opt.btf);
+  return 3;
 }
 
 /* -- ok, err, errno = s:track(pid) : adds a process (and, from now on, whatever it forks) */

@@ -19,6 +19,7 @@
 
 #include "bpf_btf.h"
 #include "cache.h"
+#include "spawn.h"
 
 extern char **environ;
 
@@ -91,8 +92,7 @@ static int run_quiet(char *const argv[]) {
     if (r < 0 && errno != EINTR) return -1;
     if (waited >= MAKE_TIMEOUT_MS) {
       kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      wb_reap(pid);
       errno = ETIMEDOUT;
       return -1;
     }
@@ -100,23 +100,12 @@ static int run_quiet(char *const argv[]) {
   }
 }
 
-/* A temporary file next to path (mode 0600) holding len bytes of data (none when data is NULL). */
-static int temp_file(const char *path, const char *tag, const void *data, size_t len, char *out, size_t n) {
-  if (snprintf(out, n, "%s.%s.XXXXXX", path, tag) >= (int)n) return -1;
-  int fd = mkstemp(out);
-  if (fd < 0) return -1;
-  ssize_t w = data ? write(fd, data, len) : 0;
-  if (close(fd) != 0 || w != (ssize_t)(data ? len : 0)) {
-    unlink(out);
-    return -1;
-  }
-  return 0;
-}
-
+/* Writes why to path.failed, so that wb_btf_usable says it until the next boot. */
 static void remember_failure(const char *path, const char *why) {
   char failed[4200], tmp[4300];
   snprintf(failed, sizeof failed, "%s.failed", path);
-  if (temp_file(failed, "tmp", why, strlen(why), tmp, sizeof tmp) == 0 && rename(tmp, failed) != 0) unlink(tmp);
+  int fd = wb_cache_create(failed, tmp, sizeof tmp);
+  if (fd >= 0) wb_cache_commit(fd, tmp, failed, write(fd, why, strlen(why)) == (ssize_t)strlen(why));
 }
 
 int wb_btf_make(const void *obj, size_t len, const char *path, char *err, size_t n) {
@@ -129,15 +118,16 @@ int wb_btf_make(const void *obj, size_t len, const char *path, char *err, size_t
   char dir[4096];
   snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
   wb_cache_prune(dir, "btf-", boot);
-  if (temp_file(path, "obj", obj, len, objtmp, sizeof objtmp) != 0) {
+  int ofd = wb_cache_create(path, objtmp, sizeof objtmp), nfd = -1;
+  int ok = ofd >= 0 && write(ofd, obj, len) == (ssize_t)len;
+  if (ofd >= 0 && close(ofd) != 0) ok = 0;
+  if (ok) nfd = wb_cache_create(path, outtmp, sizeof outtmp); /* bpftool writes into it */
+  if (nfd < 0) {
     snprintf(err, n, "%s: %s", dir, strerror(errno));
+    if (ofd >= 0) unlink(objtmp);
     return -1;
   }
-  if (temp_file(path, "new", NULL, 0, outtmp, sizeof outtmp) != 0) {
-    snprintf(err, n, "%s: %s", dir, strerror(errno));
-    unlink(objtmp);
-    return -1;
-  }
+  close(nfd);
   char *argv[] = {"bpftool", "gen", "min_core_btf", "/sys/kernel/btf/vmlinux", outtmp, objtmp, NULL};
   int status = run_quiet(argv);
   const char *why;
@@ -146,10 +136,9 @@ int wb_btf_make(const void *obj, size_t len, const char *path, char *err, size_t
     snprintf(err, n, "bpftool gen min_core_btf failed (%s %d)", WIFEXITED(status) ? "exit" : "signal",
              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
   else if (wb_btf_usable(outtmp, &why) != 0) snprintf(err, n, "bpftool gen min_core_btf wrote no BTF");
-  else if (rename(outtmp, path) != 0) snprintf(err, n, "%s: %s", path, strerror(errno));
   else err[0] = 0;
   unlink(objtmp);
-  unlink(outtmp);
+  if (wb_cache_commit(-1, outtmp, path, !err[0]) != 0 && !err[0]) snprintf(err, n, "%s: %s", path, strerror(errno));
   if (!err[0]) return 0;
   remember_failure(path, err);
   return -1;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,4 +47,16 @@ void wb_cache_prune(const char *dir, const char *prefix, const char boot[40]) {
     if (strncmp(e->d_name, prefix, np) == 0 && strncmp(e->d_name + np, boot, nb) != 0)
       (void)unlinkat(dirfd(d), e->d_name, 0);
   closedir(d);
+}
+
+int wb_cache_create(const char *path, char *tmp, size_t n) {
+  if (snprintf(tmp, n, "%s.XXXXXX", path) >= (int)n) return -1;
+  return mkostemp(tmp, O_CLOEXEC);
+}
+
+int wb_cache_commit(int fd, const char *tmp, const char *path, int ok) {
+  if (fd >= 0 && close(fd) != 0) ok = 0;
+  if (ok && rename(tmp, path) == 0) return 0;
+  unlink(tmp);
+  return -1;
 }

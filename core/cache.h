@@ -15,6 +15,14 @@ int wb_boot_id(char out[40]);
  * that no one else can write or read (no group or other bits). */
 int wb_cache_trusted(int fd);
 
+/* A new cache file for path: a temporary file beside it (mode 0600, close-on-exec), its name in
+ * tmp[n]; the fd, or -1. wb_cache_commit ends it. Safe on any thread (no umask games). */
+int wb_cache_create(const char *path, char *tmp, size_t n);
+
+/* Closes fd (when >= 0) and, when ok, renames tmp over path, else removes tmp; 0 when path now
+ * holds the new file. */
+int wb_cache_commit(int fd, const char *tmp, const char *path, int ok);
+
 /* Removes the files of dir named prefix + another boot's id + anything (the per-boot caches of
  * earlier boots: they are never read again). */
 void wb_cache_prune(const char *dir, const char *prefix, const char boot[40]);

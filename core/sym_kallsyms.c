@@ -151,9 +151,8 @@ static void write_cache(const char *path, const char boot[40], const table *t) {
   size_t n = 0;
   for (size_t i = 0; i < t->n; i++) n += !(t->syms[i].rank & OUTSIDE);
   if (n == 0) return;
-  char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) return;
-  int fd = mkstemp(tmp); /* mode 0600 */
+  char tmp[4300];
+  int fd = wb_cache_create(path, tmp, sizeof tmp);
   if (fd < 0) return;
   struct cache_header h = {.sym_size = sizeof(wb_symbol), .n = n, .names_len = t->names_len};
   memcpy(h.magic, "wbksyms1", 8);
@@ -163,8 +162,11 @@ static void write_cache(const char *path, const char boot[40], const table *t) {
   for (size_t i = 0; ok && i < t->n; i++)
     if (!(t->syms[i].rank & OUTSIDE)) ok = fwrite(&t->syms[i], sizeof *t->syms, 1, f) == 1;
   ok = ok && fwrite(t->names, 1, t->names_len, f) == t->names_len;
-  ok = f ? fclose(f) == 0 && ok : (close(fd), 0);
-  if (!ok || rename(tmp, path) != 0) unlink(tmp);
+  if (f) {
+    ok = fclose(f) == 0 && ok;
+    fd = -1; /* closed with f */
+  }
+  wb_cache_commit(fd, tmp, path, f && ok);
 }
 
 /* The image's symbols: from this boot's cache, else kallsyms (then cached). */

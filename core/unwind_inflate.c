@@ -89,14 +89,7 @@ Elf *wb_dwarf_inflated(Elf *e, const char *build_id, int *fd) {
   if (snprintf(path, sizeof path, "%s/debug/%s.debug", dir, build_id) >= (int)sizeof path) return NULL;
   Elf *c = open_copy(path, build_id, fd);
   if (c) return c;
-  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) return NULL;
-  int tfd = mkstemp(tmp); /* mode 0600 */
-  if (tfd < 0) return NULL;
-  int ok = write_copy(e, tfd) == 0;
-  ok = close(tfd) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    return NULL;
-  }
+  int tfd = wb_cache_create(path, tmp, sizeof tmp);
+  if (tfd < 0 || wb_cache_commit(tfd, tmp, path, write_copy(e, tfd) == 0) != 0) return NULL;
   return open_copy(path, build_id, fd);
 }

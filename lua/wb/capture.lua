@@ -559,11 +559,12 @@ local function settle(st, o, res)
   if st.session then
     local ok, err = st.session:ready()
     if not ok then fall_back(st, o, err) end
-    local btf_err = ok and select(2, st.session:btf())
+    local _, btf_err, refused
+    if ok then _, btf_err, refused = st.session:btf() end
     if btf_err then -- made again after this run
       res.warnings[#res.warnings + 1] = "the cached kernel types did not serve the load (" .. btf_err
         .. "): the kernel's own BTF was used, and the file is removed"
-      os.remove((btf_err:match("^(.-): ")))
+      os.remove(refused)
     end
   end
   res.method = st.method

@@ -343,7 +343,9 @@ return wb.recipe { run = function(ctx)
   say("btf", wb.bpf.btf())
   if ctx.args[1] == "make" then say("make", wb.bpf.make_btf()) end
   local s <close> = assert(wb.bpf.open { ustack = 8192, btf = ctx.args[2] })
-  say("session", s:btf())
+  local used, why, refused = s:btf()
+  say("session", used, why)
+  say("refused", refused)
   local p = assert(wb.proc.spawn { argv = { "sleep", "0.1" }, held = true })
   assert(s:track(p.pid))
   s:arm()
@@ -398,6 +400,8 @@ T.case("wb.bpf: the kernel types the programs need, made once per boot into the 
   local bad = probe("", script)
   T.eq(bad.session[1], "kernel")
   T.match(bad.session[2], "^" .. script:gsub("%p", "%%%0") .. ": ")
+  T.eq(bad.refused, { script, "nil" })
+  T.eq(again.refused, { "nil", "nil" })
   -- a file with BTF's magic that libbpf refuses: wb.capture warns, loads against the kernel's BTF,
   -- and the file is made again after the run
   assert(fs.write(path, "\x9f\xeb" .. string.rep("x", 64)))
