@@ -108,6 +108,9 @@ static int is_done(lua_State *L, int idx) {
   return p->c->finished && !lines_pending(p->c);
 }
 
+/* The read time of the line being delivered to a line callback (wb.proc.line_time), -1 outside. */
+static int64_t line_ns = -1;
+
 /* Calls the line callbacks of the handle at idx for each complete line queued (and for a final
  * partial line once its stream is closed). A callback's error propagates. */
 static void drain(lua_State *L, int idx) {
@@ -125,12 +128,16 @@ static void drain(lua_State *L, int idx) {
         break;
       }
       size_t n = nl ? (size_t)(nl - start) : avail;
+      int64_t outer_ns = line_ns;
+      line_ns = wb_stream_read_ns(st, st->off + (nl ? n : n - 1));
       lua_getiuservalue(L, idx, UV_STDOUT_FN + i);
       lua_pushlstring(L, start, n);
       st->off += nl ? n + 1 : n;
       st->scanned = 0;
       wb_stream_compact(st);
-      if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      int rc = lua_pcall(L, 1, 0, 0);
+      line_ns = outer_ns;
+      if (rc != LUA_OK) {
         p->draining = 0;
         if (wb_is_interrupt(L, -1)) wb_spawn_terminate_all();
         lua_error(L);
@@ -446,6 +453,15 @@ static int l_wait_all(lua_State *L) {
   return 1;
 }
 
+/* -- ns = wb.proc.line_time() : inside a line callback, the wb.clock.now() at which wb read the
+ * line being delivered (its last byte) from the pipe, which a busy caller may deliver later;
+ * nil outside a line callback */
+static int l_line_time(lua_State *L) {
+  if (line_ns < 0) lua_pushnil(L);
+  else lua_pushinteger(L, (lua_Integer)line_ns);
+  return 1;
+}
+
 /* -- path = wb.proc.which(name [, PATH]) : the executable spawn would run, or nil */
 static int l_which(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
@@ -543,8 +559,9 @@ static const luaL_Reg proc_methods[] = {{"close", l_close},     {"kill", l_kill}
                                         {NULL, NULL}};
 
 static const luaL_Reg proc_functions[] = {
-    {"run", l_run},           {"runner", l_runner},     {"signal_group", l_signal_group}, {"spawn", l_spawn},
-    {"wait_all", l_wait_all}, {"wait_any", l_wait_any}, {"which", l_which},
+    {"line_time", l_line_time}, {"run", l_run},           {"runner", l_runner},
+    {"signal_group", l_signal_group}, {"spawn", l_spawn}, {"wait_all", l_wait_all},
+    {"wait_any", l_wait_any},   {"which", l_which},
     {NULL, NULL}};
 
 /* The wb binary makes itself a child subreaper and raises its descriptor limit (core/main.c);

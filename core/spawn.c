@@ -121,6 +121,7 @@ static void free_child(wb_child *c) {
     wb_close_fd(&c->out[i].fd);
     wb_close_fd(&c->out[i].file_fd);
     free(c->out[i].buf);
+    free(c->out[i].marks);
   }
   wb_close_fd(&c->in_fd);
   wb_close_fd(&c->pidfd);
@@ -361,6 +362,29 @@ int wb_spawn_signal(wb_child *c, int signo) {
 
 /* ---- the loop ----------------------------------------------------------------------------- */
 
+/* Records when the bytes up to st->len were read (a line's time is its last byte's read). Without
+ * memory for the mark, the bytes join the previous read's: their time is then early, never lost. */
+static void mark_read(wb_stream *st) {
+  int64_t now = wb_clock_ns();
+  if (st->nmarks == st->capmarks) {
+    size_t cap = st->capmarks ? st->capmarks * 2 : 8;
+    struct wb_read_mark *m = realloc(st->marks, cap * sizeof *m);
+    if (!m) {
+      if (st->nmarks) st->marks[st->nmarks - 1].end = st->len;
+      return;
+    }
+    st->marks = m;
+    st->capmarks = cap;
+  }
+  st->marks[st->nmarks++] = (struct wb_read_mark){.end = st->len, .ns = now};
+}
+
+int64_t wb_stream_read_ns(const wb_stream *st, size_t at) {
+  for (size_t i = 0; i < st->nmarks; i++)
+    if (st->marks[i].end > at) return st->marks[i].ns;
+  return st->nmarks ? st->marks[st->nmarks - 1].ns : wb_clock_ns();
+}
+
 /* Reads what one read() returns; returns the byte count, 0 at EOF or when nothing is there. */
 static ssize_t stream_read(wb_stream *st) {
   if (st->cap - st->len < READ_CHUNK) {
@@ -378,6 +402,7 @@ static ssize_t stream_read(wb_stream *st) {
   if (n > 0) {
     if (st->file_fd >= 0) wb_write_all(st->file_fd, st->buf + st->len, (size_t)n); /* tee's copy */
     st->len += (size_t)n;
+    if (st->mode == WB_IO_LINES) mark_read(st);
     return n;
   }
   if (n == 0 || (errno != EAGAIN && errno != EINTR)) wb_close_fd(&st->fd);
@@ -385,13 +410,23 @@ static ssize_t stream_read(wb_stream *st) {
 }
 
 void wb_stream_compact(wb_stream *st) {
+  size_t gone = 0; /* marks wholly consumed */
+  while (gone < st->nmarks && st->marks[gone].end <= st->off) gone++;
+  if (gone) {
+    memmove(st->marks, st->marks + gone, (st->nmarks - gone) * sizeof *st->marks);
+    st->nmarks -= gone;
+  }
+  size_t shift = 0;
   if (st->off == st->len) {
+    shift = st->off;
     st->off = st->len = 0;
   } else if (st->off > st->cap / 2) {
     memmove(st->buf, st->buf + st->off, st->len - st->off);
+    shift = st->off;
     st->len -= st->off;
     st->off = 0;
   }
+  for (size_t i = 0; i < st->nmarks; i++) st->marks[i].end -= shift;
 }
 
 static void stdin_write(wb_child *c) {

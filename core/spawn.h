@@ -69,6 +69,11 @@ typedef struct wb_stream {
   size_t off; /* WB_IO_LINES: bytes the owner has consumed */
   size_t scanned; /* WB_IO_LINES: bytes after off known to hold no newline (searching resumes
                      there, so a long line costs linear time) */
+  struct wb_read_mark {
+    size_t end;     /* offset in buf just past the bytes of one read() */
+    int64_t ns;     /* wb_clock_ns() after that read */
+  } *marks;         /* WB_IO_LINES: the reads holding unconsumed bytes, oldest first */
+  size_t nmarks, capmarks;
 } wb_stream;
 
 struct wb_child {
@@ -125,6 +130,9 @@ void wb_spawn_result(const wb_child *c, wb_child_result *out);
 
 /* Drops the consumed part of a WB_IO_LINES buffer. */
 void wb_stream_compact(wb_stream *st);
+
+/* WB_IO_LINES: the wb_clock_ns() at which the byte at buf offset `at` (unconsumed) was read. */
+int64_t wb_stream_read_ns(const wb_stream *st, size_t at);
 
 /* The child's environment: a malloc'ed array of borrowed strings (environ with spec->env applied,
  * or spec->env alone); *path is the PATH the child will see. NULL when out of memory. */

@@ -814,7 +814,7 @@ function M.run(spec)
   else
     local r, err, errno = record(spec, o, res, st)
     if not r then return nil, err, errno end
-    if stages and r.memory then o.stages = stages:bands(r.memory.t0) end
+    if stages and r.memory then o.stages = stages:bands(r.memory.t0, 1 / r.memory.hz) end
     local sym_close <close> = r.sym
     local sampled = profiles(res, r, o, st.off_skip)
     quality(res, r.side, sampled)

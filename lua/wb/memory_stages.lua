@@ -1,14 +1,14 @@
 -- The application's stages on the memory timeline: wb.capture{stage_pattern = ...} watches the
 -- command's stage lines (a Lua pattern with two captures, the stage's name and its seconds, as
--- profile_app_full's stage_pattern), stamps each with wb's clock as it arrives, and takes a stage
--- reported at t that took d seconds to have run over [t - d, t]. The bands go to the memory chart,
--- and each stage gets the tree's RSS at its start and end, its growth and its peak.
+-- profile_app_full's stage_pattern), stamps each with the time wb read it from the pipe, and takes a
+-- stage reported at t that took d seconds to have run over [t - d, t]. The bands go to the memory
+-- chart, and each stage gets the tree's RSS at its start and end, its growth and its peak.
 --
 --   local w <close> = memory_stages.watch(spec)    -- nil without spec.stage_pattern
 --   spec = w.spec                                   -- stderr (and a stdout callback) also stamped
---   local bands = w:bands(t0)                       -- {{name, from, to}} in seconds from t0
+--   local bands = w:bands(t0, 1 / hz)               -- {{name, from, to}} in seconds from t0
 --   res.memory.stages = memory_stages.attribute(m, bands)
-local clock = require "wb.clock"
+local proc = require "wb.proc"
 
 local M = {}
 
@@ -36,7 +36,7 @@ function M.watch(spec)
   for k, v in pairs(spec) do copy[k] = v end
   local function stamp(line)
     local name, secs = line:match(pattern)
-    if name and tonumber(secs) then w.marks[#w.marks + 1] = { name, clock.now() / 1e9, tonumber(secs) } end
+    if name and tonumber(secs) then w.marks[#w.marks + 1] = { name, proc.line_time() / 1e9, tonumber(secs) } end
   end
   if spec.stderr == nil or spec.stderr == "inherit" then
     copy.stderr = function(line)
@@ -68,11 +68,25 @@ function M.watch(spec)
   return w
 end
 
--- bands = w:bands(t0) : the stages seen, {{name, from, to}} in seconds from t0 (CLOCK_MONOTONIC
--- seconds, as wb.memory's), in the order they ended
-function Watch:bands(t0)
+-- bands = w:bands(t0, period) : the stages seen, {{name, from, to}} in seconds from t0
+-- (CLOCK_MONOTONIC seconds, as wb.memory's), in the order they ended. A stamp can only be late
+-- (wb reads a line after it was written, by up to a scheduling delay), so two stages reported one
+-- after the other whose boundaries miss by less than `period` (the memory timeline's resolution)
+-- and by less than half of either stage are taken to meet, at the earlier of the two boundaries.
+function Watch:bands(t0, period)
   local out = {}
-  for i, m in ipairs(self.marks) do out[i] = { m[1], m[2] - m[3] - t0, m[2] - t0 } end
+  for i, m in ipairs(self.marks) do
+    local b = { m[1], m[2] - m[3] - t0, m[2] - t0 }
+    local prev = out[i - 1]
+    if prev then
+      local miss = math.abs(b[2] - prev[3])
+      if miss < period and miss < (prev[3] - prev[2]) / 2 and miss < (b[3] - b[2]) / 2 then
+        local meet = math.min(b[2], prev[3])
+        b[2], prev[3] = meet, meet
+      end
+    end
+    out[i] = b
+  end
   return out
 end
 

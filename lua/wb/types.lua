@@ -184,6 +184,9 @@ function proc.wait_all(list) end
 ---@param path string?
 ---@return string?
 function proc.which(name, path) end
+---Inside a line callback: the wb.clock.now() at which wb read the line from the pipe; else nil.
+---@return integer?
+function proc.line_time() end
 ---@param pgid integer a process group wb did not start in this process
 ---@param signo integer? default SIGTERM; 0 tests that the group exists
 ---@return boolean? ok, string? err, integer? errno

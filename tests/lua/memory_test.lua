@@ -282,3 +282,36 @@ T.case("stage lines: bands on the chart, each stage's growth, the stage that hol
   for _, name in ipairs({ "grow", "hold", "release" }) do T.match(chart, ">" .. name .. "<") end
   T.raises(function() wb.capture { argv = { "/bin/true" }, stage_pattern = 1 } end, "stage_pattern must be")
 end)
+
+T.case("stage bands: stages reported one after the other meet at the earlier boundary; far misses and nesting are kept", function()
+  local stages = require "wb.memory_stages"
+  local function bands(marks)
+    local w = assert(stages.watch { argv = { "/bin/true" }, stage_pattern = "(%S+) ([%d.]+)" })
+    w.marks = marks
+    return w:bands(100, 0.05)
+  end
+  -- b's line was read 4 ms later than a's: b's start (t - d) falls 4 ms after a's end
+  local b = bands { { "a", 101.000, 1.0 }, { "b", 101.504, 0.5 } }
+  T.eq({ b[1][3], b[2][2] }, { 1.000, 1.000 })
+  -- a's line was read 30 ms late: its end lies past b's start, which is the boundary
+  b = bands { { "a", 101.030, 1.0 }, { "b", 101.500, 0.5 } }
+  T.near(b[1][3], 1.000, 1e-9)
+  T.near(b[2][2], 1.000, 1e-9)
+  -- a real pause of 0.2 s between stages, and a stage nested in the one reported after it
+  b = bands { { "a", 101.0, 1.0 }, { "b", 101.7, 0.5 }, { "all", 101.71, 1.7 } }
+  T.eq(b[1][3], 1.0)
+  T.near(b[2][2], 1.2, 1e-9)
+  T.near(b[3][2], 0.01, 1e-9)
+  -- a short stage is not stretched by a miss as long as half of it
+  b = bands { { "a", 101.0, 1.0 }, { "tiny", 101.03, 0.01 } }
+  T.near(b[2][2], 1.02, 1e-9)
+  -- read from a real child: each stamp is its line's read time, so two lines written together share it
+  local seen = {}
+  local w = assert(stages.watch { argv = { "sh", "-c", "printf 'x 0.1\\ny 0.2\\n' >&2" }, stage_pattern = "(%S+) ([%d.]+)",
+    stderr = function(line) seen[#seen + 1] = line end })
+  local r = assert(proc.run(w.spec))
+  T.ok(r.ok)
+  T.eq(#seen, 2)
+  T.eq(w.marks[1][2], w.marks[2][2])
+end)
+

@@ -144,6 +144,30 @@ T.case("line callbacks get each line without newline, a final partial line too",
   T.eq({ r.stdout, r.stderr }, { nil, nil })
 end)
 
+T.case("line_time: when wb read the line, not when a busy callback got it; restored after a nested wait", function()
+  T.eq(proc.line_time(), nil)
+  local seen = {}
+  local r = proc.run(sh("printf 'a\\nb\\n'; sleep 0.3; printf 'c\\n'", {
+    stdout = function(l)
+      seen[#seen + 1] = { l, proc.line_time(), clock.now() }
+      if l == "a" then
+        local until_ns = clock.now() + 200e6
+        while clock.now() < until_ns do end
+        local inner = proc.run(sh("echo inner", { stdout = function() end }))
+        T.ok(inner.ok)
+        T.eq(proc.line_time(), seen[1][2], "the outer line's time is back after a nested wait")
+      end
+    end,
+  }))
+  T.ok(r.ok)
+  T.eq(#seen, 3)
+  T.eq(seen[2][2], seen[1][2], "a and b came in one read")
+  T.ok(seen[2][3] - seen[2][2] >= 200e6, "b was delivered after a's 200 ms callback")
+  T.ok(seen[1][2] <= seen[1][3] and seen[3][2] <= seen[3][3])
+  T.ok(seen[3][2] - seen[1][2] >= 250e6, "c was read after the child's 0.3 s sleep")
+  T.eq(proc.line_time(), nil)
+end)
+
 T.case("stderr = \"stdout\" merges into stdout's destination", function()
   local r = proc.run(sh("echo o1; echo e1 >&2; echo o2", { stdout = "capture", stderr = "stdout" }))
   T.eq(r.stdout, "o1\ne1\no2\n")
