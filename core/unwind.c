@@ -243,8 +243,12 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     uint64_t ra = 0, nsp, nbp = bp;
     if (r && r->kind == 0) {
       uint64_t cfa = (r->cfa_bp ? bp : sp) + (uint64_t)(int64_t)r->cfa_off;
+      uint64_t bp_slot = cfa + (uint64_t)(int64_t)r->bp_off;
+      /* A save slot below sp has been popped already: GCC's epilogues keep the save rule in force
+       * up to the ret, while rbp already holds the caller's value. */
+      int bp_saved = r->bp_rule == 1 && bp_slot >= sp;
       if (!read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->ra_off, &ra) ||
-          (r->bp_rule == 1 && !read_word(stack, len, base, cfa + (uint64_t)(int64_t)r->bp_off, &nbp))) {
+          (bp_saved && !read_word(stack, len, base, bp_slot, &nbp))) {
         why = WB_UNW_OFF_STACK;
         break;
       }

@@ -554,6 +554,38 @@ T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) i
   T.eq(stop, "no_cfi")
 end)
 
+-- A function whose epilogue pops rbp before its ret, with the CFI GCC writes for it: the save rule
+-- for rbp stays in force to the ret, though its slot is below sp by then.
+local EPILOGUE = [[
+#include <unistd.h>
+__asm__(".text\n.globl popper\n.type popper,@function\npopper:\n.cfi_startproc\n"
+        "push %rbp\n.cfi_def_cfa_offset 16\n.cfi_offset rbp, -16\n"
+        "push %rbx\n.cfi_def_cfa_offset 24\n.cfi_offset rbx, -24\n"
+        "pop %rbx\n.cfi_def_cfa_offset 16\npop %rbp\n.cfi_def_cfa_offset 8\n"
+        ".globl popper_ret\npopper_ret:\nret\n.cfi_endproc\n.size popper, .-popper\n");
+void popper(void);
+int main(void) { popper(); pause(); return 0; }
+]]
+
+T.case("a sample in an epilogue after rbp was popped (its save slot below sp): rbp is the caller's, the walk goes on", function()
+  local exe = build("epilogue", "c", EPILOGUE, "gcc")
+  local p <close> = assert(proc.spawn { argv = { exe } })
+  local base
+  T.wait_until("the program mapped", 10, function()
+    for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
+      local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(%S+)$")
+      if path == exe and tonumber(off, 16) == 0 then base = tonumber(lo, 16) end
+    end
+    return base
+  end)
+  local ret = tonumber(run({ "nm", exe }):match("(%x+) T popper_ret"), 16)
+  local u <close> = unwind.new()
+  local sp = 0x7ff000000000
+  -- the copy holds only the return address (0: the end of the stack); rbp's slot, at sp - 8, is not in it
+  local pcs, stop = u:walk(p.pid, { ip = base + ret, sp = sp, bp = 0x1234 }, string.pack("<I8", 0))
+  T.eq({ #pcs, stop }, { 1, "complete" })
+end)
+
 T.case("eBPF, unwind=dwarf: code mapped after the first samples (dlopen) is walked too", function()
   local ok, why = require("wb.bpf").available()
   if not ok then T.skip("eBPF unavailable: " .. why) end
