@@ -30,7 +30,7 @@ local M = {}
 M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
-M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
+M.BPF_STACK_MAX = unwind_q.BPF_STACK_MAX -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
 M.DRAIN = 0.05            -- seconds between two drains of the sample buffers while the command runs
 -- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
 -- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
@@ -509,8 +509,9 @@ local function options(spec)
   if o.unwind == "dwarf" and o.requested == "bpf" and o.stack_size > M.BPF_STACK_MAX then
     error("wb.capture: stack_size above " .. M.BPF_STACK_MAX .. " needs method \"perf_event\"", 3)
   end
-  if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > 65528 or o.stack_size % 8 ~= 0 then
-    error("wb.capture: stack_size must be a multiple of 8 in 512..65528", 3)
+  if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > unwind_q.STACK_MAX
+    or o.stack_size % 8 ~= 0 then
+    error("wb.capture: stack_size must be a multiple of 8 in 512.." .. unwind_q.STACK_MAX, 3)
   end
   o.pages = 128 -- ring pages per CPU: room for 4x what a CPU writes in 0.1 s (two drains, M.DRAIN)
   while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end

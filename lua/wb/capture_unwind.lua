@@ -12,6 +12,8 @@ M.ENTRY = { main = true, _start = true, __libc_start_main = true, __libc_start_c
 M.TRUNCATED_LIMIT = 0.05 -- warn above this share of walks that stopped early
 M.TRUNCATED_MIN = 10      -- ... when at least this many did
 M.NO_CFI_SHARE = 0.01     -- name an object without CFI or frame pointers that stopped this share of walks
+M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record
+M.STACK_MAX = 65528       -- the most bytes perf_event copies per sample (PERF_SAMPLE_STACK_USER)
 
 -- fraction = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
 -- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34")
@@ -82,9 +84,15 @@ function M.warn(w, fig)
   for _, o in ipairs(fig.objects) do
     if o.stopped > 0 then where[#where + 1] = string.format("%s (%d)", o.path, o.stopped) end
   end
-  w[#w + 1] = string.format("%.0f%% of user stacks are truncated (%s)%s; their callers are missing",
+  local hint = ""
+  if (fig.reasons.off_stack or 0) * 2 >= fig.truncated and fig.stack_size < M.STACK_MAX then -- deep stacks or large frames (a big buffer in main)
+    hint = string.format("; most ran past the end of their %d-byte stack copies: raise stack_size (%s)",
+      fig.stack_size, fig.stack_size < M.BPF_STACK_MAX and "stack_size=" .. M.BPF_STACK_MAX .. ", or up to "
+      .. M.STACK_MAX .. " with method=perf_event" or "up to " .. M.STACK_MAX .. " with method=perf_event")
+  end
+  w[#w + 1] = string.format("%.0f%% of user stacks are truncated (%s)%s; their callers are missing%s",
     fig.truncated_fraction * 100, table.concat(why, ", "),
-    #where > 0 and (": stopped in " .. table.concat(where, ", ")) or "")
+    #where > 0 and (": stopped in " .. table.concat(where, ", ")) or "", hint)
 end
 
 return M

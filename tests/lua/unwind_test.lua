@@ -664,6 +664,9 @@ T.case("a 300-deep recursion: with the default 8 KiB copies its stacks are marke
   T.ok(most > 100 and most < 301)
   T.ok(res.oncpu.unwind.reasons.off_stack >= 0.9 * res.oncpu.unwind.walks, "stopped at the end of the copy")
   T.ok(not on:find(";main;deep;[^\n]*;deep_leaf"), "no caller invented past the copy")
+  local hint
+  for _, w in ipairs(res.warnings) do hint = hint or w:match("ran past the end of their 8192%-byte stack copies: raise stack_size %(stack_size=16376, or up to 65528 with method=perf_event%)") end
+  T.ok(hint, "the warning says which key to raise: " .. table.concat(res.warnings, " | "))
   res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false, stack_size = 16376 })
   on = res.oncpu.folded_text
   _, total = under(on, "deep_leaf")
