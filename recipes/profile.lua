@@ -6,6 +6,7 @@
 --   wb profile stdout=null -- ./server           (the command's stdout: tee | inherit | null | FILE)
 --   wb profile unwind=fp -- ./app                 (frame pointers only; by default user stacks are walked with CFI)
 --   wb profile unwind=fp stack_entries=65536 -- ./app (frame pointers: more stack-map buckets, fewer collisions)
+--   wb profile method=perf_event stack_size=65528 -- ./app (stack bytes per sample; default 16376 eBPF, 8192 perf_event)
 --   wb profile alloc=true -- ./app                (sampled allocation stacks: profiles/profile.alloc*)
 --   wb profile stage_pattern='stage=(%S+) seconds=([%d.]+)' -- ./app   (stage bands on the memory chart)
 --   wb profile machine=slurm_cpu -- ./app        (the capture is a Slurm job; docs/slurm.md)
@@ -30,14 +31,14 @@ return wb.recipe {
   defaults = {
     tasks = 1, -- tasks of the step (Slurm): one profile per task and a merged one
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
-    shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = 8192,
+    shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = wb.null,
     stack_entries = 16384, count_entries = 16384, alloc = false, alloc_interval = 524288, stage_pattern = wb.null,
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
-    unwind = "auto|dwarf|fp", stack_size = "integer>=1", stack_entries = "integer>=64", count_entries = "integer>=64",
+    unwind = "auto|dwarf|fp", stack_size = "integer>=1|null", -- null: 16376 with eBPF, 8192 with perf_event stack_entries = "integer>=64", count_entries = "integer>=64",
     alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null", tasks = "integer>=1",
   },
   run = function(ctx)
@@ -82,7 +83,7 @@ return wb.recipe {
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
-        title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = cfg.stack_size,
+        title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = wb.util.opt(cfg.stack_size),
         stack_entries = cfg.stack_entries, count_entries = cfg.count_entries,
         alloc = cfg.alloc, alloc_interval = cfg.alloc_interval, stage_pattern = wb.util.opt(cfg.stage_pattern),
       }

@@ -31,6 +31,7 @@ M.DEFAULT_FREQ = 99
 M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed frame
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
 M.BPF_STACK_MAX = unwind_q.BPF_STACK_MAX -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
+M.PERF_STACK_SIZE = 8192   -- the default stack copy of perf_event and perf_cli (size_stack)
 M.DRAIN = 0.05            -- seconds between two drains of the sample buffers while the command runs
 -- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
 -- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
@@ -501,7 +502,8 @@ local function options(spec)
   if math.type(o.freq) ~= "integer" or o.freq < 1 or o.freq > 100000 then
     error("wb.capture: freq must be an integer in 1..100000", 3)
   end
-  o.unwind, o.stack_size = spec.unwind or M.DEFAULT_UNWIND, spec.stack_size or 8192
+  o.unwind, o.stack_size, o.stack_given = spec.unwind or M.DEFAULT_UNWIND, spec.stack_size or M.PERF_STACK_SIZE,
+    spec.stack_size ~= nil
   if o.unwind == "auto" then o.unwind = "dwarf" end
   if o.unwind ~= "fp" and o.unwind ~= "dwarf" then
     error("wb.capture: unwind must be \"auto\", \"dwarf\" or \"fp\"", 3)
@@ -513,8 +515,6 @@ local function options(spec)
     or o.stack_size % 8 ~= 0 then
     error("wb.capture: stack_size must be a multiple of 8 in 512.." .. unwind_q.STACK_MAX, 3)
   end
-  o.pages = 128 -- ring pages per CPU: room for 4x what a CPU writes in 0.1 s (two drains, M.DRAIN)
-  while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
   local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
   o.title = spec.title or table.concat(words, " ")
   return o
@@ -533,10 +533,24 @@ local function python_start(session, p)
 end
 
 -- st = {method, passed, session}: the BPF session could not be had (err): the next method, and why.
+-- The bytes of user stack copied per sample, unless spec.stack_size chose them: with eBPF all it
+-- can copy, which costs shallow stacks nothing more (a main thread's copy stops at the process's
+-- start_stack; a thread's is halved until it ends in readable memory), so that programs keeping a
+-- large buffer on main's frame (Debian's sqlite3 shell) are walked to main; with perf_event and
+-- perf_cli perf's 8192, as the kernel copies all of it and the rings must fit an unprivileged
+-- user's locked memory (perf_event_mlock_kb: 516 KiB per CPU). Sizes the perf_event rings
+-- (o.pages) for it.
+local function size_stack(o, method)
+  if not o.stack_given then o.stack_size = method == "bpf" and M.BPF_STACK_MAX or M.PERF_STACK_SIZE end
+  o.pages = 128 -- ring pages per CPU: room for 4x what a CPU writes in 0.1 s (two drains, M.DRAIN)
+  while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
+end
+
 local function fall_back(st, o, err)
   st.passed[#st.passed + 1] = { method = "bpf", reason = err }
   st.method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"
   st.session = nil
+  size_stack(o, st.method)
 end
 
 -- What naming the frames will need, read on threads of wb's while the BPF programs load and the
@@ -765,7 +779,8 @@ end
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
 -- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "auto" (= "dwarf": user
--- stacks walked with each object's CFI from a copy of stack_size = 8192 bytes per sample and, with
+-- stacks walked with each object's CFI from a copy of stack_size bytes per sample (16376 with eBPF,
+-- 8192 with perf_event and perf_cli) and, with
 -- eBPF, per switch-out; perf_cli records --call-graph dwarf) | "fp" (frame pointers, walked by the
 -- kernel); res.oncpu.unwind holds the quality figures, res.oncpu.symbols the mangled names and
 -- file:line of inlined frames), python = true (Python stacks of CPython processes, res.python),
@@ -782,6 +797,7 @@ function M.run(spec)
   local res = { warnings = {}, freq = o.freq }
   local method, passed = choose(o.requested == "auto" and o.unwind == "dwarf" and o.stack_size > M.BPF_STACK_MAX
     and "perf_event" or o.requested, o.want_on or o.want_off)
+  size_stack(o, method)
   res.profilers = consulted()
   local st = { method = method, passed = passed }
   if method == "bpf" then -- loaded on a thread while the command is spawned and its counters opened

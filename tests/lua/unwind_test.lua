@@ -340,9 +340,10 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
   local out = T.tmpdir() .. "/run"
   local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "unwind=dwarf", "freq=499", "-o", out, "--", exe, "0.5" })
   T.eq(res.code, 0, res.stderr)
-  T.match(res.stdout, "unwinding: CFI from 8192%-byte stack copies; +[%d.]+%% of stacks reach main")
   local run = T.manifest(out).runs[1]
   T.eq(run.method, require("wb.bpf").available() and "bpf" or "perf_event")
+  local size = run.method == "bpf" and 16376 or 8192 -- the defaults: all eBPF copies, perf's
+  T.match(res.stdout, "unwinding: CFI from " .. size .. "%-byte stack copies; +[%d.]+%% of stacks reach main")
   T.ok(run.unwind.reach_entry_fraction >= 0.95 and run.metrics.reach_entry_fraction == run.unwind.reach_entry_fraction)
   T.ok(run.metrics.truncated_fraction <= 0.05)
   T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
@@ -641,11 +642,12 @@ local function max_run(folded, fn)
   return most, truncated
 end
 
-T.case("a 300-deep recursion: with the default 8 KiB copies its stacks are marked truncated with their depth; "
-  .. "with stack_size = 16376 they reach main", function()
+T.case("a 300-deep recursion: with 8 KiB copies (perf's default) its stacks are marked truncated with their "
+  .. "depth and the warning names the key; with the default (eBPF: 16376) they reach main", function()
   need_perf()
   local exe = build("deep", "c", DEEP, "gcc")
-  local res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false })
+  local res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false,
+    stack_size = 8192 })
   local on = res.oncpu.folded_text
   local _, total = under(on, "deep_leaf")
   local most, truncated = max_run(on, "deep")
@@ -667,7 +669,10 @@ T.case("a 300-deep recursion: with the default 8 KiB copies its stacks are marke
   local hint
   for _, w in ipairs(res.warnings) do hint = hint or w:match("ran past the end of their 8192%-byte stack copies: raise stack_size %(stack_size=16376, or up to 65528 with method=perf_event%)") end
   T.ok(hint, "the warning says which key to raise: " .. table.concat(res.warnings, " | "))
-  res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false, stack_size = 16376 })
+  local bpf_ok = require("wb.bpf").available()
+  res = assert(capture.run { argv = { exe, "300" }, freq = 499, stdout = "capture", offcpu = false,
+    stack_size = not bpf_ok and 16376 or nil })
+  T.eq(res.oncpu.unwind.stack_size, 16376, bpf_ok and "eBPF's default" or "asked for")
   on = res.oncpu.folded_text
   _, total = under(on, "deep_leaf")
   T.ok(under(on, "main") / total >= 0.95, string.format("%d of %d samples reach main", under(on, "main"), total))
@@ -702,6 +707,29 @@ T.case("method perf_cli: perf record --call-graph dwarf by default (the split an
     offcpu = false, unwind = "fp" })
   alpha, total = under(res.oncpu.folded_text, "outer_alpha")
   T.ok(alpha / total < 0.1, "frame pointers lose churn's caller in this build")
+end)
+
+T.case("Debian's sqlite3 shell reading SQL from stdin (over 8 KiB on the stack above its working frames): "
+  .. "eBPF's default copies reach main, perf's 8 KiB reach none", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip("eBPF unavailable: " .. why) end
+  local sqlite = "/usr/bin/sqlite3"
+  if not fs.exists(sqlite) then T.skip("Debian's sqlite3 not installed (make deps installs it)") end
+  local sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 3000000) "
+    .. "SELECT count(*), sum(x % 7) FROM c;\n"
+  local function reach(stack_size)
+    local res = assert(capture.run { argv = { sqlite, ":memory:" }, stdin = { data = sql }, freq = 499,
+      stdout = "capture", offcpu = false, python = false, memory = false, stack_size = stack_size })
+    T.eq(res.result.stdout, "3000000|8999997\n")
+    T.eq(res.method, "bpf")
+    T.ok(res.oncpu.samples > 100, "samples: " .. res.oncpu.samples)
+    return res.oncpu.unwind.reach_entry_fraction, res.oncpu.unwind.stack_size
+  end
+  local default, size = reach(nil)
+  T.eq(size, 16376)
+  T.ok(default >= 0.95, string.format("%.1f%% of stacks reach main", 100 * default))
+  local short = reach(8192)
+  T.ok(short < 0.5, string.format("with 8 KiB copies %.1f%% reach main (the control)", 100 * short))
 end)
 
 T.case("Debian's python3 (no frame pointers), default unwinding: native stacks reach main through "
