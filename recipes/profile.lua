@@ -38,7 +38,8 @@ return wb.recipe {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
-    unwind = "auto|dwarf|fp", stack_size = "integer>=1|null", -- null: 16376 with eBPF, 8192 with perf_event stack_entries = "integer>=64", count_entries = "integer>=64",
+    unwind = "auto|dwarf|fp", stack_size = "integer>=1|null", -- null: the method's (16376 eBPF, 8192 perf_event)
+    stack_entries = "integer>=64", count_entries = "integer>=64",
     alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null", tasks = "integer>=1",
   },
   run = function(ctx)

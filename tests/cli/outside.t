@@ -133,6 +133,14 @@ $ cd $T && ${WB_BIN:-wb} profile_app_full tool.trials=0 -o $T/t7
 wb: override 'tool.trials=0': tool.trials must be an integer >= 1, got integer 0
 [2]
 
+$ cd $T && ${WB_BIN:-wb} profile stack_entries=10 -o $T/t7 -- true
+wb: override 'stack_entries=10': stack_entries must be an integer >= 64, got integer 10
+[2]
+
+$ cd $T && ${WB_BIN:-wb} profile stack_size=abc -o $T/t7 -- true
+wb: override 'stack_size=abc': stack_size must be an integer >= 1 or null, got string 'abc'
+[2]
+
 $ cd $T && ${WB_BIN:-wb} vep_breakdown top=0 -o $T/t7
 wb: override 'top=0': top must be an integer >= 1, got integer 0
 [2]
