@@ -13,6 +13,7 @@
 #include "sym.h"
 #include "unwind.h"
 #include "internal.h"
+#include "wb.h"
 
 #define SYM_MT "wb.sym"
 
@@ -29,13 +30,49 @@ typedef struct aspace {
   size_t n, cap;
 } aspace;
 
+/* What naming one object's addresses cost this symbolizer (s:costs()): the first lookup in a file
+ * also reads and indexes it, unless another symbolizer or a read-ahead thread did. */
+typedef struct obj_cost {
+  char *path;
+  int64_t ns, addrs;
+} obj_cost;
+
 typedef struct symbolizer {
   aspace *as;
   size_t n, cap;
   uint32_t *index; /* hash of pid -> position in as + 1 (0: free), cap * 2 slots */
   int closed;
   int dwarf; /* inline chains from DWARF and demangled names (core/unwind_obj.c) */
+  obj_cost *costs;
+  size_t ncosts, capcosts;
 } symbolizer;
+
+#define KERNEL_OBJECT "[kernel.kallsyms]"
+
+/* Adds ns to the cost of naming one address of path (out of memory: not counted). */
+static void charge(symbolizer *s, const char *path, int64_t ns) {
+  obj_cost *c = NULL;
+  for (size_t i = s->ncosts; i-- > 0;)
+    if (strcmp(s->costs[i].path, path) == 0) {
+      c = &s->costs[i];
+      break;
+    }
+  if (!c) {
+    if (s->ncosts == s->capcosts) {
+      size_t cap = s->capcosts ? s->capcosts * 2 : 16;
+      obj_cost *m = realloc(s->costs, cap * sizeof *m);
+      if (!m) return;
+      s->costs = m;
+      s->capcosts = cap;
+    }
+    char *copy = strdup(path);
+    if (!copy) return;
+    c = &s->costs[s->ncosts++];
+    *c = (obj_cost){.path = copy};
+  }
+  c->ns += ns;
+  c->addrs++;
+}
 
 /* ---- address spaces ----------------------------------------------------------------------- */
 
@@ -157,6 +194,7 @@ static const char *base_name(const char *path) {
 
 struct frame {
   const char *name; /* NULL: unresolved */
+  const char *file; /* the mapping's path, NULL when the address is in none */
   const char *module;
   uint64_t offset;  /* into the symbol when resolved, else into the module's file */
   const char *path; /* the mapped file, when named from it */
@@ -175,6 +213,7 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
     if (f.name) f.offset = off;
     return f;
   }
+  f.file = m->path;
   f.module = base_name(m->path);
   f.offset = addr - m->start + m->pgoff;
   wb_elf *e = strcmp(m->path, "[vdso]") == 0 ? wb_elf_vdso() : m->path[0] == '/' ? wb_elf_get(m->path) : NULL;
@@ -341,9 +380,11 @@ static int l_frames(lua_State *L) {
     lua_rawgeti(L, 3, i);
     uint64_t addr = (uint64_t)lua_tointeger(L, -1) - (i > 1);
     lua_pop(L, 1);
+    int64_t t0 = wb_clock_ns();
     if (kernel) {
       uint64_t off;
       const char *name = wb_kallsyms_lookup(addr, &off);
+      charge(s, KERNEL_OBJECT, wb_clock_ns() - t0);
       if (!name) unresolved++;
       lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
     } else {
@@ -356,8 +397,11 @@ static int l_frames(lua_State *L) {
       }
       if (f.name && s->dwarf) {
         push_user(L, s, &f, info, &at, i == 1 ? &leaf_file : &ignored_file, i == 1 ? &leaf_line : &ignored_line);
+        if (f.file) charge(s, f.file, wb_clock_ns() - t0);
         continue;
-      } else if (f.name) {
+      }
+      if (f.file) charge(s, f.file, wb_clock_ns() - t0);
+      if (f.name) {
         lua_pushstring(L, f.name);
       } else {
         char buf[320];
@@ -377,6 +421,37 @@ static int l_frames(lua_State *L) {
   wb_set_str(L, "file", leaf_file);
   wb_set_int(L, "line", leaf_line);
   return 4;
+}
+
+static int by_cost(const void *a, const void *b) {
+  const obj_cost *x = a, *y = b;
+  return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
+/* -- c = s:costs() : what naming addresses has cost so far: {seconds, addresses, objects =
+ * {{path, seconds, addresses}, ...}} (the most costly object first; the kernel is
+ * "[kernel.kallsyms]"). An object's first address includes reading and indexing the file when no
+ * other symbolizer or read-ahead did. */
+static int l_costs(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  qsort(s->costs, s->ncosts, sizeof *s->costs, by_cost);
+  int64_t ns = 0, addrs = 0;
+  lua_createtable(L, 0, 3);
+  lua_createtable(L, (int)s->ncosts, 0);
+  for (size_t i = 0; i < s->ncosts; i++) {
+    const obj_cost *c = &s->costs[i];
+    ns += c->ns;
+    addrs += c->addrs;
+    lua_createtable(L, 0, 3);
+    wb_set_str(L, "path", c->path);
+    wb_set_num(L, "seconds", (double)c->ns / 1e9);
+    wb_set_int(L, "addresses", c->addrs);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "objects");
+  wb_set_num(L, "seconds", (double)ns / 1e9);
+  wb_set_int(L, "addresses", addrs);
+  return 1;
 }
 
 /* -- list = s:pids() : the processes the symbolizer knows mappings of */
@@ -402,6 +477,10 @@ static int l_close(lua_State *L) {
   }
   free(s->as);
   free(s->index);
+  for (size_t i = 0; i < s->ncosts; i++) free(s->costs[i].path);
+  free(s->costs);
+  s->costs = NULL;
+  s->ncosts = s->capcosts = 0;
   s->as = NULL;
   s->index = NULL;
   s->n = s->cap = 0;
@@ -478,9 +557,10 @@ static int l_prefetch_kernel(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"close", l_close},       {"exec", l_exec},
-                                       {"fork", l_fork},       {"frames", l_frames},     {"pids", l_pids},
-                                       {"resolve", l_resolve}, {"snapshot", l_snapshot}, {NULL, NULL}};
+static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"close", l_close},   {"costs", l_costs},
+                                       {"exec", l_exec},       {"fork", l_fork},     {"frames", l_frames},
+                                       {"pids", l_pids},       {"resolve", l_resolve}, {"snapshot", l_snapshot},
+                                       {NULL, NULL}};
 
 static const luaL_Reg sym_functions[] = {{"file", l_file},     {"kernel", l_kernel},
                                          {"load_kernel", l_load_kernel}, {"lookup", l_lookup},

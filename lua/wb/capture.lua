@@ -8,6 +8,8 @@
 --   res.counters["task-clock"]   {available, value, unit, scaled, running_fraction} | {available = false, reason}
 --   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds
+--   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
+--                                seconds, addresses}}}, the most costly object first (not for perf_cli)
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
 local alloc = require "wb.alloc"
@@ -836,6 +838,7 @@ function M.run(spec)
     local sampled = profiles(res, r, o, st.off_skip)
     quality(res, r.side, sampled)
     if al then res.alloc = al:profile(r, o) end
+    res.symbolize = r.sym:costs()
   end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.method == "bpf" and not bpf.btf() then bpf.make_btf() end -- for the loads of the next captures

@@ -91,6 +91,16 @@ function M.text(res, opts)
               .. "truncated, %.1f us per sample; %s", u.stack_size, pct(u.reach_entry_fraction),
               pct(u.truncated_fraction), u.ns_per_sample / 1000, table.concat(used, ", "))
           end
+          local c = res.symbolize
+          if c and c.addresses > 0 then
+            local most = {}
+            for i = 1, math.min(3, #c.objects) do
+              local obj = c.objects[i]
+              most[i] = string.format("%s %s", obj.path:match("[^/]+$") or obj.path, seconds(obj.seconds))
+            end
+            add("  symbolized: %s addresses in %s; most: %s", grouped(c.addresses), seconds(c.seconds),
+              table.concat(most, ", "))
+          end
         else
           add("off-CPU: %s (blocked %s, run queue %s); top functions (self, total share of off-CPU time)",
             seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
@@ -205,6 +215,49 @@ function M.memory_sections(res, n)
   return out
 end
 
+-- blocks = capture_report.quality_blocks(res) : the profile's quality as the report shows it (empty
+-- without CFI unwinding figures): a table of the whole-profile figures, then one row per object
+-- with how its frames were unwound, where walks stopped there and why, and what naming its
+-- addresses cost
+function M.quality_blocks(res)
+  local u = res.oncpu and res.oncpu.unwind
+  if not u then return {} end
+  local function share(x) return x and (pct(x):gsub("^ +", "")) or "" end
+  local function reasons(t)
+    local list = {}
+    for k, v in pairs(t) do
+      if k ~= "complete" then list[#list + 1] = string.format("%s %d", k, v) end
+    end
+    table.sort(list)
+    return table.concat(list, ", ")
+  end
+  local rows = { { "figure", "value" },
+    { "user stacks walked with CFI", string.format("%s, from %d-byte stack copies (%s copied)", grouped(u.walks),
+      u.stack_size, M.kib_text(math.floor(u.stack_bytes / 1024 + 0.5))) },
+    { "on-CPU stacks reaching main, _start or start_thread", share(u.reach_entry_fraction) },
+  }
+  local off = res.offcpu and res.offcpu.unwind
+  if off then rows[#rows + 1] = { "off-CPU stacks reaching them", share(off.reach_entry_fraction) } end
+  rows[#rows + 1] = { "truncated walks", share(u.truncated_fraction)
+    .. (u.truncated > 0 and (" (" .. reasons(u.reasons) .. ")") or "") }
+  rows[#rows + 1] = { "on-CPU samples with an unresolved frame", share(res.oncpu.unresolved_fraction) }
+  rows[#rows + 1] = { "walking", string.format("%s, %.1f µs per stack", seconds(u.seconds), u.ns_per_sample / 1000) }
+  local c = res.symbolize
+  if c then
+    rows[#rows + 1] = { "symbolization", string.format("%s addresses in %s", grouped(c.addresses), seconds(c.seconds)) }
+  end
+  local cost = {}
+  for _, o in ipairs(c and c.objects or {}) do cost[o.path] = o end
+  local objs = { { "object", "unwound with", "frames (CFI / frame pointers)", "walks stopped here", "symbolized" } }
+  for _, o in ipairs(u.objects) do
+    local sc = cost[o.path]
+    objs[#objs + 1] = { o.path, o.method, string.format("%s / %s", grouped(o.cfi), grouped(o.fp)),
+      o.stopped > 0 and string.format("%s (%s)", grouped(o.stopped), reasons(o.stops)) or "0",
+      sc and string.format("%s addresses, %s", grouped(sc.addresses), seconds(sc.seconds)) or "" }
+  end
+  return { page.table(rows, { align = { "l", "l" } }), page.table(objs, { align = { "l", "l", "r", "l", "r" } }) }
+end
+
 -- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}, sections}])
 -- : the whole page; diffs are differential flame graphs (path read and embedded, href linked);
 -- sections, page-kit blocks added before them (a step's tasks: wb.slurm_capture.report_sections)
@@ -227,6 +280,8 @@ function M.html(res, opts)
     end
     doc:add(section("Counters", page.table(rows)))
   end
+  local quality = M.quality_blocks(res)
+  if #quality > 0 then doc:add(section("Profile quality", quality)) end
   for _, kind in ipairs({ "oncpu", "offcpu" }) do
     local p = res[kind]
     local name = kind == "oncpu" and "On-CPU" or "Off-CPU"

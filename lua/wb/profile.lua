@@ -42,7 +42,7 @@ end
 -- profile.record(r, res, argv, out, dir) : fills the manifest record r from the wb.capture result
 -- res: arguments, method, exit, metrics (times, task-clock, samples, off-CPU time, unwinding
 -- reach, the tree's peak RSS, estimated bytes allocated), the profiles written (paths relative to the run directory dir) or why each was skipped,
--- how the Python frames were read (r.python), warnings
+-- what naming the frames cost (r.symbolize), how the Python frames were read (r.python), warnings
 function M.record(r, res, argv, out, dir)
   r.command_arguments = wb.json.array(argv)
   r.method = res.method
@@ -66,6 +66,7 @@ function M.record(r, res, argv, out, dir)
       profiles[kind] = { skipped = p.skipped }
     end
   end
+  r.symbolize = res.symbolize -- what naming the frames cost, per object
   if res.oncpu and res.oncpu.unwind then
     r.unwind = res.oncpu.unwind
     metrics.reach_entry_fraction = res.oncpu.unwind.reach_entry_fraction

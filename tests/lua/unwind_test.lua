@@ -334,7 +334,7 @@ T.case("object: what a file offers the unwinder; misuse raises", function()
   T.match(tostring(u), "closed")
 end)
 
-T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", function()
+T.case("wb profile unwind=dwarf: the figures in the manifest and the summary, symbolization's cost per object", function()
   need_perf()
   local exe = build("split0", "c", SPLIT, "gcc")
   local out = T.tmpdir() .. "/run"
@@ -347,6 +347,25 @@ T.case("wb profile unwind=dwarf: the figures in the manifest and the summary", f
   T.ok(run.unwind.reach_entry_fraction >= 0.95 and run.metrics.reach_entry_fraction == run.unwind.reach_entry_fraction)
   T.ok(run.metrics.truncated_fraction <= 0.05)
   T.ok(fs.read(out .. "/profiles/profile.oncpu.folded"):find(";main;outer_alpha;churn ", 1, true))
+  -- what naming the frames cost: each object's addresses and seconds, summing to the totals
+  local c = run.symbolize
+  T.ok(c.seconds > 0 and c.addresses > 0)
+  local secs, addrs, by_path = 0, 0, {}
+  for i, o in ipairs(c.objects) do
+    secs, addrs, by_path[o.path] = secs + o.seconds, addrs + o.addresses, o
+    if i > 1 then T.ok(o.seconds <= c.objects[i - 1].seconds, "the most costly object first") end
+  end
+  T.near(secs, c.seconds, 1e-6)
+  T.eq(addrs, c.addresses)
+  T.ok(by_path[fs.realpath(exe)] and by_path[fs.realpath(exe)].addresses > 0, "the program's addresses")
+  T.ok(by_path["[kernel.kallsyms]"], "the kernel's")
+  T.match(res.stdout, "\n  symbolized: [%d,]+ addresses in [^;]+; most: [^\n]+\n")
+  -- the report: the quality figures, and per object how it was unwound and what naming it cost
+  local html = assert(fs.read(out .. "/report.html"))
+  T.match(html, "<h2[^>]*>Profile quality</h2>")
+  T.match(html, "on%-CPU stacks reaching main, _start or start_thread</td><td[^>]*>%d+%.%d%%")
+  local row = html:match("<tr><td>" .. fs.realpath(exe):gsub("%p", "%%%0") .. "</td>(.-)</tr>")
+  T.ok(row and row:find(">cfi<", 1, true) and row:find("addresses, ", 1, true), "the program's row: " .. tostring(row))
 end)
 
 -- The 2:1 program, then four functions that block in libc: sleeper in nanosleep (25 x 20 ms),
