@@ -434,7 +434,7 @@ static int by_cost(const void *a, const void *b) {
  * other symbolizer or read-ahead did. */
 static int l_costs(lua_State *L) {
   symbolizer *s = check_sym(L);
-  qsort(s->costs, s->ncosts, sizeof *s->costs, by_cost);
+  if (s->ncosts > 1) qsort(s->costs, s->ncosts, sizeof *s->costs, by_cost); /* costs is NULL when none */
   int64_t ns = 0, addrs = 0;
   lua_createtable(L, 0, 3);
   lua_createtable(L, (int)s->ncosts, 0);

@@ -429,7 +429,7 @@ static cu_index *index_of(wb_dwobj *o, Dwarf_Die *cu) {
   }
   ci->cu = off;
   index_scope(ci, cu);
-  qsort(ci->r, ci->n, sizeof *ci->r, by_lo);
+  if (ci->n > 1) qsort(ci->r, ci->n, sizeof *ci->r, by_lo); /* r is NULL in a CU without functions */
   memmove(o->cus + lo + 1, o->cus + lo, (o->ncus - lo) * sizeof *o->cus);
   o->cus[lo] = ci;
   o->ncus++;
