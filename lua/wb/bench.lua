@@ -15,8 +15,9 @@
 --
 -- Commands run without a shell (split into words as a shell would) unless shell = true; then
 -- /bin/sh -c runs them and the shell's own spawn cost, measured first, is subtracted. Several
--- commands run interleaved (A B A B ...) or in seeded random blocks, so a drifting machine hits
--- all alike. Samples are kept in compact wb.stats.samples arrays.
+-- commands run interleaved, each round's order rotated by one (A B, B A, A B ... after the first
+-- timed run of each), or in seeded random blocks, so a drifting machine hits all alike and no
+-- command keeps the place in the order that runs faster. Samples are kept in compact wb.stats.samples arrays.
 local clock = require "wb.clock"
 local core = require "wb.core"
 local errors = require "wb.errors"
@@ -222,9 +223,10 @@ end
 
 -- The comparison of a command with the reference, by the comparison engine's test (wb.verdict:
 -- Mann–Whitney and a bootstrap CI of the ratio of means). A significant difference of the means
--- smaller than `threshold` (default 1%) is no difference: two runs of the same command differ by
--- that much here from where they stand in the run order alone (sleep 0.02 twice: 0.5-0.7%,
--- p < 1e-6 on this VM).
+-- smaller than `threshold` (default 1%) is no difference: two runs of the same command differed by
+-- that much here from where they stood in a fixed run order alone (sleep 0.02 twice: 0.5-0.7%,
+-- p < 1e-6 on this VM, 1.2% in a sanitized wb); the rotated order cancels most of it, the
+-- threshold what is left.
 M.DEFAULT_THRESHOLD = 0.01
 local function compare(c, ref, seed, threshold)
   local verdict = require "wb.verdict"
@@ -361,10 +363,20 @@ function M.run(spec)
   -- a full collection cycle whenever the heap doubles would let the runs' short-lived garbage
   -- grow with the run count; collecting at +50% keeps peak memory flat for 10,000 runs
   collectgarbage("setpause", 150)
+  local rounds = 0
   while true do
     local round = {}
     for _, c in ipairs(cmds) do
       if #c.samples.wall < c.planned then round[#round + 1] = c end
+    end
+    rounds = rounds + 1
+    -- rotated: where a command stands in the order moves its mean by itself (sleep 0.02 against
+    -- itself: 0.5-0.7% on this VM, 1.2% in a sanitized wb), and each place comes to each in turn
+    if order == "interleaved" and #round > 1 then
+      local k = rounds % #round
+      local rotated = {}
+      for i = 1, #round do rotated[i] = round[(i - 1 + k) % #round + 1] end
+      round = rotated
     end
     if #round == 0 and not spec.runs then
       -- the first run only estimated the count: when the runs add up to less than min_time

@@ -47,7 +47,7 @@ T.case("automatic run count: at least min_runs and min_time", function()
   T.ok(w.n * w.mean >= 0.6, string.format("%d runs, %.3f s measured", w.n, w.n * w.mean))
 end)
 
-T.case("setup, prepare, conclude, cleanup and warmup run in order, interleaved commands", function()
+T.case("setup, prepare, conclude, cleanup and warmup run in order, interleaved commands, each round rotated", function()
   local d = T.tmpdir()
   local log = d .. "/log"
   local function note(word) return "echo " .. word .. " >> " .. log end
@@ -60,7 +60,21 @@ T.case("setup, prepare, conclude, cleanup and warmup run in order, interleaved c
   for w in fs.read(log):gmatch("%S+") do words[#words + 1] = w end
   T.eq(table.concat(words, " "), table.concat({
     "setup A prepare A conclude", "setup B prepare B conclude",
-    "prepare A conclude prepare B conclude", "cleanup cleanup" }, " "))
+    "prepare B conclude prepare A conclude", "cleanup cleanup" }, " "), "the round after the first runs rotated")
+end)
+
+T.case("interleaved: after the first timed run of each, every command takes every place of the order in turn", function()
+  local seen = {}
+  bench.run { commands = { "true", "sleep 0", "echo" }, runs = 7,
+    on_run = function(name) seen[#seen + 1] = name end }
+  T.eq(#seen, 18, "6 rounds of 3 after the 3 first runs")
+  local places = {} -- places[name][k]: the rounds in which name ran k-th
+  for i, name in ipairs(seen) do
+    places[name] = places[name] or { 0, 0, 0 }
+    local k = (i - 1) % 3 + 1
+    places[name][k] = places[name][k] + 1
+  end
+  for _, name in ipairs({ "true", "sleep 0", "echo" }) do T.eq(places[name], { 2, 2, 2 }, name) end
 end)
 
 T.case("random order is seeded and reproducible", function()
