@@ -194,11 +194,10 @@ static const char *base_name(const char *path) {
 
 struct frame {
   const char *name; /* NULL: unresolved */
-  const char *file; /* the mapping's path, NULL when the address is in none */
   const char *module;
   uint64_t offset;  /* into the symbol when resolved, else into the module's file */
-  const char *path; /* the mapped file, when named from it */
-  uint64_t vaddr;   /* the address in the file's ELF terms */
+  const char *path; /* the mapping's file, NULL when the address is in none */
+  uint64_t vaddr;   /* the address in the file's ELF terms, when named */
 };
 
 static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
@@ -213,7 +212,7 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
     if (f.name) f.offset = off;
     return f;
   }
-  f.file = m->path;
+  f.path = m->path;
   f.module = base_name(m->path);
   f.offset = addr - m->start + m->pgoff;
   wb_elf *e = strcmp(m->path, "[vdso]") == 0 ? wb_elf_vdso() : m->path[0] == '/' ? wb_elf_get(m->path) : NULL;
@@ -223,7 +222,6 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   if (name) {
     f.name = name;
     f.offset = off;
-    f.path = m->path;
     f.vaddr = vaddr;
   }
   return f;
@@ -381,12 +379,13 @@ static int l_frames(lua_State *L) {
     uint64_t addr = (uint64_t)lua_tointeger(L, -1) - (i > 1);
     lua_pop(L, 1);
     int64_t t0 = wb_clock_ns();
+    const char *object = KERNEL_OBJECT; /* whose cost naming this address is */
     if (kernel) {
       uint64_t off;
       const char *name = wb_kallsyms_lookup(addr, &off);
-      charge(s, KERNEL_OBJECT, wb_clock_ns() - t0);
       if (!name) unresolved++;
       lua_pushfstring(L, "%s_[k]", name ? name : "[unknown]");
+      lua_rawseti(L, -2, ++at);
     } else {
       struct frame f = resolve_user(s, pid, addr);
       if (!f.name && i > 1) {
@@ -395,23 +394,23 @@ static int l_frames(lua_State *L) {
         struct frame at = resolve_user(s, pid, addr + 1);
         if (at.name) f = at;
       }
+      object = f.path;
       if (f.name && s->dwarf) {
         push_user(L, s, &f, info, &at, i == 1 ? &leaf_file : &ignored_file, i == 1 ? &leaf_line : &ignored_line);
-        if (f.file) charge(s, f.file, wb_clock_ns() - t0);
-        continue;
-      }
-      if (f.file) charge(s, f.file, wb_clock_ns() - t0);
-      if (f.name) {
-        lua_pushstring(L, f.name);
       } else {
-        char buf[320];
-        if (f.module) snprintf(buf, sizeof buf, "%s+0x%llx", f.module, (unsigned long long)(f.offset + (i > 1)));
-        else snprintf(buf, sizeof buf, "[unknown]");
-        lua_pushstring(L, buf);
-        unresolved++;
+        if (f.name) {
+          lua_pushstring(L, f.name);
+        } else {
+          char buf[320];
+          if (f.module) snprintf(buf, sizeof buf, "%s+0x%llx", f.module, (unsigned long long)(f.offset + (i > 1)));
+          else snprintf(buf, sizeof buf, "[unknown]");
+          lua_pushstring(L, buf);
+          unresolved++;
+        }
+        lua_rawseti(L, -2, ++at);
       }
     }
-    lua_rawseti(L, -2, ++at);
+    if (object) charge(s, object, wb_clock_ns() - t0);
   }
   lua_pushinteger(L, unresolved);
   if (!info) return 2;

@@ -17,7 +17,8 @@
 -- /bin/sh -c runs them and the shell's own spawn cost, measured first, is subtracted. Several
 -- commands run interleaved, each round's order rotated by one (A B, B A, A B ... after the first
 -- timed run of each), or in seeded random blocks, so a drifting machine hits all alike and no
--- command keeps the place in the order that runs faster. Samples are kept in compact wb.stats.samples arrays.
+-- command keeps the place in the order that runs faster. Samples are kept in compact
+-- wb.stats.samples arrays.
 local clock = require "wb.clock"
 local core = require "wb.core"
 local errors = require "wb.errors"
@@ -370,8 +371,7 @@ function M.run(spec)
       if #c.samples.wall < c.planned then round[#round + 1] = c end
     end
     rounds = rounds + 1
-    -- rotated: where a command stands in the order moves its mean by itself (sleep 0.02 against
-    -- itself: 0.5-0.7% on this VM, 1.2% in a sanitized wb), and each place comes to each in turn
+    -- rotated, so that each command takes each place in turn (a place moves a mean: compare())
     if order == "interleaved" and #round > 1 then
       local k = rounds % #round
       local rotated = {}

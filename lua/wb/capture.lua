@@ -534,7 +534,6 @@ local function python_start(session, p)
   until clock.now() - t0 > M.PYTHON_START * 1e9
 end
 
--- st = {method, passed, session}: the BPF session could not be had (err): the next method, and why.
 -- The bytes of user stack copied per sample, unless spec.stack_size chose them: with eBPF all it
 -- can copy, which costs shallow stacks nothing more (a main thread's copy stops at the process's
 -- start_stack; a thread's is halved until it ends in readable memory), so that programs keeping a
@@ -548,6 +547,7 @@ local function size_stack(o, method)
   while o.pages < 4096 and o.pages * 4096 < 4 * o.freq * 0.1 * (o.stack_size + 256) do o.pages = o.pages * 2 end
 end
 
+-- st = {method, passed, session}: the BPF session could not be had (err): the next method, and why.
 local function fall_back(st, o, err)
   st.passed[#st.passed + 1] = { method = "bpf", reason = err }
   st.method = o.requested == "auto" and M.profiler("perf_event").available and "perf_event" or "none"

@@ -223,14 +223,7 @@ function M.quality_blocks(res)
   local u = res.oncpu and res.oncpu.unwind
   if not u then return {} end
   local function share(x) return x and (pct(x):gsub("^ +", "")) or "" end
-  local function reasons(t)
-    local list = {}
-    for k, v in pairs(t) do
-      if k ~= "complete" then list[#list + 1] = string.format("%s %d", k, v) end
-    end
-    table.sort(list)
-    return table.concat(list, ", ")
-  end
+  local reasons = require("wb.capture_unwind").reasons_text
   local rows = { { "figure", "value" },
     { "user stacks walked with CFI", string.format("%s, from %d-byte stack copies (%s copied)", grouped(u.walks),
       u.stack_size, M.kib_text(math.floor(u.stack_bytes / 1024 + 0.5))) },

@@ -65,6 +65,17 @@ end
 -- M.warn(warnings, figures) : warnings where stacks stopped early: an object with neither CFI nor
 -- frame pointers for the pcs the walks met (which object, how many walks), and, when more than
 -- TRUNCATED_LIMIT of the walks (and at least TRUNCATED_MIN) stopped early, why and where
+-- text = M.reasons_text(reasons) : why walks stopped early, as "complex_rule 1, off_stack 218"
+-- (reasons as in figures: walks by why they ended; the complete ones are left out)
+function M.reasons_text(reasons)
+  local why = {}
+  for k, v in pairs(reasons) do
+    if k ~= "complete" then why[#why + 1] = string.format("%s %d", k, v) end
+  end
+  table.sort(why)
+  return table.concat(why, ", ")
+end
+
 function M.warn(w, fig)
   for _, o in ipairs(fig.objects) do
     local n = o.stops.no_cfi or 0
@@ -75,23 +86,19 @@ function M.warn(w, fig)
     end
   end
   if fig.truncated_fraction <= M.TRUNCATED_LIMIT or fig.truncated < M.TRUNCATED_MIN then return end
-  local why = {}
-  for k, v in pairs(fig.reasons) do
-    if k ~= "complete" then why[#why + 1] = string.format("%s %d", k, v) end
-  end
-  table.sort(why)
   local where = {}
   for _, o in ipairs(fig.objects) do
     if o.stopped > 0 then where[#where + 1] = string.format("%s (%d)", o.path, o.stopped) end
   end
   local hint = ""
-  if (fig.reasons.off_stack or 0) * 2 >= fig.truncated and fig.stack_size < M.STACK_MAX then -- deep stacks or large frames (a big buffer in main)
+  -- deep stacks or large frames (a big buffer on main's frame): the copies were too short
+  if (fig.reasons.off_stack or 0) * 2 >= fig.truncated and fig.stack_size < M.STACK_MAX then
     hint = string.format("; most ran past the end of their %d-byte stack copies: raise stack_size (%s)",
       fig.stack_size, fig.stack_size < M.BPF_STACK_MAX and "stack_size=" .. M.BPF_STACK_MAX .. ", or up to "
       .. M.STACK_MAX .. " with method=perf_event" or "up to " .. M.STACK_MAX .. " with method=perf_event")
   end
   w[#w + 1] = string.format("%.0f%% of user stacks are truncated (%s)%s; their callers are missing%s",
-    fig.truncated_fraction * 100, table.concat(why, ", "),
+    fig.truncated_fraction * 100, M.reasons_text(fig.reasons),
     #where > 0 and (": stopped in " .. table.concat(where, ", ")) or "", hint)
 end
 
