@@ -29,7 +29,7 @@ LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua))) $(wi
 C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 
-.PHONY: all deps deps-test demo test test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
+.PHONY: all deps deps-test demo test test-repeat test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
 all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(BUILD)/libwballoc.so $(EXAMPLES)
 
 help:
@@ -38,6 +38,8 @@ help:
 	@echo "make demo      deps + build + the full application profile of the bundled example"
 	@echo "make test      deps + build + every test (ends with 'N passed, N failed'); without root,"
 	@echo "               Slurm or Chromium the suites needing them are reported as skips"
+	@echo "make test-repeat N=20 LOAD=2 ONLY='lua cli'  the flakiness hunt: suites run N times"
+	@echo "               beside LOAD busy loops; a table of runs and failures per suite"
 	@echo "make asan      the whole test suite built with AddressSanitizer + UBSan"
 	@echo "make fuzz      each libFuzzer target for FUZZ_SECONDS=$(FUZZ_SECONDS) (clang, into build-fuzz/)"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds (part of make test)"
@@ -113,6 +115,14 @@ tests-c: $(C_TESTS)
 # lists them; with CI=true a skip tests/skips.allow does not accept fails the run).
 test: deps-test all $(C_TESTS)
 	@WB_BUILD=$(BUILD) bash tests/run.sh
+
+# The flakiness hunt (tests/repeat.sh): the kinds of tests/run.sh in ONLY, N rounds, with LOAD
+# CPU-bound loops running; `WB_TEST_LOAD=2 make test` runs the whole suite once that way.
+N    ?= 5
+LOAD ?= 0
+ONLY ?= lua cli
+test-repeat: deps-test all $(C_TESTS)
+	@WB_BUILD=$(BUILD) N=$(N) LOAD=$(LOAD) ONLY="$(ONLY)" bash tests/repeat.sh
 
 deps-test:
 	@bash tools/deps.sh --test

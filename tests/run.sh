@@ -8,6 +8,8 @@
 # WB_TEST_SKIP="name ..." leaves suites out by the name printed after `==`, each counted as one
 # skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." and
 # WB_TEST_INTEGRATION="file ..." replace the lists of Lua test files and integration scripts.
+# WB_TEST_LOAD=N keeps N CPU-bound loops running for the whole run (every test must pass on a
+# busy machine; tests/repeat.sh and .ci/run use it).
 # A suite that runs no case fails. Every skip (a suite's `skip - ...` lines and the suites left
 # out) is listed at the end as `SUITE: skip - ...`; with CI=true a skip that no entry of
 # tests/skips.allow matches is a failure (that file documents why each allowed skip is
@@ -20,7 +22,16 @@ export PATH="$PWD/$BUILD:$PATH"
 only=${WB_TEST_ONLY:-}
 passed=0 failed=0 skipped=0
 log=$(mktemp) skips=$(mktemp)
-trap 'rm -f "$log" "$skips"' EXIT
+hogs=()
+stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null; }
+trap 'stop_hogs; rm -f "$log" "$skips"' EXIT
+load=${WB_TEST_LOAD:-0}
+case $load in '' | *[!0-9]*) echo "tests/run.sh: WB_TEST_LOAD is a whole number, not '$load'" >&2; exit 2 ;; esac
+for ((i = 0; i < load; i++)); do
+  sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+  hogs+=($!)
+done
+[ "$load" -eq 0 ] || echo "# load: $load busy loops running (WB_TEST_LOAD)"
 
 tally() { # reads a suite's output from $log, adds its counts
   local line
@@ -109,7 +120,7 @@ fi
 if [ "${CI:-}" = true ] && [ -s "$skips" ]; then
   # tests/skips.allow: `ERE ## why` per line; an entry without its why is itself a failure.
   allow=tests/skips.allow patterns=$(mktemp)
-  trap 'rm -f "$log" "$skips" "$patterns"' EXIT
+  trap 'stop_hogs; rm -f "$log" "$skips" "$patterns"' EXIT
   while IFS= read -r entry; do
     case $entry in '#'* | '') continue ;; esac
     pat=${entry%%' ## '*} why=${entry#*' ## '}

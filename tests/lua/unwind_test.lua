@@ -44,6 +44,18 @@ end
 
 -- The count of samples whose stack holds frame `fn` (the root frame, the process, excluded), and
 -- the total.
+-- The heaviest folded line without `fn` among its frames: what a failed share was made of.
+local function heaviest_outside(folded, fn)
+  local best, most = "none", -1
+  for line in folded:gmatch("[^\n]+") do
+    local stack, c = line:match("^(.*) (%d+)$")
+    if not (";" .. stack .. ";"):find(";" .. fn .. ";", 1, true) and tonumber(c) > most then
+      best, most = line, tonumber(c)
+    end
+  end
+  return best
+end
+
 local function under(folded, fn)
   local n, total = 0, 0
   for line in folded:gmatch("[^\n]+") do
@@ -527,8 +539,17 @@ int main(void) {
 local SHORT = [[
 volatile unsigned long sink;
 __attribute__((noinline)) void spin(long n) { for (long i = 0; i < n; i++) sink += i * i; }
-int main(void) { spin(12000000); return 0; }
+int main(void) { spin(24000000); return 0; }
 ]]
+
+-- Whether a folded line is a sample taken while the process had no user stack to walk: in exec,
+-- after the new image replaced the old one (the registers are the old image's), or in exit,
+-- once its memory is being released. No profiler can walk those; wb shows the one frame the
+-- registers give.
+local function no_user_stack(line)
+  return line:find(";do_exit_[k];", 1, true) or line:find(";begin_new_exec_[k];", 1, true)
+    or line:find(";load_elf_binary_[k];", 1, true)
+end
 
 T.case("eBPF, default unwinding: processes that exit before their records are drained (a loop of short "
   .. "children) still have complete stacks, from the side-band mappings", function()
@@ -540,15 +561,23 @@ T.case("eBPF, default unwinding: processes that exit before their records are dr
   T.ok(res.ok, "the loop ran")
   local short = {}
   for line in res.oncpu.folded_text:gmatch("[^\n]+") do
-    if line:match("^short;") then short[#short + 1] = line end
+    if line:match("^short;") and not no_user_stack(line) then short[#short + 1] = line end
   end
   local text = table.concat(short, "\n")
   local _, total = under(text, "main")
   T.ok(total >= 50, "samples of the short processes: " .. total)
   -- the loader's start-up (under ld.so's _start) and exit (under __libc_start_call_main, after
-  -- main returned) are a few percent of a 20 ms process, and complete stacks too
-  local reach = require("wb.capture_unwind").reach_entry(text)
-  T.ok(reach >= 0.95, string.format("%.1f%% of %d samples of short reach an entry", 100 * reach, total))
+  -- main returned) are a few percent of a 20 ms process, and complete stacks too; the samples in
+  -- the kernel's exec and exit that have no user stack (no_user_stack) were left out above: 2-3%
+  -- of these samples, up to 5.7% in one of 8 runs, which a 95% bar cannot absorb
+  local cu = require("wb.capture_unwind")
+  local reach = cu.reach_entry(text)
+  local short_of = {}
+  for _, line in ipairs(short) do
+    if cu.reach_entry(line) == 0 and #short_of < 5 then short_of[#short_of + 1] = line end
+  end
+  T.ok(reach >= 0.95, string.format("%.1f%% of %d samples of short reach an entry; walks that do not: %s",
+    100 * reach, total, table.concat(short_of, " | ")))
   T.ok(under(text, "spin") / total >= 0.9, "under spin")
   T.ok(not text:find("ld%-linux[^;]*%+0x"), "the loader's frames are named: " .. (text:match("[^\n]*ld%-linux[^\n]*") or ""))
 end)
@@ -1016,7 +1045,8 @@ T.case("wb profile -- python3 (Debian's, no frame pointers), no options: native 
   -- the eval loop's frame is replaced by the Python frames it ran (docs/capture.md, "Python")
   local n, total = under(folded, "<module> (<string>:3)")
   T.ok(under(folded, "PyEval_EvalCode") / total >= 0.9, "native stacks through libpython's PyEval_EvalCode")
-  T.ok(n / total >= 0.9, string.format("%d of %d samples under the eval loop, merged", n, total))
+  T.ok(n / total >= 0.9, string.format("%d of %d samples under the eval loop, merged; the heaviest stack outside: %s",
+    n, total, heaviest_outside(folded, "<module> (<string>:3)")))
 end)
 
 T.case("wb profile unwind=fp stack_entries=64: stacks that did not fit the map are counted and warned, the key "
