@@ -483,8 +483,10 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     T.near(alpha / (alpha + beta), truth, 0.03, "outer_alpha's share of the split (joiner's thread spins too)")
     T.ok((under(on, "main") + under(on, "start_thread")) / total >= 0.95, "on-CPU samples reach main or start_thread")
     local off = res.offcpu.folded_text
+    local lost = string.format("lost: %s records of the ring, %s switch-outs of the map", tostring(res.oncpu.lost),
+      tostring(res.offcpu.lost))
     T.near(under_call(off, "sleeper", "nanosleep"), slept, 0.05 * slept,
-      "seconds blocked in nanosleep under sleeper (within 5% of the program's measurement)")
+      "seconds blocked in nanosleep under sleeper (within 5% of the program's measurement; " .. lost .. ")")
     T.near(under_call(off, "pipe_reader", "^read"), read_wait, 0.1 * read_wait,
       "seconds blocked in read under pipe_reader (within 10%)")
     T.near(under_call(off, "joiner", "pthread_%a*join"), join_wait, 0.1 * join_wait,
