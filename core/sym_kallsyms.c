@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static struct {
   int complete;    /* image was parsed from kallsyms itself: `all` is not needed */
   uint64_t lo, hi; /* the image's first and last symbol */
   table all;       /* kallsyms now, read at the first address outside [lo, hi] */
+  _Atomic int loaded, ahead_tid; /* image read; the read-ahead thread (wb_kallsyms_prefetch) */
 } ks = {.once = PTHREAD_ONCE_INIT, .all_once = PTHREAD_ONCE_INIT};
 
 /* The cache file's header; the symbols and then the names follow. */
@@ -191,14 +193,18 @@ static void load_image(void) {
 
 static void load_all(void) { read_all(&ks.all); }
 
+/* The image's symbols, read once: a caller that finds the read-ahead thread (nice 19) at it
+ * hurries that thread before waiting. */
 size_t wb_kallsyms_load(void) {
+  if (!atomic_load(&ks.loaded)) wb_thread_hurry(&ks.ahead_tid);
   pthread_once(&ks.once, load_image);
+  atomic_store(&ks.loaded, 1);
   return ks.image.n;
 }
 
 static void *kallsyms_thread(void *arg) {
   (void)arg;
-  wb_thread_background();
+  wb_thread_background(&ks.ahead_tid);
   wb_kallsyms_load();
   return NULL;
 }

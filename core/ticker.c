@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -22,8 +24,29 @@ int wb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
   return e;
 }
 
-void wb_thread_background(void) {
-  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19); /* Linux: per thread */
+/* Whether this thread may set a thread's nice value back to `nice` after lowering it. */
+static int can_raise_to(int nice) {
+  char status[4096];
+  const char *cap = wb_read_small("/proc/thread-self/status", status, sizeof status) > 0 ? strstr(status, "\nCapEff:") : NULL;
+  if (cap && (strtoull(cap + 8, NULL, 16) >> 23 & 1)) return 1; /* CAP_SYS_NICE */
+  struct rlimit rl;
+  return getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || 20 - (long)rl.rlim_cur <= nice);
+}
+
+void wb_thread_background(_Atomic int *tid) {
+  int self = (int)syscall(SYS_gettid);
+  atomic_store(tid, self);
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, (id_t)self);
+  if (errno == 0 && nice < 19 && can_raise_to(nice)) (void)setpriority(PRIO_PROCESS, (id_t)self, 19); /* per thread */
+}
+
+void wb_thread_hurry(_Atomic int *tid) {
+  int t = atomic_load(tid);
+  if (t <= 0) return;
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  if (errno == 0) (void)setpriority(PRIO_PROCESS, (id_t)t, nice);
 }
 
 double wb_ticker_now(void) {

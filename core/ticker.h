@@ -28,9 +28,19 @@ void wb_ticker_stop(wb_ticker *t);
  * the pthread_create error. */
 int wb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
-/* The calling thread runs at nice 19 from now on: for work done ahead of its use (a read-ahead),
- * which must take no CPU from the command or from wb's own start while either wants it. */
-void wb_thread_background(void);
+/* Work done ahead of its use (a read-ahead) runs at nice 19, taking no CPU from the command or
+ * from wb's own start while either wants it, until a thread of wb's must wait for it: that thread
+ * hurries it first (wb_thread_hurry), so nothing wb needs waits behind a starved thread (on a
+ * busy machine a nice-19 thread gets ~1.5% of a CPU: tens of ms of reading took seconds and the
+ * capture's drain, waiting on it, let its ring overflow). The calling thread publishes its id in
+ * *tid, then lowers itself, and only where its priority can be raised again (CAP_SYS_NICE, or an
+ * RLIMIT_NICE reaching the caller's nice value); elsewhere it keeps the normal priority. Call it
+ * again after each piece of work: a hurried thread goes back to the background. */
+void wb_thread_background(_Atomic int *tid);
+
+/* Gives thread tid (published by wb_thread_background; 0: none) the calling thread's nice value,
+ * before the caller waits for its work. Failures are ignored: the caller waits as before. */
+void wb_thread_hurry(_Atomic int *tid);
 
 /* CLOCK_MONOTONIC in seconds. */
 double wb_ticker_now(void);

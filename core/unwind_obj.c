@@ -17,6 +17,7 @@
 #include <libelf.h>
 #include <libiberty/demangle.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,8 +157,23 @@ static void read_dwarf(wb_dwobj *o) {
   }
 }
 
+/* ---- reading ahead ---------------------------------------------------------------------------- */
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  wb_dwobj *head, *tail;
+  int started;     /* 1 running, -1 could not start */
+  _Atomic int tid; /* the read-ahead thread, hurried by whoever waits on its dw_lock */
+} ahead = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0};
+
+/* Reads o's DWARF once. A caller finding dw_lock held (by the read-ahead thread, at nice 19)
+ * hurries that thread before it waits: the capture's drain calls this for code without .eh_frame. */
 static void load_dwarf(wb_dwobj *o) {
-  pthread_mutex_lock(&o->dw_lock);
+  if (pthread_mutex_trylock(&o->dw_lock) != 0) {
+    wb_thread_hurry(&ahead.tid);
+    pthread_mutex_lock(&o->dw_lock);
+  }
   if (!o->dw_tried) {
     o->dw_tried = 1;
     read_dwarf(o);
@@ -165,19 +181,10 @@ static void load_dwarf(wb_dwobj *o) {
   pthread_mutex_unlock(&o->dw_lock);
 }
 
-/* ---- reading ahead ---------------------------------------------------------------------------- */
-
-static struct {
-  pthread_mutex_t lock;
-  pthread_cond_t wake;
-  wb_dwobj *head, *tail;
-  int started; /* 1 running, -1 could not start */
-} ahead = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0};
-
 static void *ahead_main(void *arg) {
   (void)arg;
-  wb_thread_background();
   for (;;) {
+    wb_thread_background(&ahead.tid); /* again after each object: it may have been hurried */
     pthread_mutex_lock(&ahead.lock);
     while (!ahead.head) pthread_cond_wait(&ahead.wake, &ahead.lock);
     wb_dwobj *o = ahead.head;
