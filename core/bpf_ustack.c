@@ -232,7 +232,7 @@ static size_t python_items(wb_ustacks *a, wb_pyproc *p, const struct wb_py_frame
       if (k > 0 && out[k - 1] != WB_PY_GROUP_END) out[k++] = WB_PY_GROUP_END;
       continue;
     }
-    out[k++] = wb_pyres_label(a->py, p, code, f[i].instr);
+    out[k++] = wb_pyres_label(a->py, p, code, f[i].instr, f[i].qual);
     if (flags & WB_PY_ENTRY) out[k++] = WB_PY_GROUP_END;
   }
   return k;

@@ -34,9 +34,11 @@ wb_pyproc *wb_pyres_attach(wb_pyres *r, pid_t pid);
 /* The offsets the BPF program walks the frame chain of p with. */
 void wb_pyproc_bpf(const wb_pyproc *p, struct wb_py_proc *out);
 
-/* The label id (> 0) of a frame: code object and instruction pointer as read from the frame. A
- * code object that cannot be read gets the id of WB_PY_UNKNOWN. */
-uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr);
+/* The label id (> 0) of a frame: code object and instruction pointer as read from the frame, and
+ * the code object's co_qualname pointer as read at the same moment (0: not read; the frame was
+ * read just now). A code object that cannot be read, or whose address holds another code object
+ * than the one sampled, gets the id of WB_PY_UNKNOWN. */
+uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr, uint64_t qual);
 const char *wb_pyres_text(const wb_pyres *r, uint32_t id);
 
 /* Whether addr lies in the GIL of p's main interpreter (a futex wait there is a wait for the

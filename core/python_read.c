@@ -472,8 +472,11 @@ static int codes_grow(wb_pyproc *p) {
 }
 
 /* The entry of code object obj, read when new or when its address now holds another code object;
- * NULL when obj is no code object. After the process is gone, the entry seen last is trusted. */
-static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj) {
+ * NULL when obj is no code object, or when `sampled` (co_qualname as read at the sample; 0: not
+ * read) is not what obj holds now: the object sampled was freed and another made at its address
+ * before this read, and must not be named after it. After the process is gone, the entry seen
+ * last is trusted. */
+static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj, uint64_t sampled) {
   const layout *l = &p->lay;
   if (p->ncodes * 2 >= p->capcodes && codes_grow(p) != 0) return NULL;
   size_t slot = (size_t)((obj >> 4) * 0x9e3779b97f4a7c15ull) & (p->capcodes - 1);
@@ -484,10 +487,12 @@ static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj) {
   if (l->code_linetable > span) span = l->code_linetable;
   if (l->code_firstlineno > span) span = l->code_firstlineno;
   unsigned char head[512];
-  if (span + 8 > sizeof head || peek(p->pid, obj, head, span + 8)) return c->addr ? c : NULL;
+  if (span + 8 > sizeof head || peek(p->pid, obj, head, span + 8))
+    return c->addr && (!sampled || c->qual == sampled) ? c : NULL;
   uint64_t type = *(uint64_t *)(void *)(head + l->ob_type);
   if (type != p->code_type) return NULL;
   uint64_t qual = *(uint64_t *)(void *)(head + l->code_qualname);
+  if (sampled && qual != sampled) return NULL;
   uint64_t file = *(uint64_t *)(void *)(head + l->code_filename);
   uint64_t table = *(uint64_t *)(void *)(head + l->code_linetable);
   int32_t first = *(int32_t *)(void *)(head + l->code_firstlineno);
@@ -520,8 +525,8 @@ static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj) {
   return c;
 }
 
-uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr) {
-  code_entry *c = code_of(r, p, code);
+uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr, uint64_t qual) {
+  code_entry *c = code_of(r, p, code, qual);
   if (!c) return intern(r, WB_PY_UNKNOWN);
   uint64_t start = code + p->lay.code_adaptive;
   if (instr < start || c->nranges == 0) return c->id_first;
@@ -597,6 +602,7 @@ void wb_pyproc_bpf(const wb_pyproc *p, struct wb_py_proc *out) {
       .tstate_tid = (__u32)l->tstate_native_thread_id, .tstate_cframe = (__u32)l->tstate_cframe,
       .frame_at = (__u32)(l->tstate_cframe ? l->cframe_current_frame : l->tstate_current_frame),
       .frame_previous = (__u32)l->frame_previous, .frame_code = (__u32)l->frame_code,
+      .code_qualname = (__u32)l->code_qualname,
       .frame_instr = (__u32)l->frame_instr, .frame_owner = (__u32)l->frame_owner,
       .frame_is_entry = l->frame_is_entry < 0 ? WB_PY_NONE : (__u32)l->frame_is_entry,
       .owner_cstack = l->owner_cstack < 0 ? WB_PY_NONE : (__u32)l->owner_cstack};
@@ -653,12 +659,12 @@ int wb_pyproc_stacks(wb_pyres *r, wb_pyproc *p, wb_pythread *out, int max) {
         uint64_t prev = *(uint64_t *)(void *)(fr + l->frame_previous);
         uint64_t instr = *(uint64_t *)(void *)(fr + l->frame_instr);
         if (l->owner_cstack < 0 || fr[l->frame_owner] != l->owner_cstack) {
-          code_entry *c = code_of(r, p, code);
+          code_entry *c = code_of(r, p, code, 0);
           if (!c) {
             t->truncated = 1;
             break;
           }
-          t->frames[t->nframes++] = wb_pyres_label(r, p, code, instr);
+          t->frames[t->nframes++] = wb_pyres_label(r, p, code, instr, 0); /* read just now */
         }
         if (prev == frame) break;
         frame = prev;

@@ -27,7 +27,8 @@ int wb_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
 /* Whether this thread may set a thread's nice value back to `nice` after lowering it. */
 static int can_raise_to(int nice) {
   char status[4096];
-  const char *cap = wb_read_small("/proc/thread-self/status", status, sizeof status) > 0 ? strstr(status, "\nCapEff:") : NULL;
+  int got = wb_read_small("/proc/thread-self/status", status, sizeof status) > 0;
+  const char *cap = got ? strstr(status, "\nCapEff:") : NULL;
   if (cap && (strtoull(cap + 8, NULL, 16) >> 23 & 1)) return 1; /* CAP_SYS_NICE */
   struct rlimit rl;
   return getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || 20 - (long)rl.rlim_cur <= nice);
@@ -38,7 +39,8 @@ void wb_thread_background(_Atomic int *tid) {
   atomic_store(tid, self);
   errno = 0;
   int nice = getpriority(PRIO_PROCESS, (id_t)self);
-  if (errno == 0 && nice < 19 && can_raise_to(nice)) (void)setpriority(PRIO_PROCESS, (id_t)self, 19); /* per thread */
+  if (errno == 0 && nice < 19 && can_raise_to(nice))
+    (void)setpriority(PRIO_PROCESS, (id_t)self, 19); /* Linux: per thread */
 }
 
 void wb_thread_hurry(_Atomic int *tid) {

@@ -190,7 +190,7 @@ static __always_inline __u64 py_tstate(const struct wb_py_proc *pp, __u32 tid, _
 struct frame_walk {
   __u64 frame; /* the next frame to read; 0: done */
   __u32 n, truncated;
-  __u32 code, previous, instr, owner, is_entry, owner_cstack;
+  __u32 code, previous, instr, owner, is_entry, owner_cstack, code_qualname;
 };
 
 /* Reads one _PyInterpreterFrame into the record's Python frames (the per-CPU scratch record:
@@ -216,6 +216,7 @@ static long frame_step(__u32 i, void *arg) {
   struct wb_py_frame *f = (struct wb_py_frame *)&r->data[at + (i & (WB_PY_MAX_FRAMES - 1)) * sizeof(*f)];
   f->code = code;
   f->instr = instr;
+  bpf_probe_read_user(&f->qual, sizeof f->qual, (void *)((code & ~(__u64)3) + w->code_qualname)); /* 0 if not */
   w->n = i + 1;
   w->frame = prev == w->frame ? 0 : prev;
   return 0;
@@ -233,6 +234,7 @@ static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
   r->h.py_flags |= WB_PYF_THREAD;
   struct frame_walk w = {.code = pp->frame_code, .previous = pp->frame_previous, .instr = pp->frame_instr,
                          .owner = pp->frame_owner, .is_entry = pp->frame_is_entry,
+                         .code_qualname = pp->code_qualname,
                          .owner_cstack = pp->owner_cstack};
   w.frame = pp->tstate_cframe ? read_u64(read_u64(ts + pp->tstate_cframe) + pp->frame_at)
                               : read_u64(ts + pp->frame_at);

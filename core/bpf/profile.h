@@ -81,6 +81,9 @@ struct wb_ustack_hdr {
 struct wb_py_frame {
   __u64 code;  /* the code object (f_code / f_executable) | WB_PY_* */
   __u64 instr; /* prev_instr (3.11, 3.12) or instr_ptr (3.13+) */
+  __u64 qual;  /* the code object's co_qualname then: which object the address held at the sample
+                * (a code object freed and another made at its address before the loader named
+                * it must not lend its name; 0: not read) */
 };
 
 /* Per process: where the runtime is and the offsets of the fields walked (core/python_read.c). */
@@ -90,6 +93,7 @@ struct wb_py_proc {
   __u32 tstate_cframe; /* 3.11, 3.12: tstate->cframe->current_frame; 0 (3.13+): tstate->current_frame */
   __u32 frame_at;      /* offset of current_frame in the cframe, or in the thread state */
   __u32 frame_previous, frame_code, frame_instr, frame_owner;
+  __u32 code_qualname; /* offset of co_qualname in the code object */
   __u32 frame_is_entry; /* 3.11; WB_PY_NONE after */
   __u32 owner_cstack;   /* FRAME_OWNED_BY_CSTACK (3.12+); WB_PY_NONE before */
   __u32 forked;         /* copied from the parent by the program at fork (0: the loader's) */

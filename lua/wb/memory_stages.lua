@@ -102,11 +102,30 @@ function M.rows(stages, kib, seconds)
   return rows
 end
 
+-- The time the tree first came within reading error of its peak RSS: Linux reads RSS from per-CPU
+-- counters without summing them (each CPU may hold up to max(32, 2 x CPUs) pages unsummed, in
+-- either direction, per process), so along a plateau the strict maximum falls on any sample of
+-- it, often one after the stage that made it (a program holding 96 MiB, then napping before it
+-- freed them, had its peak read in the nap). A process's error, within 1% to 5% of the peak.
+local function peak_reached(m)
+  local tl, peak = m.timeline, m.peak.rss_kb
+  if not (peak and tl and tl.t) then return m.peak.t end
+  local cpus = require("wb.scaling").cpu_count()
+  local err = 2 * math.max(32, 2 * cpus) * cpus * 4 -- KiB, 4 KiB pages
+  local floor = peak - math.max(0.01 * peak, math.min(err, 0.05 * peak))
+  for k, t in ipairs(tl.t) do
+    if tl.rss_kb[k] >= floor then return t end
+  end
+  return m.peak.t
+end
+
 -- list = memory_stages.attribute(m, bands) : per stage {name, from, to, start_rss_kb, end_rss_kb,
--- growth_kb, peak_rss_kb, peak_t, holds_peak (the tree's peak sample is in it)}, from the
--- timeline's samples (the last one at or before a time is the RSS then)
+-- growth_kb, peak_rss_kb, peak_t, holds_peak (the tree reached its peak RSS in it: its first
+-- sample within reading error of the peak, peak_reached)}, from the timeline's samples (the last
+-- one at or before a time is the RSS then)
 function M.attribute(m, bands)
   local tl = m.timeline
+  local reached = peak_reached(m)
   local function at(t)
     local v = tl.rss_kb[1] or 0
     for i, ti in ipairs(tl.t) do
@@ -122,7 +141,7 @@ function M.attribute(m, bands)
     for k, t in ipairs(tl.t) do
       if t >= b[2] and t <= b[3] and tl.rss_kb[k] > s.peak_rss_kb then s.peak_rss_kb, s.peak_t = tl.rss_kb[k], t end
     end
-    s.holds_peak = m.peak.t ~= nil and m.peak.t >= b[2] and m.peak.t <= b[3]
+    s.holds_peak = reached ~= nil and reached >= b[2] and reached <= b[3]
     out[i] = s
   end
   return out
