@@ -9,7 +9,7 @@
 # skip (named with the pass WB_TEST_PASS, e.g. asan, when set); WB_TEST_LUA="file ..." and
 # WB_TEST_INTEGRATION="file ..." replace the lists of Lua test files and integration scripts.
 # WB_TEST_LOAD=N keeps N CPU-bound loops running for the whole run (every test must pass on a
-# busy machine; tests/repeat.sh and .ci/run use it).
+# busy machine; tests/repeat.sh uses it).
 # A suite that runs no case fails. Every skip (a suite's `skip - ...` lines and the suites left
 # out) is listed at the end as `SUITE: skip - ...`; with CI=true a skip that no entry of
 # tests/skips.allow matches is a failure (that file documents why each allowed skip is
