@@ -34,6 +34,11 @@ void wb_open(lua_State *L);
 /* Environment failure convention: pushes nil, "<what>: <strerror(err)>", err and returns 3. */
 int wb_push_error(lua_State *L, int err, const char *what);
 
+/* How far apart two reads of one process's RSS or high-water mark can be, in KiB: Linux reads RSS
+ * from per-CPU counters without summing them (core/memory.c). wb.proc's maxrss_bound and the
+ * memory sampler's stage attribution allow for it. */
+long wb_rss_read_error_kb(void);
+
 /* The JSON/YAML null: a light userdata (NULL) shared by wb.json.null, wb.yaml.null, wb.null. */
 #define wb_push_null(L) lua_pushlightuserdata((L), NULL)
 #define wb_is_null(L, i) (lua_islightuserdata((L), (i)) && lua_touserdata((L), (i)) == NULL)

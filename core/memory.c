@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opt.h"
 #include "internal.h"
@@ -215,12 +216,25 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
   }
 }
 
+/* See core/internal.h. How far apart two reads of one process's RSS high-water mark can be (KiB). Linux keeps RSS in
+ * per-CPU counters (6.2+) and reads them without summing the CPUs' pending deltas, each below
+ * percpu_counter_batch = max(32, 2 x CPUs) pages, so the figure exec hands down and VmHWM read
+ * later can each be off by that many pages per CPU, in either direction. */
+long wb_rss_read_error_kb(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_CONF), page_kb = sysconf(_SC_PAGESIZE) / 1024;
+  if (cpus < 1) cpus = 1;
+  if (page_kb < 1) page_kb = 4;
+  long batch = 2 * cpus > 32 ? 2 * cpus : 32;
+  return 2 * batch * cpus * page_kb;
+}
+
 /* -- r = s:stop() : {hz, t0 (CLOCK_MONOTONIC seconds of t = 0), ticks, timeline = {t, rss_kb, pss_kb, swap_kb} (the tree's totals per
  * sample, t in seconds from the start), peak = {rss_kb, t, pss_kb}, pss_partial, processes =
  * {{pid, ppid, comm, first_t, last_t, peak_rss_kb, peak_t, hwm_kb, peak_pss_kb, peak_swap_kb,
  * series = {t, rss_kb, pss_kb}}} in the order they were first seen}. hwm_kb: the process's own
  * peak (the kernel's VmHWM) as last seen: the peak of the image it last ran, not of one it
- * replaced by an exec; peak_pss_kb -1 when PSS was not read. */
+ * replaced by an exec; peak_pss_kb -1 when PSS was not read. rss_error_kb: how far two
+ * reads of one process's RSS may differ (wb_rss_read_error_kb). */
 static int l_sampler_stop(lua_State *L) {
   msampler *s = luaL_checkudata(L, 1, MEMORY_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
@@ -229,6 +243,7 @@ static int l_sampler_stop(lua_State *L) {
   wb_set_num(L, "t0", s->t0);
   wb_set_int(L, "ticks", (lua_Integer)s->ticks);
   wb_set_bool(L, "pss_partial", s->pss_partial);
+  wb_set_int(L, "rss_error_kb", wb_rss_read_error_kb());
   lua_createtable(L, 0, 4);
   lua_createtable(L, (int)s->ticks, 0);
   for (size_t i = 0; i < s->ticks; i++) {

@@ -288,18 +288,6 @@ static long own_peak_rss_kb(long at_least) {
   return peak;
 }
 
-/* How far apart two reads of one process's RSS high-water mark can be (KiB). Linux keeps RSS in
- * per-CPU counters (6.2+) and reads them without summing the CPUs' pending deltas, each below
- * percpu_counter_batch = max(32, 2 x CPUs) pages, so the figure exec hands down and VmHWM read
- * later can each be off by that many pages per CPU, in either direction. */
-static long rss_read_error_kb(void) {
-  long cpus = sysconf(_SC_NPROCESSORS_CONF), page_kb = sysconf(_SC_PAGESIZE) / 1024;
-  if (cpus < 1) cpus = 1;
-  if (page_kb < 1) page_kb = 4;
-  long batch = 2 * cpus > 32 ? 2 * cpus : 32;
-  return 2 * batch * cpus * page_kb;
-}
-
 static void record(wb_child *c, int status, const struct rusage *ru) {
   c->reaped = c->status_known = 1;
   c->status = status;
@@ -312,7 +300,7 @@ static void record(wb_child *c, int status, const struct rusage *ru) {
   }
   c->own_peak_kb = -1, c->maxrss_kb = ru->ru_maxrss;
   /* at or below wb's own peak, give or take the counters' error: possibly wb's, handed down */
-  long slack = rss_read_error_kb();
+  long slack = wb_rss_read_error_kb();
   c->maxrss_bound = ru->ru_maxrss <= own_peak_rss_kb(ru->ru_maxrss - slack) + slack;
 }
 

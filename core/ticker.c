@@ -39,7 +39,9 @@ void wb_thread_background(_Atomic int *tid) {
   atomic_store(tid, self);
   errno = 0;
   int nice = getpriority(PRIO_PROCESS, (id_t)self);
-  if (errno == 0 && nice < 19 && can_raise_to(nice))
+  static _Thread_local int raisable = -1; /* can_raise_to(nice), asked once per thread */
+  if (errno == 0 && nice < 19 && raisable < 0) raisable = can_raise_to(nice);
+  if (errno == 0 && nice < 19 && raisable == 1)
     (void)setpriority(PRIO_PROCESS, (id_t)self, 19); /* Linux: per thread */
 }
 

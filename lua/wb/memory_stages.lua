@@ -103,16 +103,13 @@ function M.rows(stages, kib, seconds)
 end
 
 -- The time the tree first came within reading error of its peak RSS: Linux reads RSS from per-CPU
--- counters without summing them (each CPU may hold up to max(32, 2 x CPUs) pages unsummed, in
--- either direction, per process), so along a plateau the strict maximum falls on any sample of
+-- counters without summing them (m.rss_error_kb, the sampler's: wb_rss_read_error_kb), so along a plateau the strict maximum falls on any sample of
 -- it, often one after the stage that made it (a program holding 96 MiB, then napping before it
 -- freed them, had its peak read in the nap). A process's error, within 1% to 5% of the peak.
 local function peak_reached(m)
   local tl, peak = m.timeline, m.peak.rss_kb
   if not (peak and tl and tl.t) then return m.peak.t end
-  local cpus = require("wb.scaling").cpu_count()
-  local err = 2 * math.max(32, 2 * cpus) * cpus * 4 -- KiB, 4 KiB pages
-  local floor = peak - math.max(0.01 * peak, math.min(err, 0.05 * peak))
+  local floor = peak - math.max(0.01 * peak, math.min(m.rss_error_kb or 0, 0.05 * peak))
   for k, t in ipairs(tl.t) do
     if tl.rss_kb[k] >= floor then return t end
   end
