@@ -16,6 +16,15 @@
 
 #include "internal.h"
 
+/* wb_push_error for a write: a link refused by the guard (ELOOP from O_NOFOLLOW) says so. */
+static int push_write_error(lua_State *L, int err, const char *path) {
+  if (err != ELOOP) return wb_push_error(L, err, path);
+  lua_pushnil(L);
+  lua_pushfstring(L, "%s: a symbolic link: wb does not write through one", path);
+  lua_pushinteger(L, err);
+  return 3;
+}
+
 static int push_ok(lua_State *L) {
   lua_pushboolean(L, 1);
   return 1;
@@ -66,58 +75,6 @@ int wb_write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
-static void fsync_parent(const char *path) {
-  char dir[PATH_MAX];
-  const char *slash = strrchr(path, '/');
-  if (!slash) {
-    strcpy(dir, ".");
-  } else {
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= sizeof dir) return;
-    memcpy(dir, path, n);
-    dir[n] = 0;
-  }
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-}
-
-int wb_atomic_open(const char *path, char *tmp, size_t tmplen) {
-  if (strlen(path) + 16 > tmplen) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  snprintf(tmp, tmplen, "%s.tmp.XXXXXX", path);
-  return mkostemp(tmp, O_CLOEXEC);
-}
-
-/* The process's umask (read by setting and restoring it; wb is single-threaded). */
-static mode_t current_umask(void) {
-  mode_t m = umask(022);
-  umask(m);
-  return m;
-}
-
-int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, int sync) {
-  int e = 0;
-  if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode & ~current_umask()) != 0) e = errno;
-  if (close(fd) != 0 && !e) e = errno;
-  if (!e && rename(tmp, path) != 0) e = errno;
-  if (e) {
-    unlink(tmp);
-    return e;
-  }
-  if (sync) fsync_parent(path);
-  return 0;
-}
-
-void wb_atomic_abort(int fd, const char *tmp) {
-  close(fd);
-  unlink(tmp);
-}
-
 /* Writes the data argument (index 2) to fd: a string, or the pieces a function returns until
  * it returns nil. Returns 0, the errno of a failed write, or -1 with the error of the function
  * (or of a piece that is not a string) on the stack. */
@@ -166,8 +123,8 @@ static int l_write(lua_State *L) {
   char tmp[PATH_MAX];
   int fd;
   if (append || !atomic) {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
-    if ((fd = open(path, flags, mode)) < 0) return wb_push_error(L, errno, path);
+    int flags = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC);
+    if ((fd = wb_guard_open(path, flags, mode)) < 0) return push_write_error(L, errno, path);
     int r = write_data(L, fd);
     int e = r > 0 ? r : r == 0 && sync && fsync(fd) != 0 ? errno : 0;
     if (close(fd) != 0 && !e && r == 0) e = errno;
@@ -175,7 +132,7 @@ static int l_write(lua_State *L) {
     if (e) return wb_push_error(L, e, path);
     return push_ok(L);
   }
-  if ((fd = wb_atomic_open(path, tmp, sizeof tmp)) < 0) return wb_push_error(L, errno, path);
+  if ((fd = wb_atomic_open(path, tmp, sizeof tmp)) < 0) return push_write_error(L, errno, path);
   int r = write_data(L, fd);
   if (r != 0) {
     wb_atomic_abort(fd, tmp);
@@ -187,32 +144,11 @@ static int l_write(lua_State *L) {
   return push_ok(L);
 }
 
-static int mkdir_p(char *path, mode_t mode) {
-  size_t len = strlen(path);
-  for (size_t i = 1; i <= len; i++) {
-    if (path[i] != '/' && path[i] != 0) continue;
-    char saved = path[i];
-    path[i] = 0;
-    if (mkdir(path, mode) != 0 && errno != EEXIST) return -1;
-    path[i] = saved;
-  }
-  struct stat st;
-  if (stat(path, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) {
-    errno = ENOTDIR;
-    return -1;
-  }
-  return 0;
-}
-
 /* -- ok, err = wb.fs.mkdir_p(path [, mode = 0755]) : creates path and missing parents */
 static int l_mkdir_p(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   mode_t mode = (mode_t)luaL_optinteger(L, 2, 0755);
-  char buf[PATH_MAX];
-  if (strlen(path) >= sizeof buf) return wb_push_error(L, ENAMETOOLONG, path);
-  strcpy(buf, path);
-  if (mkdir_p(buf, mode) != 0) return wb_push_error(L, errno, path);
+  if (wb_guard_mkdir(path, mode, 1) != 0) return push_write_error(L, errno, path);
   return push_ok(L);
 }
 
@@ -221,8 +157,79 @@ static int l_mkdir_p(lua_State *L) {
 static int l_mkdir(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   mode_t mode = (mode_t)luaL_optinteger(L, 2, 0755);
-  if (mkdir(path, mode) != 0) return wb_push_error(L, errno, path);
+  if (wb_guard_mkdir(path, mode, 0) != 0) return push_write_error(L, errno, path);
   return push_ok(L);
+}
+
+/* -- ok, err = wb.fs.confine(dir [, create]) : makes dir a confined directory (core/fs_guard.c),
+ * made with its missing parents when create. Refused (nil, "dir: why") when it is another
+ * user's, writable by others, or reached through a link another user made; afterwards no write
+ * below it follows a symlink or writes in place a file that is not the acting user's own. */
+static int l_confine(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  char err[PATH_MAX + 160];
+  if (wb_guard_confine(path, lua_toboolean(L, 2), err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  return push_ok(L);
+}
+
+/* ---- io.open for writing -------------------------------------------------------------- */
+
+static int close_stream(lua_State *L) {
+  luaL_Stream *p = luaL_checkudata(L, 1, LUA_FILEHANDLE);
+  int ok = fclose(p->f) == 0;
+  return luaL_fileresult(L, ok, NULL);
+}
+
+/* io.open(path [, mode]) as wb installs it: reading modes are the standard library's; a mode
+ * that writes or creates opens through wb_guard_open (no planted link followed, no FIFO
+ * blocking, confined directories enforced) and returns the same kind of file handle. */
+static int l_io_open(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  const char *mode = luaL_optstring(L, 2, "r");
+  int flags;
+  switch (mode[0]) {
+  case 'w': flags = O_CREAT | O_TRUNC; break;
+  case 'a': flags = O_CREAT | O_APPEND; break;
+  case 'r': flags = 0; break;
+  default: return luaL_argerror(L, 2, "invalid mode");
+  }
+  int plus = strchr(mode, '+') != NULL;
+  if (mode[0] == 'r' && !plus) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  flags |= plus ? O_RDWR : O_WRONLY;
+  luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
+  p->closef = NULL;
+  luaL_setmetatable(L, LUA_FILEHANDLE);
+  int fd = wb_guard_open(path, flags, 0666);
+  FILE *f = fd >= 0 ? fdopen(fd, mode) : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return push_write_error(L, e, path);
+  }
+  p->f = f;
+  p->closef = close_stream;
+  return 1;
+}
+
+void wb_fs_guard_io(lua_State *L) {
+  lua_getglobal(L, "io");
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_getfield(L, -1, "open");
+  lua_pushcclosure(L, l_io_open, 1);
+  lua_setfield(L, -2, "open");
+  lua_pop(L, 1);
 }
 
 /* ---- locks ------------------------------------------------------------------------------- */
@@ -263,8 +270,8 @@ static int l_lock(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   size_t len;
   const char *text = luaL_checklstring(L, 2, &len);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return wb_push_error(L, errno, path);
+  int fd = wb_guard_open(path, O_RDWR | O_CREAT, 0666);
+  if (fd < 0) return push_write_error(L, errno, path);
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int e = errno;
     wb_push_error(L, e, path);
@@ -417,7 +424,16 @@ static int l_tmpdir(lua_State *L) {
 /* -- ok, err = wb.fs.remove(path) : a file, a symlink or an empty directory */
 static int l_remove(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  if (remove(path) != 0) return wb_push_error(L, errno, path);
+  char buf[PATH_MAX];
+  const char *name;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return wb_push_error(L, errno, path);
+  int rc = unlinkat(dfd, name, 0);
+  if (rc != 0 && errno == EISDIR) rc = unlinkat(dfd, name, AT_REMOVEDIR);
+  int e = errno;
+  close(dfd);
+  if (rc != 0) return wb_push_error(L, e, path);
   return push_ok(L);
 }
 
@@ -446,30 +462,43 @@ static int remove_tree(int dirfd, const char *name) {
 static int l_remove_tree(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   if (strcmp(path, "/") == 0 || *path == 0) return luaL_argerror(L, 1, "refusing to remove '/'");
-  if (remove_tree(AT_FDCWD, path) != 0) return wb_push_error(L, errno, path);
+  char buf[PATH_MAX];
+  const char *name;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return errno == ENOENT ? push_ok(L) : wb_push_error(L, errno, path);
+  int rc = remove_tree(dfd, name);
+  int e = errno;
+  close(dfd);
+  if (rc != 0) return wb_push_error(L, e, path);
   return push_ok(L);
 }
 
 /* -- ok, err = wb.fs.rename(from, to) */
 static int l_rename(lua_State *L) {
   const char *from = luaL_checkstring(L, 1), *to = luaL_checkstring(L, 2);
-  if (rename(from, to) != 0) return wb_push_error(L, errno, from);
+  if (wb_guard_rename(from, to) != 0) return wb_push_error(L, errno, from);
   return push_ok(L);
 }
 
 /* -- ok, err = wb.fs.symlink(target, link) : creates or atomically replaces the symlink `link` */
 static int l_symlink(lua_State *L) {
   const char *target = luaL_checkstring(L, 1), *link = luaL_checkstring(L, 2);
-  char tmp[PATH_MAX];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", link, (long)getpid()) >= (int)sizeof tmp)
-    return wb_push_error(L, ENAMETOOLONG, link);
-  unlink(tmp);
-  if (symlink(target, tmp) != 0) return wb_push_error(L, errno, link);
-  if (rename(tmp, link) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return wb_push_error(L, e, link);
+  char buf[PATH_MAX], tmp[NAME_MAX + 1];
+  const char *name;
+  int confined;
+  int dfd = wb_guard_parent(link, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return wb_push_error(L, errno, link);
+  int e = 0;
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", name, (long)getpid()) >= (int)sizeof tmp) e = ENAMETOOLONG;
+  if (!e) unlinkat(dfd, tmp, 0);
+  if (!e && symlinkat(target, dfd, tmp) != 0) e = errno;
+  else if (!e && renameat(dfd, tmp, dfd, name) != 0) {
+    e = errno;
+    unlinkat(dfd, tmp, 0);
   }
+  close(dfd);
+  if (e) return wb_push_error(L, e, link);
   return push_ok(L);
 }
 
@@ -501,7 +530,7 @@ static int l_cwd(lua_State *L) {
 }
 
 static const luaL_Reg functions[] = {
-    {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
+    {"confine", l_confine}, {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
     {"lock", l_lock},       {"lstat", l_lstat},     {"mkdir", l_mkdir},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
     {"realpath", l_realpath}, {"remove", l_remove}, {"remove_tree", l_remove_tree},
     {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},

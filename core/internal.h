@@ -85,14 +85,10 @@ int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n, in
 int wb_read_file(lua_State *L, const char *path);
 int wb_write_all(int fd, const void *p, size_t n);
 
-/* Atomic replacement of a file (core/fs.c). wb_atomic_open creates a temporary file next to
- * path, writes its name into tmp, and returns its descriptor, or -1 with errno. wb_atomic_commit
- * fsyncs it (when sync), sets its mode, closes it and renames it over path, then fsyncs the
- * directory; returns 0, or an errno after removing the temporary file. wb_atomic_abort closes
- * and removes it. A crash leaves the old file or the new one, never a torn one. */
-int wb_atomic_open(const char *path, char *tmp, size_t tmplen);
-int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, int sync);
-void wb_atomic_abort(int fd, const char *tmp);
+#include "fs_guard.h"
+
+/* Replaces io.open so that every mode that writes goes through wb_guard_open (core/fs.c). */
+void wb_fs_guard_io(lua_State *L);
 
 /* Field setters for the table on the top of the stack. */
 static inline void wb_set_int(lua_State *L, const char *key, lua_Integer v) {

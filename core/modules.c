@@ -206,6 +206,7 @@ static int luaopen_wb_core(lua_State *L) {
 
 void wb_open(lua_State *L) {
   luaL_openlibs(L);
+  wb_fs_guard_io(L);
   wb_ordered_init(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   for (const luaL_Reg *m = native_modules; m->name; m++) {

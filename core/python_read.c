@@ -24,6 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fs_guard.h"
 #include "python.h"
 
 /* ---- layouts ---------------------------------------------------------------------------- */
@@ -168,7 +169,7 @@ static void python_image(pid_t pid, char *out, size_t outlen) {
 static int elf_symbols(const char *path, uint64_t *runtime, uint64_t *version, uint64_t *code_type,
                        uint64_t *base) {
   *runtime = *version = *code_type = 0, *base = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_open_foreign(path);
   if (fd < 0) return -1;
   elf_version(EV_CURRENT);
   Elf *e = elf_begin(fd, ELF_C_READ, NULL);

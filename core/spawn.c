@@ -30,10 +30,11 @@ static size_t nlingering, lingering_cap;
 /* ---- descriptors ---------------------------------------------------------------------- */
 
 /* Opens path close-on-exec above 0..2, so that the child's moves onto stdio cannot clobber it;
- * -1 with errno on failure. */
+ * guarded (wb_guard_open: a log never written through a planted link, no FIFO blocks wb); -1
+ * with errno on failure. */
 static int open_cloexec(const char *path, int flags) {
   int fd;
-  do fd = open(path, flags | O_CLOEXEC, 0666);
+  do fd = wb_guard_open(path, flags, 0666);
   while (fd < 0 && errno == EINTR);
   return fd < 0 || wb_fd_above(&fd, 3) == 0 ? fd : -1;
 }

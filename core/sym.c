@@ -495,7 +495,8 @@ static int l_tostring(lua_State *L) {
 }
 
 /* -- info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
- * .dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, frame_pointers
+ * .dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, unreadable? (true when the file could not be read: error says why),
+ * frame_pointers
  * = {functions, with}} — frame_pointers counts the
  * functions (of a file with a .symtab) whose code starts by setting up %rbp */
 static int l_file(lua_State *L) {
@@ -508,6 +509,7 @@ static int l_file(lua_State *L) {
   if (e->debug_file) wb_set_str(L, "debug_file", e->debug_file);
   if (e->minidebug) wb_set_bool(L, "minidebug", 1);
   if (e->err[0]) wb_set_str(L, "error", e->err);
+  if (e->unreadable) wb_set_bool(L, "unreadable", 1);
   if (e->symtab && !e->debug_file) {
     wb_elf_check_frame_pointers(e);
     lua_createtable(L, 0, 2);

@@ -23,6 +23,7 @@ typedef struct wb_elf {
   int64_t mtime_ns;
   char build_id[41]; /* hex, "" when the file has none */
   char err[160];     /* why the file gave no symbols, "" when it did */
+  int unreadable;    /* it could not be opened or was not a regular ELF file: err says why */
   int symtab;        /* symbols come from a .symtab (not only .dynsym) */
   char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
   int minidebug;     /* .symtab from the file's .gnu_debugdata (MiniDebugInfo), with .dynsym */

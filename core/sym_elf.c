@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs_guard.h"
 #include "sym.h"
 #include "ticker.h"
 
@@ -181,7 +182,7 @@ static void load_debug_file(wb_elf *e) {
   if (e->symtab || strlen(e->build_id) < 3) return;
   char path[256];
   snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", e->build_id, e->build_id + 2);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_open_foreign(path);
   if (fd < 0) return;
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
   struct names names = {0};
@@ -298,9 +299,11 @@ wb_elf *wb_elf_get(const char *path) {
     e->size = st.st_size;
     e->mtime_ns = mtime;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_open_foreign(path); /* the path may have been replaced by a FIFO since it was mapped */
   Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
-  if (fd < 0) snprintf(e->err, sizeof e->err, "%s", strerror(errno));
+  e->unreadable = fd < 0 || !elf;
+  if (fd == -2) snprintf(e->err, sizeof e->err, "not a regular file");
+  else if (fd < 0) snprintf(e->err, sizeof e->err, "%s", strerror(errno));
   else if (!elf) snprintf(e->err, sizeof e->err, "%s", elf_errmsg(-1));
   else load_elf(e, elf);
   load_debug_file(e);
@@ -378,7 +381,7 @@ static int startup_code(const char *name) {
 void wb_elf_check_frame_pointers(wb_elf *e) {
   if (e->fp_checked) return;
   e->fp_checked = 1;
-  int fd = e->path[0] == '[' ? -1 : open(e->path, O_RDONLY | O_CLOEXEC);
+  int fd = e->path[0] == '[' ? -1 : wb_open_foreign(e->path);
   if (fd < 0) return;
   size_t step = e->nsyms > FP_SAMPLE ? e->nsyms / FP_SAMPLE : 1;
   for (size_t i = 0; i < e->nsyms; i += step) {

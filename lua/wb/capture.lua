@@ -443,6 +443,8 @@ local function quality(res, side, sampled)
         w[#w + 1] = string.format("%s has no frame pointers (%d of %d functions set up %%rbp): callers are "
           .. "missing from its stacks; unwind with CFI (unwind=dwarf, the default) or rebuild with "
           .. "-fno-omit-frame-pointer", path, fp.with, fp.functions)
+      elseif f.unreadable then
+        w[#w + 1] = path .. " could not be read (" .. tostring(f.error) .. "): its frames show as module+0xoffset"
       elseif not f.symtab and f.symbols == 0 then
         w[#w + 1] = path .. " has no symbols (stripped): its frames show as module+0xoffset"
       end
@@ -455,7 +457,9 @@ local function quality(res, side, sampled)
       if base and wanted[base] and not seen[m.path] and m.path:sub(1, 1) == "/" then
         seen[m.path], wanted[base] = true, nil
         local f = sym.file(m.path)
-        if not f.symtab then
+        if f.unreadable then
+          w[#w + 1] = m.path .. " could not be read (" .. tostring(f.error) .. "): its frames show as " .. base .. "+0xoffset"
+        elseif not f.symtab then
           w[#w + 1] = m.path .. " has no symbol table (stripped" .. (f.symbols > 0 and ", only its exported symbols" or "") ..
             "): its frames show as " .. base .. "+0xoffset; install its debug symbols (a -dbgsym package) to name them"
         end

@@ -14,7 +14,8 @@ local M = {}
 function M.output(c, stdout)
   local logs = {}
   local function tee(stream)
-    local f = assert(io.open(c.dir .. "/logs/profile." .. stream .. ".log", "w"))
+    local f, err = io.open(c.dir .. "/logs/profile." .. stream .. ".log", "w")
+    if not f then require("wb.errors").raise(1, "profile: " .. err, 0) end
     logs[#logs + 1] = f
     local out = stream == "stdout" and io.stdout or io.stderr
     return function(line)

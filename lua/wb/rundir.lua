@@ -107,10 +107,18 @@ local function end_survivors(dir, previous)
   return found
 end
 
+-- Confines dir (wb.fs.confine: no write below it follows a link; exit 2 when it belongs to
+-- another user or others may write in it).
+local function confine(dir, create)
+  local ok, err = fs.confine(dir, create)
+  if not ok then errors.raise(2, "run directory " .. err, 0) end
+end
+
 -- rundir.lock(dir [, resume]) : takes DIR/wb.lock for this process (exit 2 naming the owner's pid
 -- when another process holds it); with resume, first ends what the previous owner left running.
 function M.lock(dir, resume)
   if held[dir] then return held[dir] end
+  confine(dir)
   local line = owner_line()
   local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line)
   if not lock then
@@ -140,21 +148,19 @@ function M.lock(dir, resume)
   return lock
 end
 
--- dir = rundir.create(opts, base) : the run directory for a new run, made and locked.
+-- dir = rundir.create(opts, base) : the run directory for a new run, made, confined and locked.
 -- Without -o: base, or base-2, base-3, ... whichever this process is first to create (mkdir
 -- is atomic, so two runs started in the same second get different directories).
 -- With -o DIR: DIR (made if missing); refused (exit 2) when it holds a run's manifest, unless
--- --overwrite, which removes that run's files first.
+-- --overwrite, which removes that run's files first; --overwrite of a directory that holds no
+-- run is refused, whatever it holds.
 function M.create(opts, base)
   local dir = opts.output
   if not dir then
     local n = 1
     dir = base
     local parent = dir:match("^(.*)/[^/]+$")
-    if parent then
-      local ok, err = fs.mkdir_p(parent)
-      if not ok then errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0) end
-    end
+    if parent then confine(parent, true) end
     while true do
       local ok, err, errno = fs.mkdir(dir)
       if ok then break end
@@ -162,12 +168,22 @@ function M.create(opts, base)
       n = n + 1
       dir = base .. "-" .. n
     end
+    confine(dir)
     M.lock(dir)
     return dir
   end
   dir = dir:gsub("(.)/+$", "%1")
-  local ok, err = fs.mkdir_p(dir)
-  if not ok then errors.raise(2, "run directory " .. dir .. ": " .. tostring(err), 0) end
+  confine(dir, true)
+  if opts.overwrite and not fs.exists(dir .. "/manifest.json") then
+    local others = {}
+    for _, name in ipairs(fs.list(dir) or {}) do
+      if name ~= M.LOCK then others[#others + 1] = name end
+    end
+    if #others > 0 then
+      errors.raise(2, string.format("-o %s: holds no wb run (no manifest.json; %d other entries): "
+        .. "--overwrite only replaces a run", dir, #others), 0)
+    end
+  end
   M.lock(dir)
   local m = fs.exists(dir .. "/manifest.json") and require("wb.json").read(dir .. "/manifest.json")
   if fs.exists(dir .. "/manifest.json") and not opts.overwrite then

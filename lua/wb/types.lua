@@ -459,6 +459,11 @@ function fs.write(path, data, opts) end
 function fs.mkdir_p(path, mode) end
 ---@return boolean? ok, string? err, integer? errno EEXIST when it exists
 function fs.mkdir(path, mode) end
+---Makes dir a confined directory: no later write below it follows a symlink or writes in place
+---a file that is not the acting user's own; refused when dir is another user's or others may
+---write in it.
+---@return boolean? ok, string? err "dir: why"
+function fs.confine(dir) end
 ---@class wb.fs.Lock
 ---@field append fun(self: wb.fs.Lock, text: string): boolean?, string?, integer?
 ---@field close fun(self: wb.fs.Lock)
@@ -1212,7 +1217,8 @@ function svg.tick_format(v, step) end
 ---@class wb.sym
 local sym = {}
 ---info = wb.sym.file(path) : {build_id, symbols (functions known), symtab (true when not only
----.dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, frame_pointers
+---.dynsym), debug_file?, minidebug? (the .symtab came from .gnu_debugdata), error?, unreadable?
+---(true when the file could not be read, a FIFO or not ELF: error says why), frame_pointers
 ---= {functions, with}} — frame_pointers counts the functions (of a file with a .symtab) whose code
 ---starts by setting up %rbp.
 function sym.file(path) end

@@ -156,16 +156,26 @@ T.case("write", function() assert(require("wb.fs").write(%q, "data\n")) end)
   local log = d .. "/strace.log"
   -- LeakSanitizer (make asan) cannot run under ptrace: no leak check for the traced wb
   local asan = (os.getenv("ASAN_OPTIONS") and os.getenv("ASAN_OPTIONS") .. ":" or "") .. "detect_leaks=0"
-  local res = proc.run { argv = { "env", "-u", "WB_TEST_FILTER", "ASAN_OPTIONS=" .. asan, "strace", "-f", "-qq", "-e", "trace=fsync,rename,openat", "-o", log,
-    T.wb_binary(), "test", script }, stdout = "capture", stderr = "capture" }
+  local res = proc.run { argv = { "env", "-u", "WB_TEST_FILTER", "ASAN_OPTIONS=" .. asan, "strace", "-f", "-qq", "-e",
+    "trace=fsync,rename,renameat,renameat2,openat", "-o", log, T.wb_binary(), "test", script }, stdout = "capture", stderr = "capture" }
   T.eq(res.code, 0, res.stderr .. res.stdout)
+  -- names relative to a directory descriptor (openat, renameat) are made whole again
   local fds, order = {}, {}
+  local function whole(at, name)
+    if name:sub(1, 1) == "/" or at == "AT_FDCWD" then return name end
+    local dir = fds[at] or "?"
+    return name == "." and dir or dir .. "/" .. name
+  end
   for line in assert(fs.read(log)):gmatch("[^\n]+") do
-    local path, fd = line:match('openat%([^,]+, "([^"]+)".-= (%d+)$')
-    if path then fds[fd] = path end
+    local at, path, fd = line:match('openat%(([%w_]+), "([^"]+)".-= (%d+)$')
+    if path then fds[fd] = whole(at, path) end
     local synced = line:match("fsync%((%d+)%)%s+= 0")
     if synced then order[#order + 1] = "fsync " .. (fds[synced] or "?"):gsub("%.tmp%.%w+$", ".tmp") end
     local from, to = line:match('rename%("([^"]+)", "([^"]+)"%)%s+= 0')
+    if not from then
+      local a, f, b, t = line:match('renameat2?%(([%w_]+), "([^"]+)", ([%w_]+), "([^"]+)".-= 0')
+      if a then from, to = whole(a, f), whole(b, t) end
+    end
     if from then order[#order + 1] = "rename " .. from:gsub("%.tmp%.%w+$", ".tmp") .. " " .. to end
   end
   local out = d .. "/out.txt"

@@ -1,0 +1,467 @@
+/* Guarded file access for a tool that runs as root beside other users (docs/security.md).
+ *
+ * Confined directories: a run directory is opened once, without following a link, and must
+ * belong to the user wb acts for and be writable by no one else (wb_guard_confine). Every later
+ * create, write, rename or removal whose path lies under it is resolved from that descriptor one
+ * component at a time with O_NOFOLLOW: a symlink planted anywhere below it, or a swap of the
+ * directory itself, cannot redirect the write, and a file there that wb is to write in place must
+ * be a regular file of that user. Paths elsewhere keep normal resolution, except their last
+ * component, which a write in place never follows and never opens blocking (a FIFO). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct root {
+  char *path; /* absolute, lexically normal */
+  size_t len;
+  int fd;
+};
+
+static struct root *roots;
+static size_t nroots;
+
+/* Writes the absolute, lexically normal form of path to out ("." and empty components dropped,
+ * ".." removing the one before). 0, or -1 with errno. */
+static int normalize(const char *path, char *out, size_t cap) {
+  char joined[PATH_MAX];
+  if (path[0] == '/') {
+    if (strlen(path) >= sizeof joined) return errno = ENAMETOOLONG, -1;
+    strcpy(joined, path);
+  } else {
+    if (!getcwd(joined, sizeof joined)) return -1;
+    size_t n = strlen(joined);
+    if (n + 1 + strlen(path) >= sizeof joined) return errno = ENAMETOOLONG, -1;
+    joined[n] = '/';
+    strcpy(joined + n + 1, path);
+  }
+  size_t len = 0;
+  for (char *p = joined; *p;) {
+    while (*p == '/') p++;
+    char *end = p;
+    while (*end && *end != '/') end++;
+    size_t n = (size_t)(end - p);
+    if (n == 0 || (n == 1 && p[0] == '.')) {
+    } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+      while (len > 0 && out[len - 1] != '/') len--;
+      if (len > 0) len--;
+    } else {
+      if (len + 1 + n >= cap) return errno = ENAMETOOLONG, -1;
+      out[len++] = '/';
+      memcpy(out + len, p, n);
+      len += n;
+    }
+    p = end;
+  }
+  if (len == 0) out[len++] = '/';
+  out[len] = 0;
+  return 0;
+}
+
+/* The confined root holding the normal path abs (the longest), with *rel set to the rest (no
+ * leading '/', "" for the root itself); NULL when none does. */
+static const struct root *root_of(const char *abs, const char **rel) {
+  const struct root *best = NULL;
+  for (size_t i = 0; i < nroots; i++) {
+    const struct root *r = &roots[i];
+    if (strncmp(abs, r->path, r->len) != 0) continue;
+    if (r->len > 1 && abs[r->len] != '/' && abs[r->len] != 0) continue;
+    if (!best || r->len > best->len) best = r;
+  }
+  if (best) *rel = abs + best->len + (abs[best->len] == '/');
+  return best;
+}
+
+/* Opens the directory rel[0..n) below the directory fd, a component at a time, never following
+ * a link; missing components are made (mode) when create. A new descriptor, or -1 with errno. */
+static int walk(int fd, const char *rel, size_t n, int create, mode_t mode) {
+  int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  const char *p = rel, *end = rel + n;
+  while (cur >= 0 && p < end) {
+    const char *q = memchr(p, '/', (size_t)(end - p));
+    if (!q) q = end;
+    char comp[NAME_MAX + 1];
+    size_t len = (size_t)(q - p);
+    if (len > NAME_MAX) {
+      close(cur);
+      return errno = ENAMETOOLONG, -1;
+    }
+    memcpy(comp, p, len);
+    comp[len] = 0;
+    int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && create && mkdirat(cur, comp, mode) == 0)
+      next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(cur);
+    errno = e;
+    cur = next;
+    p = q + 1;
+  }
+  return cur;
+}
+
+int wb_guard_parent(const char *path, char *buf, size_t cap, const char **name, int *confined) {
+  *confined = 0;
+  if (nroots > 0 && normalize(path, buf, cap) == 0) {
+    const char *rel;
+    const struct root *r = root_of(buf, &rel);
+    if (r && *rel) {
+      const char *slash = strrchr(rel, '/');
+      *name = slash ? slash + 1 : rel;
+      *confined = 1;
+      return walk(r->fd, rel, slash ? (size_t)(slash - rel) : 0, 0, 0);
+    }
+  }
+  size_t n = strlen(path);
+  if (n >= cap) return errno = ENAMETOOLONG, -1;
+  memcpy(buf, path, n + 1);
+  while (n > 1 && buf[n - 1] == '/') buf[--n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) {
+    *name = buf;
+    return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  *name = slash + 1;
+  if (slash == buf) return open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  *slash = 0;
+  int fd = open(buf, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  *slash = '/';
+  return fd;
+}
+
+/* The users whose directories and files wb may write into: the effective user, and under sudo
+ * the user who ran it (SUDO_UID), whose own files these are. */
+static int acting_user(uid_t uid) {
+  if (uid == geteuid()) return 1;
+  const char *sudo = geteuid() == 0 ? getenv("SUDO_UID") : NULL;
+  char *end;
+  unsigned long u = sudo && *sudo ? strtoul(sudo, &end, 10) : ULONG_MAX;
+  return sudo && *sudo && !*end && u == (unsigned long)uid;
+}
+
+/* Whether a file of ours opened for writing at fd is one wb may write in place: a regular file
+ * of an acting user, with one name (not a hard link planted to another file). */
+static int writable_in_place(int fd, int confined) {
+  struct stat st;
+  if (!confined) return 1;
+  if (fstat(fd, &st) != 0) return 0;
+  if (!S_ISREG(st.st_mode)) return errno = EINVAL, 0;
+  if (!acting_user(st.st_uid) || st.st_nlink > 1) return errno = EPERM, 0;
+  return 1;
+}
+
+int wb_guard_open(const char *path, int flags, unsigned mode) {
+  int accmode = flags & O_ACCMODE;
+  if (accmode == O_RDONLY && !(flags & O_CREAT)) {
+    int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && !(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+  }
+  char buf[PATH_MAX];
+  const char *name;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return -1;
+  int fd = openat(dfd, name, (flags & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, (mode_t)mode);
+  int e = errno;
+  close(dfd);
+  if (fd < 0) return errno = e, -1;
+  if (!writable_in_place(fd, confined) || ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)) {
+    e = errno;
+    close(fd);
+    return errno = e, -1;
+  }
+  if (!(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+/* mkdir -p outside confined directories. */
+static int mkdir_parents(const char *path, mode_t mode) {
+  char buf[PATH_MAX];
+  size_t len = strlen(path);
+  if (len >= sizeof buf) return errno = ENAMETOOLONG, -1;
+  memcpy(buf, path, len + 1);
+  for (size_t i = 1; i <= len; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    char saved = buf[i];
+    buf[i] = 0;
+    if (mkdir(buf, mode) != 0 && errno != EEXIST) return -1;
+    buf[i] = saved;
+  }
+  struct stat st;
+  if (stat(buf, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+  return 0;
+}
+
+int wb_guard_mkdir(const char *path, unsigned mode, int parents) {
+  char buf[PATH_MAX];
+  const char *name;
+  int confined;
+  if (nroots > 0 && normalize(path, buf, sizeof buf) == 0) {
+    const char *rel;
+    const struct root *r = root_of(buf, &rel);
+    if (r && *rel) {
+      if (parents) {
+        int fd = walk(r->fd, rel, strlen(rel), 1, (mode_t)mode);
+        if (fd < 0) return -1;
+        close(fd);
+        return 0;
+      }
+    } else if (r) {
+      return parents ? 0 : (errno = EEXIST, -1);
+    }
+  }
+  if (parents) return mkdir_parents(path, (mode_t)mode);
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return -1;
+  int rc = mkdirat(dfd, name, (mode_t)mode);
+  int e = errno;
+  close(dfd);
+  return errno = e, rc;
+}
+
+int wb_guard_rename(const char *from, const char *to) {
+  char fbuf[PATH_MAX], tbuf[PATH_MAX];
+  const char *fname, *tname;
+  int fc, tc;
+  int ffd = wb_guard_parent(from, fbuf, sizeof fbuf, &fname, &fc);
+  if (ffd < 0) return -1;
+  int tfd = wb_guard_parent(to, tbuf, sizeof tbuf, &tname, &tc);
+  if (tfd < 0) {
+    int e = errno;
+    close(ffd);
+    return errno = e, -1;
+  }
+  int rc = renameat(ffd, fname, tfd, tname);
+  int e = errno;
+  close(ffd);
+  close(tfd);
+  return errno = e, rc;
+}
+
+/* Creates a new file named after name in the directory dfd: name.tmp.XXXXXX, never an existing
+ * one; writes its name to tmp. The descriptor, or -1 with errno. */
+static int create_temporary(int dfd, const char *name, char *tmp, size_t cap) {
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) return -1;
+    int n = snprintf(tmp, cap, "%s.tmp.", name);
+    if (n < 0 || (size_t)n + 7 > cap) return errno = ENAMETOOLONG, -1;
+    for (int i = 0; i < 6; i++) tmp[n + i] = digits[r[i] % (sizeof digits - 1)];
+    tmp[n + 6] = 0;
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return errno = EEXIST, -1;
+}
+
+int wb_atomic_open(const char *path, char *tmp, size_t tmplen) {
+  char buf[PATH_MAX], name[NAME_MAX + 1];
+  const char *base;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &base, &confined);
+  if (dfd < 0) return -1;
+  int fd = create_temporary(dfd, base, name, sizeof name);
+  int e = errno;
+  close(dfd);
+  if (fd < 0) return errno = e, -1;
+  size_t dirlen = (size_t)(base - buf); /* tmp: the directory as resolved, then the new name */
+  if (dirlen + strlen(name) + 1 > tmplen) {
+    close(fd);
+    return errno = ENAMETOOLONG, -1;
+  }
+  memcpy(tmp, buf, dirlen);
+  strcpy(tmp + dirlen, name);
+  return fd;
+}
+
+/* The process's umask (read by setting and restoring it; wb is single-threaded). */
+static mode_t current_umask(void) {
+  mode_t m = umask(022);
+  umask(m);
+  return m;
+}
+
+static int unlink_guarded(const char *path) {
+  char buf[PATH_MAX];
+  const char *name;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) return -1;
+  int rc = unlinkat(dfd, name, 0);
+  close(dfd);
+  return rc;
+}
+
+int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, int sync) {
+  int e = 0;
+  if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode & ~current_umask()) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (!e && wb_guard_rename(tmp, path) != 0) e = errno;
+  if (e) {
+    unlink_guarded(tmp);
+    return e;
+  }
+  if (sync) {
+    char buf[PATH_MAX];
+    const char *name;
+    int confined;
+    int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+    int dir = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+      fsync(dir);
+      close(dir);
+    }
+    if (dfd >= 0) close(dfd);
+  }
+  return 0;
+}
+
+void wb_atomic_abort(int fd, const char *tmp) {
+  close(fd);
+  unlink_guarded(tmp);
+}
+
+/* Opens the directory at path, making missing components (mode 0755 less the umask) when create,
+ * and following a symbolic link only when root or an acting user owns it: never one another user
+ * planted. A descriptor, or -1 with a one-line reason in err. */
+static int open_trusted_dir(const char *path, int create, char *err, size_t errlen) {
+  char rest[PATH_MAX], target[PATH_MAX];
+  if (strlen(path) >= sizeof rest) {
+    snprintf(err, errlen, "%.200s...: %s", path, strerror(ENAMETOOLONG));
+    return -1;
+  }
+  strcpy(rest, path);
+  int cur = open(path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), links = 0;
+  char *p = rest;
+  while (cur >= 0 && *p) {
+    while (*p == '/') p++;
+    char *end = p;
+    while (*end && *end != '/') end++;
+    char saved = *end;
+    *end = 0;
+    char comp[NAME_MAX + 1];
+    snprintf(comp, sizeof comp, "%s", p);
+    *end = saved;
+    p = end;
+    if (!comp[0] || strcmp(comp, ".") == 0) continue;
+    struct stat st;
+    int r = fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW);
+    if (r != 0 && errno == ENOENT && create && (mkdirat(cur, comp, 0755) == 0 || errno == EEXIST))
+      r = fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW);
+    if (r != 0) {
+      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+      close(cur);
+      return -1;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      if (st.st_uid != 0 && !acting_user(st.st_uid)) {
+        snprintf(err, errlen, "%s: %s is a symbolic link of another user (uid %lu): not followed", path, comp,
+                 (unsigned long)st.st_uid);
+        close(cur);
+        return -1;
+      }
+      ssize_t n = readlinkat(cur, comp, target, sizeof target - 1);
+      if (n <= 0 || ++links > 40 || (size_t)n + 1 + strlen(p) >= sizeof target) {
+        snprintf(err, errlen, "%s: %s", path, strerror(n <= 0 ? errno : ELOOP));
+        close(cur);
+        return -1;
+      }
+      target[n] = 0;
+      strcat(target, p); /* p is "" or starts with '/' */
+      strcpy(rest, target);
+      p = rest;
+      if (rest[0] == '/') {
+        close(cur);
+        cur = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      }
+      continue;
+    }
+    int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(cur);
+    if (next < 0) {
+      snprintf(err, errlen, "%s: %s", path, strerror(e));
+      return -1;
+    }
+    cur = next;
+  }
+  if (cur < 0) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+  return cur;
+}
+
+int wb_guard_confine(const char *path, int create, char *err, size_t errlen) {
+  char abs[PATH_MAX];
+  if (normalize(path, abs, sizeof abs) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  for (size_t i = 0; i < nroots; i++)
+    if (strcmp(roots[i].path, abs) == 0) return 0;
+  int fd = open_trusted_dir(path, create, err, errlen);
+  struct stat st;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  const char *why = NULL;
+  char detail[96];
+  if (!acting_user(st.st_uid)) {
+    snprintf(detail, sizeof detail, "belongs to another user (uid %lu)", (unsigned long)st.st_uid);
+    why = detail;
+  } else if (st.st_mode & S_IWOTH) {
+    snprintf(detail, sizeof detail, "is writable by every user (mode %04o)", (unsigned)(st.st_mode & 07777));
+    why = detail;
+  } else if (st.st_mode & S_IWGRP) {
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    if (getpwuid_r(st.st_uid, &pw, pwbuf, sizeof pwbuf, &found) != 0 || !found || pw.pw_gid != st.st_gid) {
+      snprintf(detail, sizeof detail, "is writable by group %lu (mode %04o)", (unsigned long)st.st_gid,
+               (unsigned)(st.st_mode & 07777));
+      why = detail;
+    }
+  }
+  if (why) {
+    snprintf(err, errlen, "%s: %s: refused as a run directory (others could plant files in it)", path, why);
+    close(fd);
+    return -1;
+  }
+  struct root *grown = realloc(roots, (nroots + 1) * sizeof *roots);
+  char *copy = strdup(abs);
+  if (!grown || !copy) {
+    if (grown) roots = grown;
+    free(copy);
+    close(fd);
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
+  roots = grown;
+  int above = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  roots[nroots++] = (struct root){copy, strlen(copy), above};
+  return 0;
+}
+
+int wb_open_foreign(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return errno = EINVAL, -2;
+  }
+  return fd;
+}
