@@ -349,11 +349,15 @@ static int open_trusted_dir(const char *path, int create, char *err, size_t errl
     while (*p == '/') p++;
     char *end = p;
     while (*end && *end != '/') end++;
-    char saved = *end;
-    *end = 0;
     char comp[NAME_MAX + 1];
-    snprintf(comp, sizeof comp, "%s", p);
-    *end = saved;
+    size_t len = (size_t)(end - p);
+    if (len > NAME_MAX) {
+      snprintf(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
+      close(cur);
+      return -1;
+    }
+    memcpy(comp, p, len);
+    comp[len] = 0;
     p = end;
     if (!comp[0] || strcmp(comp, ".") == 0) continue;
     struct stat st;
