@@ -36,7 +36,7 @@ int wb_btf_path(const void *obj, size_t len, char *out, size_t n) {
 static char failed_why[256];
 
 int wb_btf_usable(const char *path, const char **why) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   int exists = fd >= 0 || errno != ENOENT;
   unsigned char magic[2] = {0};
   int ok = fd >= 0 && wb_cache_trusted(fd) == 0 && pread(fd, magic, 2, 0) == 2 && magic[0] == 0x9f &&
@@ -45,7 +45,7 @@ int wb_btf_usable(const char *path, const char **why) {
   if (ok) return 0;
   char failed[4200];
   snprintf(failed, sizeof failed, "%s.failed", path);
-  fd = open(failed, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  fd = open(failed, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   ssize_t k = fd >= 0 && wb_cache_trusted(fd) == 0 ? pread(fd, failed_why, sizeof failed_why - 1, 0) : -1;
   if (fd >= 0) close(fd);
   if (k > 0) {

@@ -20,7 +20,12 @@ int wb_cache_dir(char *out, size_t size) {
   if (n <= 0 || (size_t)n + 3 >= size) return -1;
   (void)mkdir(out, 0700); /* the cache home, then wb's directory in it */
   memcpy(out + n, "/wb", 4);
-  return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -1;
+  if (mkdir(out, 0700) != 0 && errno != EEXIST) return -1;
+  /* only a directory of this user that no one else may write in: with `sudo -E`, HOME is the
+   * invoking user's, and a cache they could plant files in (a FIFO, a poisoned copy) is none */
+  struct stat st;
+  if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) return -1;
+  return 0;
 }
 
 int wb_boot_id(char out[40]) {

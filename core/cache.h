@@ -4,7 +4,8 @@
 #include <stddef.h>
 
 /* wb's cache directory ($XDG_CACHE_HOME/wb, else $HOME/.cache/wb) into out, created (mode 0700)
- * when missing; -1 without one. Its files can be deleted at any time. */
+ * when missing; -1 without one, and -1 when it is a link, another user's, or writable by others
+ * (wb then works without a cache). Its files can be deleted at any time. */
 int wb_cache_dir(char *out, size_t size);
 
 /* The boot's id (36 characters, /proc/sys/kernel/random/boot_id) into out[40], NUL-padded; -1

@@ -116,7 +116,7 @@ static void read_all(table *t) {
 /* Loads the image's symbols from the cache file of this boot into t; 0, or -1 when there is none
  * that this user wrote (mode 0600) with this layout. */
 static int read_cache(const char *path, const char boot[40], table *t) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return -1;
   struct stat st;
   struct cache_header h;

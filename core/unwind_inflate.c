@@ -35,7 +35,7 @@ static int compressed_dwarf(Elf *e) {
 
 /* Opens the copy at path when this user made it (mode 0600, a regular file) and it is of build_id. */
 static Elf *open_copy(const char *path, const char *build_id, int *fd) {
-  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (*fd < 0) return NULL;
   Elf *e = NULL;
   char bid[41] = "";

@@ -102,4 +102,11 @@ wait $swapper 2>/dev/null
 check "FIFOs: wb says which library it could not read, and why" \
   grep -q "libswapped.so could not be read (not a regular file)" "$tmp/fifo.out"
 
+# A cache of another user's (sudo -E keeps HOME): a FIFO where wb keeps the kernel's symbols.
+boot=$(cat /proc/sys/kernel/random/boot_id)
+as_user sh -c "mkdir -p '$tmp/home/.cache/wb' && mkfifo '$tmp/home/.cache/wb/kallsyms-$boot'"
+check "a cache directory of another user: not used, no hang" \
+  env HOME="$tmp/home" XDG_CACHE_HOME= timeout -s KILL 120 "$WB" run recipes/profile.lua -o "$tmp/cache_run" -- \
+  /usr/bin/python3 -c "sum(range(3000000))"
+
 finish
