@@ -89,7 +89,7 @@ return wb.recipe {
         alloc = cfg.alloc, alloc_interval = cfg.alloc_interval, stage_pattern = wb.util.opt(cfg.stage_pattern),
       }
       out.close()
-      if not res then wb.fail("profile: " .. tostring(err)) end
+      if not res then wb.fail("profile: " .. tostring(err), 0) end
       profile.record(r, res, argv, out, c.dir)
       return res.ok
     end)

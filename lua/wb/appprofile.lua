@@ -74,9 +74,16 @@ local function trial_stages(tool, summary_path, stderr_log)
     end
   end
   local text = stderr_log and wb.fs.read(stderr_log) or ""
-  local out = {}
-  for name, secs in text:gmatch(tool.stage_pattern) do out[#out + 1] = { name, tonumber(secs) } end
-  return out, #out > 0 and "stderr stage lines" or nil
+  local out, malformed = {}, {}
+  for name, secs in text:gmatch(tool.stage_pattern) do
+    local v = tonumber(secs)
+    if v and v >= 0 and v < math.huge then
+      out[#out + 1] = { name, v }
+    else -- the application's line, not wb's: reported and left out, never fatal to the report
+      malformed[#malformed + 1] = string.format("%s=%s", name, secs)
+    end
+  end
+  return out, #out > 0 and "stderr stage lines" or nil, malformed
 end
 
 -- The names of the warm-up and timing runs, in order, and whether each is measured.
@@ -92,8 +99,12 @@ end
 -- One finished trial's figures (res: wall, user, sys, maxrss_kb) in its record and, when
 -- measured, in the trials t.
 local function add_trial(t, tool, rec, res, measured, summary_path, stderr_log)
-  local stages, source = trial_stages(tool, summary_path, stderr_log)
+  local stages, source, malformed = trial_stages(tool, summary_path, stderr_log)
   t.stage_source = t.stage_source or source
+  if malformed and #malformed > 0 then
+    t.malformed_stages = (t.malformed_stages or 0) + #malformed
+    t.malformed_example = t.malformed_example or malformed[1]
+  end
   rec.role = measured and "trial" or "warmup"
   rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
   if not measured then return end
@@ -481,6 +492,10 @@ function M.markdown(r, limits)
     out[#out + 1] = T(rows)
   end
   local notes = {}
+  if trials.malformed_stages then
+    notes[#notes + 1] = string.format("- %d stage line%s left out: the seconds are not a number (first: `%s`)",
+      trials.malformed_stages, trials.malformed_stages == 1 and "" or "s", trials.malformed_example)
+  end
   for _, x in ipairs(cap and cap.warnings or {}) do notes[#notes + 1] = "- " .. x end
   local passes = { cap and cap.oncpu, cap and cap.offcpu, cg, cp } -- with holes: no ipairs
   for i = 1, 4 do

@@ -112,9 +112,15 @@ local VALUED = { ["--cfg"] = true, ["--config-name"] = true, ["--info"] = true, 
 -- A key=value whose key is no valid key but is meant as one (a digit first, a non-ASCII letter such
 -- as a Cyrillic і in `tool.trіals=1`): an override, so that it is refused with a suggestion
 -- instead of passing as an argument.
+-- Also a dotted key with spaces around a dot (`tool. name=v`) and one starting with a dot (`.=v`,
+-- not a path such as `./x=1`).
 local function looks_like_key(a)
   local key = a:match("^[%+~]?%+?([^=]+)=")
-  return key ~= nil and key:match("^[%w_%.%-/\128-\255]+$") ~= nil and not key:match("^[%-%./]")
+  if not key then return false end
+  if key:match("^[%w_%.%-/\128-\255]+$") and not key:match("^[%-%./]") then return true end
+  if key:match("^%.[^%./]") or key == "." then return true end
+  local squeezed = key:gsub("%s*%.%s*", ".")
+  return squeezed ~= key and squeezed:match("^[%w_][%w_%.%-]*$") ~= nil
 end
 
 -- Parses `wb run` arguments into {recipe, overrides, positional, options}.

@@ -193,6 +193,18 @@ local function apply(cfg, o, open, types)
   end
   if o.op == "delete" then
     if cur == nil then unknown_key(cfg, o) end
+    -- a setting whose declared type has no null is one the recipe reads: it stays (set it instead)
+    local needed = {}
+    for key, ty in pairs(types or {}) do
+      if (key == o.key or key:sub(1, #o.key + 1) == o.key .. ".") and not tostring(ty):find("null", 1, true) then
+        needed[#needed + 1] = key
+      end
+    end
+    if #needed > 0 then
+      table.sort(needed)
+      fail(o, (#needed == 1 and needed[1] == o.key and o.key or o.key .. " holds " .. needed[1]) ..
+        ", a setting the recipe needs (type " .. tostring(types[needed[1]]) .. "): set it instead of removing it")
+    end
     if o.has_value and not (deep_equal(cur, o.value) or cur == o.raw) then
       fail(o, o.key .. " is " .. show(cur) .. ", not " .. show(o.value))
     end

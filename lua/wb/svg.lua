@@ -90,9 +90,11 @@ local function round(x) return tonumber(string.format("%.12g", x)) end
 -- bound the data (use them as the axis domain).
 function M.nice_ticks(lo, hi, count)
   count = count or 5
+  local function finite(x) return x == x and x > -math.huge and x < math.huge end
+  if not finite(lo) or not finite(hi) then lo, hi = 0, 1 end -- no data to scale: a unit axis
   if hi < lo then lo, hi = hi, lo end
-  if hi == lo then
-    local pad = lo == 0 and 1 or math.abs(lo) * 0.1
+  if hi - lo < 1e-300 then -- equal, or so close that their steps would underflow
+    local pad = math.abs(lo) > 1e-290 and math.abs(lo) * 0.1 or 1
     lo, hi = lo - pad, hi + pad
   end
   local raw = (hi - lo) / count
@@ -102,6 +104,10 @@ function M.nice_ticks(lo, hi, count)
   step = round(step)
   local first = math.floor(lo / step + 1e-9)
   local last = math.ceil(hi / step - 1e-9)
+  if math.type(first) ~= "integer" or math.type(last) ~= "integer" or last - first > 100 * count then
+    -- a spread below the values' precision (1e17 and 1e17 + 32): padded as equal values are
+    return M.nice_ticks(lo - math.abs(lo) * 0.1, hi + math.abs(hi) * 0.1, count)
+  end
   local ticks = {}
   for i = first, last do ticks[#ticks + 1] = round(i * step) end
   return ticks, step

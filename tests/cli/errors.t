@@ -163,3 +163,28 @@ $ wb profile tasks=4 -o $T/s_t4 -- true; echo "exit $?"; test ! -e $T/s_t4 && ec
 wb: profile: tasks=4 is one srun step of a Slurm job: needs a machine profile whose executor is slurm (machine=slurm_cpu)
 exit 2
 nothing written
+
+$ wb bench true runs=2 '.=v' -o $T/x20; echo "exit $?"; test ! -e $T/x20 && echo nothing written
+wb: override '.=v': bad key '.'
+exit 2
+nothing written
+
+$ wb bench true runs=2 'tool. name=v' -o $T/x21; echo "exit $?"; test ! -e $T/x21 && echo nothing written
+wb: override 'tool. name=v': bad key 'tool. name'
+exit 2
+nothing written
+
+$ wb demo '~trials' -o $T/x22; echo "exit $?"; test ! -e $T/x22 && echo nothing written
+wb: override '~trials': trials, a setting the recipe needs (type integer>=1): set it instead of removing it
+exit 2
+nothing written
+
+$ wb run recipes/profile_app_full.lua '~tool' -o $T/x23; echo "exit $?"; test ! -e $T/x23 && echo nothing written
+wb: override '~tool': tool holds tool.alloc, a setting the recipe needs (type boolean): set it instead of removing it
+exit 2
+nothing written
+
+$ mkdir -p $T/planted/logs && ln -s $T/victim $T/planted/logs/profile.stdout.log && echo precious > $T/victim && wb run recipes/profile.lua -o $T/planted -- echo overwritten; echo "exit $?"; cat $T/victim
+wb: profile: /tmp/wbcli%.%w+/planted/logs/profile%.stdout%.log: a symbolic link: wb does not write through one (re)
+exit 1
+precious

@@ -15,6 +15,12 @@ end)
 
 T.case("nice ticks: steps of 1, 2 or 5 × 10^k for several ranges", function()
   T.eq(svg.nice_ticks(0, 100), { 0, 20, 40, 60, 80, 100 })
+  -- no data to scale, or a spread too small for the values' precision: a usable axis, never an
+  -- error or an endless loop (wb bench ':' ':' gave runs of zero length)
+  for _, c in ipairs { { 0 / 0, 0 / 0 }, { 0, math.huge }, { 5e-324, 1e-323 }, { 1e17, 1e17 + 32 }, { 0, 0 } } do
+    local ticks, step = svg.nice_ticks(c[1], c[2])
+    T.ok(#ticks >= 2 and #ticks <= 12 and step > 0, string.format("%s..%s: %d ticks, step %s", c[1], c[2], #ticks, step))
+  end
   T.eq(svg.nice_ticks(3, 97), { 0, 20, 40, 60, 80, 100 })
   T.eq(svg.nice_ticks(252.8, 818.7, 6), { 200, 300, 400, 500, 600, 700, 800, 900 })
   T.eq(svg.nice_ticks(-1, 1), { -1, -0.5, 0, 0.5, 1 })

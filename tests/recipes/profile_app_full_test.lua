@@ -130,6 +130,20 @@ T.case("a Debian program (xz): no stage timers, functions from the capture", fun
   T.match(fs.read(d .. "/xz/summary.md"), "## Functions on the CPU")
 end)
 
+-- The application's stage lines are its own: one whose seconds are not a number is reported and
+-- left out, never fatal to the report (appprofile.lua:108 raised on `seconds=1.2.3`).
+T.case("a malformed stage line: left out and named, the report written", function()
+  local d = T.tmpdir()
+  assert(fs.write(d .. "/app.sh", "echo 'stage=parse seconds=1.2.3' >&2\necho 'stage=load seconds=0.25' >&2\n"))
+  local res = run_wb({ "-o", d .. "/run", "tool.trials=2", "tool.warmup=0", "tool.summary_path=null",
+    "tool.oncpu=false", "tool.offcpu=false", "tool.memory=false", "tool.command=[sh," .. d .. "/app.sh]" })
+  T.eq(res.code, 0, res.stderr)
+  local s = assert(json.read(d .. "/run/summary.json"))
+  T.eq(#s.bottlenecks.stages, 1)
+  T.eq(s.bottlenecks.stages[1].name, "load")
+  T.match(fs.read(d .. "/run/summary.md"), "2 stage lines left out: the seconds are not a number %(first: `parse=1%.2%.3`%)")
+end)
+
 -- A program that allocates and touches 96 MiB in 96 blocks from one site, holds them 0.4 s, frees
 -- them and holds again, printing each stage's line on stderr (profile_app_full's default
 -- stage_pattern): the memory section's peak, stage bands and allocation profile against that.
