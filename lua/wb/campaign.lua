@@ -170,11 +170,19 @@ local last_secrets -- of the last campaign opened, for the writers that run afte
 -- (util.is_secret_name, util.is_secret_key); without cfg, those of the last campaign opened
 -- (or of the environment alone)
 function M.secrets(cfg)
-  if cfg == nil then return last_secrets or util.secret_values() end
-  local out = util.secret_values()
-  for _, v in ipairs(util.config_secret_values(cfg)) do out[#out + 1] = v end
+  if cfg == nil and last_secrets then return last_secrets end
+  local values, out, seen = util.secret_values(), {}, {}
+  for _, v in ipairs(cfg and util.config_secret_values(cfg) or {}) do values[#values + 1] = v end
+  for _, v in ipairs(values) do
+    for _, f in ipairs(util.secret_forms(v)) do
+      if not seen[f] then
+        seen[f] = true
+        out[#out + 1] = f
+      end
+    end
+  end
   table.sort(out, function(a, b) return #a > #b end)
-  last_secrets = out
+  if cfg ~= nil then last_secrets = out end
   return out
 end
 
@@ -248,7 +256,7 @@ function M.open(ctx, spec)
     local pre = preflight(spec)
     self:write_json("preflight.json", pre)
     self:write("config.yaml", require("wb.yaml").dump(ctx.cfg))
-    self:write("overrides.txt", table.concat(ctx.opts.overrides or {}, "\n") .. "\n")
+    self:write("overrides.txt", table.concat(util.redact_overrides(ctx.opts.overrides or {}), "\n") .. "\n")
     local m = json.object()
     m.schema_name = M.SCHEMA_NAME
     m.schema_version = M.SCHEMA_VERSION
@@ -260,7 +268,7 @@ function M.open(ctx, spec)
     m.dry_run = ctx.opts.dry_run and true or false
     m.run_directory = self.dir
     m.configuration = ctx.cfg
-    m.overrides = json.array(util.deep_copy(ctx.opts.overrides or {}))
+    m.overrides = json.array(util.redact_overrides(ctx.opts.overrides or {}))
     m.arguments = json.array(util.deep_copy(ctx.args or {})) -- the positional ones (commands)
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null

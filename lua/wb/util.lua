@@ -168,6 +168,45 @@ function M.redact(text, values)
   return text
 end
 
+-- forms = util.secret_forms(v) : v as wb's writers may spell it, so that redaction finds each:
+-- itself, its JSON string escape (YAML's double-quoted form too), its YAML plain or quoted
+-- scalar, its HTML entities (of v and of its JSON form: JSON inside a page), its CSV field, its
+-- Markdown text and its shell single-quoted form. Distinct, longest first.
+function M.secret_forms(v)
+  local json, yaml, page = require "wb.json", require "wb.yaml", require "wb.page"
+  local function html(x, apos)
+    return (x:gsub(apos and "[&<>\"']" or "[&<>\"]",
+      { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }))
+  end
+  local j = json.encode(v):sub(2, -2)
+  local y = yaml.dump(v):gsub("\n$", "")
+  y = y:match('^"(.*)"$') or y:match("^'(.*)'$") or y
+  local out, seen = {}, {}
+  for _, f in ipairs { v, j, y, html(v, true), html(v, false), html(j, true), html(j, false),
+    (v:gsub('"', '""')), page.md_text(v), (v:gsub("'", "'\\''")) } do
+    if #f >= 4 and not seen[f] then
+      seen[f] = true
+      out[#out + 1] = f
+    end
+  end
+  table.sort(out, function(a, b) return #a > #b end)
+  return out
+end
+
+-- list = util.redact_overrides(overrides) : a copy with the value of each override of a
+-- secret-named key (util.is_secret_key of any dotted part) replaced by [REDACTED], as typed: a
+-- quoted or escaped value differs from the parsed one that redaction looks for
+function M.redact_overrides(overrides)
+  local out = {}
+  for i, text in ipairs(overrides) do
+    local key = text:match("^[%+~]?%+?([^=]+)=")
+    local secret = false
+    for part in (key or ""):gmatch("[^%.]+") do secret = secret or M.is_secret_key(part) end
+    out[i] = secret and text:match("^[^=]+=") .. "[REDACTED]" or text
+  end
+  return out
+end
+
 -- copy = util.deep_copy(v) : tables copied recursively (metatables kept: ordered/array marks)
 function M.deep_copy(v, seen)
   if type(v) ~= "table" then return v end

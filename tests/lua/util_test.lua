@@ -49,6 +49,27 @@ T.case("secrets are found by name and redacted", function()
   T.ok(util.is_secret_name("ssh_key"))
 end)
 
+-- Each writer escapes differently: a secret with \ " & < ' and a tab must not survive in any of
+-- the forms wb writes, and an override of a secret key is redacted as typed.
+T.case("secrets are redacted in every escaped form, and in overrides as typed", function()
+  local json, yaml, page = require "wb.json", require "wb.yaml", require "wb.page"
+  local secret = "ab\"cd\\ef<&>'12\tz"
+  local forms = util.secret_forms(secret)
+  local written = {
+    json = json.encode({ password = secret }), yaml = yaml.dump({ password = secret }),
+    html = page.escape(secret), html_json = page.escape(json.encode(secret)),
+    csv = require("wb.report").csv_field(secret), md = page.md_text(secret),
+    shell = util.shell_quote(secret),
+  }
+  for name, text in pairs(written) do
+    local clean = util.redact(text, forms)
+    T.ok(clean:find("[REDACTED]", 1, true), name .. ": " .. clean)
+    T.ok(not clean:find("cd", 1, true) and not clean:find("ef", 1, true), name .. " leaks: " .. clean)
+  end
+  T.eq(util.redact_overrides({ "runs=3", "+tool.password=ab\"cd", "db.api_key='x y'", "~tool.token=abcd" }),
+    { "runs=3", "+tool.password=[REDACTED]", "db.api_key=[REDACTED]", "~tool.token=[REDACTED]" })
+end)
+
 T.case("paths", function()
   T.eq(util.basename("/a/b/c.lua"), "c.lua")
   T.eq(util.basename("c"), "c")
