@@ -180,6 +180,9 @@ void wb_signals_install(lua_State *L) {
   }
   lua_pop(L, 1);
   signal(SIGPIPE, SIG_IGN);
+  /* a file over RLIMIT_FSIZE is a write that fails (EFBIG, reported with the file's name), not
+   * the death of wb with its run left "running"; children start with every signal at default */
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 const luaL_Reg wb_signal_functions[] = {{"check_interrupt", l_check_interrupt},

@@ -88,9 +88,13 @@ return wb.recipe {
         stack_entries = cfg.stack_entries, count_entries = cfg.count_entries,
         alloc = cfg.alloc, alloc_interval = cfg.alloc_interval, stage_pattern = wb.util.opt(cfg.stage_pattern),
       }
-      out.close()
+      local closed, close_err = pcall(out.close) -- a short log fails the run, after its record
       if not res then wb.fail("profile: " .. tostring(err), 0) end
       profile.record(r, res, argv, out, c.dir)
+      if not closed then
+        r.status, r.error = "failed", type(close_err) == "table" and close_err.msg or tostring(close_err)
+        error(close_err, 0)
+      end
       return res.ok
     end)
     if res then io.write("\n", view.text(res, { top = cfg.top, command = command })) end

@@ -12,15 +12,18 @@ local M = {}
 -- file written as it comes (binary-safe). out = {stdout, stderr (teed to logs/profile.stderr.log),
 -- stdout_log (relative to the run directory, or nil), close()}
 function M.output(c, stdout)
-  local logs = {}
+  local logs, failed = {}, nil
   local function tee(stream)
-    local f, err = io.open(c.dir .. "/logs/profile." .. stream .. ".log", "w")
+    local path = c.dir .. "/logs/profile." .. stream .. ".log"
+    local f, err = io.open(path, "w")
     if not f then require("wb.errors").raise(1, "profile: " .. err, 0) end
-    logs[#logs + 1] = f
+    logs[#logs + 1] = { f = f, path = path }
     local out = stream == "stdout" and io.stdout or io.stderr
     return function(line)
       out:write(line, "\n")
-      f:write(line, "\n")
+      if failed then return end
+      local ok, werr = f:write(line, "\n")
+      if not ok then failed = path .. ": " .. tostring(werr) end -- the disk filled: the log is short
     end
   end
   local o = { stdout_log = "logs/profile.stdout.log" }
@@ -34,8 +37,14 @@ function M.output(c, stdout)
     o.stdout, o.stdout_log = { file = stdout }, stdout
   end
   o.stderr = tee("stderr")
+  -- a log cut short (ENOSPC, EFBIG) fails the run, naming the file: never a complete run with a
+  -- truncated log
   function o.close()
-    for _, f in ipairs(logs) do f:close() end
+    for _, l in ipairs(logs) do
+      local ok, err = l.f:close()
+      if not ok and not failed then failed = l.path .. ": " .. tostring(err) end
+    end
+    if failed then wb.fail("profile: " .. failed, 0) end
   end
   return o
 end

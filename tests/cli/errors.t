@@ -188,3 +188,8 @@ $ mkdir -p $T/planted/logs && ln -s $T/victim $T/planted/logs/profile.stdout.log
 wb: profile: /tmp/wbcli%.%w+/planted/logs/profile%.stdout%.log: a symbolic link: wb does not write through one (re)
 exit 1
 precious
+
+$ (ulimit -f 1000; wb run recipes/profile.lua -o $T/efbig -- sh -c 'yes 0123456789 | head -c 3000000' >/dev/null); echo "exit $?"; grep -c '"status": "failed"' $T/efbig/manifest.json
+wb: profile: /tmp/wbcli%.%w+/efbig/logs/profile%.stdout%.log: File too large (re)
+exit 1
+2

@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/
   exit 0
 fi
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
 chmod 1777 "$tmp" # a shared /tmp
 as_user() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 echo precious >"$tmp/victim"
@@ -108,5 +108,13 @@ as_user sh -c "mkdir -p '$tmp/home/.cache/wb' && mkfifo '$tmp/home/.cache/wb/kal
 check "a cache directory of another user: not used, no hang" \
   env HOME="$tmp/home" XDG_CACHE_HOME= timeout -s KILL 120 "$WB" run recipes/profile.lua -o "$tmp/cache_run" -- \
   /usr/bin/python3 -c "sum(range(3000000))"
+
+# A full disk (a 1 MiB tmpfs) under a profile whose output does not fit: exit 1, the file named.
+mkdir "$tmp/small"
+check "a 1 MiB tmpfs for the full disk (root)" mount -t tmpfs -o size=1m tmpfs "$tmp/small"
+check "a disk that fills during a profile: exit 1, the file named" bash -c "
+  '$WB' run recipes/profile.lua -o '$tmp/small/run' -- sh -c 'yes 0123456789 | head -c 3000000' >/dev/null 2>'$tmp/enospc.err'
+  code=\$?; cat '$tmp/enospc.err'; [ \$code -eq 1 ] && grep -Eq '^wb: .*$tmp/small/run/.*: No space left on device' '$tmp/enospc.err'"
+umount "$tmp/small" 2>/dev/null
 
 finish
