@@ -111,8 +111,13 @@ static int is_done(lua_State *L, int idx) {
 /* The read time of the line being delivered to a line callback (wb.proc.line_time), -1 outside. */
 static int64_t line_ns = -1;
 
+/* Lines longer than this reach the callback in pieces of this size, with a second argument true
+ * (the line goes on): a child writing without newlines costs wb a bounded buffer. */
+#define LINE_PIECE_MAX ((size_t)1 << 20)
+
 /* Calls the line callbacks of the handle at idx for each complete line queued (and for a final
- * partial line once its stream is closed). A callback's error propagates. */
+ * partial line once its stream is closed), an over-long one in pieces. A callback's error
+ * propagates. */
 static void drain(lua_State *L, int idx) {
   proc *p = lua_touserdata(L, idx);
   if (!p->c || p->draining) return;
@@ -123,19 +128,24 @@ static void drain(lua_State *L, int idx) {
       const char *start = st->buf + st->off;
       size_t avail = st->len - st->off;
       const char *nl = st->scanned < avail ? memchr(start + st->scanned, '\n', avail - st->scanned) : NULL;
-      if (!nl && st->fd >= 0) {
+      int piece = (nl ? (size_t)(nl - start) : avail) > LINE_PIECE_MAX;
+      if (!nl && st->fd >= 0 && !piece) {
         st->scanned = avail;
         break;
       }
-      size_t n = nl ? (size_t)(nl - start) : avail;
+      if (piece) nl = NULL;
+      size_t n = piece ? LINE_PIECE_MAX : nl ? (size_t)(nl - start) : avail;
+      if (piece && !st->in_piece) st->long_lines++;
+      st->in_piece = piece;
       int64_t outer_ns = line_ns;
       line_ns = wb_stream_read_ns(st, st->off + (nl ? n : n - 1));
       lua_getiuservalue(L, idx, UV_STDOUT_FN + i);
       lua_pushlstring(L, start, n);
+      lua_pushboolean(L, piece);
       st->off += nl ? n + 1 : n;
       st->scanned = 0;
       wb_stream_compact(st);
-      int rc = lua_pcall(L, 1, 0, 0);
+      int rc = lua_pcall(L, 2, 0, 0);
       line_ns = outer_ns;
       if (rc != LUA_OK) {
         p->draining = 0;
@@ -240,6 +250,8 @@ static void set_result(lua_State *L, wb_child *c) {
   wb_set_int(L, "maxrss_kb", r.maxrss_kb);
   wb_set_bool(L, "maxrss_bound", r.maxrss_bound);
   if (c->own_peak_kb >= 0) wb_set_int(L, "own_peak_rss_kb", c->own_peak_kb);
+  if (c->out[0].long_lines) wb_set_int(L, "stdout_long_lines", (lua_Integer)c->out[0].long_lines);
+  if (c->out[1].long_lines) wb_set_int(L, "stderr_long_lines", (lua_Integer)c->out[1].long_lines);
   for (int i = 0; i < 2; i++) {
     wb_stream *st = &c->out[i];
     if (st->mode != WB_IO_CAPTURE && st->mode != WB_IO_TEE) continue;
@@ -285,8 +297,9 @@ static int check_list(lua_State *L) {
  * | shell = true with cmd = "..." (or argv = "..."), run by /bin/sh -c; env = {NAME = value},
  * env_mode = "add" (default) | "replace"; cwd; stdin = "null" (default) | "inherit" |
  * {file = path} | {data = string}; stdout, stderr = "inherit" (default) | "null" | "capture" |
- * {file = path, append = bool} | {tee = path, append = bool} | function(line); stderr may also be
- * "stdout"; timeout (seconds; SIGTERM to the group, then SIGKILL after grace, default 2);
+ * {file = path, append = bool} | {tee = path, append = bool} | function(line, piece) (a line
+ * over 1 MiB in 1 MiB pieces, piece true on all but the last; the result's stdout_long_lines and
+ * stderr_long_lines count them); stderr may also be "stdout"; timeout (seconds; SIGTERM to the group, then SIGKILL after grace, default 2);
  * held = true: the child is created (p.pid is valid) but waits before exec until p:release(), so
  * perf events and BPF filters can be attached to it first; its wall time and timeout start at the
  * release. */

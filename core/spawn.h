@@ -69,6 +69,8 @@ typedef struct wb_stream {
   size_t off; /* WB_IO_LINES: bytes the owner has consumed */
   size_t scanned; /* WB_IO_LINES: bytes after off known to hold no newline (searching resumes
                      there, so a long line costs linear time) */
+  int in_piece;       /* WB_IO_LINES: the last delivery was a piece of a line that goes on */
+  long long long_lines; /* WB_IO_LINES: lines delivered in pieces (over the piece size) */
   struct wb_read_mark {
     size_t end;     /* offset in buf just past the bytes of one read() */
     int64_t ns;     /* wb_clock_ns() after that read */

@@ -19,10 +19,11 @@ function M.output(c, stdout)
     if not f then require("wb.errors").raise(1, "profile: " .. err, 0) end
     logs[#logs + 1] = { f = f, path = path }
     local out = stream == "stdout" and io.stdout or io.stderr
-    return function(line)
-      out:write(line, "\n")
+    return function(line, piece) -- piece: a part of a line over 1 MiB, the rest follows
+      local nl = piece and "" or "\n"
+      out:write(line, nl)
       if failed then return end
-      local ok, werr = f:write(line, "\n")
+      local ok, werr = f:write(line, nl)
       if not ok then failed = path .. ": " .. tostring(werr) end -- the disk filled: the log is short
     end
   end

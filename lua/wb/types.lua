@@ -107,7 +107,7 @@ function wb.ordered_keys(t) end
 
 -- wb.proc -------------------------------------------------------------------------------------
 
----@alias wb.Sink "inherit"|"null"|"capture"|"stdout"|{file: string, append: boolean?}|{tee: string, append: boolean?}|fun(line: string)
+---@alias wb.Sink "inherit"|"null"|"capture"|"stdout"|{file: string, append: boolean?}|{tee: string, append: boolean?}|fun(line: string, piece: boolean) a line over 1 MiB comes in 1 MiB pieces, piece true on all but its last
 
 ---@class wb.ProcSpec
 ---@field argv string[]?

@@ -50,6 +50,25 @@ T.case("argv runs without a shell; arguments arrive intact", function()
   T.eq(n.stdout, "1:42\n")
 end)
 
+-- A child that writes without newlines must not make wb hold its output whole: an over-long line
+-- reaches the callback in 1 MiB pieces (piece = true on all but the last), counted once.
+T.case("a 3 MiB line reaches a line callback in 1 MiB pieces, counted as one long line", function()
+  local got, pieces, flags = {}, 0, {}
+  local res = proc.run { argv = { "sh", "-c", "head -c 3200000 /dev/zero | tr '\\0' x; printf '\\nshort\\n'" },
+    stdout = function(line, piece)
+      pieces = pieces + 1
+      got[#got + 1] = line
+      flags[#flags + 1] = piece
+      T.ok(#line <= 1 << 20, "piece of " .. #line .. " bytes")
+    end }
+  T.ok(res.ok)
+  T.eq(pieces, 5) -- 1 MiB x 3, the rest of the long line, "short"
+  T.eq(flags, { true, true, true, false, false })
+  T.eq(table.concat(got, "", 1, 4), string.rep("x", 3200000))
+  T.eq(got[5], "short")
+  T.eq(res.stdout_long_lines, 1)
+end)
+
 T.case("shell=true runs cmd (or a string argv) through /bin/sh -c", function()
   T.eq(proc.run({ shell = true, cmd = "echo $((1+2)) | tr 3 x", stdout = "capture" }).stdout, "x\n")
   T.eq(proc.run({ shell = true, argv = "echo a; echo b", stdout = "capture" }).stdout, "a\nb\n")
