@@ -105,7 +105,7 @@ end
 local ARTICLE = { integer = "an integer", float = "a float", string = "a string", boolean = "a boolean",
   list = "a list", mapping = "a mapping", null = "null" }
 
-local function fail(o, msg) raise("override '" .. o.text .. "': " .. msg) end
+local function fail(o, msg) raise("override '" .. override.shown(o.text) .. "': " .. msg) end
 
 local function located(t, k)
   local w = M.where(t, k)
@@ -273,7 +273,7 @@ local function bad_key(cfg, text)
   local msg = override.key_problem(key)
   local plain = key:gsub("[\192-\255][\128-\191]*", "?")
   local near = util.suggest(plain, all_paths(cfg, "", {}))
-  raise("override '" .. text .. "': " .. msg .. (near[1] and ("; did you mean '" .. near[1] .. "'?") or ""))
+  raise("override '" .. override.shown(text) .. "': " .. msg .. (near[1] and ("; did you mean '" .. near[1] .. "'?") or ""))
 end
 
 -- ---- the API -----------------------------------------------------------------------------

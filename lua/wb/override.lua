@@ -13,7 +13,14 @@ local M = {}
 
 local null = core.null
 
-local function fail(text, msg) errors.raise(2, "override '" .. text .. "': " .. msg, 0) end
+-- An override as an error message shows it: a long one cut, so that the message stays one line
+-- a reader can take in.
+function M.shown(text)
+  if #text <= 120 then return text end
+  return text:sub(1, 100) .. "... (" .. #text .. " bytes)"
+end
+
+local function fail(text, msg) errors.raise(2, "override '" .. M.shown(text) .. "': " .. msg, 0) end
 
 -- v = override.scalar(raw) : a plain (unquoted) scalar typed as YAML's core schema does:
 -- null, boolean, integer, float, else the string itself
@@ -223,6 +230,10 @@ end
 
 local KEY_SEGMENT = "^[%a_][%w_%-]*$"
 
+-- The most dotted (or slashed) parts a key may have: configurations are a few levels deep, and a
+-- deeper key would make documents no JSON or YAML reader takes back.
+M.MAX_KEY_DEPTH = 32
+
 local function valid_key(key)
   if key:find("/", 1, true) then
     for seg in (key .. "/"):gmatch("(.-)/") do
@@ -239,8 +250,12 @@ end
 -- msg = override.key_problem(key) : why key is not a valid key ("bad key 'tool.trіals': 'і' is
 -- not an ASCII character"), or nil when it is one
 function M.key_problem(key)
+  local depth = select(2, key:gsub("[./]", "")) + 1
+  if depth > M.MAX_KEY_DEPTH then
+    return string.format("bad key '%s': %d levels deep, at most %d", M.shown(key), depth, M.MAX_KEY_DEPTH)
+  end
   if valid_key(key) then return nil end
-  local msg = "bad key '" .. key .. "'"
+  local msg = "bad key '" .. M.shown(key) .. "'"
   local other = key:match("[\192-\255][\128-\191]*") or key:match("[\128-\255]")
   if other then return msg .. ": '" .. other .. "' is not an ASCII character" end
   if key:match("^%d") or key:match("[./]%d") then return msg .. ": a key starts with a letter or '_'" end
@@ -260,7 +275,7 @@ function M.parse(text)
   end
   key = key:match("^%s*(.-)%s*$")
   if key == "" then fail(text, "missing key before '='") end
-  if not valid_key(key) then fail(text, M.key_problem(key)) end
+  if M.key_problem(key) then fail(text, M.key_problem(key)) end
   local o = {
     text = text, key = key, prefix = prefix, value_text = value_text, has_value = value_text ~= nil,
     op = ({ [""] = "set", ["+"] = "add", ["++"] = "force", ["~"] = "delete" })[prefix],

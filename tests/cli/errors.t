@@ -193,3 +193,8 @@ $ (ulimit -f 1000; wb run recipes/profile.lua -o $T/efbig -- sh -c 'yes 01234567
 wb: profile: /tmp/wbcli%.%w+/efbig/logs/profile%.stdout%.log: File too large (re)
 exit 1
 2
+
+$ wb bench true runs=2 "+$(printf 'a.%.0s' $(seq 999))a=1" -o $T/x24; echo "exit $?"; test ! -e $T/x24 && echo nothing written
+wb: override '+a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a... (2002 bytes)': bad key 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.... (1999 bytes)': 1000 levels deep, at most 32
+exit 2
+nothing written
