@@ -199,7 +199,13 @@ static void load_debug_file(wb_elf *e) {
   close(fd);
 }
 
-/* The xz-compressed ELF image in e's .gnu_debugdata section (MiniDebugInfo), malloc'ed, or NULL. */
+/* Caps on a .gnu_debugdata image (docs/capture.md, "Bounds"): real ones hold a .symtab a few times
+ * the size of the compressed section. */
+#define MINIDEBUG_RATIO_MAX 100
+#define MINIDEBUG_MAX ((size_t)256 << 20)
+
+/* The xz-compressed ELF image in e's .gnu_debugdata section (MiniDebugInfo), malloc'ed, or NULL
+ * (also when it would inflate past the caps). */
 static char *debugdata(Elf *elf, size_t *len) {
   size_t shstrndx;
   Elf_Data *d = NULL;
@@ -212,6 +218,8 @@ static char *debugdata(Elf *elf, size_t *len) {
   if (!d || d->d_size == 0) return NULL;
   lzma_stream z = LZMA_STREAM_INIT;
   if (lzma_stream_decoder(&z, 256u << 20, 0) != LZMA_OK) return NULL;
+  /* a bomb stops at the cap: MINIDEBUG_RATIO_MAX times the section, MINIDEBUG_MAX at most */
+  size_t limit = d->d_size > MINIDEBUG_MAX / MINIDEBUG_RATIO_MAX ? MINIDEBUG_MAX : d->d_size * MINIDEBUG_RATIO_MAX;
   size_t cap = d->d_size * 4 + 4096;
   char *out = malloc(cap);
   z.next_in = d->d_buf;
@@ -222,7 +230,9 @@ static char *debugdata(Elf *elf, size_t *len) {
     z.avail_out = cap - z.total_out;
     r = lzma_code(&z, LZMA_FINISH);
     if ((r == LZMA_OK || r == LZMA_BUF_ERROR) && z.avail_out == 0) { /* the output is full */
-      char *p = realloc(out, cap *= 2);
+      if (cap >= limit) break; /* r is not LZMA_STREAM_END: refused below */
+      cap = cap * 2 > limit ? limit : cap * 2;
+      char *p = realloc(out, cap);
       if (!p) free(out);
       out = p;
       r = LZMA_OK;

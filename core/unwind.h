@@ -62,6 +62,14 @@ int wb_dwobj_loaded(const wb_dwobj *o);
 struct Elf;
 struct Elf *wb_dwarf_inflated(struct Elf *e, const char *build_id, int *fd);
 
+/* Caps on what compressed debug data may inflate to (docs/capture.md, "Bounds"): a section at
+ * most WB_INFLATE_RATIO_MAX times its compressed size (+1 MiB), a file's sections together at most
+ * WB_INFLATE_TOTAL_MAX. wb_dwarf_over_cap: 1 when e's compressed sections say they exceed them
+ * (their DWARF is then not read: a decompression bomb costs nothing), else 0. */
+#define WB_INFLATE_RATIO_MAX 100
+#define WB_INFLATE_TOTAL_MAX ((uint64_t)4 << 30)
+int wb_dwarf_over_cap(struct Elf *e);
+
 /* Queues o's DWARF (debug info, .debug_frame, the separate debug file) to be read on a worker
  * thread, ahead of the symbolization that will need it; the first use waits for it if it is being
  * read. Without a worker (none could start) nothing changes. */

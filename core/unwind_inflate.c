@@ -33,6 +33,20 @@ static int compressed_dwarf(Elf *e) {
   return found;
 }
 
+int wb_dwarf_over_cap(Elf *e) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
+  uint64_t total = 0;
+  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
+    GElf_Shdr sh;
+    GElf_Chdr ch;
+    if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_COMPRESSED) || !gelf_getchdr(scn, &ch)) continue;
+    if (ch.ch_size > WB_INFLATE_RATIO_MAX * (uint64_t)sh.sh_size + (1u << 20)) return 1;
+    if ((total += ch.ch_size) > WB_INFLATE_TOTAL_MAX) return 1;
+  }
+  return 0;
+}
+
 /* Opens the copy at path when this user made it (mode 0600, a regular file) and it is of build_id. */
 static Elf *open_copy(const char *path, const char *build_id, int *fd) {
   *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

@@ -120,8 +120,10 @@ found:
 }
 
 /* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
- * the first file whose DWARF is read (a second one, should the first fail, is read as it is). */
+ * the first file whose DWARF is read (a second one, should the first fail, is read as it is);
+ * NULL when its compressed sections would inflate past the caps (wb_dwarf_over_cap). */
 static Elf *uncompressed(wb_dwobj *o, Elf *e) {
+  if (wb_dwarf_over_cap(e)) return NULL;
   if (o->inflated_e) return e;
   Elf *c = wb_dwarf_inflated(e, o->build_id, &o->inflated_fd);
   if (!c) return e;
@@ -140,16 +142,18 @@ static void read_dwarf(wb_dwobj *o) {
     o->dw_fd = -1, o->dw_e = NULL;
     return;
   }
-  if (has_section(o->dw_e, ".debug_info")) o->dw = dwarf_begin_elf(uncompressed(o, o->dw_e), DWARF_C_READ, NULL);
+  Elf *de = has_section(o->dw_e, ".debug_info") ? uncompressed(o, o->dw_e) : NULL;
+  if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   if (!o->dw) {
     find_debug_file(o);
-    if (o->dbg_e) o->dw = dwarf_begin_elf(uncompressed(o, o->dbg_e), DWARF_C_READ, NULL);
+    de = o->dbg_e ? uncompressed(o, o->dbg_e) : NULL;
+    if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);
   Dwarf_Aranges *ar;
   size_t nar;
   if (o->dw) (void)dwarf_getaranges(o->dw, &ar, &nar); /* the address -> CU index the first lookup needs */
-  if (!o->dcfi && has_section(o->dw_e, ".debug_frame")) {
+  if (!o->dcfi && has_section(o->dw_e, ".debug_frame") && !wb_dwarf_over_cap(o->dw_e)) {
     Dwarf *d = o->dw ? NULL : dwarf_begin_elf(o->dw_e, DWARF_C_READ, NULL);
     if (d) {
       o->dw = d;

@@ -12,7 +12,7 @@ packages=(
   libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev linux-perf luajit hyperfine
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium
   procps util-linux xz-utils libclang-rt-14-dev strace libdw-dev libiberty-dev libbz2-dev liblzma-dev libc6-dbg
-  nodejs zstd heaptrack libjemalloc2 libtcmalloc-minimal4 sqlite3
+  nodejs zstd heaptrack libjemalloc2 libtcmalloc-minimal4 sqlite3 time
 )
 # WB_EXTRA_PACKAGES adds names to the check (the tests use it to prove the non-root path).
 # shellcheck disable=SC2206

@@ -102,6 +102,33 @@ wait $swapper 2>/dev/null
 check "FIFOs: wb says which library it could not read, and why" \
   grep -q "libswapped.so could not be read (not a regular file)" "$tmp/fifo.out"
 
+# Decompression bombs in a library another user built: 300 MB of zeros as its .gnu_debugdata
+# (43 KB of xz) and as a zlib-compressed .debug_str (300 KB). wb must neither inflate them (its
+# peak RSS was 640 MB) nor cache them (a 298 MB file): they are over the caps, passed over.
+bombs="$tmp/bombs"
+as_user mkdir "$bombs"
+as_user sh -c "cd '$bombs' && cp '$lib/spin.c' . && gcc -O2 -g -shared -fPIC spin.c -o libmd.so &&
+  cp libmd.so libdwb.so && strip --strip-all libmd.so &&
+  head -c 300000000 /dev/zero | xz -0 -T1 >bomb.xz && objcopy --add-section .gnu_debugdata=bomb.xz libmd.so &&
+  head -c 300000000 /dev/zero >zeros.bin && objcopy --update-section .debug_str=zeros.bin libdwb.so &&
+  objcopy --compress-debug-sections=zlib libdwb.so && rm zeros.bin bomb.xz"
+cat >"$tmp/bombs.py" <<PY
+import ctypes, time
+libs = [ctypes.CDLL("$bombs/libmd.so"), ctypes.CDLL("$bombs/libdwb.so")]
+for l in libs:
+    l.spin.restype, l.spin.argtypes = ctypes.c_double, [ctypes.c_long]
+start = time.process_time()
+while time.process_time() - start < 0.5:
+    for l in libs:
+        l.spin(200000)
+PY
+mkdir -m 700 "$tmp/bomb_cache"
+check "decompression bombs: wb's peak RSS under 300 MB, no cache file over 50 MB" bash -c "
+  XDG_CACHE_HOME='$tmp/bomb_cache' /usr/bin/time -f '%M' -o '$tmp/bomb_rss' \
+    '$WB' run recipes/profile.lua -o '$tmp/bomb_run' -- /usr/bin/python3 '$tmp/bombs.py' >/dev/null 2>&1 || exit 1
+  echo \"peak RSS \$(cat '$tmp/bomb_rss') KB\"; [ \$(cat '$tmp/bomb_rss') -lt 300000 ] &&
+  [ -z \"\$(find '$tmp/bomb_cache' -type f -size +50M)\" ]"
+
 # A cache of another user's (sudo -E keeps HOME): a FIFO where wb keeps the kernel's symbols.
 boot=$(cat /proc/sys/kernel/random/boot_id)
 as_user sh -c "mkdir -p '$tmp/home/.cache/wb' && mkfifo '$tmp/home/.cache/wb/kallsyms-$boot'"
