@@ -657,6 +657,16 @@ function util.is_secret_name(name) end
 function util.join(...) end
 ---text = util.redact(text, values) : every occurrence of each value replaced by "[REDACTED]".
 function util.redact(text, values) end
+---forms = util.secret_forms(v) : v as wb's writers may spell it (JSON, YAML, HTML, CSV, Markdown,
+---shell), distinct, longest first: what redaction looks for
+---@param v string
+---@return string[]
+function util.secret_forms(v) end
+---list = util.redact_overrides(overrides) : a copy with the value of each override of a
+---secret-named key replaced by [REDACTED], as typed
+---@param overrides string[]
+---@return string[]
+function util.redact_overrides(overrides) end
 ---s = util.safe_name(s) : a string usable as one path component.
 function util.safe_name(s) end
 ---values = util.secret_values([env]) : the values of secret-named variables in env (a table) or in
