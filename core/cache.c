@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "fs_guard.h"
 #include "ticker.h"
 
 int wb_cache_dir(char *out, size_t size) {
@@ -21,11 +22,10 @@ int wb_cache_dir(char *out, size_t size) {
   (void)mkdir(out, 0700); /* the cache home, then wb's directory in it */
   memcpy(out + n, "/wb", 4);
   if (mkdir(out, 0700) != 0 && errno != EEXIST) return -1;
-  /* only a directory of this user that no one else may write in: with `sudo -E`, HOME is the
-   * invoking user's, and a cache they could plant files in (a FIFO, a poisoned copy) is none */
-  struct stat st;
-  if (lstat(out, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) return -1;
-  return 0;
+  /* only a private directory of this user, on a path no one else can change: with `sudo -E`,
+   * HOME is the invoking user's, who could plant files (a FIFO, a poisoned copy) or swap the
+   * directory for a link between this check and a write */
+  return wb_guard_private_dir(out);
 }
 
 int wb_boot_id(char out[40]) {

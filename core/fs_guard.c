@@ -11,12 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -98,8 +100,8 @@ static int walk(int fd, const char *rel, size_t n, int create, mode_t mode) {
     memcpy(comp, p, len);
     comp[len] = 0;
     int next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (next < 0 && errno == ENOENT && create && mkdirat(cur, comp, mode) == 0)
-      next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0 && errno == ENOENT && create && (mkdirat(cur, comp, mode) == 0 || errno == EEXIST))
+      next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); /* EEXIST: a race */
     int e = errno;
     close(cur);
     errno = e;
@@ -111,7 +113,8 @@ static int walk(int fd, const char *rel, size_t n, int create, mode_t mode) {
 
 int wb_guard_parent(const char *path, char *buf, size_t cap, const char **name, int *confined) {
   *confined = 0;
-  if (nroots > 0 && normalize(path, buf, cap) == 0) {
+  if (nroots > 0 && normalize(path, buf, cap) != 0) return -1; /* it may lie in one: fail closed */
+  if (nroots > 0) {
     const char *rel;
     const struct root *r = root_of(buf, &rel);
     if (r && *rel) {
@@ -159,23 +162,31 @@ static int writable_in_place(int fd, int confined) {
   return 1;
 }
 
+/* Whether the link name in the directory dfd may be followed outside a confined directory: root
+ * or an acting user made it (/dev/stdout, /dev/fd/N, a user's own), not another user. */
+static int trusted_link(int dfd, const char *name) {
+  struct stat st;
+  return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+         (st.st_uid == 0 || acting_user(st.st_uid));
+}
+
 int wb_guard_open(const char *path, int flags, unsigned mode) {
   int accmode = flags & O_ACCMODE;
-  if (accmode == O_RDONLY && !(flags & O_CREAT)) {
-    int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC);
-    if (fd >= 0 && !(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
-  }
+  if (accmode == O_RDONLY && !(flags & O_CREAT)) return open(path, flags | O_CLOEXEC); /* as named */
   char buf[PATH_MAX];
   const char *name;
   int confined;
   int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
   if (dfd < 0) return -1;
-  int fd = openat(dfd, name, (flags & ~O_TRUNC) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, (mode_t)mode);
+  int base = (flags & ~O_TRUNC) | O_NONBLOCK | O_CLOEXEC;
+  int fd = openat(dfd, name, base | O_NOFOLLOW, (mode_t)mode);
+  if (fd < 0 && errno == ELOOP && !confined && trusted_link(dfd, name)) fd = openat(dfd, name, base, (mode_t)mode);
   int e = errno;
   close(dfd);
   if (fd < 0) return errno = e, -1;
-  if (!writable_in_place(fd, confined) || ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)) {
+  struct stat st;
+  int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!writable_in_place(fd, confined) || ((flags & O_TRUNC) && regular && ftruncate(fd, 0) != 0)) {
     e = errno;
     close(fd);
     return errno = e, -1;
@@ -333,10 +344,62 @@ void wb_atomic_abort(int fd, const char *tmp) {
   unlink_guarded(tmp);
 }
 
+/* Whether uid may own what wb trusts: root, the effective user, and unless strict the user who ran
+ * sudo (acting_user). */
+static int trusted_owner(uid_t uid, int strict) {
+  return uid == 0 || uid == geteuid() || (!strict && acting_user(uid));
+}
+
+/* Whether st's group is its owner's user-private group: named as the owner, the owner's primary
+ * group, with no listed members (Debian's usergroups with umask 002). */
+static int private_group(const struct stat *st) {
+  struct passwd pw, *pf = NULL;
+  struct group gr, *gf = NULL;
+  char pbuf[4096], gbuf[16384];
+  if (getpwuid_r(st->st_uid, &pw, pbuf, sizeof pbuf, &pf) != 0 || !pf) return 0;
+  if (getgrgid_r(st->st_gid, &gr, gbuf, sizeof gbuf, &gf) != 0 || !gf) return 0;
+  return pw.pw_gid == st->st_gid && strcmp(gr.gr_name, pw.pw_name) == 0 && !(gr.gr_mem && gr.gr_mem[0]);
+}
+
+/* Whether the POSIX access ACL of the open directory fd lets a named user or group write
+ * (ACL_USER or ACL_GROUP entries with ACL_WRITE; an ACL too long to read counts as one). */
+static int acl_lets_others_write(int fd) {
+  unsigned char buf[4 + 8 * 128]; /* the version word, then {le16 tag, le16 perm, le32 id} */
+  ssize_t n = fgetxattr(fd, "system.posix_acl_access", buf, sizeof buf);
+  if (n < 0) return errno == ERANGE;
+  for (ssize_t i = 4; i + 8 <= n; i += 8) {
+    unsigned tag = buf[i] | (unsigned)buf[i + 1] << 8, perm = buf[i + 2] | (unsigned)buf[i + 3] << 8;
+    if ((tag == 0x02 || tag == 0x08) && (perm & 0x02)) return 1;
+  }
+  return 0;
+}
+
+/* Why users other than the trusted ones could add, remove or rename entries of the open
+ * directory fd (st its status), into why; NULL when they cannot. sticky: the sticky bit protects
+ * entries (true for a directory wb walks through, not for the one it writes in). */
+static const char *others_may_change(int fd, const struct stat *st, int strict, int sticky, char *why, size_t n) {
+  unsigned mode = (unsigned)(st->st_mode & 07777);
+  if (!trusted_owner(st->st_uid, strict))
+    snprintf(why, n, "belongs to another user (uid %lu)", (unsigned long)st->st_uid);
+  else if (sticky && (st->st_mode & S_ISVTX))
+    return NULL;
+  else if (st->st_mode & S_IWOTH)
+    snprintf(why, n, "is writable by every user (mode %04o)", mode);
+  else if ((st->st_mode & S_IWGRP) && !private_group(st))
+    snprintf(why, n, "is writable by group %lu (mode %04o)", (unsigned long)st->st_gid, mode);
+  else if (acl_lets_others_write(fd))
+    snprintf(why, n, "has an ACL that lets other users write in it");
+  else
+    return NULL;
+  return why;
+}
+
 /* Opens the directory at path, making missing components (mode 0755 less the umask) when create,
- * and following a symbolic link only when root or an acting user owns it: never one another user
- * planted. A descriptor, or -1 with a one-line reason in err. */
-static int open_trusted_dir(const char *path, int create, char *err, size_t errlen) {
+ * and following a symbolic link only when a trusted owner (trusted_owner) made it: never one
+ * another user planted. With ancestors, every directory it walks through must be one no other
+ * user can change (others_may_change): else they could swap what lies below it after wb checked
+ * it. A descriptor, or -1 with a one-line reason in err. */
+static int open_trusted_dir(const char *path, int create, int ancestors, int strict, char *err, size_t errlen) {
   char rest[PATH_MAX], target[PATH_MAX];
   if (strlen(path) >= sizeof rest) {
     snprintf(err, errlen, "%.200s...: %s", path, strerror(ENAMETOOLONG));
@@ -360,6 +423,14 @@ static int open_trusted_dir(const char *path, int create, char *err, size_t errl
     comp[len] = 0;
     p = end;
     if (!comp[0] || strcmp(comp, ".") == 0) continue;
+    struct stat cst;
+    char why[128];
+    if (ancestors && fstat(cur, &cst) == 0 && others_may_change(cur, &cst, strict, 1, why, sizeof why)) {
+      snprintf(err, errlen, "%s: the directory holding %s %s: refused (another user could swap what lies below it)",
+               path, comp, why);
+      close(cur);
+      return -1;
+    }
     struct stat st;
     int r = fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW);
     if (r != 0 && errno == ENOENT && create && (mkdirat(cur, comp, 0755) == 0 || errno == EEXIST))
@@ -370,7 +441,7 @@ static int open_trusted_dir(const char *path, int create, char *err, size_t errl
       return -1;
     }
     if (S_ISLNK(st.st_mode)) {
-      if (st.st_uid != 0 && !acting_user(st.st_uid)) {
+      if (!trusted_owner(st.st_uid, strict)) {
         snprintf(err, errlen, "%s: %s is a symbolic link of another user (uid %lu): not followed", path, comp,
                  (unsigned long)st.st_uid);
         close(cur);
@@ -413,7 +484,8 @@ int wb_guard_confine(const char *path, int create, char *err, size_t errlen) {
   }
   for (size_t i = 0; i < nroots; i++)
     if (strcmp(roots[i].path, abs) == 0) return 0;
-  int fd = open_trusted_dir(path, create, err, errlen);
+  /* as root, nothing on the way may be changeable by another user (wb hands children paths) */
+  int fd = open_trusted_dir(path, create, geteuid() == 0, 0, err, errlen);
   struct stat st;
   if (fd < 0) return -1;
   if (fstat(fd, &st) != 0) {
@@ -422,25 +494,25 @@ int wb_guard_confine(const char *path, int create, char *err, size_t errlen) {
     return -1;
   }
   const char *why = NULL;
-  char detail[96];
+  char detail[128];
   if (!acting_user(st.st_uid)) {
     snprintf(detail, sizeof detail, "belongs to another user (uid %lu)", (unsigned long)st.st_uid);
     why = detail;
-  } else if (st.st_mode & S_IWOTH) {
+  } else if (geteuid() == 0) { /* root: no one else may write in it, by mode, group or ACL */
+    why = others_may_change(fd, &st, 0, 0, detail, sizeof detail);
+  } else if (st.st_mode & S_IWOTH) { /* a user: their own group may share it */
     snprintf(detail, sizeof detail, "is writable by every user (mode %04o)", (unsigned)(st.st_mode & 07777));
     why = detail;
-  } else if (st.st_mode & S_IWGRP) {
-    struct passwd pw, *found = NULL;
-    char pwbuf[4096];
-    if (getpwuid_r(st.st_uid, &pw, pwbuf, sizeof pwbuf, &found) != 0 || !found || pw.pw_gid != st.st_gid) {
-      snprintf(detail, sizeof detail, "is writable by group %lu (mode %04o)", (unsigned long)st.st_gid,
-               (unsigned)(st.st_mode & 07777));
-      why = detail;
-    }
   }
   if (why) {
     snprintf(err, errlen, "%s: %s: refused as a run directory (others could plant files in it)", path, why);
     close(fd);
+    return -1;
+  }
+  int above = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  close(fd);
+  if (above < 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return -1;
   }
   struct root *grown = realloc(roots, (nroots + 1) * sizeof *roots);
@@ -448,15 +520,23 @@ int wb_guard_confine(const char *path, int create, char *err, size_t errlen) {
   if (!grown || !copy) {
     if (grown) roots = grown;
     free(copy);
-    close(fd);
+    close(above);
     snprintf(err, errlen, "%s: out of memory", path);
     return -1;
   }
   roots = grown;
-  int above = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  close(fd);
   roots[nroots++] = (struct root){copy, strlen(copy), above};
   return 0;
+}
+
+int wb_guard_private_dir(const char *path) {
+  char err[256];
+  int fd = open_trusted_dir(path, 0, 1, 1, err, sizeof err);
+  struct stat st;
+  if (fd < 0) return -1;
+  int ok = fstat(fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022) && !acl_lets_others_write(fd);
+  close(fd);
+  return ok ? 0 : -1;
 }
 
 int wb_open_foreign(const char *path) {

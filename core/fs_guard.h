@@ -26,6 +26,9 @@ void wb_atomic_abort(int fd, const char *tmp);
  *   those checks. Close-on-exec.
  * wb_guard_mkdir: mkdir (parents = 0: EEXIST when present) or mkdir -p, confined as above.
  * wb_guard_rename: rename(2) with both sides resolved as wb_guard_parent does.
+ * wb_guard_private_dir: 0 when the directory at path is the effective user's own, writable by no
+ *   one else, and every directory above it is root's or that user's (or sticky), with no link of
+ *   another user on the way: a private place (wb's cache); -1 otherwise.
  * wb_open_foreign: opens for reading a file named by another process (a mapping, a debug link):
  *   never blocks (a FIFO), and only a regular file: -2 (errno EINVAL) for anything else, -1
  *   with errno when it cannot be opened. */
@@ -34,4 +37,5 @@ int wb_guard_parent(const char *path, char *buf, size_t cap, const char **name, 
 int wb_guard_open(const char *path, int flags, unsigned mode);
 int wb_guard_mkdir(const char *path, unsigned mode, int parents);
 int wb_guard_rename(const char *from, const char *to);
+int wb_guard_private_dir(const char *path);
 int wb_open_foreign(const char *path);

@@ -64,8 +64,9 @@ struct Elf *wb_dwarf_inflated(struct Elf *e, const char *build_id, int *fd);
 
 /* Caps on what compressed debug data may inflate to (docs/capture.md, "Bounds"): a section at
  * most WB_INFLATE_RATIO_MAX times its compressed size (+1 MiB), a file's sections together at most
- * WB_INFLATE_TOTAL_MAX. wb_dwarf_over_cap: 1 when e's compressed sections say they exceed them
- * (their DWARF is then not read: a decompression bomb costs nothing), else 0. */
+ * WB_INFLATE_TOTAL_MAX. wb_dwarf_over_cap: 1 when e's compressed sections (SHF_COMPRESSED or the
+ * GNU .zdebug_* form) say they exceed them, or a header cannot be read (their DWARF is then not
+ * read: a decompression bomb costs nothing), else 0. */
 #define WB_INFLATE_RATIO_MAX 100
 #define WB_INFLATE_TOTAL_MAX ((uint64_t)4 << 30)
 int wb_dwarf_over_cap(struct Elf *e);

@@ -33,16 +33,31 @@ static int compressed_dwarf(Elf *e) {
   return found;
 }
 
+/* The size a compressed section says it inflates to: its ELF compression header (SHF_COMPRESSED),
+ * or the "ZLIB" + 64-bit big-endian size of the GNU .zdebug_* form; 0 when it is not compressed. */
+static uint64_t inflated_size(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, size_t shstrndx) {
+  GElf_Chdr ch;
+  if (sh->sh_flags & SHF_COMPRESSED) return gelf_getchdr(scn, &ch) ? ch.ch_size : UINT64_MAX;
+  const char *name = elf_strptr(e, shstrndx, sh->sh_name);
+  if (!name || strncmp(name, ".zdebug_", 8) != 0) return 0;
+  Elf_Data *d = elf_rawdata(scn, NULL);
+  if (!d || d->d_size < 12 || memcmp(d->d_buf, "ZLIB", 4) != 0) return UINT64_MAX;
+  uint64_t size = 0;
+  for (int i = 4; i < 12; i++) size = size << 8 | ((const unsigned char *)d->d_buf)[i];
+  return size;
+}
+
 int wb_dwarf_over_cap(Elf *e) {
   size_t shstrndx;
   if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
   uint64_t total = 0;
   for (Elf_Scn *scn = NULL; (scn = elf_nextscn(e, scn));) {
     GElf_Shdr sh;
-    GElf_Chdr ch;
-    if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_COMPRESSED) || !gelf_getchdr(scn, &ch)) continue;
-    if (ch.ch_size > WB_INFLATE_RATIO_MAX * (uint64_t)sh.sh_size + (1u << 20)) return 1;
-    if ((total += ch.ch_size) > WB_INFLATE_TOTAL_MAX) return 1;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    uint64_t size = inflated_size(e, scn, &sh, shstrndx);
+    if (size == 0) continue;
+    if (size == UINT64_MAX || size > WB_INFLATE_RATIO_MAX * (uint64_t)sh.sh_size + (1u << 20)) return 1;
+    if ((total += size) > WB_INFLATE_TOTAL_MAX) return 1;
   }
   return 0;
 }

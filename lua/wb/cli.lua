@@ -118,7 +118,7 @@ local function looks_like_key(a)
   local key = a:match("^[%+~]?%+?([^=]+)=")
   if not key then return false end
   if key:match("^[%w_%.%-/\128-\255]+$") and not key:match("^[%-%./]") then return true end
-  if key:match("^%.[^%./]") or key == "." then return true end
+  if key:match("^%.[%w_%.%-]*$") and not key:match("^%.%.") then return true end -- not ./x, .venv/bin/x
   local squeezed = key:gsub("%s*%.%s*", ".")
   return squeezed ~= key and squeezed:match("^[%w_][%w_%.%-]*$") ~= nil
 end
