@@ -5,8 +5,9 @@
  * create, write, rename or removal whose path lies under it is resolved from that descriptor one
  * component at a time with O_NOFOLLOW: a symlink planted anywhere below it, or a swap of the
  * directory itself, cannot redirect the write, and a file there that wb is to write in place must
- * be a regular file of that user. Paths elsewhere keep normal resolution, except their last
- * component, which a write in place never follows and never opens blocking (a FIFO). */
+ * be a regular file of that user. As root, no directory on the way to it may be one another user
+ * can change. Paths elsewhere keep normal resolution, except their last component, which a write
+ * in place follows only when root or an acting user made the link, and never opens blocking. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

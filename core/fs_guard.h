@@ -20,10 +20,11 @@ void wb_atomic_abort(int fd, const char *tmp);
  * wb_guard_parent: opens the directory that holds path's last component and points *name at
  *   that component (inside buf); under a confined directory, resolved from it a component at a
  *   time without following links (*confined = 1). A descriptor, or -1 with errno.
- * wb_guard_open: open(2) for wb's own files: a write or create never follows the last component,
- *   never blocks on a FIFO, and under a confined directory must find a regular, single-link
- *   file of the acting user (else EPERM/EINVAL, nothing truncated); O_TRUNC truncates after
- *   those checks. Close-on-exec.
+ * wb_guard_open: open(2) for wb's own files. A read opens as named. A write or create never
+ *   blocks on a FIFO (ENXIO without a reader) and follows a last-component link only outside
+ *   confined directories and only when root or an acting user made it; under a confined
+ *   directory it must find a regular, single-link file of the acting user (else EPERM/EINVAL,
+ *   nothing truncated). O_TRUNC truncates a regular file after those checks. Close-on-exec.
  * wb_guard_mkdir: mkdir (parents = 0: EEXIST when present) or mkdir -p, confined as above.
  * wb_guard_rename: rename(2) with both sides resolved as wb_guard_parent does.
  * wb_guard_private_dir: 0 when the directory at path is the effective user's own, writable by no
