@@ -38,30 +38,31 @@ function M.watch(spec)
     local name, secs = line:match(pattern)
     if name and tonumber(secs) then w.marks[#w.marks + 1] = { name, proc.line_time() / 1e9, tonumber(secs) } end
   end
+  -- piece: a part of a line over 1 MiB whose rest follows (wb.proc): passed on, no newline added
   if spec.stderr == nil or spec.stderr == "inherit" then
-    copy.stderr = function(line)
+    copy.stderr = function(line, piece)
       stamp(line)
-      io.stderr:write(line, "\n")
+      io.stderr:write(line, piece and "" or "\n")
     end
   elseif type(spec.stderr) == "function" then
-    copy.stderr = function(line)
+    copy.stderr = function(line, piece)
       stamp(line)
-      spec.stderr(line)
+      spec.stderr(line, piece)
     end
   elseif type(spec.stderr) == "table" and spec.stderr.file then
     local f, err = io.open(spec.stderr.file, spec.stderr.append and "a" or "w")
     if not f then return nil, err end
     f:setvbuf("line")
     w.file = f
-    copy.stderr = function(line)
+    copy.stderr = function(line, piece)
       stamp(line)
-      f:write(line, "\n")
+      f:write(line, piece and "" or "\n")
     end
   end
   if type(spec.stdout) == "function" then
-    copy.stdout = function(line)
+    copy.stdout = function(line, piece)
       stamp(line)
-      spec.stdout(line)
+      spec.stdout(line, piece)
     end
   end
   w.spec = copy

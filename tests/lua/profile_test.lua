@@ -43,3 +43,13 @@ T.case("record: times, counters, profiles relative to the run directory, skipped
   T.eq(r.profiles, { oncpu = { folded = "profiles/p.folded", svg = "profiles/p.svg" }, offcpu = { skipped = "no permission" } })
   T.eq(r.warnings, { "w1" })
 end)
+
+-- A line over 1 MiB reaches the tee in pieces (wb.proc): the log holds the output byte for byte,
+-- through the memory sampler's stage watcher too, with no newline added between pieces.
+T.case("a 3 MB line is logged byte for byte (pieces joined)", function()
+  local d = T.tmpdir()
+  local res = T.wb({ "run", T.root() .. "/recipes/profile.lua", "-o", d .. "/r", "--", "sh", "-c",
+    "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end" })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(wb.fs.read(d .. "/r/logs/profile.stdout.log"), string.rep("x", 3000000) .. "\nend\n")
+end)
