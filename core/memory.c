@@ -220,13 +220,15 @@ static void push_i64_list(lua_State *L, const int64_t *v, size_t n) {
  * per-CPU counters (6.2+) and reads them without summing the CPUs' pending deltas, each below
  * percpu_counter_batch = max(32, 2 x CPUs) pages, so the figure exec hands down and VmHWM read
  * later can each be off by that many pages per CPU, in either direction. */
-long wb_rss_read_error_kb(void) {
+static long rss_error_kb(long ran_on) {
   long cpus = sysconf(_SC_NPROCESSORS_CONF), page_kb = sysconf(_SC_PAGESIZE) / 1024;
   if (cpus < 1) cpus = 1;
   if (page_kb < 1) page_kb = 4;
   long batch = 2 * cpus > 32 ? 2 * cpus : 32;
-  return 2 * batch * cpus * page_kb;
+  return 2 * batch * (ran_on > 0 && ran_on < cpus ? ran_on : cpus) * page_kb;
 }
+
+long wb_rss_read_error_kb(void) { return rss_error_kb(0); }
 
 /* -- r = s:stop() : {hz, t0 (CLOCK_MONOTONIC seconds of t = 0), ticks, timeline = {t, rss_kb, pss_kb, swap_kb} (the tree's totals per
  * sample, t in seconds from the start), peak = {rss_kb, t, pss_kb}, pss_partial, processes =
@@ -323,7 +325,15 @@ static int l_sampler_gc(lua_State *L) {
 
 static const luaL_Reg sampler_methods[] = {{"stop", l_sampler_stop}, {NULL, NULL}};
 static const luaL_Reg sampler_meta[] = {{"__gc", l_sampler_gc}, {"__close", l_sampler_gc}, {NULL, NULL}};
-static const luaL_Reg memory_functions[] = {{"sampler", l_sampler}, {NULL, NULL}};
+/* -- kb = wb.memory.rss_error_kb([cpus]) : how far apart two reads of one process's RSS or peak
+ * RSS can be, in KiB (the kernel's per-CPU RSS counters, read without their pending deltas), for
+ * a process that ran on `cpus` CPUs (default: all of them, the bound wb.proc's maxrss_bound uses) */
+static int l_rss_error_kb(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)rss_error_kb((long)luaL_optinteger(L, 1, 0)));
+  return 1;
+}
+
+static const luaL_Reg memory_functions[] = {{"rss_error_kb", l_rss_error_kb}, {"sampler", l_sampler}, {NULL, NULL}};
 
 int luaopen_wb_memory(lua_State *L) {
   luaL_newmetatable(L, MEMORY_SAMPLER_MT);

@@ -96,6 +96,21 @@ local function new_set(path, format) return { path = path, format = format, metr
 
 -- A process's user and system times (per run, in seconds), which the kernel splits at its tick.
 local CPU_SPLIT = { ["user mean"] = true, ["sys mean"] = true, user_seconds = true, sys_seconds = true }
+-- A peak RSS comes from the kernel's per-CPU RSS counters, read without their pending deltas: two
+-- reads of one process differ by up to two counter batches per CPU it ran on, so a change below
+-- one CPU's share (wb.memory.rss_error_kb(1): 256 KiB on 2 CPUs, 1152 KiB on 72) is no verdict.
+-- The same `sleep` read 5% (55 KiB) apart in two campaigns on a quiet machine.
+local RSS_PEAK = { ["maxrss_kb mean"] = true, maxrss_kb = true }
+
+-- resolution, unit text, what it is the resolution of: the smallest change metric resolves
+local function resolution(metric)
+  if CPU_SPLIT[metric] then
+    return verdict.CPU_SPLIT_RESOLUTION, nil, "the kernel's user/system split (its scheduler tick)"
+  elseif RSS_PEAK[metric] then
+    local kb = require("wb.memory").rss_error_kb(1)
+    return kb, string.format("%d KiB", kb), "the kernel's per-CPU RSS counters"
+  end
+end
 
 -- The statistic a value of samples xs is, when its name does not say: the nearer of their
 -- median and mean.
@@ -149,8 +164,9 @@ local function add(set, record, metric, value, samples, kind, unit, stat)
   samples = checked_samples(set, name, samples, kind)
   if stat == nil then stat = verdict.stat_of(metric) end -- false: the name states none
   stat = stat or stat_from_samples(value, samples) or "mean"
+  local res, res_text, res_of = resolution(metric)
   set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
-    unit = unit, stat = stat, resolution = CPU_SPLIT[metric] and verdict.CPU_SPLIT_RESOLUTION or nil }
+    unit = unit, stat = stat, resolution = res, resolution_text = res_text, resolution_of = res_of }
 end
 
 -- The kind, unit and stated statistic of a path, cached by its shape: they depend on its words,
@@ -461,7 +477,7 @@ function M.compare(base, new, opts)
     local b, n = base.metrics[name], new.metrics[name]
     local r = verdict.compare(b.metric, b.value, n.value, { threshold = threshold, alpha = opts.alpha,
       kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples, resolution = b.resolution,
-      resolution_of = b.resolution and "the kernel's user/system split (its scheduler tick)" })
+      resolution_text = b.resolution_text, resolution_of = b.resolution_of })
     r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
     if opts.consume then base.metrics[name], new.metrics[name] = nil, nil end

@@ -812,6 +812,12 @@ function MemorySampler:stop() end
 local memory = {}
 ---@return wb.MemorySampler?, string?
 function memory.sampler(pid, opts) end
+---kb = wb.memory.rss_error_kb([cpus]) : how far apart two reads of one process's RSS or peak RSS
+---can be, in KiB (the kernel's per-CPU RSS counters), for a process that ran on `cpus` CPUs
+---(default: all)
+---@param cpus integer?
+---@return integer
+function memory.rss_error_kb(cpus) end
 
 -- wb.bpf: eBPF on-CPU and off-CPU stacks -------------------------------------------------------
 

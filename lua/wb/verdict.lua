@@ -157,7 +157,7 @@ local function decide(row, opts)
   if (up or down) and row.resolution and math.abs(row.delta) < row.resolution then
     row.significant = nil
     say("unchanged", string.format("%s, but the change is below the %s resolution of %s", ptext,
-      require("wb.util").format_seconds(row.resolution), row.resolution_of or "this measurement"))
+      row.resolution_text or require("wb.util").format_seconds(row.resolution), row.resolution_of or "this measurement"))
     return
   end
   local worse, better = up, down
@@ -190,8 +190,8 @@ end
 -- opts: threshold, alpha, kind, stat ("mean" (default) or "median": the statistic base and new
 -- are, whose ratio the samples' CI is for; an information-only statistic such as "max" is never
 -- tested), base_samples, new_samples (lists or wb.stats samples), seed, resamples, resolution
--- (the smallest absolute change the measurement resolves, in the metric's unit; resolution_of
--- names it).
+-- (the smallest absolute change the measurement resolves, in the metric's unit; resolution_text
+-- writes it, seconds by default; resolution_of names it).
 -- row: {metric, kind, stat, base, new, delta, ratio, tested, p, ci_lo, ci_hi, n_base, n_new,
 -- verdict, reason, note, significant}
 -- verdict: "regression" | "improvement" | "unchanged" | "not tested" | "changed" | "inconclusive"
@@ -200,7 +200,7 @@ function M.compare(metric, base, new, opts)
   local kind = opts.kind or M.classify(metric)
   local stat = opts.stat or M.stat_of(metric) or "mean"
   local row = { metric = metric, kind = kind, stat = stat, base = base, new = new, tested = false,
-    resolution = opts.resolution, resolution_of = opts.resolution_of }
+    resolution = opts.resolution, resolution_text = opts.resolution_text, resolution_of = opts.resolution_of }
   if type(base) ~= "number" or type(new) ~= "number" then
     row.verdict, row.reason, row.note = "inconclusive", "missing on one side", "missing on one side"
     return row

@@ -386,3 +386,21 @@ T.case("--json streams the document a row at a time, byte for byte what encoding
   compare.write_document(empty, function(s) pieces[#pieces + 1] = s end)
   T.eq(table.concat(pieces), json.encode(compare.document(empty), { pretty = true }))
 end)
+
+-- A peak RSS is read from per-CPU counters: a change below one CPU's share of their error is no
+-- verdict (the same `sleep` measured 5% apart, 55 KiB, in two campaigns); a larger one still is.
+T.case("peak RSS: a change below the RSS counters' resolution is unchanged, a larger one a regression", function()
+  local res = require("wb.memory").rss_error_kb(1)
+  T.ok(res >= 256, "resolution " .. res .. " KiB")
+  local noise = { -0.002, 0.001, 0.0015, -0.001, 0.002, 0, -0.0015, 0.001, -0.0005, 0.0005 }
+  local function side(kb)
+    local xs = {}
+    for i, n in ipairs(noise) do xs[i] = kb * (1 + n) end
+    return compare.from_document(generic({ maxrss_kb = kb }, { maxrss_kb = xs }), "s")
+  end
+  local small = compare.compare(side(1000), side(1055)).rows[1]
+  T.eq(small.verdict, "unchanged")
+  T.match(small.reason, "below the " .. res .. " KiB resolution of the kernel's per%-CPU RSS counters")
+  local big = compare.compare(side(1000), side(1000 + 4 * res)).rows[1]
+  T.eq(big.verdict, "regression")
+end)
