@@ -320,24 +320,28 @@ int wb_atomic_commit(int fd, const char *tmp, const char *path, unsigned mode, i
   int e = 0;
   if ((sync && fsync(fd) != 0) || fchmod(fd, (mode_t)mode & ~current_umask()) != 0) e = errno;
   if (close(fd) != 0 && !e) e = errno;
-  if (!e && wb_guard_rename(tmp, path) != 0) e = errno;
-  if (e) {
+  /* tmp was made in path's directory (wb_atomic_open): one resolution serves the rename and sync */
+  char buf[PATH_MAX];
+  const char *name, *slash = strrchr(tmp, '/'), *tmpname = slash ? slash + 1 : tmp;
+  int confined;
+  int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
+  if (dfd < 0) {
+    if (!e) e = errno;
     unlink_guarded(tmp);
     return e;
   }
-  if (sync) {
-    char buf[PATH_MAX];
-    const char *name;
-    int confined;
-    int dfd = wb_guard_parent(path, buf, sizeof buf, &name, &confined);
-    int dir = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!e && renameat(dfd, tmpname, dfd, name) != 0) e = errno;
+  if (e) {
+    unlinkat(dfd, tmpname, 0);
+  } else if (sync) {
+    int dir = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir >= 0) {
       fsync(dir);
       close(dir);
     }
-    if (dfd >= 0) close(dfd);
   }
-  return 0;
+  close(dfd);
+  return e;
 }
 
 void wb_atomic_abort(int fd, const char *tmp) {

@@ -171,17 +171,9 @@ local last_secrets -- of the last campaign opened, for the writers that run afte
 -- (or of the environment alone)
 function M.secrets(cfg)
   if cfg == nil and last_secrets then return last_secrets end
-  local values, out, seen = util.secret_values(), {}, {}
+  local values = util.secret_values()
   for _, v in ipairs(cfg and util.config_secret_values(cfg) or {}) do values[#values + 1] = v end
-  for _, v in ipairs(values) do
-    for _, f in ipairs(util.secret_forms(v)) do
-      if not seen[f] then
-        seen[f] = true
-        out[#out + 1] = f
-      end
-    end
-  end
-  table.sort(out, function(a, b) return #a > #b end)
+  local out = util.secret_forms(values)
   if cfg ~= nil then last_secrets = out end
   return out
 end
@@ -428,12 +420,13 @@ function M.log_paths(dir, name)
   return { dir .. "/" .. rel[1], dir .. "/" .. rel[2] }, rel
 end
 
--- secrets = campaign.merge_secrets(env, base) : the secret values of env (a table) followed by
--- those of the list base; base itself when env is nil
+-- secrets = campaign.merge_secrets(env, base) : the forms (util.secret_forms) of the secret
+-- values of env (a table) and the list base, longest first; base itself when env is nil
 function M.merge_secrets(env, base)
   if not env then return base end
-  local secrets = util.secret_values(env)
+  local secrets = util.secret_forms(util.secret_values(env))
   for _, v in ipairs(base) do secrets[#secrets + 1] = v end
+  table.sort(secrets, function(a, b) return #a > #b end)
   return secrets
 end
 

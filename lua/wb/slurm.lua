@@ -381,7 +381,7 @@ function M.job_main(args)
   local env = {}
   for k, v in pairs(case.env or {}) do env[k] = v end
   for _, s in ipairs(case.secret_env or {}) do env[s] = os.getenv(M.secret_var(i, s)) end
-  local secrets = campaign.merge_secrets(env, util.secret_values())
+  local secrets = campaign.merge_secrets(env, util.secret_forms(util.secret_values()))
   local logs, rel = campaign.log_paths(doc.run_dir, name)
   local result_path = doc.run_dir .. "/jobs/results/" .. util.safe_name(name) .. ".json"
   if rank and fs.exists(result_path) and M.task_done(json.read(result_path)) then

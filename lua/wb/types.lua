@@ -657,11 +657,11 @@ function util.is_secret_name(name) end
 function util.join(...) end
 ---text = util.redact(text, values) : every occurrence of each value replaced by "[REDACTED]".
 function util.redact(text, values) end
----forms = util.secret_forms(v) : v as wb's writers may spell it (JSON, YAML, HTML, CSV, Markdown,
----shell), distinct, longest first: what redaction looks for
----@param v string
+---forms = util.secret_forms(values) : each value as wb's writers may spell it (JSON, YAML, HTML,
+---CSV, Markdown, shell), distinct, longest first: what redaction looks for
+---@param values string[]
 ---@return string[]
-function util.secret_forms(v) end
+function util.secret_forms(values) end
 ---list = util.redact_overrides(overrides) : a copy with the value of each override of a
 ---secret-named key replaced by [REDACTED], as typed
 ---@param overrides string[]

@@ -168,25 +168,27 @@ function M.redact(text, values)
   return text
 end
 
--- forms = util.secret_forms(v) : v as wb's writers may spell it, so that redaction finds each:
--- itself, its JSON string escape (YAML's double-quoted form too), its YAML plain or quoted
--- scalar, its HTML entities (of v and of its JSON form: JSON inside a page), its CSV field, its
--- Markdown text and its shell single-quoted form. Distinct, longest first.
-function M.secret_forms(v)
+-- forms = util.secret_forms(values) : each value as wb's writers may spell it, so that redaction
+-- finds it: itself, its JSON string escape (YAML's double-quoted form too), its YAML plain or
+-- quoted scalar, its HTML entities (of the value and of its JSON form: JSON inside a page), its
+-- CSV field, its Markdown text and its shell single-quoted form. Distinct, longest first.
+function M.secret_forms(values)
   local json, yaml, page = require "wb.json", require "wb.yaml", require "wb.page"
   local function html(x, apos)
     return (x:gsub(apos and "[&<>\"']" or "[&<>\"]",
       { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }))
   end
-  local j = json.encode(v):sub(2, -2)
-  local y = yaml.dump(v):gsub("\n$", "")
-  y = y:match('^"(.*)"$') or y:match("^'(.*)'$") or y
   local out, seen = {}, {}
-  for _, f in ipairs { v, j, y, html(v, true), html(v, false), html(j, true), html(j, false),
-    (v:gsub('"', '""')), page.md_text(v), (v:gsub("'", "'\\''")) } do
-    if #f >= 4 and not seen[f] then
-      seen[f] = true
-      out[#out + 1] = f
+  for _, v in ipairs(values) do
+    local j = json.encode(v):sub(2, -2)
+    local y = yaml.dump(v):gsub("\n$", "")
+    y = y:match('^"(.*)"$') or y:match("^'(.*)'$") or y
+    for _, f in ipairs { v, j, y, html(v, true), html(v, false), html(j, true), html(j, false),
+      (v:gsub('"', '""')), page.md_text(v), (v:gsub("'", "'\\''")) } do
+      if #f >= 4 and not seen[f] then
+        seen[f] = true
+        out[#out + 1] = f
+      end
     end
   end
   table.sort(out, function(a, b) return #a > #b end)

@@ -54,7 +54,7 @@ end)
 T.case("secrets are redacted in every escaped form, and in overrides as typed", function()
   local json, yaml, page = require "wb.json", require "wb.yaml", require "wb.page"
   local secret = "ab\"cd\\ef<&>'12\tz"
-  local forms = util.secret_forms(secret)
+  local forms = util.secret_forms({ secret })
   local written = {
     json = json.encode({ password = secret }), yaml = yaml.dump({ password = secret }),
     html = page.escape(secret), html_json = page.escape(json.encode(secret)),
