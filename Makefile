@@ -29,7 +29,8 @@ LUA_SRC  := $(sort $(filter-out lua/wb/types.lua,$(wildcard lua/wb/*.lua))) $(wi
 C_TESTS  := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/c/*_test.c)))
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(sort $(wildcard examples/*.c)))
 
-.PHONY: all deps deps-test demo test test-repeat test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
+
+.PHONY: test-load aa all deps deps-test demo test test-repeat test-c test-lua test-cli tests-c asan bench bench-smoke install clean help mutate mutate-sample
 all: $(BUILD)/wb $(BUILD)/libwb.so $(BUILD)/libwb.a $(BUILD)/libwballoc.so $(EXAMPLES)
 
 help:
@@ -40,6 +41,8 @@ help:
 	@echo "               Slurm or Chromium the suites needing them are reported as skips"
 	@echo "make test-repeat N=20 LOAD=2 ONLY='lua cli'  the flakiness hunt: suites run N times"
 	@echo "               beside LOAD busy loops; a table of runs and failures per suite"
+	@echo "make test-load the suites that measure time, beside LOAD_HOGS=2 CPU-bound loops (CI runs it)"
+	@echo "make aa        A/A under load: the same work twice, hogs on one side only; false verdicts"
 	@echo "make asan      the whole test suite built with AddressSanitizer + UBSan"
 	@echo "make fuzz      each libFuzzer target for FUZZ_SECONDS=$(FUZZ_SECONDS) (clang, into build-fuzz/)"
 	@echo "make fuzz-smoke  each fuzz target for a few seconds (part of make test)"
@@ -123,6 +126,19 @@ LOAD ?= 0
 ONLY ?= lua cli
 test-repeat: deps-test all $(C_TESTS)
 	@WB_BUILD=$(BUILD) N=$(N) LOAD=$(LOAD) ONLY="$(ONLY)" bash tests/repeat.sh
+
+# The suites that measure time (wb's own figures: off-CPU seconds, splits, ratios, verdicts), run
+# once more beside LOAD_HOGS CPU-bound loops: every one must hold on a busy machine (.ci/run).
+LOAD_HOGS   ?= 2
+LOAD_SUITES ?= tests/lua/proc_test.lua tests/lua/bench_test.lua tests/lua/campaign_test.lua \
+	tests/lua/verdict_test.lua tests/lua/verdict_e2e_test.lua tests/lua/capture_test.lua tests/lua/unwind_test.lua
+test-load: deps-test all
+	@WB_BUILD=$(BUILD) WB_TEST_LOAD=$(LOAD_HOGS) WB_TEST_ONLY=lua WB_TEST_LUA="$(LOAD_SUITES)" bash tests/run.sh
+
+# A/A under load (tests/aa/): the same work twice with hogs beside one side, then 10% more work
+# planted; AA_PAIRS pairs each (default 10). About five minutes; not part of make test.
+aa: deps-test all
+	@WB_BUILD=$(BUILD) WB_TEST_ONLY=lua WB_TEST_LUA="tests/aa/aa_test.lua" bash tests/run.sh
 
 deps-test:
 	@bash tools/deps.sh --test

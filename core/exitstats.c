@@ -20,6 +20,8 @@ typedef struct exit_rec {
   uint64_t seq;
   pid_t tgid, ppid;
   int64_t hiwater_kb;
+  int64_t run_delay_ns, nivcsw;
+  int64_t etime_us;
 } exit_rec;
 
 static int sock = -2; /* -2: not tried yet */
@@ -140,6 +142,9 @@ static void add(const struct taskstats *t, size_t len) {
   r->tgid = len >= offsetof(struct taskstats, ac_tgid) + sizeof t->ac_tgid && t->ac_tgid ? (pid_t)t->ac_tgid
                                                                                        : (pid_t)t->ac_pid;
   r->hiwater_kb = (int64_t)t->hiwater_rss;
+  r->run_delay_ns = (int64_t)t->cpu_delay_total;
+  r->nivcsw = (int64_t)t->nivcsw;
+  r->etime_us = (int64_t)t->ac_etime;
 }
 
 /* Records the per-thread exits of one message (its TASKSTATS_TYPE_AGGR_PID attribute). */
@@ -195,28 +200,33 @@ static void pidset_add(pidset *s, pid_t p) {
   s->slot[i] = p;
 }
 
-int wb_exits_peak(pid_t pid, uint64_t since, int64_t *own_kb, int64_t *tree_kb) {
+int wb_exits_tree(pid_t pid, uint64_t since, wb_exit_tree *out) {
   if (wb_exits_drain() <= since || lost_at > since || seq - since > WB_EXITS_RING) return -1;
   size_t window = (size_t)(seq - since), size = 16;
   while (size < 2 * window + 2) size *= 2;
   pidset tree = {calloc(size, sizeof(pid_t)), size - 1};
   if (!tree.slot) return -1;
   pidset_add(&tree, pid);
-  int64_t own = -1, peak = -1;
+  wb_exit_tree t = {.own_kb = -1, .tree_kb = -1, .etime_us = -1};
   /* newest first: a process's children that it reaped exited before it did */
   for (uint64_t k = seq; k > since; k--) {
     const exit_rec *r = &ring[(k - 1) % WB_EXITS_RING];
     if (r->tgid == pid) {
-      if (r->hiwater_kb > own) own = r->hiwater_kb;
-    } else if (own >= 0 && pidset_has(&tree, r->ppid)) {
+      if (r->hiwater_kb > t.own_kb) t.own_kb = r->hiwater_kb;
+      if (r->etime_us > t.etime_us) t.etime_us = r->etime_us;
+    } else if (t.threads > 0 && pidset_has(&tree, r->ppid)) {
       pidset_add(&tree, r->tgid);
     } else {
       continue;
     }
-    if (r->hiwater_kb > peak) peak = r->hiwater_kb;
+    t.threads++;
+    if (r->hiwater_kb > t.tree_kb) t.tree_kb = r->hiwater_kb;
+    t.runq_ns += r->run_delay_ns;
+    t.nivcsw += r->nivcsw;
   }
   free(tree.slot);
-  if (own <= 0) return -1; /* 0: a kernel without CONFIG_TASK_XACCT fills no high-water mark */
-  *own_kb = own, *tree_kb = peak;
+  if (t.threads == 0) return -1;
+  if (t.own_kb <= 0) t.own_kb = t.tree_kb = -1; /* 0: a kernel without CONFIG_TASK_XACCT */
+  *out = t;
   return 0;
 }

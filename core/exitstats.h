@@ -21,10 +21,22 @@ int wb_exits_fd(void);
  * is sent before it becomes a zombie. */
 uint64_t wb_exits_drain(void);
 
-/* The peaks of the tree rooted at pid from the exits recorded after sequence number `since`:
- * *own_kb, pid's own (the largest over its threads), and *tree_kb, the largest of pid's and of
- * every descendant that exited while its parent, in the tree, still ran (the processes whose
- * peak wait4 reports). 0, or -1 when pid's exit is not recorded, its mark reads 0 (a kernel
- * without CONFIG_TASK_XACCT) or an exit since `since` may have been lost (the socket overflowed,
- * the ring wrapped). */
-int wb_exits_peak(pid_t pid, uint64_t since, int64_t *own_kb, int64_t *tree_kb);
+/* What the exit messages of a process tree's threads say. The tree is pid and every descendant
+ * that exited while its parent, in the tree, still ran (the processes whose peak and CPU times
+ * wait4 reports). */
+typedef struct wb_exit_tree {
+  int64_t own_kb;      /* pid's own peak RSS (the largest over its threads), -1 when unknown */
+  int64_t tree_kb;     /* the largest own peak in the tree, -1 when unknown */
+  int64_t runq_ns;     /* time the tree's threads spent runnable, waiting for a CPU (the
+                          scheduler's per-task run_delay: kept whether or not delay accounting
+                          is on) */
+  int64_t nivcsw;      /* involuntary context switches of the tree's threads */
+  int64_t threads;     /* exit messages in the tree */
+  int64_t etime_us;    /* pid's own wall time, from its creation (fork) to its exit, in us */
+} wb_exit_tree;
+
+/* The tree rooted at pid from the exits recorded after sequence number `since`. 0, or -1 when
+ * pid's exit is not recorded or an exit since `since` may have been lost (the socket
+ * overflowed, the ring wrapped). The peaks are -1 when pid's mark reads 0 (a kernel without
+ * CONFIG_TASK_XACCT). */
+int wb_exits_tree(pid_t pid, uint64_t since, wb_exit_tree *out);

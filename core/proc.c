@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "internal.h"
+#include "machine.h"
 #include "spawn.h"
 
 #define PROC_MT "wb.proc"
@@ -224,6 +225,43 @@ static int ready_any(lua_State *L, int list) { return scan_list(L, list, 0); }
 
 static int ready_all(lua_State *L, int list) { return scan_list(L, list, 1); }
 
+/* Sets field name to the integer v when have, else to nil. */
+static void set_int_or_nil(lua_State *L, const char *name, int have, lua_Integer v) {
+  if (have) lua_pushinteger(L, v);
+  else lua_pushnil(L);
+  lua_setfield(L, -2, name);
+}
+
+/* Sets field name to v when have, else to nil. */
+static void set_num_or_nil(lua_State *L, const char *name, int have, double v) {
+  if (have) lua_pushnumber(L, v);
+  else lua_pushnil(L);
+  lua_setfield(L, -2, name);
+}
+
+/* The interference evidence of a finished child (see l_wait's contract). */
+static void set_interference(lua_State *L, const wb_child *c, const wb_child_result *r) {
+  double wall = (double)r->wall_ns / 1e9, cpu = (double)(r->user_ns + r->sys_ns) / 1e9;
+  const wb_machine_sample *a = &c->machine_start, *b = &c->machine_end;
+  double hz = (double)wb_machine_hz();
+  set_num_or_nil(L, "runq", c->runq_scope, (double)c->runq_ns / 1e9);
+  set_num_or_nil(L, "wall_own", c->own_wall_ns >= 0, (double)c->own_wall_ns / 1e9);
+  lua_pushstring(L, c->runq_scope == 2 ? "tree" : c->runq_scope == 1 ? "leader" : "none");
+  lua_setfield(L, -2, "runq_scope");
+  wb_set_int(L, "nivcsw", c->ru.ru_nivcsw);
+  wb_set_int(L, "nvcsw", c->ru.ru_nvcsw);
+  set_int_or_nil(L, "cpus", c->cpus_allowed > 0, c->cpus_allowed);
+  double others = wall > 0 ? ((double)(b->busy_ticks - a->busy_ticks) / hz - cpu) / wall : 0;
+  set_num_or_nil(L, "others_cpu", a->busy_ticks >= 0 && b->busy_ticks >= a->busy_ticks && wall > 0,
+                 others > 0 ? others : 0);
+  set_num_or_nil(L, "steal", a->steal_ticks >= 0 && b->steal_ticks >= a->steal_ticks,
+                 (double)(b->steal_ticks - a->steal_ticks) / hz);
+  set_num_or_nil(L, "cpu_pressure", a->psi_some_us >= 0 && b->psi_some_us >= a->psi_some_us,
+                 (double)(b->psi_some_us - a->psi_some_us) / 1e6);
+  int runnable = a->runnable > b->runnable ? a->runnable : b->runnable;
+  set_int_or_nil(L, "others_runnable", runnable > 0, runnable - 1);
+}
+
 /* Sets the result fields of the finished child c into the table on the top of the stack (absent
  * ones to nil, so a table can be reused); hands captured output over. */
 static void set_result(lua_State *L, wb_child *c) {
@@ -250,6 +288,7 @@ static void set_result(lua_State *L, wb_child *c) {
   wb_set_int(L, "maxrss_kb", r.maxrss_kb);
   wb_set_bool(L, "maxrss_bound", r.maxrss_bound);
   if (c->own_peak_kb >= 0) wb_set_int(L, "own_peak_rss_kb", c->own_peak_kb);
+  set_interference(L, c, &r);
   if (c->out[0].long_lines) wb_set_int(L, "stdout_long_lines", (lua_Integer)c->out[0].long_lines);
   if (c->out[1].long_lines) wb_set_int(L, "stderr_long_lines", (lua_Integer)c->out[1].long_lines);
   for (int i = 0; i < 2; i++) {
@@ -571,8 +610,21 @@ static const luaL_Reg proc_methods[] = {{"close", l_close},     {"kill", l_kill}
                                         {"running", l_running}, {"wait", l_wait},
                                         {NULL, NULL}};
 
+/* -- n, quota = wb.proc.cpus() : the CPUs a child of this process could use: the affinity mask's
+ * count, and the tightest CFS bandwidth quota of this process's cgroup and its ancestors in CPUs
+ * (nil when none) */
+static int l_cpus(lua_State *L) {
+  double quota = 0;
+  int n = wb_machine_cpus(&quota);
+  if (n > 0) lua_pushinteger(L, n);
+  else lua_pushnil(L);
+  if (quota > 0) lua_pushnumber(L, quota);
+  else lua_pushnil(L);
+  return 2;
+}
+
 static const luaL_Reg proc_functions[] = {
-    {"line_time", l_line_time}, {"run", l_run},           {"runner", l_runner},
+    {"cpus", l_cpus}, {"line_time", l_line_time}, {"run", l_run},           {"runner", l_runner},
     {"signal_group", l_signal_group}, {"spawn", l_spawn}, {"wait_all", l_wait_all},
     {"wait_any", l_wait_any},   {"which", l_which},
     {NULL, NULL}};

@@ -158,6 +158,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   }
   c->pidfd = c->in_fd = c->gate_fd = -1;
   c->own_peak_kb = -1;
+  c->own_wall_ns = -1;
   for (int i = 0; i < 2; i++) c->out[i].fd = c->out[i].file_fd = -1;
   struct setup su = {.plan = {.dir_fd = -1, .close_from = 3}, .child_fds = {-1, -1, -1},
                      .gate = {-1, -1, -1, -1}};
@@ -190,8 +191,10 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   su.plan.argv = (char *const *)(s->held ? gate_argv : s->argv);
   su.plan.envp = envp;
 
-  c->start_ns = wb_clock_ns();
+  c->cpus_allowed = wb_machine_cpus(NULL);
   c->exits_since = wb_exits_drain();
+  wb_machine_sample_now(&c->machine_start);
+  c->start_ns = wb_clock_ns();
   e = wb_exec_start(&su.plan, &c->pid);
   if (e) {
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));
@@ -233,6 +236,7 @@ done:
 
 int wb_spawn_release(wb_child *c) {
   if (c->gate_fd < 0) return 0;
+  wb_machine_sample_now(&c->machine_start);
   c->start_ns = wb_clock_ns();
   char go = 1;
   ssize_t w;
@@ -294,10 +298,15 @@ static void record(wb_child *c, int status, const struct rusage *ru) {
   c->status = status;
   c->ru = *ru;
   c->end_ns = wb_clock_ns();
-  int64_t own, tree;
-  if (wb_exits_peak(c->pid, c->exits_since, &own, &tree) == 0) { /* exact: no spawner's peak in it */
-    c->own_peak_kb = own, c->maxrss_kb = tree, c->maxrss_bound = 0;
-    return;
+  wb_machine_sample_now(&c->machine_end);
+  wb_exit_tree t;
+  if (wb_exits_tree(c->pid, c->exits_since, &t) == 0) {
+    c->runq_ns = t.runq_ns, c->runq_scope = 2;
+    c->own_wall_ns = t.etime_us >= 0 ? t.etime_us * 1000 : -1;
+    if (t.own_kb >= 0) { /* exact: no spawner's peak in it */
+      c->own_peak_kb = t.own_kb, c->maxrss_kb = t.tree_kb, c->maxrss_bound = 0;
+      return;
+    }
   }
   c->own_peak_kb = -1, c->maxrss_kb = ru->ru_maxrss;
   /* at or below wb's own peak, give or take the counters' error: possibly wb's, handed down */
@@ -305,8 +314,26 @@ static void record(wb_child *c, int status, const struct rusage *ru) {
   c->maxrss_bound = ru->ru_maxrss <= own_peak_rss_kb(ru->ru_maxrss - slack) + slack;
 }
 
+/* Without the exit messages: the leader's own run-queue delay, read from its zombie before it is
+ * reaped (its other threads' and its children's are gone by then). */
+static void note_leader_delay(wb_child *c) {
+  if (c->reaped || c->runq_scope || wb_exits_fd() >= 0) return;
+  siginfo_t si = {0};
+  if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != c->pid) return;
+  char path[64], buf[128];
+  snprintf(path, sizeof path, "/proc/%d/schedstat", (int)c->pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  unsigned long long ran, waited;
+  if (n > 0 && (buf[n] = 0, sscanf(buf, "%llu %llu", &ran, &waited) == 2))
+    c->runq_ns = (int64_t)waited, c->runq_scope = 1;
+}
+
 /* Reaps zombies of group pgid that are our children, the leader c included. */
 static void reap_group(pid_t pgid, wb_child *c) {
+  if (c) note_leader_delay(c);
   for (;;) {
     int status;
     struct rusage ru;
@@ -321,6 +348,7 @@ static void reap_leader(wb_child *c) {
   int status;
   struct rusage ru;
   pid_t r;
+  note_leader_delay(c);
   do r = wait4(c->pid, &status, WNOHANG, &ru);
   while (r < 0 && errno == EINTR);
   if (r == c->pid) {

@@ -28,6 +28,7 @@
 
 #include <lua.h>
 
+#include "machine.h"
 #include "wb_c.h"
 
 enum wb_io {
@@ -94,6 +95,14 @@ struct wb_child {
   int64_t maxrss_kb;      /* the tree's largest own peak (core/exitstats.h), else ru.ru_maxrss */
   int64_t own_peak_kb;    /* the leader's own peak from its exit message, -1 when unknown */
   uint64_t exits_since;   /* the last exit recorded before the spawn (core/exitstats.h) */
+  /* interference evidence: the machine at start and at reaping (core/machine.h), and the time
+   * the child's threads waited for a CPU: the whole tree's from the exit messages, else the
+   * leader's own, read from /proc before it is reaped (runq_scope 2: tree, 1: leader, 0: none) */
+  wb_machine_sample machine_start, machine_end;
+  int64_t runq_ns;
+  int64_t own_wall_ns; /* creation to exit, by the kernel's clock (tree scope only), else -1 */
+  int runq_scope;
+  int cpus_allowed;
   wb_stream out[2]; /* stdout, stderr */
   int in_fd;
   char *in_data;

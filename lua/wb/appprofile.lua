@@ -11,6 +11,7 @@ local json, util = wb.json, wb.util
 local opt = util.opt
 local page = require "wb.page"
 local html = require "wb.html"
+local interference = require "wb.interference"
 
 local M = {}
 
@@ -109,6 +110,8 @@ local function add_trial(t, tool, rec, res, measured, summary_path, stderr_log)
   rec.metrics = { wall_seconds = res.wall, cpu_seconds = res.user + res.sys, maxrss_kb = res.maxrss_kb }
   if not measured then return end
   t.wall:add(res.wall)
+  t.evidence = t.evidence or interference.new_lists()
+  interference.add(t.evidence, res)
   t.cpu:add(res.user + res.sys)
   t.rss:add(res.maxrss_kb)
   for _, s in ipairs(stages) do
@@ -158,6 +161,14 @@ function M.headline(c, t)
   for k, xs in pairs(per_trial) do
     headline.metrics[k] = wb.stats.median(xs)
     headline.samples[k] = xs:totable()
+  end
+  -- the trials' interference evidence beside their samples (no metrics of their own)
+  local ev = interference.complete_lists(t.evidence)
+  if ev then
+    headline.samples.runq_seconds, headline.samples.runq_scope = ev.runq, ev.scope
+    headline.samples.wall_own_seconds, headline.samples.others_cpu = ev.wall_own, ev.others
+    headline.samples.cpus = ev.cpus
+    t.interference = interference.summary(t.wall:totable(), ev)
   end
   return t
 end
@@ -232,7 +243,8 @@ function M.run_cases(c, ex, tool, argv, summary_path, passes)
     end
     if rec.status ~= "success" then return false end
     add_trial(t, tool, rec, { wall = rec.wall_time_seconds, user = rec.user_seconds, sys = rec.sys_seconds,
-      maxrss_kb = rec.maxrss_kb }, cs.measured, cs.summary_path, c.dir .. "/" .. rec.stderr_log)
+      maxrss_kb = rec.maxrss_kb, runq = rec.runq_seconds, runq_scope = rec.runq_scope, wall_own = rec.wall_own_seconds,
+      others_cpu = rec.others_cpu, cpus = rec.cpus }, cs.measured, cs.summary_path, c.dir .. "/" .. rec.stderr_log)
   end })
   for _, cs in ipairs(cases) do
     if not cs.capture then check_trial(c, argv, cs.name) end

@@ -27,6 +27,8 @@ local proc = require "wb.proc"
 local stats = require "wb.stats"
 local util = require "wb.util"
 
+local interference = require "wb.interference"
+
 local M = {}
 M.SCHEMA_NAME = "wb.bench"
 M.SCHEMA_VERSION = 1
@@ -126,6 +128,7 @@ local function normalise(spec)
     for _, m in ipairs(M.METRICS) do -- sized when the run count is known
       c.samples[m] = stats.samples(spec.runs, m == "maxrss_kb" and "integer" or "float")
     end
+    c.evidence = interference.new_lists()
     c.exit_codes = stats.samples(spec.runs, "integer")
     c.failures = 0
     c.maxrss_bounded = 0 -- runs whose maxrss_kb is only an upper bound (see wb.proc)
@@ -170,6 +173,7 @@ local function measure(c, spec, record)
     c.samples.user:add(res.user)
     c.samples.sys:add(res.sys)
     c.samples.maxrss_kb:add(res.maxrss_kb)
+    interference.add(c.evidence, res, shell)
     c.exit_codes:add(res.code or (128 + (res.signal or 0)))
     if not res.ok then c.failures = c.failures + 1 end
     if res.maxrss_bound then c.maxrss_bounded = c.maxrss_bounded + 1 end
@@ -234,6 +238,12 @@ local function compare(c, ref, seed, threshold)
   local cmp = json.object()
   cmp.name, cmp.reference = c.name, ref.name
   local a, b = c.samples.wall, ref.samples.wall
+  -- net of the wait for a CPU where every run's is known: what the code took, not the machine
+  local ea, eb = interference.complete_lists(c.evidence), interference.complete_lists(ref.evidence)
+  if ea and eb then
+    a, b = interference.net(a:totable(), ea), interference.net(b:totable(), eb)
+    cmp.net_of_run_queue_delay = true
+  end
   cmp.ratio_mean = stats.mean(a) / stats.mean(b)
   cmp.ratio_median = stats.median(a) / stats.median(b)
   local t, why = verdict.test(b, a, { stat = "mean", resamples = 5000, seed = seed })
@@ -310,7 +320,9 @@ function M.record(c, summary)
       user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
     }
     rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
-      sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb }
+      sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb, runq_seconds = cmd.samples.runq,
+      wall_own_seconds = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu, runq_scope = cmd.samples.runq_scope }
+    rec.interference = cmd.interference
     rec.maxrss_upper_bound = cmd.maxrss_upper_bound
   end
 end
@@ -448,6 +460,13 @@ function M.run(spec)
     local samples = json.object()
     for _, m in ipairs(M.METRICS) do samples[m] = c.samples[m] end -- compact; wb.json writes them
     samples.exit_code = c.exit_codes
+    local ev = interference.complete_lists(c.evidence)
+    if ev then
+      samples.runq, samples.runq_scope = json.array(ev.runq), ev.scope
+      samples.wall_own = ev.wall_own and json.array(ev.wall_own) or nil
+      samples.others_cpu = ev.others and json.array(ev.others) or nil
+      o.interference = interference.summary(c.samples.wall:totable(), ev)
+    end
     o.samples = samples
     o.stats = summarise(c)
     o.maxrss_upper_bound = c.maxrss_bounded > 0

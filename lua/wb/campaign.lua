@@ -447,10 +447,12 @@ end
 
 -- The record fields fill_result sets.
 M.RESULT_FIELDS = { "return_code", "signal", "timed_out", "wall_time_seconds", "user_seconds",
-  "sys_seconds", "maxrss_kb", "stdout_log", "stderr_log" }
+  "sys_seconds", "maxrss_kb", "stdout_log", "stderr_log", "runq_seconds", "runq_scope", "wall_own_seconds",
+  "nivcsw", "others_cpu", "others_runnable", "cpu_pressure_seconds", "steal_seconds", "cpus" }
 
--- campaign.fill_result(rec, res, rel) : the exit status, times and peak RSS of a finished
--- wb.proc result res, and the log paths rel (from log_paths), in the record rec
+-- campaign.fill_result(rec, res, rel) : the exit status, times, peak RSS and interference
+-- evidence (wb.interference.record) of a finished wb.proc result res, and the log paths rel
+-- (from log_paths), in the record rec
 function M.fill_result(rec, res, rel)
   rec.return_code = res.code or json.null
   rec.signal = res.signal
@@ -459,6 +461,7 @@ function M.fill_result(rec, res, rel)
   rec.user_seconds = res.user
   rec.sys_seconds = res.sys
   rec.maxrss_kb = res.maxrss_kb
+  require("wb.interference").record(rec, res)
   rec.stdout_log, rec.stderr_log = rel[1], rel[2]
 end
 

@@ -19,6 +19,7 @@ local json = require "wb.json"
 local report = require "wb.report"
 local util = require "wb.util"
 local verdict = require "wb.verdict"
+local interference = require "wb.interference"
 
 local M = {}
 M.SCHEMA_NAME = "wb.compare"
@@ -157,7 +158,8 @@ end
 -- stat: the statistic the value is ("mean", "median", or an information-only one such as
 -- "max"); from the metric's name, else (or when false: the name was read and states none) from
 -- its samples.
-local function add(set, record, metric, value, samples, kind, unit, stat)
+-- evidence: the interference evidence of a wall time's samples (wb.interference.evidence).
+local function add(set, record, metric, value, samples, kind, unit, stat, evidence)
   local name = record and (record .. " " .. metric) or metric
   if type(value) ~= "number" or set.metrics[name] then return end
   check_number(set, name, value, kind)
@@ -166,7 +168,8 @@ local function add(set, record, metric, value, samples, kind, unit, stat)
   stat = stat or stat_from_samples(value, samples) or "mean"
   local res, res_text, res_of = resolution(metric)
   set.metrics[name] = { record = record, metric = metric, value = value, samples = samples, kind = kind,
-    unit = unit, stat = stat, resolution = res, resolution_text = res_text, resolution_of = res_of }
+    unit = unit, stat = stat, resolution = res, resolution_text = res_text, resolution_of = res_of,
+    evidence = samples and kind == "time" and evidence or nil }
 end
 
 -- The kind, unit and stated statistic of a path, cached by its shape: they depend on its words,
@@ -212,12 +215,14 @@ end
 
 -- The samples of a metric path in samples{}: under its own name, else under the name without
 -- its statistic ("wall_mean_seconds" and "wall_median_seconds" share "wall_seconds").
+-- Returns the samples and the key they are under.
 local function samples_for(samples, path)
   if not samples then return nil end
   local own = samples[path]
-  if own ~= nil then return own end
+  if own ~= nil then return own, path end
   local bare = path:gsub("_mean", "", 1):gsub("_median", "", 1)
-  return bare ~= path and samples[bare] or nil
+  if bare ~= path and samples[bare] ~= nil then return samples[bare], bare end
+  return nil
 end
 
 -- Adds the numeric leaves of v as "<record> <path>", with samples looked up by path; skip: a
@@ -226,7 +231,7 @@ local function add_leaves(set, record, v, samples, skip, loose)
   each_number(v, "", function(path, x)
     if path == "" then path = "value" end
     if skip and skip[path:match("^[^%.%[]+")] then return end
-    add_named(set, record, path, x, samples_for(samples, path), loose)
+    add_named(set, record, path, x, (samples_for(samples, path)), loose)
   end)
 end
 
@@ -275,14 +280,20 @@ local function add_run(set, name, rec)
     local alias = BENCH_METRICS[k]
     if alias then
       if not (rec.maxrss_upper_bound == true and alias[2] == "memory") then
-        add(set, name, alias[1], v, samples_for(samples, k), alias[2], alias[3])
+        local xs, key = samples_for(samples, k)
+        add(set, name, alias[1], v, xs, alias[2], alias[3], nil,
+          key and alias[1]:match("^wall") and interference.from_samples(samples, key) or nil)
       end
+    elseif type(k) == "string" and k:match("^wall") and type(v) == "number" and verdict.classify(k) == "time" then
+      local xs, key = samples_for(samples, k)
+      add(set, name, k, v, xs, "time", "s", nil, key and interference.from_samples(samples, key) or nil)
     elseif type(k) == "string" then
       rest[k] = v
     end
   end
   add_leaves(set, name, rest, samples)
-  add(set, name, "wall_time_seconds", rec.wall_time_seconds, samples and samples.wall_time_seconds, "time", "s")
+  add(set, name, "wall_time_seconds", rec.wall_time_seconds, samples and samples.wall_time_seconds, "time", "s", nil,
+    interference.from_samples(samples, "wall_time_seconds"))
 end
 
 -- The metrics of one wb.bench command: its stats{} (or statistics of its samples) and samples.
@@ -290,6 +301,7 @@ local function add_command(set, name, cmd)
   local stats = require "wb.stats"
   local samples = is_object(cmd.samples) and cmd.samples or {}
   local st = is_object(cmd.stats) and cmd.stats or {}
+  local evidence = interference.from_samples(samples, "wall")
   local function stat(field, which)
     local s = is_object(st[field]) and st[field][which]
     if type(s) == "number" then return s end
@@ -297,7 +309,7 @@ local function add_command(set, name, cmd)
     return xs and stats.summary(xs)[which]
   end
   for _, which in ipairs({ "mean", "median", "min", "max" }) do
-    add(set, name, "wall " .. which, stat("wall", which), samples.wall, "time", "s", which)
+    add(set, name, "wall " .. which, stat("wall", which), samples.wall, "time", "s", which, evidence)
   end
   add(set, name, "user mean", stat("user", "mean"), samples.user, "time", "s", "mean")
   add(set, name, "sys mean", stat("sys", "mean"), samples.sys, "time", "s", "mean")
@@ -385,6 +397,33 @@ local function load_generic(set, doc)
   end
 end
 
+-- A CPU time: what co-running work inflates only through shared caches, never by the wait.
+-- "split": a user or a system time alone, whose split of the sum the kernel samples at its tick
+-- (preemption moves it: the same python read 65 ms of system time quiet, 40 ms beside two hogs).
+local function is_cpu_time(metric)
+  local m = metric:lower()
+  if m:find("^user") or m:find("^sys") then return "split" end
+  return (m:find("cpu_seconds") or m:find("^cpu[ _]")) and true or false
+end
+
+-- Every time metric in seconds of a record one of whose wall metrics carries interference evidence
+-- gets the load that record ran under (load: wb.interference.side; cpu_time), to be weighed
+-- against.
+local function attach_load(set)
+  local sides = {}
+  for _, m in pairs(set.metrics) do
+    if m.evidence and m.record ~= nil and not sides[m.record] then
+      sides[m.record] = interference.side(m.samples, m.evidence)
+    end
+  end
+  if next(sides) == nil then return end
+  for _, m in pairs(set.metrics) do
+    if m.kind == "time" and m.unit == "s" and not m.evidence and sides[m.record] then
+      m.load, m.cpu_time = sides[m.record], is_cpu_time(m.metric)
+    end
+  end
+end
+
 -- set = compare.from_document(doc, path) : the metrics of a decoded document; raises (exit 2)
 -- on a wb schema this wb cannot read
 function M.from_document(doc, path)
@@ -401,6 +440,7 @@ function M.from_document(doc, path)
     set = new_set(path, "json")
     load_generic(set, doc)
   end
+  attach_load(set)
   return set
 end
 
@@ -448,6 +488,48 @@ local function change_text(row)
   return s
 end
 
+-- The mean CPU time (user + system) of each record of a set that has both.
+local function mean_cpus(set)
+  local out, user = {}, {}
+  for _, m in pairs(set.metrics) do
+    if m.record and m.metric == "user mean" then user[m.record] = m.value end
+  end
+  for _, m in pairs(set.metrics) do
+    if m.record and m.metric == "sys mean" and user[m.record] then out[m.record] = user[m.record] + m.value end
+  end
+  return out
+end
+
+-- hyperfine exports carry no per-run CPU or run-queue times, so a wall change between two of
+-- them (or between one and a wb run) cannot be told from a change of the machine's load: a
+-- wall regression or improvement stands only when the mean CPU time moved the same way by more
+-- than co-running work can inflate it (verdict.LOAD_INFLATION); else it is "confounded".
+local function weigh_hyperfine(rows, counts, base_cpu, new_cpu)
+  for _, r in ipairs(rows) do
+    if r.kind == "time" and not r.load then r.evidence_note = "none: hyperfine export" end
+    if r.kind == "time" and r.metric:match("^wall") and not r.load and
+        (r.verdict == "regression" or r.verdict == "improvement") then
+      local cb, cn = base_cpu[r.record or ""], new_cpu[r.record or ""]
+      local cpu = cb and cn and cb > 0 and cn / cb
+      local bound = 1 + verdict.LOAD_INFLATION
+      local same = cpu and ((r.ratio > 1 and cpu > bound) or (r.ratio < 1 and cpu < 1 / bound))
+      local cpu_text = cpu and string.format("mean CPU time (user + system) %s", verdict.describe({ kind = "time", ratio = cpu }))
+          or "no CPU time on both sides"
+      if same then
+        r.reason = r.reason .. string.format(" (%s too, beyond the %.2f× that load can account for)", cpu_text, bound)
+      else
+        counts[r.verdict] = counts[r.verdict] - 1
+        counts.confounded = counts.confounded + 1
+        r.significant = nil
+        r.reason = string.format("wall %s, but a hyperfine export carries no per-run CPU or run-queue times, so " ..
+          "a change of the machine's load between the two cannot be told from a change of the code, and the %s " ..
+          "does not bear it out: confounded; measure both with wb bench for a verdict", r.reason, cpu_text)
+        r.verdict = "confounded"
+      end
+    end
+  end
+end
+
 -- A row's change text is made when it is read: a 400k-metric comparison need not hold 400k of them.
 local ROW = { __index = function(r, k) if k == "change" then return change_text(r) end end }
 
@@ -472,11 +554,14 @@ function M.compare(base, new, opts)
     fail(string.format("no metric in common between %s and %s", base.path, new.path))
   end
   table.sort(names)
+  local hyperfine = (base.format == "hyperfine" or new.format == "hyperfine") and { mean_cpus(base), mean_cpus(new) }
   local rows = {}
   for _, name in ipairs(names) do
     local b, n = base.metrics[name], new.metrics[name]
     local r = verdict.compare(b.metric, b.value, n.value, { threshold = threshold, alpha = opts.alpha,
       kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples, resolution = b.resolution,
+      base_evidence = b.evidence, new_evidence = n.evidence, base_load = b.load, new_load = n.load,
+      cpu_time = b.cpu_time,
       resolution_text = b.resolution_text, resolution_of = b.resolution_of })
     r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
@@ -484,6 +569,7 @@ function M.compare(base, new, opts)
   end
   if opts.consume then base.metrics, new.metrics = nil, nil end
   local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha })
+  if hyperfine then weigh_hyperfine(rows, judged.counts, table.unpack(hyperfine)) end
   for _, r in ipairs(rows) do setmetatable(r, ROW) end
   local c = judged.counts
   local text = verdict.summary_text(judged)
@@ -504,16 +590,25 @@ function M.compare(base, new, opts)
     summary = { compared = #rows, tested = judged.tested, tests = judged.tests, correction = judged.correction,
       alpha = judged.alpha, regressions = c.regression, improvements = c.improvement,
       unchanged = c.unchanged, not_tested = c["not tested"], changed = c.changed,
-      inconclusive = c.inconclusive, only_base = only_base, only_new = only_new, notes = notes, text = text },
+      inconclusive = c.inconclusive, interference = c.interference, confounded = c.confounded,
+      only_base = only_base, only_new = only_new, notes = notes, text = text },
   }
 end
 
 ---- output ----------------------------------------------------------------------------------
 
-local HEADER = { "metric", "base", "new", "verdict", "why" }
+local HEADER = { "metric", "base", "new", "verdict", "why", "interference" }
+local ALIGN = { "l", "r", "r", "l", "l", "l" }
+
+-- The interference column: the load each side ran under, as far as wb knows it.
+function M.interference_text(r)
+  if r.load then return (r.raw and "wall net of run-queue delay; " or "") .. r.load.text end
+  return r.evidence_note or (r.kind == "time" and "no evidence" or "")
+end
 
 local function cells_of(r)
-  return { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason }
+  return { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason,
+    M.interference_text(r) }
 end
 
 -- text = compare.markdown(result [, write]) : the table (each row with the reason for its verdict)
@@ -523,7 +618,7 @@ function M.markdown(result, write)
   for _, r in ipairs(result.rows) do cells[#cells + 1] = cells_of(r) end
   local out = {}
   local emit = write or function(piece) out[#out + 1] = piece end
-  require("wb.page").md_table(cells, { "l", "r", "r", "l", "l" }, emit)
+  require("wb.page").md_table(cells, ALIGN, emit)
   emit("\n" .. result.summary.text .. "\n")
   return not write and table.concat(out) or nil
 end
@@ -538,7 +633,7 @@ function M.html(result)
     if r.verdict == "regression" or r.verdict == "improvement" then cells[4] = page.strong(cells[4]) end
     rows[i + 1], classes[i + 1] = cells, r.verdict:gsub(" ", "-")
   end
-  return page.join { page.table(rows, { align = { "l", "r", "r", "l", "l" }, class = "compare", row_class = classes }),
+  return page.join { page.table(rows, { align = ALIGN, class = "compare", row_class = classes }),
     page.p(result.summary.text) }
 end
 
@@ -566,11 +661,35 @@ function M.row_object(r)
   o.reason = r.reason
   o.note = or_null(r.note)
   o.change = r.change
+  o.interference = M.interference_object(r)
+  return o
+end
+
+local function side_object(side)
+  local o = json.object()
+  o.runq_mean_seconds, o.wall_mean_seconds, o.runq_share = side.runq, side.wall, side.share
+  o.parallelism, o.others_cpu_mean, o.runq_scope = side.k, or_null(side.others), side.scope
+  return o
+end
+
+-- o = compare.interference_object(r) : a row's interference evidence as JSON (null when none):
+-- {base, new (runq_mean_seconds, wall_mean_seconds, runq_share, parallelism, others_cpu_mean,
+-- runq_scope), heavier ("base"|"new"|null), net (the row was tested net of run-queue delay),
+-- raw_ratio, raw_p_value, text}
+function M.interference_object(r)
+  if not r.load then return r.evidence_note and { text = r.evidence_note } or json.null end
+  local o = json.object()
+  o.base, o.new = side_object(r.load.base), side_object(r.load.new)
+  o.heavier = or_null(r.load.heavier)
+  o.net = r.raw ~= nil
+  o.raw_ratio = r.raw and or_null(r.raw.ratio) or json.null
+  o.raw_p_value = r.raw and r.raw.p or json.null
+  o.text = M.interference_text(r)
   return o
 end
 
 local SUMMARY_KEYS = { "compared", "tested", "tests", "correction", "alpha", "regressions", "improvements",
-  "unchanged", "not_tested", "changed", "inconclusive", "only_base", "only_new", "text" }
+  "unchanged", "not_tested", "changed", "inconclusive", "interference", "confounded", "only_base", "only_new", "text" }
 
 -- o = compare.summary_object(result) : the summary as a JSON object
 function M.summary_object(result)

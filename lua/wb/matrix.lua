@@ -408,6 +408,15 @@ local function aggregate(c, run, names, s, root)
       table.insert(samples[k], v)
     end
   end
+  local evidence = {}
+  for _, f in ipairs(require("wb.interference").RECORD_FIELDS) do
+    local xs = json.array()
+    for _, t in ipairs(trials) do xs[#xs + 1] = type(t[f[1]]) == "number" and t[f[1]] or nil end
+    if #xs == #trials then evidence[f[1]] = xs end
+  end
+  local scopes = {}
+  for _, t in ipairs(trials) do scopes[t.runq_scope or "none"] = true end
+  evidence.runq_scope = scopes.none and "none" or scopes.leader and "leader" or "tree"
   rec.status, rec.return_code, rec.trials = status, code, #trials
   rec.trial_runs = json.array(names)
   rec.wall_time_seconds = samples.wall_time_seconds and median(samples.wall_time_seconds) or null
@@ -425,6 +434,7 @@ local function aggregate(c, run, names, s, root)
       rec.samples[k] = xs
     end
   end
+  for k, xs in pairs(evidence) do rec.samples[k] = xs end -- beside the samples: no metric of their own
   if s.telemetry then merge_trials(rec, run, trials, root) end
 end
 

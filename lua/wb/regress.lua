@@ -150,6 +150,11 @@ local function measure(c, h, commit)
     { stat = "mean", level = h.ci_level, resamples = h.resamples, seed = h.seed })
   r.ci_level = h.ci_level
   r.samples = cmd.samples.wall
+  -- the interference evidence of each run (docs/compare.md), when every run's is known
+  if cmd.samples.runq then
+    r.evidence = { runq = cmd.samples.runq, wall_own = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu,
+      user = cmd.samples.user, sys = cmd.samples.sys, runq_scope = cmd.samples.runq_scope }
+  end
   return r
 end
 
@@ -212,6 +217,24 @@ function M.run(c, commits, h)
   return measured, reused
 end
 
+-- The interference evidence of the runs of rows first..last (their wall samples: walls), or nil
+-- when a commit's result has none (measured by a wb before it, or unprivileged without any).
+local function segment_evidence(rows, first, last, walls)
+  local samples = { runq_seconds = {}, wall_own_seconds = {}, others_cpu = {}, user_seconds = {}, sys_seconds = {} }
+  local scope = "tree"
+  for i = first, last do
+    local ev = rows[i].evidence
+    if type(ev) ~= "table" or type(ev.runq) ~= "table" then return nil end
+    if ev.runq_scope ~= "tree" then scope = ev.runq_scope or "leader" end
+    for key, from in pairs { runq_seconds = "runq", wall_own_seconds = "wall_own", others_cpu = "others_cpu",
+      user_seconds = "user", sys_seconds = "sys" } do
+      for _, x in ipairs(type(ev[from]) == "table" and ev[from] or {}) do table.insert(samples[key], x) end
+    end
+  end
+  samples.wall, samples.runq_scope = walls, scope
+  return require("wb.interference").from_samples(samples, "wall")
+end
+
 -- steps = find_steps(h, rows) : steps of the per-commit means of the measured rows, each
 -- named by the first commit of its new level, with the significance test between segments
 local function find_steps(h, rows)
@@ -234,6 +257,8 @@ local function find_steps(h, rows)
     for i = bounds[k + 1], bounds[k + 2] - 1 do
       for _, x in ipairs(series[i].samples) do after[#after + 1] = x end
     end
+    local base_ev, new_ev = segment_evidence(series, bounds[k], bounds[k + 1] - 1, before),
+      segment_evidence(series, bounds[k + 1], bounds[k + 2] - 1, after)
     local first, prev = series[s.index], series[s.index - 1]
     local st = json.object()
     st.commit, st.short, st.subject, st.date = first.commit, first.short, first.subject, first.date
@@ -245,7 +270,8 @@ local function find_steps(h, rows)
     st.kind = s.ratio > 1 and "regression" or "improvement"
     steps[#steps + 1] = st
     judged[#judged + 1] = wb.verdict.compare("wall mean", s.before, s.after, { kind = "time", stat = "mean",
-      threshold = h.threshold, alpha = h.alpha, base_samples = before, new_samples = after, seed = h.seed })
+      threshold = h.threshold, alpha = h.alpha, base_samples = before, new_samples = after, seed = h.seed,
+      base_evidence = base_ev, new_evidence = new_ev })
   end
   -- every step is judged by the comparison engine, all together (Benjamini–Hochberg over the steps)
   wb.verdict.judge(judged, { threshold = h.threshold, alpha = h.alpha })
@@ -270,6 +296,7 @@ function M.document(commits, h, range, measured, reused)
     row.status, row.reused = r.status, cm.reuse ~= nil
     for _, k in ipairs { "n", "mean", "median", "stddev", "ci_lo", "ci_hi" } do row[k] = r[k] or null end
     row.samples = r.samples or json.array()
+    row.evidence = r.evidence -- the runs' interference evidence (docs/compare.md), when known
     row.result_file = cm.path
     rows[i] = row
   end

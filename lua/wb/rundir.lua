@@ -22,7 +22,8 @@ local finished = {} -- dir -> name -> result table of a previous owner's child t
 
 -- The scalar fields of a wb.proc result that a reused result carries.
 M.RESULT_FIELDS = { "pid", "exited", "code", "signal", "timed_out", "ok", "wall", "wall_ns", "user",
-  "sys", "maxrss_kb", "maxrss_bound" }
+  "sys", "maxrss_kb", "maxrss_bound", "runq", "runq_scope", "wall_own", "nivcsw", "nvcsw", "others_cpu",
+  "others_runnable", "cpu_pressure", "steal", "cpus" }
 
 -- start, pgrp, state = rundir.start_time(pid) : the process's start time in clock ticks since
 -- boot (field 22 of /proc/PID/stat), its process group and state letter; nil when there is no

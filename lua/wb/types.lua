@@ -46,6 +46,7 @@
 ---@field sweep wb.sweep
 ---@field config wb.config
 ---@field verdict wb.verdict
+---@field interference wb.interference
 ---@field compare wb.compare
 ---@field python wb.python
 ---@field memory wb.memory
@@ -137,6 +138,16 @@ function wb.ordered_keys(t) end
 ---@field maxrss_kb integer the largest own peak RSS of the child and the descendants it waited for
 ---@field maxrss_bound boolean maxrss_kb is only an upper bound (wait4's figure, below wb's own peak)
 ---@field own_peak_rss_kb integer? the child's own peak RSS, from its exit message (root)
+---@field runq number? seconds the tree's threads waited for a CPU (see runq_scope)
+---@field runq_scope "tree"|"leader"|"none" whose wait runq is: every thread's (exit messages, root), the leader's, or unknown
+---@field wall_own number? the child's own wall, fork to exit, by the kernel's clock (root)
+---@field nivcsw integer involuntary context switches of the tree
+---@field nvcsw integer voluntary context switches of the tree
+---@field others_cpu number? CPUs' worth of other tasks' CPU use while the child ran
+---@field others_runnable integer? runnable tasks other than wb at the start or end, the larger
+---@field cpu_pressure number? seconds of the machine's PSI "some" CPU stall while the child ran
+---@field steal number? seconds of hypervisor steal while the child ran
+---@field cpus integer? the CPUs the child could use (affinity)
 ---@field stdout string?
 ---@field stderr string?
 
@@ -184,6 +195,9 @@ function proc.wait_all(list) end
 ---@param path string?
 ---@return string?
 function proc.which(name, path) end
+---The CPUs a child could use: the affinity count, and the tightest cgroup CPU quota (nil: none).
+---@return integer?, number?
+function proc.cpus() end
 ---Inside a line callback: the wb.clock.now() at which wb read the line from the pipe; else nil.
 ---@return integer?
 function proc.line_time() end
@@ -748,8 +762,51 @@ function verdict.describe(row) end
 ---The values of s (a list of numbers or wb.stats samples) as a list of finite numbers, or nil.
 function verdict.values_of(s) end
 
+---@class wb.InterferenceSide
+---@field runq number mean run-queue delay per run, seconds
+---@field wall number mean wall per run, seconds
+---@field share number runq / wall
+---@field k number mean threads runnable at once (>= 1)
+---@field others number? mean CPUs' worth of other tasks' CPU use during a run
+---@field scope string "tree" | "leader"
+---@field cpus integer? the CPUs a run could use
+
+---@class wb.interference
+local interference = {}
+---The record fields of a run's evidence: {record_field, wb.proc_result_field} pairs.
+interference.RECORD_FIELDS = {}
+---Writes wb.proc result res's evidence into record rec.
+function interference.record(rec, res) end
+---@return table lists
+function interference.new_lists() end
+---Appends res's evidence to lists (shift: a fixed cost subtracted from the wall samples).
+function interference.add(lists, res, shift) end
+---@return table? evidence
+function interference.complete_lists(lists) end
+---@return table? evidence
+function interference.evidence(walls, runq, cpu, wall_own, others, scope, cpus) end
+---@return table? evidence
+function interference.from_samples(samples, wall_key) end
+---@return number
+function interference.parallelism(wall, cpu, runq) end
+---@return number[] net wall per sample
+function interference.net(walls, ev) end
+---@return wb.InterferenceSide
+function interference.side(walls, ev) end
+---@return {base: wb.InterferenceSide, new: wb.InterferenceSide, text: string, heavier: string?, max_share: number, estimate: boolean}
+function interference.load(base_side, new_side) end
+---@return table
+function interference.summary(walls, ev) end
+---@return string
+function interference.text(base_side, new_side) end
+
 ---@class wb.compare
 local compare = {}
+---A row's interference column text: the load each side ran under, as far as wb knows it.
+---@return string
+function compare.interference_text(row) end
+---A row's interference evidence as the JSON object of wb.compare rows (json.null when none).
+function compare.interference_object(row) end
 ---@return table set
 function compare.load(path) end
 ---@return table set

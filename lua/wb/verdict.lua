@@ -15,9 +15,23 @@
 -- beyond the threshold on the same side (a minimum-effect test: two runs of the same work differ
 -- by small systematic amounts, machine load and caches, that no within-run test can see). Every other row is shown with its ratio and marked "not tested": no
 -- verdict, not counted. Summary statistics (min, max, stddev) are information only.
+--
+-- A wall-time row whose two sides carry interference evidence (wb.interference: each sample's
+-- run-queue delay, CPU time and own wall) is tested on its *net* wall samples, the wall time
+-- less the wait for a CPU, and its raw wall test is kept beside: a raw change that the net
+-- samples do not show is "interference" (not code: shown with the evidence, never counted as a
+-- regression or an improvement); a net change under a different load on the two sides, where the
+-- net figure is only an estimate (several threads runnable at once, or only the leader's delay
+-- known) and the CPU time does not agree, is "confounded" (not counted; --confirm or a quieter
+-- machine gives the answer).
 local M = {}
 
 M.DEFAULT_THRESHOLD = 0.02
+-- How much co-running work can inflate a run's CPU time (shared caches, memory bandwidth, SMT
+-- siblings), as a share of it: a change of CPU time or net wall in the direction of the load
+-- difference no larger than this is no verdict. Measured here beside two CPU hogs on 2 CPUs: 0–1% for a
+-- register-bound loop, 4–12% for CPython's start-up; SMT siblings cost more.
+M.LOAD_INFLATION = 0.25
 M.ALPHA = 0.05
 M.CI_LEVEL = 0.95
 M.RESAMPLES = 2000
@@ -123,14 +137,16 @@ local function ci_text(row)
   return string.format("CI %.2f–%.2f×", lo, hi)
 end
 
+local weigh_interference -- below
+
 -- Sets row.verdict, row.reason (and row.significant) from the row's ratio, test and q-value.
 local function decide(row, opts)
   local threshold = opts.threshold or M.DEFAULT_THRESHOLD
   local alpha = opts.alpha or M.ALPHA
   local change = ratio_text(row)
-  local function say(verdict, why)
+  local function say(verdict, why, whole) -- whole: why is the whole reason
     row.verdict = verdict
-    row.reason = change and (change .. (why and (": " .. why) or "")) or why or verdict
+    row.reason = (not whole and change) and (change .. (why and (": " .. why) or "")) or why or verdict
   end
   if row.verdict == "inconclusive" then return end
   if row.kind == "count" then
@@ -153,6 +169,7 @@ local function decide(row, opts)
   local ptext = "p = " .. g2(row.p) .. ((row.q and row.q ~= row.p) and (", q = " .. g2(row.q)) or "")
   local ci = ci_text(row)
   local stated = ptext .. (ci and (", " .. ci) or "")
+  row.reason_core = stated
   local up, down = row.ratio >= 1 + threshold, row.ratio <= 1 - threshold
   if (up or down) and row.resolution and math.abs(row.delta) < row.resolution then
     row.significant = nil
@@ -184,6 +201,100 @@ local function decide(row, opts)
   else
     say(worse and "regression" or "improvement", stated .. ": " .. (worse and "regression" or "improvement"))
   end
+  if row.load and row.kind == "time" then weigh_interference(row, opts, say) end
+end
+
+local function stat_value(xs, stat)
+  local stats = require "wb.stats"
+  return stat == "median" and stats.median(xs) or stats.mean(xs)
+end
+
+-- Prepares row for a test on net wall samples when both sides carry evidence for every sample
+-- (opts.base_evidence, opts.new_evidence: wb.interference.evidence); returns {net_base,
+-- net_new} or nil. row.raw gets the raw wall test, row.load the sides' evidence in brief.
+local function with_evidence(row, opts)
+  local itf = require "wb.interference"
+  local bs, ns = values_of(opts.base_samples), values_of(opts.new_samples)
+  local be, ne = opts.base_evidence, opts.new_evidence
+  if not bs or not ns or not be or not ne or #be.runq ~= #bs or #ne.runq ~= #ns then return nil end
+  local raw = M.test(bs, ns, { stat = row.stat, seed = opts.seed, resamples = opts.resamples, alpha = opts.alpha })
+  if not raw then return nil end
+  local net_b, net_n = itf.net(bs, be), itf.net(ns, ne)
+  raw.ratio = row.ratio
+  row.raw = raw
+  row.load = itf.load(itf.side(bs, be), itf.side(ns, ne))
+  local nb, nn = stat_value(net_b, row.stat), stat_value(net_n, row.stat)
+  row.net_base, row.net_new = nb, nn
+  row.ratio = nb ~= 0 and nn / nb or row.ratio
+  return { net_base = net_b, net_new = net_n }
+end
+
+-- Whether test t (with ratio) shows a change beyond the threshold at level alpha: "up", "down"
+-- or nil.
+local function clear_change(t, threshold, alpha)
+  if not t or not t.ratio or t.underpowered or t.p >= alpha then return nil end
+  if t.ratio >= 1 + threshold and t.ci_lo >= 1 + threshold then return "up" end
+  if t.ratio <= 1 - threshold and t.ci_hi <= 1 - threshold then return "down" end
+  return nil
+end
+
+-- After a time row was decided, with the load its two sides ran under (row.load,
+-- wb.interference.load): a net-wall row whose raw wall alone changed is "interference"; a
+-- regression or improvement in the direction the load difference pushes, no larger than that
+-- difference can account for, is "confounded"; one against it stands (the load hid part of it).
+function weigh_interference(row, opts, say)
+  local load = row.load
+  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
+  local alpha = opts.alpha or M.ALPHA
+  if row.raw and row.verdict == "unchanged" then
+    if clear_change(row.raw, threshold, alpha) then
+      row.significant = nil
+      say("interference", string.format("wall %s (p = %s), but net of run-queue delay %s (%s): interference, " ..
+        "not code: %s", M.describe({ kind = "time", ratio = row.raw.ratio }), g2(row.raw.p),
+        M.describe(row), row.reason_core, load.text), true)
+    end
+    return
+  end
+  if row.verdict ~= "regression" and row.verdict ~= "improvement" then return end
+  local util = require "wb.util"
+  local net = row.raw ~= nil
+  local slower = row.ratio > 1 and "new" or "base"
+  local b_val, n_val = row.net_base or row.base, row.net_new or row.new
+  -- what the load difference can account for (seconds): co-running work inflates the CPU time (so
+  -- the net wall too) of the side under materially more load by up to LOAD_INFLATION; a time from
+  -- which the wait for a CPU was not taken out (a stage's), or only in part (an estimate), can
+  -- also hold all of the slower side's extra wait
+  local explained = load.heavier == slower and M.LOAD_INFLATION * (slower == "new" and b_val or n_val) or 0
+  -- a user or system time alone: preemption moves the kernel's tick-sampled split either way, by
+  -- more than the sum changes (the same python: 65 ms of system time quiet, 40 ms beside two hogs)
+  if row.cpu_time == "split" and load.heavier then
+    row.significant = nil
+    say("confounded", string.format("%s (%s), but the sides ran under different load (%s), and preemption moves " ..
+      "the kernel's tick-sampled user/system split: confounded; the wall net of run-queue delay is the witness",
+      M.describe(row), row.reason_core, load.text), true)
+    return
+  end
+  if not row.cpu_time and (not net or load.estimate) then
+    local extra = slower == "new" and load.new.runq - load.base.runq or load.base.runq - load.new.runq
+    explained = explained + math.max(0, extra)
+  end
+  local change = math.abs(n_val - b_val)
+  local what = net and " net of run-queue delay" or ""
+  if explained > 0 and change <= explained then
+    row.significant = nil
+    local why = load.heavier == slower and "the " .. slower .. " side ran under more load"
+        or "the " .. slower .. " side waited longer for a CPU"
+    say("confounded", string.format("%s%s (%s), but %s (%s), which can account for " ..
+      "%s of the %s change: confounded; for a verdict, run both sides again interleaved (wb bench BASE NEW) or " ..
+      "on a quieter machine", M.describe(row), what, row.reason_core, why, load.text,
+      util.format_seconds(explained), util.format_seconds(change)), true)
+  elseif explained > 0 then
+    row.reason = row.reason .. string.format(" (%s; beyond the %s the load difference can account for: %s)",
+      net and "net of run-queue delay" or "the slower side waited longer for a CPU", util.format_seconds(explained), load.text)
+  elseif load.heavier then
+    row.reason = row.reason .. string.format(" (found against the load: the %s side ran under more load%s; %s)",
+      load.heavier, what, load.text)
+  end
 end
 
 -- row = verdict.compare(metric, base, new [, opts]) : one judged row, as if alone (no correction)
@@ -194,7 +305,15 @@ end
 -- writes it, seconds by default; resolution_of names it).
 -- row: {metric, kind, stat, base, new, delta, ratio, tested, p, ci_lo, ci_hi, n_base, n_new,
 -- verdict, reason, note, significant}
--- verdict: "regression" | "improvement" | "unchanged" | "not tested" | "changed" | "inconclusive"
+-- verdict: "regression" | "improvement" | "unchanged" | "not tested" | "changed" | "inconclusive" |
+-- "interference" | "confounded"
+-- base_evidence, new_evidence (wb.interference.evidence of base_samples and new_samples, a
+-- wall-time row's): the row is tested on net wall samples (ratio, p, CI: the net ones; raw: the
+-- raw wall test; net_base, net_new; load: wb.interference.load of the sides). base_load,
+-- new_load (wb.interference.side): the load a time row's sides ran under, without samples of
+-- its own (a CPU time, with cpu_time = true, or "split" for a user or system time alone; a stage's
+-- time). A time row with a load is weighed
+-- against it (the header's rules).
 function M.compare(metric, base, new, opts)
   opts = opts or {}
   local kind = opts.kind or M.classify(metric)
@@ -207,20 +326,34 @@ function M.compare(metric, base, new, opts)
   end
   row.delta = new - base
   row.ratio = base ~= 0 and new / base or nil
+  row.cpu_time = opts.cpu_time
+  if kind == "time" and opts.base_load and opts.new_load then
+    row.load = require("wb.interference").load(opts.base_load, opts.new_load)
+  end
   if kind ~= "count" and kind ~= "other" then
     if INFO_STATS[stat] then
       row.info = stat
     else
-      local t, why = M.test(opts.base_samples, opts.new_samples, { stat = stat, seed = opts.seed,
+      local base_samples, new_samples = opts.base_samples, opts.new_samples
+      local interference = kind == "time" and with_evidence(row, opts)
+      if interference then base_samples, new_samples = interference.net_base, interference.net_new end
+      local t, why = M.test(base_samples, new_samples, { stat = stat, seed = opts.seed,
         resamples = opts.resamples, alpha = opts.alpha })
       if t then
-        row.samples = { opts.base_samples, opts.new_samples }
+        row.samples = { base_samples, new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
         row.untested = t.underpowered or (not row.ratio and "the base is 0: no ratio") or nil
         row.tested = row.untested == nil
       else
         row.untested = why
       end
+    end
+  end
+  if kind == "time" and not row.load and opts.base_evidence and opts.new_evidence then
+    local bs, ns = values_of(opts.base_samples), values_of(opts.new_samples)
+    if bs and ns and #bs == #opts.base_evidence.runq and #ns == #opts.new_evidence.runq then
+      local itf = require "wb.interference"
+      row.load = itf.load(itf.side(bs, opts.base_evidence), itf.side(ns, opts.new_evidence))
     end
   end
   decide(row, opts)
@@ -270,7 +403,8 @@ function M.judge(rows, opts)
     local q = M.bh(ps)
     for _, t in ipairs(tests) do t.row.q = q[t.index] end
   end
-  local counts = { regression = 0, improvement = 0, unchanged = 0, ["not tested"] = 0, changed = 0, inconclusive = 0 }
+  local counts = { regression = 0, improvement = 0, unchanged = 0, ["not tested"] = 0, changed = 0, inconclusive = 0,
+    interference = 0, confounded = 0 }
   for _, r in ipairs(rows) do
     if r.tested then decide(r, opts) end
     counts[r.verdict] = counts[r.verdict] + 1
@@ -290,6 +424,8 @@ function M.summary_text(info)
   if c["not tested"] > 0 then parts[#parts + 1] = c["not tested"] .. " not tested" end
   if c.changed > 0 then parts[#parts + 1] = c.changed .. " changed" end
   if c.inconclusive > 0 then parts[#parts + 1] = c.inconclusive .. " inconclusive" end
+  if (c.interference or 0) > 0 then parts[#parts + 1] = c.interference .. " interference, not code" end
+  if (c.confounded or 0) > 0 then parts[#parts + 1] = c.confounded .. " confounded" end
   local text = table.concat(parts, ", ")
   if info.correction then
     text = text .. string.format("; %d metrics tested together (%d tests), p-values adjusted by %s for a " ..

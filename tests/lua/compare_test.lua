@@ -74,22 +74,22 @@ T.case("wb bench summaries: metrics per command, samples attached, exact Markdow
   T.eq(row(result, "xz -k data wall median").q, slow.q)
   T.eq({ result.summary.tested, result.summary.tests, result.summary.correction }, { 10, 8, "Benjamini–Hochberg" })
   T.eq(compare.markdown(result), [[
-| metric                      |     base |      new | verdict    | why                                                               |
-| :-------------------------- | -------: | -------: | :--------- | :---------------------------------------------------------------- |
-| gzip -k data maxrss_kb mean |  1.8 MiB |  1.8 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |
-| gzip -k data sys mean       |   3.0 ms |   3.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| gzip -k data user mean      |  46.0 ms |  46.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| gzip -k data wall max       |  50.1 ms |  50.1 ms | not tested | 1.00× slower: max: information only                               |
-| gzip -k data wall mean      |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| gzip -k data wall median    |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| gzip -k data wall min       |  49.9 ms |  49.9 ms | not tested | 1.00× slower: min: information only                               |
-| xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |
-| xz -k data sys mean         |   8.0 ms |   8.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      |
-| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
-| xz -k data wall max         | 200.6 ms | 220.7 ms | not tested | 1.10× slower: max: information only                               |
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
-| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression |
-| xz -k data wall min         | 199.4 ms | 219.3 ms | not tested | 1.10× slower: min: information only                               |
+| metric                      |     base |      new | verdict    | why                                                               | interference |
+| :-------------------------- | -------: | -------: | :--------- | :---------------------------------------------------------------- | :----------- |
+| gzip -k data maxrss_kb mean |  1.8 MiB |  1.8 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |              |
+| gzip -k data sys mean       |   3.0 ms |   3.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
+| gzip -k data user mean      |  46.0 ms |  46.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
+| gzip -k data wall max       |  50.1 ms |  50.1 ms | not tested | 1.00× slower: max: information only                               | no evidence  |
+| gzip -k data wall mean      |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
+| gzip -k data wall median    |  50.0 ms |  50.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
+| gzip -k data wall min       |  49.9 ms |  49.9 ms | not tested | 1.00× slower: min: information only                               | no evidence  |
+| xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |              |
+| xz -k data sys mean         |   8.0 ms |   8.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
+| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall max         | 200.6 ms | 220.7 ms | not tested | 1.10× slower: max: information only                               | no evidence  |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall min         | 199.4 ms | 219.3 ms | not tested | 1.10× slower: min: information only                               | no evidence  |
 
 3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 ]])
@@ -255,7 +255,8 @@ T.case("--json: a wb.compare document", function()
     { "linear_cpu", "output_row_count", "count", 50000, 49998, -2, "regression", "-2", "-2: exact metric changed", false })
   T.eq({ r.unit, r.p_value, r.q_value, r.ci_lo }, { json.null, json.null, json.null, json.null })
   T.eq(back.summary, { compared = 10, tested = 0, tests = 0, correction = json.null, alpha = 0.05, regressions = 1,
-    improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, only_base = 2, only_new = 0, notes = {},
+    improvements = 0, unchanged = 3, not_tested = 6, changed = 0, inconclusive = 0, interference = 0, confounded = 0,
+    only_base = 2, only_new = 0, notes = {},
     text = "1 regression, 0 improvements, 3 unchanged, 6 not tested (2 metrics not in both files)" })
 
   local res = run_wb(DIR .. "bench_base.json", DIR .. "bench_new.json", "--json", "--fail-on-regression")
@@ -403,4 +404,30 @@ T.case("peak RSS: a change below the RSS counters' resolution is unchanged, a la
   T.match(small.reason, "below the " .. res .. " KiB resolution of the kernel's per%-CPU RSS counters")
   local big = compare.compare(side(1000), side(1000 + 4 * res)).rows[1]
   T.eq(big.verdict, "regression")
+end)
+
+T.case("hyperfine exports: a wall change the CPU time does not bear out is confounded, not a regression", function()
+  local stats = require "wb.stats"
+  local function export(times, user, system)
+    return compare.from_document(json.decode(json.encode({ results = { { command = "work", mean = stats.mean(times),
+      median = stats.median(times), min = 0, max = 1, user = user, system = system, times = times } } })), "hf.json")
+  end
+  local function times(level)
+    local xs = {}
+    for i = 1, 10 do xs[i] = level * (1 + 0.01 * (i - 5.5)) end
+    return xs
+  end
+  -- the same commands back to back, the second beside other work: 1.24× slower wall, same CPU
+  local result = compare.compare(export(times(0.10), 0.09, 0.005), export(times(0.124), 0.092, 0.005))
+  local r = row(result, "work wall mean")
+  T.eq(r.verdict, "confounded", r.reason)
+  T.match(r.reason, "^wall 1%.24× slower: p = .*: regression, but a hyperfine export carries no per%-run CPU")
+  T.match(r.reason, "mean CPU time %(user %+ system%) 1%.02× slower does not bear it out: confounded")
+  T.eq({ result.summary.regressions, result.summary.confounded }, { 0, 2 })
+  T.eq(compare.interference_text(r), "none: hyperfine export")
+  -- more CPU work than load can account for: the verdict stands
+  result = compare.compare(export(times(0.10), 0.09, 0.005), export(times(0.14), 0.13, 0.005))
+  r = row(result, "work wall mean")
+  T.eq(r.verdict, "regression", r.reason)
+  T.match(r.reason, "%(mean CPU time %(user %+ system%) 1%.42× slower too, beyond the 1%.25× that load can account for%)$")
 end)

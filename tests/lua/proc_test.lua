@@ -686,3 +686,29 @@ end }
     T.match(res.stderr, "merge: ran\n")
   end
 end)
+
+T.case("interference evidence: a run sharing its CPU with a busy loop waits for it, and says how long", function()
+  local cpu = proc.run({ argv = { "taskset", "-c", "0", "true" }, stdout = "null", stderr = "null" })
+  if not (cpu and cpu.ok) then T.skip("taskset cannot pin to CPU 0 here") end
+  -- a hog pinned to CPU 0 and, beside it, a CPU-bound child pinned there too: the scheduler shares
+  -- the CPU, so the child spends about as long waiting as running
+  local hog = assert(proc.spawn { argv = { "taskset", "-c", "0", "sh", "-c", "while :; do :; done" } })
+  local ok, res = pcall(proc.run, { argv = { "taskset", "-c", "0", "sh", "-c",
+    "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done" } })
+  hog:kill()
+  hog:wait()
+  hog:close()
+  assert(ok, res)
+  T.ok(res.ok, res.code)
+  T.ok(res.runq_scope == "tree" or res.runq_scope == "leader", res.runq_scope)
+  local busy = res.user + res.sys
+  T.ok(res.runq > 0.25 * res.wall, string.format("waited %.3f s of %.3f s wall", res.runq, res.wall))
+  -- one thread at a time: its wall is what it ran, what it waited and nothing else (it never blocks)
+  local own = res.wall_own or res.wall
+  T.ok(math.abs(own - busy - res.runq) < 0.1 * own + 0.02,
+    string.format("own wall %.3f = cpu %.3f + runq %.3f", own, busy, res.runq))
+  T.ok(res.wall_own == nil or (res.wall_own <= res.wall and res.wall_own > 0.9 * res.wall), "the kernel's wall within wb's")
+  T.ok(res.nivcsw > 0, "preempted")
+  T.ok(math.type(res.cpus) == "integer" and res.cpus >= 1)
+  T.ok(res.others_cpu == nil or res.others_cpu > 0.3, "the hog's CPU use seen as other load: " .. tostring(res.others_cpu))
+end)

@@ -129,3 +129,125 @@ T.case("a user or system time change below the kernel's 4 ms tick is no verdict;
   local big = user_row(0.100, 0.150)
   T.eq(big.verdict, "regression", big.reason)
 end)
+
+---- interference: how much of a change was the machine ------------------------------------------
+
+local itf = require "wb.interference"
+
+-- One side of n single-threaded runs: cpu seconds of work each, runq seconds of waiting for a
+-- CPU, others CPUs of other load; walls = cpu + runq (+ a spread).
+local function side(cpu, runq, others, n)
+  local walls, ev = {}, { runq = {}, cpu = {}, others = {} }
+  local cpus = spread(cpu, n, 0.02)
+  for i = 1, n do
+    walls[i] = cpus[i] + runq
+    ev.runq[i], ev.cpu[i], ev.others[i] = runq, cpus[i], others
+  end
+  return walls, itf.evidence(walls, ev.runq, ev.cpu, nil, ev.others, "tree", 2)
+end
+
+local function judged(metric, b_walls, b_ev, n_walls, n_ev)
+  local mean = function(xs) return wb.stats.mean(xs) end
+  local row = verdict.compare(metric, mean(b_walls), mean(n_walls), { base_samples = b_walls, new_samples = n_walls,
+    base_evidence = b_ev, new_evidence = n_ev })
+  local info = verdict.judge({ row })
+  return row, info
+end
+
+T.case("net wall: a single-threaded run's wall less its wait for a CPU; k threads share the wait", function()
+  local ev = itf.evidence({ 1.5 }, { 0.5 }, { 1.0 }, nil, nil, "tree")
+  T.near(itf.net({ 1.5 }, ev)[1], 1.0, 1e-12)
+  -- two threads busy 1 s each, each waiting 0.5 s: 2 runnable at once, 1.5 s of wall, 1 s net
+  ev = itf.evidence({ 1.5 }, { 1.0 }, { 2.0 }, nil, nil, "tree")
+  T.near(itf.parallelism(1.5, 2.0, 1.0), 2, 1e-12)
+  T.near(itf.net({ 1.5 }, ev)[1], 1.0, 1e-12)
+  -- a sleeper (little CPU): one thread, its wake-up wait taken out
+  ev = itf.evidence({ 0.05 }, { 0.004 }, { 0.001 }, { 0.049 }, nil, "tree")
+  T.near(itf.net({ 0.05 }, ev)[1], 0.045, 1e-12, "the own wall (fork to exit) less the wait")
+  T.eq(itf.evidence({ 1, 2 }, { 0.1 }, nil, nil, nil), nil, "no verdict on partial evidence")
+end)
+
+T.case("a wall change that is all run-queue delay: interference, not code, not counted", function()
+  local bw, be = side(0.10, 0.001, 0.0, 12)
+  local nw, ne = side(0.10, 0.05, 1.5, 12)
+  local row, info = judged("wall mean", bw, be, nw, ne)
+  T.eq(row.verdict, "interference", row.reason)
+  T.match(row.reason, "^wall 1%.49× slower %(p = [%d.e-]+%), but net of run%-queue delay 1%.00× [a-z]+ %(p = ")
+  T.match(row.reason, "interference, not code: run%-queue delay 1%.0 ms vs 50%.0 ms per run, other load 0%.0 vs 1%.5 CPUs$")
+  T.eq({ info.counts.regression, info.counts.interference }, { 0, 1 })
+  T.match(verdict.summary_text(info), "1 interference, not code")
+end)
+
+T.case("a real change under a load change: found against the load, confounded with it", function()
+  -- 10% more CPU work on the quieter side: the load made the base slower, yet new is slower still
+  local bw, be = side(0.10, 0.06, 1.5, 12)
+  local nw, ne = side(0.11, 0.0, 0.0, 12)
+  local row = judged("wall mean", bw, be, nw, ne)
+  T.eq(row.verdict, "regression", row.reason)
+  T.near(row.ratio, 1.1, 1e-9)
+  T.match(row.reason, "found against the load: the base side ran under more load net of run%-queue delay")
+  -- the same 10% on the busier side: the load could have made it (CPU time grows beside other work)
+  bw, be = side(0.10, 0.0, 0.0, 12)
+  nw, ne = side(0.11, 0.06, 1.5, 12)
+  row = judged("wall mean", bw, be, nw, ne)
+  T.eq(row.verdict, "confounded", row.reason)
+  T.match(row.reason, "^1%.10× slower net of run%-queue delay %(p = .-%), but the new side ran under more load")
+  T.match(row.reason, "which can account for 25%.0 ms of the 10%.0 ms change: confounded")
+  -- 1.5× on the busier side is more than any load can account for
+  nw, ne = side(0.15, 0.06, 1.5, 12)
+  row = judged("wall mean", bw, be, nw, ne)
+  T.eq(row.verdict, "regression", row.reason)
+  T.match(row.reason, "%(net of run%-queue delay; beyond the 25%.0 ms the load difference can account for: ")
+  -- no material difference of load: the net verdict as it is
+  bw, be = side(0.10, 0.0, 0.2, 12)
+  nw, ne = side(0.11, 0.0, 0.3, 12)
+  row = judged("wall mean", bw, be, nw, ne)
+  T.eq(row.verdict, "regression", row.reason)
+  T.match(row.reason, "regression$")
+end)
+
+T.case("a CPU time weighed against the load its record ran under", function()
+  local bw, be = side(0.10, 0.0, 0.0, 12)
+  local nw, ne = side(0.10, 0.06, 1.5, 12)
+  local b_load, n_load = itf.side(bw, be), itf.side(nw, ne)
+  local function cpu_row(level)
+    local b, n = spread(0.10, 12, 0.02), spread(level, 12, 0.02)
+    return verdict.compare("user mean", 0.10, level, { base_samples = b, new_samples = n, base_load = b_load,
+      new_load = n_load, cpu_time = true })
+  end
+  T.eq(cpu_row(0.114).verdict, "confounded", "14% more user time beside two CPU hogs is what the hogs do")
+  T.eq(cpu_row(0.15).verdict, "regression")
+  T.eq(cpu_row(0.086).verdict, "improvement", "faster under more load: against it")
+end)
+
+T.case("a stage's time, with no wait taken out, is weighed against the difference of the waits", function()
+  local bw, be = side(1.0, 0.05, 0.0, 12)
+  local nw, ne = side(1.0, 1.55, 0.0, 12)
+  local b_load, n_load = itf.side(bw, be), itf.side(nw, ne)
+  local function stage(base, new)
+    return verdict.compare("stage_native_seconds", base, new, { base_samples = spread(base, 12, 0.02),
+      new_samples = spread(new, 12, 0.02), base_load = n_load, new_load = b_load })
+  end
+  -- the base waited 1.5 s more in the run queue; its stage was 0.7 s longer: the wait can hold it
+  local r = stage(1.7, 1.0)
+  T.eq(r.verdict, "confounded", r.reason)
+  T.match(r.reason, "^1%.70× faster %(p = .-%), but the base side waited longer for a CPU %(run%-queue delay 1%.550 s vs 50%.0 ms")
+  -- 2 s faster is more than 1.5 s of waiting can explain
+  r = stage(3.0, 1.0)
+  T.eq(r.verdict, "improvement", r.reason)
+end)
+
+T.case("a user or system time alone under a load change: confounded, whatever its size", function()
+  local bw, be = side(0.10, 0.0, 0.0, 12)
+  local nw, ne = side(0.10, 0.06, 1.5, 12)
+  local function sys(new, b_ev, n_ev)
+    return verdict.compare("sys mean", 0.065, new, { base_samples = spread(0.065, 12, 0.02),
+      new_samples = spread(new, 12, 0.02), base_load = itf.side(bw, b_ev), new_load = itf.side(nw, n_ev), cpu_time = "split" })
+  end
+  local r = sys(0.040, be, ne)
+  T.eq(r.verdict, "confounded", r.reason)
+  T.match(r.reason, "^1%.62× faster %(p = .-%), but the sides ran under different load %(.-%), and preemption moves the " ..
+    "kernel's tick%-sampled user/system split: confounded; the wall net of run%-queue delay is the witness$")
+  -- the same load on both sides: a verdict
+  T.eq(sys(0.040, be, be).verdict, "improvement")
+end)
