@@ -88,7 +88,7 @@ int wb_machine_cpus(double *quota_cpus) {
   int count = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
   double best = 0;
   char buf[4096];
-  if (wb_read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
+  if (quota_cpus && wb_read_small("/proc/self/cgroup", buf, sizeof buf) > 0) {
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
       char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;

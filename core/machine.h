@@ -16,9 +16,10 @@ typedef struct wb_machine_sample {
 
 void wb_machine_sample_now(wb_machine_sample *s);
 
-/* The CPUs this process may run on: its affinity mask's count, and, in *quota_cpus, the
- * tightest CFS bandwidth limit of its cgroup and the cgroup's ancestors (cgroup v2 cpu.max or
- * v1 cpu.cfs_quota_us/cfs_period_us), in CPUs; 0 when there is none. Returns the count, or -1. */
+/* The CPUs this process may run on: its affinity mask's count, and, when quota_cpus is not NULL,
+ * in *quota_cpus the tightest CFS bandwidth limit of its cgroup and the cgroup's ancestors
+ * (cgroup v2 cpu.max or v1 cpu.cfs_quota_us/cfs_period_us), in CPUs; 0 when there is none.
+ * Returns the count, or -1. */
 int wb_machine_cpus(double *quota_cpus);
 
 /* The clock ticks per second of /proc/stat's figures. */

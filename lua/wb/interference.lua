@@ -149,17 +149,25 @@ end
 M.OTHERS_MATERIAL, M.OTHERS_MATERIAL_SHARE, M.SHARE_MATERIAL = 0.5, 0.1, 0.05
 
 -- load = interference.load(base_side, new_side) : {base, new, text, heavier ("base", "new" or nil:
--- no material difference), max_share (the larger run-queue share of wall), estimate (a net wall
--- is an estimate on a side: several threads runnable at once, or only the leader's delay known)}
+-- no material difference), busy (a side ran beside material other load), max_share (the larger
+-- run-queue share of wall), estimate (a net wall is an estimate on a side: several threads
+-- runnable at once, or only the leader's delay known)}
 function M.load(b, n)
   local l = { base = b, new = n, text = M.text(b, n), max_share = math.max(b.share, n.share) }
   l.estimate = math.max(b.k, n.k) > M.PARALLEL_ESTIMATE or b.scope ~= "tree" or n.scope ~= "tree"
   local cpus = math.max(b.cpus or 1, n.cpus or 1)
+  local material = math.max(M.OTHERS_MATERIAL, M.OTHERS_MATERIAL_SHARE * cpus)
   local d_share = n.share - b.share
+  -- busy: a side ran beside material other load (verdict.BUSY_THRESHOLD applies)
+  if b.others and n.others then
+    l.busy = math.max(b.others, n.others) >= material
+  else
+    l.busy = l.max_share >= M.SHARE_MATERIAL
+  end
   -- other tasks' CPU use is the witness of other load; a run's own wait for a CPU is one only
   -- where that is unknown (a parallel run also waits for its own threads)
   if b.others and n.others then
-    if math.abs(n.others - b.others) >= math.max(M.OTHERS_MATERIAL, M.OTHERS_MATERIAL_SHARE * cpus) then
+    if math.abs(n.others - b.others) >= material then
       l.heavier = n.others > b.others and "new" or "base"
     end
   elseif math.abs(d_share) >= M.SHARE_MATERIAL then

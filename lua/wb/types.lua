@@ -759,6 +759,9 @@ function verdict.judge(rows, opts) end
 function verdict.summary_text(info) end
 ---@return string
 function verdict.describe(row) end
+---The threshold a row is judged with: opts.threshold, or BUSY_THRESHOLD beside material other load.
+---@return number
+function verdict.threshold_of(row, opts) end
 ---The values of s (a list of numbers or wb.stats samples) as a list of finite numbers, or nil.
 function verdict.values_of(s) end
 
@@ -793,7 +796,7 @@ function interference.parallelism(wall, cpu, runq) end
 function interference.net(walls, ev) end
 ---@return wb.InterferenceSide
 function interference.side(walls, ev) end
----@return {base: wb.InterferenceSide, new: wb.InterferenceSide, text: string, heavier: string?, max_share: number, estimate: boolean}
+---@return {base: wb.InterferenceSide, new: wb.InterferenceSide, text: string, heavier: string?, busy: boolean, max_share: number, estimate: boolean}
 function interference.load(base_side, new_side) end
 ---@return table
 function interference.summary(walls, ev) end

