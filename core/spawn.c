@@ -314,11 +314,10 @@ static void record(wb_child *c, int status, const struct rusage *ru) {
   c->maxrss_bound = ru->ru_maxrss <= own_peak_rss_kb(ru->ru_maxrss - slack) + slack;
 }
 
-/* The leader's own run-queue delay, read from its zombie before it is reaped (its other threads'
- * and its children's are gone by then): what runq says when the exit messages do not (record()
- * replaces it with the tree's when they do). */
+/* Without the exit messages: the leader's own run-queue delay, read from its zombie before it is
+ * reaped (its other threads' and its children's are gone by then). */
 static void note_leader_delay(wb_child *c) {
-  if (c->reaped || c->runq_scope) return;
+  if (c->reaped || c->runq_scope || wb_exits_fd() >= 0) return;
   siginfo_t si = {0};
   if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != c->pid) return;
   char path[64], buf[128];

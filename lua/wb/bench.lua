@@ -206,6 +206,17 @@ local function summarise(c)
   return st
 end
 
+-- ev, net = net_walls(c) : a command's complete interference evidence and its wall samples net
+-- of each run's wait for a CPU (both nil when some run's wait is unknown); made once, after the
+-- last run
+local function net_walls(c)
+  if c.net == nil then
+    local ev = interference.complete_lists(c.evidence)
+    c.ev, c.net = ev, ev and interference.net(c.samples.wall:totable(), ev) or false
+  end
+  return c.ev, c.net or nil
+end
+
 local function warnings_for(c, st, outliers)
   local w = json.array()
   if #outliers > 0 and st.wall.n >= M.MIN_OUTLIER_RUNS then
@@ -213,8 +224,8 @@ local function warnings_for(c, st, outliers)
       #outliers, #outliers == 1 and "" or "s", st.wall.n)
   end
   -- net of the wait for a CPU where known: on a busy machine a 1 ms command's wall is mostly waiting
-  local ev = interference.complete_lists(c.evidence)
-  local mean = ev and stats.mean(interference.net(c.samples.wall:totable(), ev)) or st.wall.mean
+  local ev, net = net_walls(c)
+  local mean = net and stats.mean(net) or st.wall.mean
   if mean < 0.005 then
     w[#w + 1] = string.format("mean wall time %.3f ms%s is under 5 ms: process start-up dominates; results may not reflect the work",
       mean * 1000, ev and " (net of run-queue delay)" or "")
@@ -243,9 +254,10 @@ local function compare(c, ref, seed, threshold)
   cmp.name, cmp.reference = c.name, ref.name
   local a, b = c.samples.wall, ref.samples.wall
   -- net of the wait for a CPU where every run's is known: what the code took, not the machine
-  local ea, eb = interference.complete_lists(c.evidence), interference.complete_lists(ref.evidence)
-  if ea and eb then
-    a, b = interference.net(a:totable(), ea), interference.net(b:totable(), eb)
+  local _, na = net_walls(c)
+  local _, nb = net_walls(ref)
+  if na and nb then
+    a, b = na, nb
     cmp.net_of_run_queue_delay = true
   end
   cmp.ratio_mean = stats.mean(a) / stats.mean(b)
@@ -464,7 +476,7 @@ function M.run(spec)
     local samples = json.object()
     for _, m in ipairs(M.METRICS) do samples[m] = c.samples[m] end -- compact; wb.json writes them
     samples.exit_code = c.exit_codes
-    local ev = interference.complete_lists(c.evidence)
+    local ev = net_walls(c)
     if ev then
       samples.runq, samples.runq_scope = json.array(ev.runq), ev.scope
       samples.wall_own = ev.wall_own and json.array(ev.wall_own) or nil

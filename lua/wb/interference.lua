@@ -33,6 +33,15 @@ end
 
 local SCOPE_RANK = { none = 0, leader = 1, tree = 2 }
 
+-- Whether list xs holds n numbers (an unknown entry is false).
+local function complete(xs, n)
+  if type(xs) ~= "table" or #xs ~= n then return false end
+  for i = 1, n do
+    if type(xs[i]) ~= "number" or xs[i] ~= xs[i] then return false end
+  end
+  return true
+end
+
 -- A fresh per-run evidence accumulator: lists aligned with a metric's samples.
 function M.new_lists()
   return { runq = {}, wall_own = {}, cpu = {}, others = {}, scope = nil }
@@ -54,22 +63,10 @@ end
 -- lists = interference.complete_lists(lists) : {runq, wall_own, cpu, others, scope} with every
 -- list whose every entry is known (the others nil), or nil when the run-queue delay is not
 function M.complete_lists(lists)
-  local function whole(xs)
-    for _, x in ipairs(xs) do if x == false then return nil end end
-    return xs
-  end
-  if not lists or #lists.cpu == 0 or not whole(lists.runq) then return nil end
-  return { runq = lists.runq, cpu = lists.cpu, wall_own = whole(lists.wall_own), others = whole(lists.others),
-    scope = lists.scope, cpus = lists.cpus }
-end
-
--- Whether list xs holds n numbers.
-local function complete(xs, n)
-  if type(xs) ~= "table" or #xs ~= n then return false end
-  for i = 1, n do
-    if type(xs[i]) ~= "number" or xs[i] ~= xs[i] then return false end
-  end
-  return true
+  local n = lists and #lists.cpu or 0
+  if n == 0 or not complete(lists.runq, n) then return nil end
+  return { runq = lists.runq, cpu = lists.cpu, wall_own = complete(lists.wall_own, n) and lists.wall_own or nil,
+    others = complete(lists.others, n) and lists.others or nil, scope = lists.scope, cpus = lists.cpus }
 end
 
 -- ev = interference.evidence(walls, runq, cpu, wall_own, others, scope) : the evidence of

@@ -220,19 +220,19 @@ end
 -- The interference evidence of the runs of rows first..last (their wall samples: walls), or nil
 -- when a commit's result has none (measured by a wb before it, or unprivileged without any).
 local function segment_evidence(rows, first, last, walls)
-  local samples = { runq_seconds = {}, wall_own_seconds = {}, others_cpu = {}, user_seconds = {}, sys_seconds = {} }
-  local scope = "tree"
+  local runq, cpu, wall_own, others, scope = {}, {}, {}, {}, "tree"
   for i = first, last do
     local ev = rows[i].evidence
     if type(ev) ~= "table" or type(ev.runq) ~= "table" then return nil end
     if ev.runq_scope ~= "tree" then scope = ev.runq_scope or "leader" end
-    for key, from in pairs { runq_seconds = "runq", wall_own_seconds = "wall_own", others_cpu = "others_cpu",
-      user_seconds = "user", sys_seconds = "sys" } do
-      for _, x in ipairs(type(ev[from]) == "table" and ev[from] or {}) do table.insert(samples[key], x) end
+    for k, x in ipairs(ev.runq) do
+      runq[#runq + 1] = x
+      cpu[#cpu + 1] = ev.user and ev.sys and ev.user[k] and ev.sys[k] and ev.user[k] + ev.sys[k] or false
+      wall_own[#wall_own + 1] = ev.wall_own and ev.wall_own[k] or false
+      others[#others + 1] = ev.others_cpu and ev.others_cpu[k] or false
     end
   end
-  samples.wall, samples.runq_scope = walls, scope
-  return require("wb.interference").from_samples(samples, "wall")
+  return require("wb.interference").evidence(walls, runq, cpu, wall_own, others, scope)
 end
 
 -- steps = find_steps(h, rows) : steps of the per-commit means of the measured rows, each
