@@ -122,40 +122,57 @@ static int cmp_obs(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Exact two-sided p of U = u for sample sizes m, n without ties. The number of arrangements
- * with U = v equals the number of partitions of v into at most min(m,n) parts each at most
- * max(m,n); counted by dynamic programming with additions only (no cancellation). */
-static double exact_p(lua_State *L, size_t m, size_t n, double u) {
-  if (m > n) {
-    size_t t = m;
-    m = n;
-    n = t;
+/* Exact two-sided p of the rank sum of one group, conditional on the observed ranks (ties
+ * included): of all ways to give `m` of the `total` sorted observations to that group, the
+ * share whose rank sum is at least as far out on the nearer tail, doubled. Ranks are held
+ * doubled (a midrank (i + j) / 2 + 1 becomes the integer i + j + 2); counts[k][s] is the number
+ * of k-subsets of the observations seen so far with doubled rank sum s (additions only). */
+static double exact_p(lua_State *L, const obs *a, size_t total, int group, size_t m) {
+  size_t *rank2 = lua_newuserdatauv(L, total * sizeof *rank2, 0);
+  long long observed = 0;
+  for (size_t i = 0, j; i < total; i = j + 1) {
+    for (j = i; j + 1 < total && a[j + 1].v == a[i].v; j++) {
+    }
+    for (size_t k = i; k <= j; k++) {
+      rank2[k] = i + j + 2;
+      if (a[k].group == group) observed += (long long)(i + j + 2);
+    }
   }
-  size_t width = m * n + 1;
+  size_t width = 0; /* the largest reachable sum, plus one: the m largest ranks */
+  for (size_t k = 0; k < m; k++) width += rank2[total - 1 - k];
+  width += 1;
   double *c = wb_stats_scratch(L, (m + 1) * width);
   memset(c, 0, (m + 1) * width * sizeof *c);
   c[0] = 1;
-  for (size_t s = 1; s <= n; s++)
-    for (size_t j = 1; j <= m; j++)
-      for (size_t v = s; v <= j * s; v++) c[j * width + v] += c[(j - 1) * width + v - s];
-  double total = 0, le = 0, ge = 0;
-  for (size_t v = 0; v < width; v++) {
-    double count = 0;
-    for (size_t j = 0; j <= m; j++) count += c[j * width + v];
-    total += count;
-    if ((double)v <= u) le += count;
-    if ((double)v >= u) ge += count;
+  size_t reach = 0; /* the largest sum any subset of the items seen so far can have */
+  for (size_t t = 0; t < total; t++) {
+    size_t r = rank2[t];
+    reach += r;
+    size_t top_k = t + 1 < m ? t + 1 : m;
+    for (size_t k = top_k; k >= 1; k--) {
+      double *row = c + k * width, *below = c + (k - 1) * width;
+      size_t hi = reach < width - 1 ? reach : width - 1;
+      for (size_t s = hi; s >= r; s--) row[s] += below[s - r];
+    }
   }
-  lua_pop(L, 1);
-  double p = 2 * (le < ge ? le : ge) / total;
+  const double *dist = c + m * width;
+  double all = 0, le = 0, ge = 0;
+  for (size_t s = 0; s < width; s++) {
+    all += dist[s];
+    if ((long long)s <= observed) le += dist[s];
+    if ((long long)s >= observed) ge += dist[s];
+  }
+  lua_pop(L, 2);
+  double p = 2 * (le < ge ? le : ge) / all;
   return p < 1 ? p : 1;
 }
 
 /* -- r = wb.stats.mann_whitney(xs, ys) : two-sided Mann–Whitney U test, an ordered table
  * {u, p, z, exact}. u is the U of xs: the number of pairs (x, y) with x > y plus half the tied
- * pairs. When both samples have at most 50 values and no value is tied, p is exact (the
- * distribution of U by dynamic programming) and exact = true; otherwise p comes from the
- * normal approximation with tie and continuity corrections. z is the normal-approximation
+ * pairs. When both samples have at most 50 values, p is exact and exact = true: the
+ * permutation distribution of the rank sum given the observed midranks, so tied values (a
+ * clock's resolution makes them common) cost no power; otherwise p comes from the normal
+ * approximation with tie and continuity corrections. z is the normal-approximation
  * statistic in either case (positive when xs tend to be larger). */
 int wb_stats_mann_whitney(lua_State *L) {
   lua_settop(L, 2);
@@ -179,8 +196,9 @@ int wb_stats_mann_whitney(lua_State *L) {
   double u = rank_sum - dn1 * (dn1 + 1) / 2, d = u - dn1 * dn2 / 2;
   double var = dn1 * dn2 / 12 * ((dn + 1) - ties / (dn * (dn - 1)));
   double z = var > 0 ? copysign(fmax(fabs(d) - 0.5, 0), d) / sqrt(var) : 0;
-  int exact = ties == 0 && n1 <= 50 && n2 <= 50;
-  double p = exact ? exact_p(L, n1, n2, u) : (var > 0 ? erfc(fabs(z) / sqrt(2)) : 1);
+  int exact = n1 <= 50 && n2 <= 50;
+  double p = exact ? exact_p(L, a, total, n1 <= n2 ? 0 : 1, n1 <= n2 ? n1 : n2)
+                   : (var > 0 ? erfc(fabs(z) / sqrt(2)) : 1);
   wb_ordered_new(L);
   wb_set_num(L, "u", u);
   wb_set_num(L, "p", p);

@@ -25,7 +25,7 @@ $ wb compare tests/fixtures/compare/hyperfine_base.json tests/fixtures/compare/h
 
 $ wb compare tests/fixtures/compare/bench_base.json tests/fixtures/compare/bench_new.json --fail-on-regression
 ...
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 1.1e-05, q = 4.3e-05, CI 1.10–1.10×: regression | no evidence  |
 ...
 3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
 [1]

@@ -85,10 +85,10 @@ T.case("wb bench summaries: metrics per command, samples attached, exact Markdow
 | gzip -k data wall min       |  49.9 ms |  49.9 ms | not tested | 1.00× slower: min: information only                               | no evidence  |
 | xz -k data maxrss_kb mean   |  5.0 MiB |  5.0 MiB | unchanged  | 1.00× larger: p = 1, within the 2% threshold                      |              |
 | xz -k data sys mean         |   8.0 ms |   8.0 ms | unchanged  | 1.00× slower: p = 1, within the 2% threshold                      | no evidence  |
-| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data user mean        | 190.0 ms | 209.0 ms | regression | 1.10× slower: p = 1.1e-05, q = 4.3e-05, CI 1.10–1.10×: regression | no evidence  |
 | xz -k data wall max         | 200.6 ms | 220.7 ms | not tested | 1.10× slower: max: information only                               | no evidence  |
-| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
-| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall mean        | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 1.1e-05, q = 4.3e-05, CI 1.10–1.10×: regression | no evidence  |
+| xz -k data wall median      | 200.0 ms | 220.0 ms | regression | 1.10× slower: p = 1.1e-05, q = 4.3e-05, CI 1.10–1.10×: regression | no evidence  |
 | xz -k data wall min         | 199.4 ms | 219.3 ms | not tested | 1.10× slower: min: information only                               | no evidence  |
 
 3 regressions, 0 improvements, 7 unchanged, 4 not tested; 10 metrics tested together (8 tests), p-values adjusted by Benjamini–Hochberg for a false-discovery rate of 5%
@@ -265,7 +265,7 @@ T.case("--json: a wb.compare document", function()
   T.eq(out.summary.regressions, 3)
   T.eq(out.rows[13].metric, "xz -k data wall median")
   T.ok(out.rows[13].p_value < 0.001 and out.rows[13].q_value < 0.001)
-  T.eq(out.rows[13].reason, "1.10× slower: p = 0.00018, q = 0.00071, CI 1.10–1.10×: regression")
+  T.eq(out.rows[13].reason, "1.10× slower: p = 1.1e-05, q = 4.3e-05, CI 1.10–1.10×: regression")
 end)
 
 T.case("bad input is exit 2 with one line", function()
