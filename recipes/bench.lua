@@ -42,10 +42,10 @@ return wb.recipe {
     if c:plan { sections = { plan } } then return 0 end
     local summary = wb.bench.run(spec)
     wb.bench.record(c, summary)
-    local previous = c:compare_previous()
-    wb.check(wb.report.write_all(c.dir, summary, { previous = previous }))
+    local previous, previous_text = c:compare_previous(), c:previous_text()
+    wb.check(wb.report.write_all(c.dir, summary, { previous = previous, previous_text = previous_text }))
     c:finish()
-    io.write(wb.report.markdown(summary, { previous = previous, terminal = true }))
+    io.write(wb.report.markdown(summary, { previous = previous, previous_text = previous_text, terminal = true }))
     io.write("\nreport: ", c.dir, "/report.html\n")
     return 0
   end,

@@ -24,11 +24,10 @@ local function count(x) return tostring(opt(x) or "–") end
 local function report(m)
   local c, trials = m.c, m.s.trials
   local man = c.manifest
-  local previous = opt(man.previous_manifest_path)
   local doc = page.document { title = "Benchmark matrix: " .. m.profile }
   doc:add(page.p(page.join { "Run directory ", page.code(c.dir), ", status ", page.strong(man.status),
     (man.dry_run and " (dry run)" or "") .. "." },
-    page.join { "Previous compatible run: ", previous and page.code(previous) or "none", "." }))
+    c:previous_text()))
   local rows = { { "run", "status", trials > 1 and ("wall (median of " .. trials .. ")") or "wall", "rows", "files",
     "bytes", "cache", "cache files before → after", "top stages" } }
   for _, r in ipairs(man.runs) do
@@ -42,15 +41,16 @@ local function report(m)
   end
   doc:add(page.table(rows, { align = { "l", "l", "r", "r", "r", "r", "l", "l", "l" } }))
   if #man.comparisons > 0 then
-    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why" } }
+    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why", "interference" } }
     for _, row in ipairs(man.comparisons) do
       local ratio = opt(row.ratio)
+      local itf = opt(row.interference)
       cmp[#cmp + 1] = { row.run_name, row.metric, wb.report.number(row.previous_value),
         wb.report.number(row.current_value), ratio and string.format("%.3f", ratio) or "–",
-        row.verdict == "regression" and page.strong("regression") or row.verdict, row.reason }
+        row.verdict == "regression" and page.strong("regression") or row.verdict, row.reason, itf and itf.text or "" }
     end
     doc:add(page.section("Comparison with the previous run", {
-      page.table(cmp, { align = { "l", "l", "r", "r", "r", "l", "l" } }), page.p(man.comparison_summary.text) }))
+      page.table(cmp, { align = { "l", "l", "r", "r", "r", "l", "l", "l" } }), page.p(man.comparison_summary.text) }))
   end
   doc:write(c, "report", { md = true })
   return doc:md()

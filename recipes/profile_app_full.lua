@@ -58,6 +58,7 @@ return wb.recipe {
     r.cprofile = tool.cprofile and wb.cprofile.run(c, argv, { cwd = opt(tool.cwd), env = tool.env, timeout = tool.timeout })
     r.bottlenecks = app.bottlenecks(r.trials, r.capture, { cpu_bound = MODEL.cpu_bound, functions = MODEL.functions,
       waits = MODEL.waits, top = tool.top })
+    r.previous, r.previous_text = c:compare_previous(), c:previous_text()
     local md = app.markdown(r, REPORT)
     c:write_json("summary.json", app.summary(r))
     c:write("summary.md", md)

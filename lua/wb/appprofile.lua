@@ -404,6 +404,24 @@ function M.markdown(r, limits)
   out[#out + 1] = string.format("Wall time over %d trials: median %s, mean %s ± %s (min %s, max %s).", w.n,
     util.format_seconds(w.median), util.format_seconds(w.mean), util.format_seconds(w.stddev),
     util.format_seconds(w.min), util.format_seconds(w.max))
+  local itf = trials.interference
+  if itf then
+    out[#out + 1] = ""
+    out[#out + 1] = string.format("Interference: waiting for a CPU %s per trial (%s of wall)%s.",
+      util.format_seconds(itf.runq_mean_seconds), percent(itf.runq_share),
+      itf.others_cpu_mean and string.format(", other tasks using %.1f CPUs", itf.others_cpu_mean) or "")
+  end
+  if r.previous_text then
+    out[#out + 1] = ""
+    out[#out + 1] = "## Compared with the previous run"
+    out[#out + 1] = ""
+    local previous = r.previous
+    out[#out + 1] = r.previous_text
+    if previous and #previous.rows > 0 then
+      out[#out + 1] = ""
+      out[#out + 1] = (require("wb.compare").markdown(previous):gsub("\n$", ""))
+    end
+  end
   out[#out + 1] = ""
   out[#out + 1] = "## Bottlenecks"
   out[#out + 1] = ""
@@ -580,6 +598,15 @@ function M.summary(r)
     offcpu = without_text(cap.offcpu), warnings = json.array(cap.warnings) } or json.null
   doc.callgrind = r.callgrind or json.null
   doc.cprofile = r.cprofile or json.null
+  doc.trials.interference = trials.interference or json.null
+  local cmp = require "wb.compare"
+  local previous = json.object()
+  previous.text = r.previous_text or json.null
+  previous.path = r.previous and r.previous.base.path or json.null
+  previous.rows = json.array()
+  for _, row in ipairs(r.previous and r.previous.rows or {}) do previous.rows[#previous.rows + 1] = cmp.row_object(row) end
+  previous.summary = r.previous and cmp.summary_object(r.previous) or json.null
+  doc.previous = previous
   return doc
 end
 

@@ -513,35 +513,6 @@ function Campaign:plan(plan)
   return require("wb.plan").write(self, plan)
 end
 
-local function find_baseline(self)
-  local explicit = self.ctx.opts.baseline
-  if explicit then
-    local path = explicit:match("%.json$") and explicit or (explicit .. "/manifest.json")
-    local m, err = M.read_manifest(path)
-    if not m then errors.raise(2, "--baseline: " .. err, 0) end
-    return m, path
-  end
-  -- the latest to finish: by finished_at_utc (whole seconds), then by the manifest's mtime
-  local best, best_path, best_key
-  local parent = util.dirname(self.dir)
-  for _, name in ipairs(fs.list(parent) or {}) do
-    local path = parent .. "/" .. name .. "/manifest.json"
-    local dir = parent .. "/" .. name
-    local st = name ~= "latest" and dir ~= self.dir and fs.stat(path)
-    if st then
-      local m = M.read_manifest(path)
-      if m and m.recipe == self.manifest.recipe and m.status == "complete" and not m.dry_run and
-          m.compatibility_scope == self.manifest.compatibility_scope then
-        local key = { tostring(m.finished_at_utc or m.created_at_utc), st.mtime or 0 }
-        if not best or key[1] > best_key[1] or (key[1] == best_key[1] and key[2] > best_key[2]) then
-          best, best_path, best_key = m, path, key
-        end
-      end
-    end
-  end
-  return best, best_path
-end
-
 -- The comparison of this campaign's runs with the baseline's (wb.compare's engine, exactly as
 -- `wb compare PREVIOUS/manifest.json THIS/manifest.json` gives it), or nil without a baseline.
 local function compare_with(self, base, base_path)
@@ -574,14 +545,27 @@ function Campaign:compare_previous()
   if self.previous == nil then
     self.previous = false
     if not self.manifest.dry_run then
-      local base, path = find_baseline(self)
+      local base, path, why = require("wb.baseline").find(self.dir, self.manifest, self.ctx.opts.baseline, M.read_manifest)
+      if not base and self.ctx.opts.baseline then errors.raise(2, "--baseline: " .. why, 0) end
       if base then
         self.previous = compare_with(self, base, path)
         self.previous_path = path
+      else
+        self.previous_none = why
       end
     end
   end
   return self.previous or nil
+end
+
+-- text = c:previous_text() : "Previous compatible run: DIR." or "Previous compatible run: none
+-- (why; how to force one)." (c:compare_previous() decides which)
+function Campaign:previous_text()
+  self:compare_previous()
+  if self.previous_path then
+    return "Previous compatible run: " .. self.previous_path:gsub("/manifest%.json$", "") .. "."
+  end
+  return "Previous compatible run: none (" .. (self.previous_none or "a dry run compares with none") .. ")."
 end
 
 -- summary = c:finish([status]) : final status ("complete", or "failed" when a run failed),
@@ -601,6 +585,8 @@ function Campaign:finish(status)
     m.comparisons = comparison_rows(previous)
     m.comparison_summary = require("wb.compare").summary_object(previous)
     regressions = previous.summary.regressions
+  elseif self.previous_none then
+    m.previous_missing_reason = self.previous_none
   end
   m.finished_at_utc = clock.utc()
   if type(m.load_average) == "table" then m.load_average.finish = load_average() end

@@ -374,7 +374,8 @@ end
 
 -- doc = html.document(summary [, {title, blocks, previous}]) : the bench report as a page.document;
 -- `blocks` (page kit fragments, e.g. page.section) come first, after the header; `previous` (a
--- wb.compare result) adds the comparison with the previous run
+-- wb.compare result) adds the comparison with the previous run, `previous_text` the line saying
+-- there is none and why
 function M.document(summary, opts)
   opts = opts or {}
   local model = report.model(summary)
@@ -388,6 +389,8 @@ function M.document(summary, opts)
   local previous = opts.previous
   if previous and #previous.rows > 0 then
     doc:add(section(report.previous_title(previous), require("wb.compare").html(previous)))
+  elseif opts.previous_text then
+    doc:add(page.p(opts.previous_text))
   end
   local warnings = warnings_list(model)
   if warnings then doc:add(part("Warnings", warnings, "warnings")) end

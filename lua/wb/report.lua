@@ -207,9 +207,9 @@ function M.previous_title(result)
   return "Compared with the previous run (" .. tostring(result.base.path):gsub("/manifest%.json$", "") .. ")"
 end
 
--- text = report.markdown(summary [, {terminal = true, previous}]) : the summary table, the
--- comparisons as sentences, the comparison with the previous run (previous: a wb.compare
--- result), warnings (one line per distinct warning, naming the commands it is about); for the
+-- text = report.markdown(summary [, {terminal = true, previous, previous_text}]) : the summary
+-- table, the comparisons as sentences, the comparison with the previous run (previous: a
+-- wb.compare result; else previous_text, the campaign's line saying there is none and why), warnings (one line per distinct warning, naming the commands it is about); for the
 -- terminal the warnings and headings are plain text, without Markdown's escapes
 function M.markdown(summary, opts)
   local plain = opts and opts.terminal
@@ -239,6 +239,8 @@ function M.markdown(summary, opts)
     local title = M.previous_title(previous)
     out[#out + 1] = plain and ("\n" .. title .. "\n") or ("\n**" .. M.md_text(title) .. "**\n")
     out[#out + 1] = (require("wb.compare").markdown(previous):gsub("\n$", ""))
+  elseif opts and opts.previous_text then
+    out[#out + 1] = "\n" .. (plain and opts.previous_text or M.md_text(opts.previous_text))
   end
   local order, about = {}, {}
   for _, r in ipairs(model.rows) do

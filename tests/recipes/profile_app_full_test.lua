@@ -130,6 +130,44 @@ T.case("a Debian program (xz): no stage timers, functions from the capture", fun
   T.match(fs.read(d .. "/xz/summary.md"), "## Functions on the CPU")
 end)
 
+T.case("the previous-run comparison: none and why, then the table with interference, in every report", function()
+  local d = T.tmpdir()
+  local function run(name, trials)
+    local res = run_wb({ "-o", d .. "/" .. name, "tool.trials=" .. trials, "tool.warmup=0", "tool.summary_path=null",
+      "tool.counters=false", "tool.oncpu=false", "tool.offcpu=false", "tool.command=[sh,-c,sleep 0.02]" })
+    T.eq(res.code, 0, res.stderr)
+    return res.stdout, assert(json.read(d .. "/" .. name .. "/summary.json"))
+  end
+  local out, s = run("a", 2)
+  T.match(out, "## Compared with the previous run\n\nPrevious compatible run: none %(no earlier complete run of " ..
+    "profile_app_full in [^)]+/%)%.")
+  T.eq({ s.previous.path, #s.previous.rows, s.previous.summary }, { wb.null, 0, wb.null })
+  T.ok(s.trials.interference.runq_mean_seconds >= 0, "the trials' interference in brief")
+  T.match(out, "Interference: waiting for a CPU [%d.]+ %S*s per trial")
+  out, s = run("b", 4)
+  local why = "the latest complete run of profile_app_full, " .. d .. "/a, is not comparable: it differs in " ..
+    "tool.trials: 2 → 4; to compare with it anyway: --baseline " .. d .. "/a"
+  T.eq(s.previous.text, "Previous compatible run: none (" .. why .. ").")
+  T.eq(T.manifest(d .. "/b").previous_missing_reason, why)
+  T.ok(out:find(why, 1, true), "the reason on the terminal")
+  out, s = run("c", 4)
+  T.eq(s.previous.path, d .. "/b/manifest.json")
+  T.eq(s.previous.text, "Previous compatible run: " .. d .. "/b.")
+  local wall
+  for _, row in ipairs(s.previous.rows) do if row.metric == "trials wall_seconds" then wall = row end end
+  T.ok(wall and wall.tested and wall.interference ~= wb.null and wall.interference.net, "the wall tested net of run-queue delay")
+  T.match(out, "| metric +| +base | +new | verdict +| why +| interference +|")
+  T.match(out, "| trials wall_seconds +|[^\n]*| wall net of run%-queue delay; run%-queue delay ")
+  local html = fs.read(d .. "/c/report.html")
+  T.ok(html:find("Compared with the previous run", 1, true) and html:find("run-queue delay", 1, true), "report.html")
+  T.ok(fs.read(d .. "/c/summary.md"):find("| trials wall_seconds", 1, true), "summary.md")
+  -- a baseline named: compared with it whatever differs
+  local res = run_wb({ "-o", d .. "/e", "tool.trials=2", "tool.warmup=0", "tool.summary_path=null", "tool.counters=false",
+    "tool.oncpu=false", "tool.offcpu=false", "tool.command=[sh,-c,sleep 0.02]", "--baseline", d .. "/c" })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(assert(json.read(d .. "/e/summary.json")).previous.path, d .. "/c/manifest.json")
+end)
+
 -- The application's stage lines are its own: one whose seconds are not a number is reported and
 -- left out, never fatal to the report (appprofile.lua:108 raised on `seconds=1.2.3`).
 T.case("a malformed stage line: left out and named, the report written", function()
