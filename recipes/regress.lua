@@ -11,7 +11,10 @@
 -- machine with the same build and bench commands is reused unless force=true. Build failures are
 -- recorded (status build_failed) and left out of the series. Step detection (wb.stats.steps)
 -- over the per-commit means names the first commit of each new level; a Mann–Whitney test
--- between the samples of the segments either side says whether it is significant. Writes
+-- between the samples of the segments either side says whether it is significant. With
+-- confirm=true (or --confirm) each step called a change, or confounded by load, is confirmed: its
+-- two commits built again side by side and benchmarked interleaved in one run; the confirmed
+-- verdict stands beside the original, and only confirmed regressions count. Writes
 -- regress.json (wb.regress v1), regress.md, regress.svg and report.html. See docs/regress.md; the
 -- engine: lua/wb/regress.lua.
 local wb = require "wb"
@@ -27,13 +30,14 @@ return wb.recipe {
     repo = ".", range = null, first_parent = true,
     build = { "make", "-s" }, bench = null, runs = 10, warmup = 1, timeout = null, build_timeout = null,
     results_dir = "runs/regress-results", machine_name = null, skip_existing = true, force = false,
-    threshold = 0.05, min_size = 2, seed = 1, fail_on_regression = false,
+    threshold = 0.05, min_size = 2, seed = 1, fail_on_regression = false, confirm = false,
   },
   types = {
     repo = "string", range = "string|list|null", first_parent = "boolean", build = "list", bench = "list|null",
     runs = "integer>=1", warmup = "integer>=0", timeout = "number>0|null", build_timeout = "number>0|null",
     results_dir = "string", machine_name = "string|null", skip_existing = "boolean", force = "boolean",
     threshold = "number>=0", min_size = "integer>=1", seed = "integer", fail_on_regression = "boolean",
+    confirm = "boolean",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -68,6 +72,7 @@ return wb.recipe {
       return 0
     end
     local doc = regress.document(commits, h, range, regress.run(c, commits, h))
+    if cfg.confirm then regress.confirm(c, h, doc) end
     local md, chart_svg = regress.markdown(doc), regress.chart(doc)
     c:write_json("regress.json", doc)
     c:write("regress.md", md)

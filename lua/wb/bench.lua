@@ -1,7 +1,8 @@
 -- wb.bench: hyperfine-grade timing of commands (see docs/internal/bench-summary-schema.md).
 --
 --   local summary = wb.bench.run {
---     commands = { "sleep 0.05", { name = "b", argv = { "sleep", "0.1" } } },
+--     commands = { "sleep 0.05", { name = "b", argv = { "sleep", "0.1" } } },  -- a table may name
+--                            -- its own cwd (two builds of one program side by side)
 --     runs = nil,            -- fixed count; nil = automatic: at least min_runs and min_time seconds
 --     min_runs = 10, min_time = 3, max_runs = nil, warmup = 0,
 --     setup = nil, prepare = nil, conclude = nil, cleanup = nil,   -- shell commands
@@ -79,7 +80,7 @@ local function expand_scan(commands, scan)
         for i, a in ipairs(c.argv) do argv[i] = a:gsub("{" .. param .. "}", tostring(v)) end
       end
       out[#out + 1] = { name = c.name:gsub("{" .. param .. "}", tostring(v)), command = text, argv = argv,
-        parameters = { [param] = v } }
+        cwd = c.cwd, parameters = { [param] = v } }
     end
   end
   return out, { parameter = param, values = values }
@@ -102,9 +103,10 @@ local function normalise(spec)
     if type(c) == "string" then
       list[i] = { name = c, command = c }
     elseif type(c) == "table" and (c.argv or c.command) then
-      list[i] = { name = c.name or c.command or util.shell_join(c.argv), command = c.command or util.shell_join(c.argv), argv = c.argv }
+      list[i] = { name = c.name or c.command or util.shell_join(c.argv), command = c.command or util.shell_join(c.argv),
+        argv = c.argv, cwd = c.cwd }
     else
-      usage("command " .. i .. " must be a string or {name, argv}")
+      usage("command " .. i .. " must be a string or {name, argv [, cwd]}")
     end
   end
   if #list == 0 then usage("no command to benchmark") end
@@ -160,7 +162,7 @@ end
 
 local function measure(c, spec, record)
   c.runner = c.runner or proc.runner { argv = c.argv, stdout = spec.output or "null", stderr = "null",
-    stdin = "null", timeout = spec.timeout, cwd = spec.cwd }
+    stdin = "null", timeout = spec.timeout, cwd = c.cwd or spec.cwd }
   local res, err = c.runner:run() -- a table the next run reuses
   if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
   if not res.ok and not spec.ignore_failure then

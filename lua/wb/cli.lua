@@ -25,6 +25,7 @@ run options:
   --resume DIR         re-run what did not complete in DIR
   --overwrite          with -o DIR: replace the run DIR holds (refused without it)
   --baseline PATH      compare against this manifest instead of the previous compatible run
+  --confirm            re-run both sides of a change interleaved before reporting it (confirm=true)
   --multirun           run once per combination of comma-separated override values
   -v, --verbose        tracebacks and more detail
 ]]
@@ -167,6 +168,8 @@ function M.parse_run_args(args, first)
       opts.resume = value(a)
     elseif a == "--baseline" then
       opts.baseline = value(a)
+    elseif a == "--confirm" then
+      opts.confirm = true
     elseif a:match("^%-%-?%a") then
       -- hinted once the recipe is known (cmd_run): `--runs 5` may mean runs=5
       local flag, val = a:match("^(%-%-?[^=]+)=(.*)$")

@@ -269,6 +269,13 @@ function M.run(recipe, opts)
     return 0
   end
   check_executor(recipe, cfg)
+  if opts.confirm then -- the flag is the recipe's confirm key
+    if not (recipe.types and recipe.types.confirm == "boolean") then
+      raise(2, "--confirm: recipe '" .. recipe.name .. "' has no confirmation step (it has no confirm key; " ..
+        "wb regress has one)", 0)
+    end
+    cfg.confirm = true
+  end
   local ctx = {
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
     config_info = info,

@@ -111,6 +111,37 @@ local function tail(path, lines)
   return table.concat(all, "\n", math.max(1, #all - lines + 1))
 end
 
+-- A commit checked out in a fresh detached worktree (closing it removes the worktree).
+local function checkout(h, commit)
+  local wt = setmetatable({ repo = h.repo, dir = wb.check(wb.fs.tmpdir("wb-regress")) }, Worktree)
+  wt.path = wt.dir .. "/" .. commit.short
+  git(h.repo, "worktree", "add", "--detach", wt.path, commit.sha)
+  return wt
+end
+
+-- ok = build(c, h, wt, commit, r [, log_name]) : runs h.build in worktree wt (its log in the run
+-- directory's logs/), recording build_seconds, build_exit_code and, on failure, status
+-- "build_failed" and the log's tail in r
+local function build(c, h, wt, commit, r, log_name)
+  if #h.build == 0 then return true end
+  local logfile = c.dir .. "/logs/" .. (log_name or "build-") .. commit.short .. ".log"
+  local res, err = wb.proc.run { argv = h.build, cwd = wt.path, stdout = { file = logfile },
+    stderr = "stdout", timeout = h.build_timeout }
+  if not res then wb.fail("regress: build of " .. commit.short .. ": " .. err, 0) end
+  r.build_seconds, r.build_exit_code = res.wall, res.code or null
+  if res.ok then return true end
+  r.status = "build_failed"
+  r.build_log_tail = tail(logfile, 20)
+  return false
+end
+
+-- The interference evidence of a wb.bench command's runs, as a result stores it, or nil.
+local function evidence_of(samples)
+  if not samples.runq then return nil end
+  return { runq = samples.runq, wall_own = samples.wall_own, others_cpu = samples.others_cpu,
+    user = samples.user, sys = samples.sys, runq_scope = samples.runq_scope }
+end
+
 -- result = measure(c, h, commit) : builds and benchmarks one commit in a worktree
 local function measure(c, h, commit)
   local r = json.object()
@@ -118,21 +149,8 @@ local function measure(c, h, commit)
   r.commit, r.date, r.subject = commit.sha, commit.date, commit.subject
   r.machine, r.measured_at_utc, r.wb_version = h.machine, wb.clock.utc(), wb.version
   r.build_command, r.bench_command = json.array(h.build), json.array(h.bench)
-  local wt <close> = setmetatable({ repo = h.repo, dir = wb.check(wb.fs.tmpdir("wb-regress")) }, Worktree)
-  wt.path = wt.dir .. "/" .. commit.short
-  git(h.repo, "worktree", "add", "--detach", wt.path, commit.sha)
-  if #h.build > 0 then
-    local logfile = c.dir .. "/logs/build-" .. commit.short .. ".log"
-    local res, err = wb.proc.run { argv = h.build, cwd = wt.path, stdout = { file = logfile },
-      stderr = "stdout", timeout = h.build_timeout }
-    if not res then wb.fail("regress: build of " .. commit.short .. ": " .. err, 0) end
-    r.build_seconds, r.build_exit_code = res.wall, res.code or null
-    if not res.ok then
-      r.status = "build_failed"
-      r.build_log_tail = tail(logfile, 20)
-      return r
-    end
-  end
+  local wt <close> = checkout(h, commit)
+  if not build(c, h, wt, commit, r) then return r end
   local ok, summary = pcall(wb.bench.run, { commands = { { name = commit.short, argv = h.bench } },
     cwd = wt.path, runs = h.runs, warmup = h.warmup, seed = h.seed, timeout = h.timeout })
   if not ok then
@@ -151,10 +169,7 @@ local function measure(c, h, commit)
   r.ci_level = h.ci_level
   r.samples = cmd.samples.wall
   -- the interference evidence of each run (docs/compare.md), when every run's is known
-  if cmd.samples.runq then
-    r.evidence = { runq = cmd.samples.runq, wall_own = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu,
-      user = cmd.samples.user, sys = cmd.samples.sys, runq_scope = cmd.samples.runq_scope }
-  end
+  r.evidence = evidence_of(cmd.samples)
   return r
 end
 
@@ -242,9 +257,16 @@ local function find_steps(h, rows)
   for _, row in ipairs(rows) do
     if row.status == "success" then series[#series + 1] = row end
   end
-  local means = {}
-  for i, row in ipairs(series) do means[i] = row.mean end
-  local raw = #means >= 2 and wb.stats.steps(means, { min_size = h.min_size }) or {}
+  -- the levels are of the commits' mean walls net of their runs' wait for a CPU when every
+  -- commit's evidence is known (a busy machine's delays are not the code's), else of the raw means
+  local means, nets = {}, {}
+  for i, row in ipairs(series) do
+    means[i] = row.mean
+    local ev = nets and segment_evidence(series, i, i, row.samples)
+    nets = ev and nets or nil
+    if nets then nets[i] = wb.stats.mean(require("wb.interference").net(row.samples, ev)) end
+  end
+  local raw = #means >= 2 and wb.stats.steps(nets or means, { min_size = h.min_size }) or {}
   local bounds = { 1 }
   for _, s in ipairs(raw) do bounds[#bounds + 1] = s.index end
   bounds[#bounds + 1] = #series + 1
@@ -318,6 +340,77 @@ function M.document(commits, h, range, measured, reused)
   return doc
 end
 
+-- The verdicts a confirmation re-runs: a step called a change, or one the load may have made or hidden.
+local TO_CONFIRM = { regression = true, improvement = true, confounded = true }
+
+-- The two commits of step st (the last of the old level, the first of the new) built afresh side
+-- by side and benchmarked interleaved in one wb.bench run, so that the machine's drift and other
+-- load hit both alike; the step's confirmation (a verdict row as find_steps judges, of these runs).
+local function confirm_step(c, h, st, commits)
+  local base, new = commits[st.previous_commit], commits[st.commit]
+  local conf = json.object()
+  local wt_base <close> = checkout(h, base)
+  local wt_new <close> = checkout(h, new)
+  for _, side in ipairs({ { base, wt_base }, { new, wt_new } }) do
+    if not build(c, h, side[2], side[1], conf, "build-confirm-") then
+      conf.verdict, conf.reason = "not confirmed", "the build of " .. side[1].short .. " failed this time"
+      return conf
+    end
+  end
+  local ok, summary = pcall(wb.bench.run, { commands = { { name = base.short, argv = h.bench, cwd = wt_base.path },
+    { name = new.short, argv = h.bench, cwd = wt_new.path } }, runs = h.runs, warmup = h.warmup, seed = h.seed,
+    timeout = h.timeout })
+  if not ok then
+    if type(summary) == "table" and summary.interrupted then error(summary, 0) end
+    conf.verdict = "not confirmed"
+    conf.reason = "the interleaved benchmark failed: " .. (type(summary) == "table" and summary.msg or tostring(summary))
+    return conf
+  end
+  local b, n = summary.commands[1], summary.commands[2]
+  local function side_evidence(cmd)
+    local walls = cmd.samples.wall:totable()
+    local ev = segment_evidence({ { evidence = evidence_of(cmd.samples) } }, 1, 1, walls)
+    return walls, ev
+  end
+  local bw, be = side_evidence(b)
+  local nw, ne = side_evidence(n)
+  local row = wb.verdict.compare("wall mean", b.stats.wall.mean, n.stats.wall.mean, { kind = "time", stat = "mean",
+    threshold = h.threshold, alpha = h.alpha, base_samples = bw, new_samples = nw, seed = h.seed,
+    base_evidence = be, new_evidence = ne })
+  wb.verdict.judge({ row }, { threshold = h.threshold, alpha = h.alpha })
+  conf.verdict, conf.reason, conf.ratio = row.verdict, row.reason, row.ratio or null
+  conf.p_value, conf.ci_lo, conf.ci_hi = row.p or null, row.ci_lo or null, row.ci_hi or null
+  conf.before, conf.after, conf.runs = b.stats.wall.mean, n.stats.wall.mean, h.runs
+  conf.order = "interleaved"
+  return conf
+end
+
+-- regress.confirm(c, h, doc) : every step doc calls a regression, an improvement or confounded,
+-- confirmed by its two commits built again and benchmarked interleaved (confirm_step):
+-- st.confirmation {verdict, reason, ratio, p_value, ci_lo, ci_hi, before, after, runs, order} beside
+-- the step's own verdict, st.confirmed (the confirmation's verdict is a regression or an
+-- improvement, the step's kind); doc.regressions then counts the confirmed regressions, and
+-- doc.unconfirmed the steps the confirmation did not bear out
+function M.confirm(c, h, doc)
+  local by_sha = {}
+  for _, row in ipairs(doc.commits) do by_sha[row.commit] = { sha = row.commit, short = row.short } end
+  local regressions, unconfirmed = 0, 0
+  for i, st in ipairs(doc.steps) do
+    if TO_CONFIRM[st.verdict] then
+      log("[confirm %d] %s..%s: building both and benchmarking them interleaved", i, by_sha[st.previous_commit].short, st.short)
+      local conf = confirm_step(c, h, st, by_sha)
+      st.confirmation = conf
+      st.confirmed = conf.verdict == st.kind
+      c:event("step_confirmed", { run = st.short, verdict = st.verdict, confirmed = conf.verdict })
+      if st.confirmed and st.kind == "regression" then regressions = regressions + 1 end
+      if not st.confirmed and st.significant then unconfirmed = unconfirmed + 1 end
+      log("[confirm %d] %s: %s", i, st.short, conf.reason)
+    end
+  end
+  doc.regressions, doc.unconfirmed, doc.confirmed = regressions, unconfirmed, true
+  return doc
+end
+
 local function pct(ratio) return string.format("%+.1f%%", (ratio - 1) * 100) end
 
 local function step_sentence(st, unit, settings)
@@ -329,6 +422,11 @@ local function step_sentence(st, unit, settings)
   end
   if #st.candidates > 1 then
     text = text .. string.format("; the %d commits before it were not measured and may hold the change", #st.candidates - 1)
+  end
+  local conf = st.confirmation
+  if conf then
+    text = text .. string.format("; confirmed by an interleaved re-run: %s (%s)", st.confirmed and "yes" or "no",
+      conf.reason)
   end
   return text
 end
@@ -343,7 +441,8 @@ local function rows_table(doc, unit)
     local st = step_at[row.commit]
     rows[#rows + 1] = { tostring(row.index), row.short, row.date:sub(1, 10), row.subject,
       row.status:gsub("_", " ") .. (row.reused and " (reused)" or ""), mean,
-      row.status == "success" and tostring(row.n) or "", st and (pct(st.ratio) .. " " .. st.kind) or "" }
+      row.status == "success" and tostring(row.n) or "", st and (pct(st.ratio) .. " " .. st.kind ..
+        (st.confirmation and (st.confirmed and ", confirmed" or ", not confirmed") or "")) or "" }
   end
   return rows
 end

@@ -151,6 +151,59 @@ T.case("results accumulate: measured commits are reused, new ones measured, forc
   T.eq(fs.list(tmp), {})
 end)
 
+T.case("--confirm: a real step is borne out by an interleaved re-run, a step the stored results made up is not", function()
+  local repo, shas = repo_fixture()
+  local d, tmp = T.tmpdir(), T.tmpdir()
+  local function run(name, commits, ...)
+    local list = {}
+    for i, k in ipairs(commits) do list[i] = shas[k] end
+    local res = run_regress({ "repo=" .. repo, "range=[" .. table.concat(list, ",") .. "]", "bench=[./app]",
+      "runs=6", "warmup=1", "machine_name=conf", "results_dir=" .. d .. "/results", "-o", d .. "/" .. name, ... }, tmp)
+    return res, json.read(d .. "/" .. name .. "/regress.json")
+  end
+  -- commits 1-4 all sleep 20 ms; the stored results of 3 and 4 are then made 2x slower, as a
+  -- busy machine could have made them: a step at 3 that the code never had
+  local res = run("measured", { 1, 2, 3, 4 })
+  T.eq(res.code, 0, res.stderr)
+  for _, k in ipairs({ 3, 4 }) do
+    local path = d .. "/results/conf/" .. shas[k] .. ".json"
+    local r = assert(json.read(path))
+    for _, key in ipairs({ "mean", "median", "min", "max", "ci_lo", "ci_hi" }) do r[key] = r[key] * 2 end
+    for i, x in ipairs(r.samples) do r.samples[i] = x * 2 end
+    for i, x in ipairs(r.evidence.wall_own) do r.evidence.wall_own[i] = x * 2 end
+    assert(fs.write(path, json.encode(r)))
+  end
+  local doc
+  res, doc = run("false", { 1, 2, 3, 4 }, "fail_on_regression=true", "--confirm")
+  T.eq(res.code, 0, "an unconfirmed step does not fail the gate: " .. res.stderr)
+  T.eq(#doc.steps, 1, fs.read(d .. "/false/regress.md"))
+  local st = doc.steps[1]
+  T.eq({ st.commit, st.verdict, st.confirmed }, { shas[3], "regression", false })
+  T.eq(st.confirmation.order, "interleaved")
+  T.ok(st.confirmation.verdict ~= "regression", st.confirmation.reason)
+  T.between(st.confirmation.ratio, 0.9, 1.1, "the same code, interleaved")
+  T.eq({ doc.regressions, doc.unconfirmed, doc.confirmed }, { 0, 1, true })
+  T.match(fs.read(d .. "/false/regress.md"), "confirmed by an interleaved re%-run: no %(")
+  T.match(res.stderr, "%[confirm 1%] [%x]+%.%.[%x]+: building both and benchmarking them interleaved")
+  T.ok(fs.exists(d .. "/false/logs/build-confirm-" .. shas[3]:sub(1, 10) .. ".log"), "the confirmation's build log")
+  -- commits 3-6 measured again: the real +30% at 5, confirmed; the gate fails on it
+  res, doc = run("real", { 3, 4, 5, 6 }, "fail_on_regression=true", "confirm=true", "force=true")
+  T.eq(res.code, 1, res.stderr)
+  st = nil
+  for _, x in ipairs(doc.steps) do if x.commit == shas[5] then st = x end end
+  T.ok(st and st.confirmed, st and st.confirmation and st.confirmation.reason or "no step at commit 5")
+  T.eq(st.confirmation.verdict, "regression")
+  T.between(st.confirmation.ratio, 1.1, 1.6, "26 ms against 20 ms")
+  T.eq(doc.regressions, 1)
+  T.match(fs.read(d .. "/real/regress.md"), "%+%d+%.%d%% regression, confirmed |")
+  T.eq(worktrees(repo), 1)
+  T.eq(fs.list(tmp), {}, "the confirmation's worktrees removed")
+  -- a recipe without a confirmation step refuses the flag
+  local other = T.wb({ "demo", "--confirm" })
+  T.eq(other.code, 2)
+  T.match(other.stderr, "^wb: %-%-confirm: recipe 'demo' has no confirmation step")
+end)
+
 T.case("an interrupt removes the worktree and leaves no result", function()
   local repo, shas = repo_fixture()
   local d, tmp = T.tmpdir(), T.tmpdir()
