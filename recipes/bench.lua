@@ -3,7 +3,9 @@
 --   wb bench 'sleep 0.05' 'sleep 0.1' runs=20 warmup=2
 --   wb bench 'xz -T{threads} -k -f data' scan.threads=1,2,4 shell=true
 -- Writes summary.json (+ .md, .csv, hyperfine.json, report.html) into the run directory and
--- prints the Markdown summary. Exit 1 if a command fails (unless ignore_failure=true).
+-- prints the Markdown summary. Exit 1 if a command fails (unless ignore_failure=true). With
+-- confirm=true (--confirm) the changes found against the previous compatible run are re-run, its
+-- commands and these interleaved (wb.confirm), and only confirmed ones count.
 local wb = require "wb"
 
 return wb.recipe {
@@ -12,7 +14,7 @@ return wb.recipe {
     runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0,
     setup = wb.null, prepare = wb.null, conclude = wb.null, cleanup = wb.null,
     ignore_failure = false, shell = false, order = "interleaved", seed = 1,
-    reference = wb.null, timeout = wb.null, scan = {}, commands = {}, threshold = 0.01,
+    reference = wb.null, timeout = wb.null, scan = {}, commands = wb.json.array(), threshold = 0.01, confirm = false,
   },
   open = { "scan" }, -- scan.PARAM=values names the parameter
   types = {
@@ -20,7 +22,7 @@ return wb.recipe {
     warmup = "integer>=0", setup = "string|null", prepare = "string|null", conclude = "string|null",
     cleanup = "string|null", ignore_failure = "boolean", shell = "boolean", order = "interleaved|random",
     seed = "integer", reference = "string|integer|null", timeout = "number>0|null", scan = "mapping",
-    commands = "list", threshold = "number>=0",
+    commands = "list", threshold = "number>=0", confirm = "boolean",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -43,6 +45,10 @@ return wb.recipe {
     local summary = wb.bench.run(spec)
     wb.bench.record(c, summary)
     local previous, previous_text = c:compare_previous(), c:previous_text()
+    if previous and cfg.confirm then -- the changes re-run, the previous run's commands and these interleaved
+      local base = wb.json.read(previous.base.path:gsub("manifest%.json$", "summary.json"))
+      wb.confirm.run(previous, base, summary, { warmup = cfg.warmup, timeout = opt(cfg.timeout) })
+    end
     wb.check(wb.report.write_all(c.dir, summary, { previous = previous, previous_text = previous_text }))
     c:finish()
     io.write(wb.report.markdown(summary, { previous = previous, previous_text = previous_text, terminal = true }))

@@ -467,11 +467,15 @@ function M.run(spec)
   settings.shell_spawn_seconds = spec.shell_cost or json.null
   summary.settings = settings
   local commands = json.array()
+  local here = require("wb.fs").realpath(".")
   for _, c in ipairs(cmds) do
+    local dir = c.cwd or spec.cwd
+    local work_dir = dir and (dir:sub(1, 1) == "/" and dir or (here and util.join(here, dir)) or dir) or here or json.null
     local o = json.object()
     o.name = c.name
     o.command = c.command
     o.argv = json.array(c.argv)
+    o.cwd = work_dir -- where it ran: what a confirmation re-runs (docs/compare.md)
     local params = json.object()
     for k, v in pairs(c.parameters or {}) do params[k] = v end
     o.parameters = params

@@ -148,7 +148,16 @@ local function preflight(spec)
   return p
 end
 
+-- Top-level config keys that change what is reported, not what is measured: runs that differ
+-- only in them stay comparable.
+local SCOPE_EXEMPT = { confirm = true }
+
 local function scope_hash(cfg, pre)
+  local measured = json.object() -- in cfg's key order, as before there were exempt keys
+  for _, k in ipairs(util.keys(cfg)) do
+    if not SCOPE_EXEMPT[k] then measured[k] = cfg[k] end
+  end
+  cfg = measured
   local tools = {}
   for k, v in pairs(pre.tools) do tools[k] = v end
   local inputs = {}

@@ -24,7 +24,7 @@ local interference = require "wb.interference"
 local M = {}
 M.SCHEMA_NAME = "wb.compare"
 M.SCHEMA_VERSION = 1
-M.USAGE = "usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]"
+M.USAGE = "usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02] [--confirm]"
 
 local WB_SCHEMAS = { ["wb.bench"] = 1, ["wb.manifest"] = 1 }
 
@@ -606,19 +606,30 @@ function M.interference_text(r)
   return r.evidence_note or (r.kind == "time" and "no evidence" or "")
 end
 
-local function cells_of(r)
-  return { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason,
+-- The table's header and alignment: with a confirmation (wb.confirm), its column last.
+local function header_of(result)
+  if not result.confirmed then return HEADER, ALIGN end
+  local h, a = { table.unpack(HEADER) }, { table.unpack(ALIGN) }
+  h[#h + 1], a[#a + 1] = "confirmed by an interleaved re-run", "l"
+  return h, a
+end
+
+local function cells_of(r, result)
+  local cells = { r.name, M.format_value(r.base, r.unit), M.format_value(r.new, r.unit), r.verdict, r.reason,
     M.interference_text(r) }
+  if result.confirmed then cells[#cells + 1] = require("wb.confirm").text(r) end
+  return cells
 end
 
 -- text = compare.markdown(result [, write]) : the table (each row with the reason for its verdict)
 -- and the summary line; with write, the text is passed to write(piece) line by line instead
 function M.markdown(result, write)
-  local cells = { HEADER }
-  for _, r in ipairs(result.rows) do cells[#cells + 1] = cells_of(r) end
+  local header, align = header_of(result)
+  local cells = { header }
+  for _, r in ipairs(result.rows) do cells[#cells + 1] = cells_of(r, result) end
   local out = {}
   local emit = write or function(piece) out[#out + 1] = piece end
-  require("wb.page").md_table(cells, ALIGN, emit)
+  require("wb.page").md_table(cells, align, emit)
   emit("\n" .. result.summary.text .. "\n")
   return not write and table.concat(out) or nil
 end
@@ -627,13 +638,14 @@ end
 -- each row's verdict its class, the change in bold for regressions and improvements
 function M.html(result)
   local page = require "wb.page"
-  local rows, classes = { HEADER }, {}
+  local header, align = header_of(result)
+  local rows, classes = { header }, {}
   for i, r in ipairs(result.rows) do
-    local cells = cells_of(r)
+    local cells = cells_of(r, result)
     if r.verdict == "regression" or r.verdict == "improvement" then cells[4] = page.strong(cells[4]) end
     rows[i + 1], classes[i + 1] = cells, r.verdict:gsub(" ", "-")
   end
-  return page.join { page.table(rows, { align = ALIGN, class = "compare", row_class = classes }),
+  return page.join { page.table(rows, { align = align, class = "compare", row_class = classes }),
     page.p(result.summary.text) }
 end
 
@@ -662,6 +674,7 @@ function M.row_object(r)
   o.note = or_null(r.note)
   o.change = r.change
   o.interference = M.interference_object(r)
+  if r.confirmation then o.confirmation = r.confirmation end -- with --confirm (wb.confirm)
   return o
 end
 
@@ -696,6 +709,9 @@ function M.summary_object(result)
   local s = json.object()
   for _, k in ipairs(SUMMARY_KEYS) do s[k] = or_null(result.summary[k]) end
   s.notes = json.array(result.summary.notes or {})
+  if result.confirmed then -- with --confirm: regressions and improvements are the confirmed ones
+    s.confirmed, s.unconfirmed = true, result.summary.unconfirmed
+  end
   return s
 end
 
@@ -754,6 +770,20 @@ end
 
 -- status = compare.main(args) : 0; 1 with --fail-on-regression when a metric regressed;
 -- raises exit 2 on bad usage or input
+-- The wb.bench summary a --confirm re-runs the commands of: path, or DIR/summary.json of a run
+-- directory of wb bench; anything else is a usage error.
+local function confirm_source(path)
+  local st = require("wb.fs").stat(path)
+  local file = (st and st.type == "dir") and util.join(path, "summary.json") or path
+  local doc, err = json.read(file)
+  if doc == nil then fail(err) end
+  if not (is_object(doc) and doc.schema_name == "wb.bench") then
+    fail("--confirm re-runs the commands of wb bench summaries (summary.json, or a wb bench run directory); " ..
+      file .. " is not one (hyperfine exports and manifests do not record where a command ran)")
+  end
+  return doc
+end
+
 function M.main(args)
   local opts, files = {}, {}
   local i = 1
@@ -766,6 +796,8 @@ function M.main(args)
       opts.json = true
     elseif a == "--fail-on-regression" then
       opts.fail_on_regression = true
+    elseif a == "--confirm" then
+      opts.confirm = true
     elseif a == "--threshold" then
       i = i + 1
       opts.threshold = parse_threshold(args[i])
@@ -781,8 +813,10 @@ function M.main(args)
   if #files ~= 2 then
     usage_error(string.format("expected two files (BASE and NEW), got %d", #files))
   end
+  local docs = opts.confirm and { confirm_source(files[1]), confirm_source(files[2]) }
   opts.consume = true
   local result = M.compare(M.load(files[1]), M.load(files[2]), opts)
+  if docs then require("wb.confirm").run(result, docs[1], docs[2]) end
   if opts.json then
     M.write_document(result, function(piece) io.write(piece) end)
     io.write("\n")

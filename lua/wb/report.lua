@@ -360,7 +360,7 @@ local SUMMARY_SHAPE = {
     settings = { keys = { "runs", "min_runs", "min_time", "warmup", "shell", "order", "seed",
       "reference", "shell_spawn_seconds" } },
     commands = { array = true, item = {
-      keys = { "name", "command", "argv", "parameters", "samples", "stats", "interference", "maxrss_upper_bound",
+      keys = { "name", "command", "argv", "cwd", "parameters", "samples", "stats", "interference", "maxrss_upper_bound",
         "outliers", "warnings" },
       fields = {
         argv = ARRAY, outliers = ARRAY, warnings = ARRAY,

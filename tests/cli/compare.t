@@ -110,13 +110,13 @@ wb: compare: /tmp/wbcli%.%w+/missing%.json: No such file or directory (re)
 
 $ wb compare tests/fixtures/compare/bench_base.json
 wb: compare: expected two files (BASE and NEW), got 1
-usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
+usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02] [--confirm]
 [2]
 
 $ wb compare a.json b.json --threshold two
 wb: compare: --threshold takes a fraction in [0, 1) such as 0.02 or 2%, not 'two'
-usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
+usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02] [--confirm]
 [2]
 
 $ wb compare --help
-usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
+usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02] [--confirm]

@@ -1,0 +1,115 @@
+-- wb compare --confirm (lua/wb/confirm.lua): the commands behind a comparison's changes run
+-- again, interleaved, and only confirmed changes count.
+local T = require "wb.test"
+local wb = require "wb"
+local fs, json = wb.fs, wb.json
+
+-- A directory holding ./work, a shell script sleeping `seconds`, and the wb bench summary of it.
+local function side(root, name, seconds)
+  local dir = root .. "/" .. name
+  assert(fs.mkdir_p(dir))
+  assert(fs.write(dir .. "/work", "#!/bin/sh\nsleep " .. seconds .. "\n"))
+  assert(os.execute("chmod +x '" .. dir .. "/work'"))
+  local res = T.wb({ "bench", "./work", "runs=6", "warmup=1", "-o", root .. "/runs/" .. name }, { cwd = dir })
+  T.eq(res.code, 0, res.stderr)
+  return root .. "/runs/" .. name
+end
+
+local function compare(args)
+  return T.wb({ "compare", table.unpack(args) }, { timeout = 120 })
+end
+
+-- The rows of a wb.compare document by metric name.
+local function rows_of(text)
+  local by = {}
+  for _, r in ipairs(json.decode(text).rows) do by[r.metric] = r end
+  return by
+end
+
+T.case("a real change is confirmed by the interleaved re-run; the gate fails on it", function()
+  local root = T.tmpdir()
+  local a, b = side(root, "a", "0.03"), side(root, "b", "0.045")
+  local res = compare({ a, b, "--confirm", "--json", "--fail-on-regression" })
+  T.eq(res.code, 1, res.stderr)
+  local doc = json.decode(res.stdout)
+  T.eq({ doc.summary.confirmed, doc.summary.regressions, doc.summary.unconfirmed }, { true, 2, 0 })
+  local wall = rows_of(res.stdout)["./work wall mean"]
+  T.eq({ wall.verdict, wall.confirmation.verdict }, { "regression", "regression" })
+  T.between(wall.confirmation.ratio, 1.3, 1.7, "45 ms against 30 ms, interleaved")
+  T.eq(rows_of(res.stdout)["./work wall max"].confirmation, nil, "an information-only row is not re-run")
+  T.match(res.stderr, "^confirm: %./work: base and new again, interleaved, 10 runs each\n")
+end)
+
+T.case("a change the first runs made up is not confirmed, and does not count", function()
+  local root = T.tmpdir()
+  local a, b = side(root, "a", "0.03"), side(root, "b", "0.03")
+  -- the base's runs as a faster machine (or a quieter hour) could have measured them
+  local doc = assert(json.read(a .. "/summary.json"))
+  local cmd = doc.commands[1]
+  for _, key in ipairs({ "wall", "wall_own" }) do
+    for i, x in ipairs(cmd.samples[key] or {}) do cmd.samples[key][i] = x * 0.6 end
+  end
+  for k, v in pairs(cmd.stats.wall) do if k ~= "n" then cmd.stats.wall[k] = v * 0.6 end end
+  assert(fs.write(a .. "/summary.json", json.encode(doc)))
+  local plain = compare({ a .. "/summary.json", b .. "/summary.json", "--json" })
+  T.eq(rows_of(plain.stdout)["./work wall mean"].verdict, "regression", "without --confirm: a regression")
+  local res = compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--fail-on-regression" })
+  T.eq(res.code, 0, "nothing confirmed, the gate passes: " .. res.stderr)
+  T.match(res.stdout, "| confirmed by an interleaved re%-run +|\n")
+  T.match(res.stdout, "| ./work wall mean +|[^\n]*| regression |[^\n]*| 1%.%d%d× [%a]+: [^\n]*|\n")
+  T.match(res.stdout, "confirmed by an interleaved re%-run: 0 regressions, 0 improvements %(2 changes not confirmed%)")
+  local rows = rows_of(compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--json" }).stdout)
+  T.ok(rows["./work wall mean"].confirmation.verdict ~= "regression", rows["./work wall mean"].confirmation.reason)
+  T.between(rows["./work wall mean"].confirmation.ratio, 0.85, 1.15, "the same script twice, interleaved")
+end)
+
+T.case("the same command in the same directory cannot be confirmed: said, and not counted", function()
+  local root = T.tmpdir()
+  local a = side(root, "a", "0.03")
+  local doc = assert(json.read(a .. "/summary.json"))
+  local cmd = doc.commands[1]
+  for i, x in ipairs(cmd.samples.wall) do cmd.samples.wall[i] = x * 2 end
+  for i, x in ipairs(cmd.samples.wall_own or {}) do cmd.samples.wall_own[i] = x * 2 end
+  for k, v in pairs(cmd.stats.wall) do if k ~= "n" then cmd.stats.wall[k] = v * 2 end end
+  assert(fs.write(root .. "/slower.json", json.encode(doc)))
+  local res = compare({ a, root .. "/slower.json", "--confirm", "--json", "--fail-on-regression" })
+  T.eq(res.code, 0, res.stderr)
+  local wall = rows_of(res.stdout)["./work wall mean"]
+  T.eq({ wall.verdict, wall.confirmation.verdict }, { "regression", "not confirmed" })
+  T.match(wall.confirmation.reason, "^both sides are the same command in the same directory")
+  T.eq(json.decode(res.stdout).summary.regressions, 0)
+end)
+
+T.case("--confirm needs wb bench summaries: anything else is one line, exit 2", function()
+  local root = T.tmpdir()
+  local a = side(root, "a", "0.01")
+  assert(fs.write(root .. "/hf.json", [[{"results": [{"command": "./work", "mean": 0.01, "stddev": 0.001,
+    "median": 0.01, "user": 0.001, "system": 0.001, "min": 0.01, "max": 0.01, "times": [0.01, 0.01]}]}]]))
+  local res = compare({ root .. "/hf.json", a, "--confirm" })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "^wb: compare: %-%-confirm re%-runs the commands of wb bench summaries %(summary%.json, or a " ..
+    "wb bench run directory%); [^\n]*hf%.json is not one %(hyperfine exports and manifests do not record where a " ..
+    "command ran%)\n$")
+end)
+
+T.case("wb bench --confirm: the previous run's commands and these re-run interleaved; confirm keeps the scope", function()
+  local root = T.tmpdir()
+  side(root, "a", "0.03")
+  side(root, "b", "0.045")
+  local function bench(name, dir, ...)
+    local res = T.wb({ "bench", "commands=[{name: work, argv: [" .. root .. "/" .. dir .. "/work]}]", "runs=6",
+      "-o", root .. "/runs/" .. name, ... }, { timeout = 120 })
+    T.eq(res.code, 0, res.stderr)
+    return T.manifest(root .. "/runs/" .. name), res
+  end
+  bench("r1", "a")
+  local m = bench("r2", "a", "--confirm")
+  T.eq(m.previous_manifest_path, root .. "/runs/r1/manifest.json", "confirm=true is no other compatibility scope")
+  local res
+  m, res = bench("r3", "b", "--baseline", root .. "/runs/r1", "--confirm")
+  local wall
+  for _, c in ipairs(m.comparisons) do if c.metric == "wall mean" then wall = c end end
+  T.eq({ wall.verdict, wall.confirmation.verdict }, { "regression", "regression" })
+  T.eq(m.comparison_summary.regressions, 2)
+  T.match(res.stdout, "confirmed by an interleaved re%-run: 2 regressions, 0 improvements %(0 changes not confirmed%)")
+end)
