@@ -130,11 +130,13 @@ local function mean(xs)
   return #xs > 0 and s / #xs or 0
 end
 
--- s = interference.side(walls, ev) : {runq, wall, share, k, others} means of one side
+-- s = interference.side(walls, ev) : {runq, wall, share, cpu (nil when unknown), k, others} means
+-- of one side
 function M.side(walls, ev)
   local s = { runq = mean(ev.runq), wall = mean(walls), scope = ev.scope }
   s.share = s.wall > 0 and s.runq / s.wall or 0
-  s.k = ev.cpu and M.parallelism(s.wall, mean(ev.cpu), s.runq) or 1
+  s.cpu = ev.cpu and mean(ev.cpu) or nil
+  s.k = s.cpu and M.parallelism(s.wall, s.cpu, s.runq) or 1
   s.others = ev.others and mean(ev.others) or nil
   s.cpus = ev.cpus
   return s
@@ -161,13 +163,15 @@ function M.load(b, n)
   else
     l.busy = l.max_share >= M.SHARE_MATERIAL
   end
-  -- other tasks' CPU use is the witness of other load; a run's own wait for a CPU is one only
-  -- where that is unknown (a parallel run also waits for its own threads)
-  if b.others and n.others then
-    if math.abs(n.others - b.others) >= material then
-      l.heavier = n.others > b.others and "new" or "base"
-    end
-  elseif math.abs(d_share) >= M.SHARE_MATERIAL then
+  -- other tasks' CPU use is the witness of other load; a run's own wait for a CPU is one where
+  -- that is unknown, or where it saturates: on a machine already busy with other tasks, more of
+  -- them get no more CPU (xz beside two hogs and other jobs read 1.7 vs 1.1 CPUs of other load
+  -- with 614 vs 26 ms of wait per run), when the run is not parallel (a parallel run also waits
+  -- for its own threads)
+  if b.others and n.others and math.abs(n.others - b.others) >= material then
+    l.heavier = n.others > b.others and "new" or "base"
+  elseif math.abs(d_share) >= M.SHARE_MATERIAL and (not (b.others and n.others) or
+      (l.busy and math.max(b.k, n.k) <= M.PARALLEL_ESTIMATE)) then
     l.heavier = d_share > 0 and "new" or "base"
   end
   return l

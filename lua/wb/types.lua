@@ -67,6 +67,8 @@
 ---@field appprofile wb.appprofile
 ---@field matrix wb.matrix
 ---@field regress wb.regress
+---@field baseline wb.baseline
+---@field confirm wb.confirm
 ---@field scaling wb.scaling
 ---@field vep wb.vep
 local wb = {}
@@ -317,6 +319,9 @@ function Campaign:save() end
 ---a dry run); computed once, and what c:finish() records.
 ---@return {rows: wb.VerdictRow[], summary: table}?
 function Campaign:compare_previous() end
+---"Previous compatible run: DIR." or "Previous compatible run: none (why; how to force one)."
+---@return string
+function Campaign:previous_text() end
 ---Final status ("complete", or "failed" when a run failed), the comparison with the baseline, the
 ---manifest written.
 ---@param status string?
@@ -1628,6 +1633,14 @@ function matrix.open(ctx) end
 
 ---@class wb.regress
 local regress = {}
+---Each step doc calls a regression, an improvement or confounded, confirmed by its two commits built
+---again side by side and benchmarked interleaved: st.confirmation and st.confirmed; doc.regressions
+---then counts the confirmed regressions, doc.unconfirmed the steps not borne out.
+---@param c wb.Campaign
+---@param h wb.RegressHunt
+---@param doc table
+---@return table doc
+function regress.confirm(c, h, doc) end
 ---The hunt o with its build and bench words as strings.
 ---@param o table
 ---@return wb.RegressHunt
@@ -1774,5 +1787,46 @@ function vep.run_command(c, argv, env, timeout) end
 ---@param b table
 ---@return table metrics
 function vep.metrics(b) end
+
+
+-- wb.baseline: a campaign's previous-run baseline, or why there is none
+
+---@class wb.baseline
+local baseline = {}
+---The baseline of the run in dir: explicit (--baseline: a manifest or a run directory) or the latest
+---complete, non-dry run of the same recipe and compatibility scope beside dir; without one nil, nil,
+---why (a sentence) and the nearest run passed over.
+---@param dir string
+---@param manifest table
+---@param explicit string?
+---@param read_manifest fun(path: string): table?, string?
+---@return table? base, string? path, string? why, string? nearest
+function baseline.find(dir, manifest, explicit, read_manifest) end
+---What made run other_dir (its manifest other) incompatible with this run, in words.
+---@param other table
+---@param other_dir string
+---@param manifest table
+---@param dir string
+---@return string
+function baseline.incompatibility(other, other_dir, manifest, dir) end
+
+-- wb.confirm: a comparison's changes confirmed by an interleaved re-run
+
+---@class wb.confirm
+local confirm = {}
+---Every row of the wb.compare result whose verdict is in confirm.TO_CONFIRM, confirmed by a re-run of
+---its record's two commands (from the wb.bench summaries base_doc and new_doc), base and new
+---interleaved in one wb.bench run: row.confirmation {verdict, reason, ratio}; result.confirmed, and
+---the summary's regressions and improvements count the confirmed ones (unconfirmed: the others).
+---@param result table
+---@param base_doc table
+---@param new_doc table
+---@param opts {runs: integer?, warmup: integer?, seed: integer?, timeout: number?}?
+---@return table result
+function confirm.run(result, base_doc, new_doc, opts) end
+---A row's confirmation as the report's column shows it ("" without one).
+---@param r table
+---@return string
+function confirm.text(r) end
 
 return wb

@@ -30,8 +30,8 @@ M.DEFAULT_THRESHOLD = 0.02
 -- How much co-running work can inflate a run's CPU time (shared caches, memory bandwidth, SMT
 -- siblings), as a share of it: a change of CPU time or net wall in the direction of the load
 -- difference no larger than this is no verdict. Measured here beside two CPU hogs on 2 CPUs: 0–1% for a
--- register-bound loop, 4–12% for CPython's start-up; SMT siblings cost more.
-M.LOAD_INFLATION = 0.25
+-- register-bound loop, 4–12% for CPython's start-up, 41% for xz -6 with other jobs running too.
+M.LOAD_INFLATION = 0.5
 M.ALPHA = 0.05
 M.CI_LEVEL = 0.95
 M.RESAMPLES = 2000
@@ -287,7 +287,11 @@ function weigh_interference(row, opts, say)
   -- the net wall too) of the side under materially more load by up to LOAD_INFLATION; a time from
   -- which the wait for a CPU was not taken out (a stage's), or only in part (an estimate), can
   -- also hold all of the slower side's extra wait
-  local explained = load.heavier == slower and M.LOAD_INFLATION * (slower == "new" and b_val or n_val) or 0
+  -- what co-running work stretches is the CPU time in a net wall (k threads: its k-th part); a
+  -- net wall spent mostly asleep grows by little more than its wait, which is taken out
+  local faster, faster_val = slower == "new" and load.base or load.new, slower == "new" and b_val or n_val
+  local inflatable = (net and faster.cpu) and math.min(faster_val, faster.cpu / faster.k) or faster_val
+  local explained = load.heavier == slower and M.LOAD_INFLATION * inflatable or 0
   -- a user or system time alone: preemption moves the kernel's tick-sampled split either way, by
   -- more than the sum changes (the same python: 65 ms of system time quiet, 40 ms beside two hogs)
   if row.cpu_time == "split" and load.heavier then

@@ -25,16 +25,20 @@ T.case("a planted 10% more CPU work under the same alternating load: a regressio
   local results = aa.run { pairs = PAIRS, planted = true, log = log }
   local t = aa.tally(results)
   local need = math.ceil(0.9 * PAIRS)
-  for _, name in ipairs { "wb campaign", "wb summaries", "wb manifests", "wb directories" } do
-    T.ok(t[name].regression >= need, string.format("%s: %d of %d pairs", name, t[name].regression, PAIRS))
-    T.eq(t[name].improvement, 0, name .. ": no false improvement")
+  -- found by the confirmation (both sides again, interleaved): two separate runs minutes apart
+  -- differ by more than 10% on this virtual machine (its CPU speed drifts with the host's load),
+  -- so the other entry points may only call it confounded or unchanged, never the wrong way
+  T.ok(t["wb --confirm"].regression >= need, string.format("wb --confirm: %d of %d pairs", t["wb --confirm"].regression,
+    PAIRS))
+  for name, c in pairs(t) do
+    if name:match("^wb ") then T.eq(c.improvement, 0, name .. ": no false improvement") end
   end
   -- including the pairs whose slower side (the new one) ran on the quieter machine
   local quiet_found, quiet = 0, 0
   for _, r in ipairs(results) do
     if r.loaded == "base" then
       quiet = quiet + 1
-      if r.wb.campaign.regression > 0 then quiet_found = quiet_found + 1 end
+      if r.wb["--confirm"].regression > 0 then quiet_found = quiet_found + 1 end
     end
   end
   T.ok(quiet_found >= quiet - 1, string.format("slower side quieter: found in %d of %d", quiet_found, quiet))

@@ -3,7 +3,8 @@
 -- during one side only (the base in odd pairs, the new side in even ones), and the same again
 -- with 10% more CPU work planted in the new side. Every pair is judged by every wb entry point
 -- (the campaign's previous-run comparison, `wb compare` of summaries, manifests, run directories
--- and the hyperfine exports wb writes) and by two rules people use instead: hyperfine exports compared naively (the
+-- and the hyperfine exports wb writes, and `wb compare --confirm`, which runs both sides again
+-- interleaved beside two hogs) and by two rules people use instead: hyperfine exports compared naively (the
 -- ratio of means beyond 5%) and asv's `compare` (a ratio beyond its factor 1.1 with a
 -- Mann–Whitney p < 0.002).
 --
@@ -15,11 +16,15 @@ local fs, json, proc, stats = wb.fs, wb.json, wb.proc, wb.stats
 local M = {}
 
 M.PAIRS, M.RUNS, M.HOGS, M.BYTES = 10, 10, 2, 400000
+M.CONFIRM_LOAD_SECONDS = 3 -- about half of a confirmation's 2 × 11 runs
 M.WB = os.getenv("WB_BIN") or require("wb.core").exe_path() -- the wb under test
 
-local function start_hogs(n)
+-- n busy loops; with seconds, each ends by itself after that long (a load that changes mid-run)
+local function start_hogs(n, seconds)
   local hogs = {}
-  for i = 1, n do hogs[i] = assert(proc.spawn { argv = { "sh", "-c", "while :; do :; done" } }) end
+  local loop = { "sh", "-c", "while :; do :; done" }
+  if seconds then loop = { "timeout", tostring(seconds), table.unpack(loop) } end
+  for i = 1, n do hogs[i] = assert(proc.spawn { argv = loop }) end
   wb.clock.sleep(0.3) -- the hogs are running before the side starts
   return hogs
 end
@@ -50,12 +55,14 @@ local function write_data(path, bytes)
   assert(fs.write(path, table.concat(out, "\n") .. "\n"))
 end
 
--- Runs wb bench of the work on dir/data.txt into dir/runs/<name>, with hogs running when loaded.
+-- Runs wb bench of the work on dir/<name>-work/data.txt (the same command line on both sides, each
+-- in its own directory, so that --confirm can run both again) into dir/runs/<name>, with hogs
+-- running when loaded.
 local function side(dir, name, loaded)
   local hogs = loaded and start_hogs(M.HOGS) or {}
   local ok, res = pcall(proc.run, { argv = { M.WB, "bench", "xz -6 -T1 -c data.txt",
-    "runs=" .. M.RUNS, "warmup=1", "-o", "runs/" .. name }, cwd = dir, stdout = "capture", stderr = "capture",
-    timeout = 600 })
+    "runs=" .. M.RUNS, "warmup=1", "-o", dir .. "/runs/" .. name }, cwd = dir .. "/" .. name .. "-work",
+    stdout = "capture", stderr = "capture", timeout = 600 })
   stop_hogs(hogs)
   assert(ok, res)
   assert(res.code == 0, res.stderr)
@@ -71,10 +78,10 @@ local function counts_of(rows, verdict_field)
   return n
 end
 
--- wb compare A B --json: the regressions and improvements it counts
-local function wb_compare(a, b)
-  local res = assert(proc.run { argv = { M.WB, "compare", a, b, "--json" },
-    stdout = "capture", stderr = "capture", timeout = 120 })
+-- wb compare A B --json [--confirm]: the regressions and improvements it counts
+local function wb_compare(a, b, confirm)
+  local res = assert(proc.run { argv = { M.WB, "compare", a, b, "--json", confirm },
+    stdout = "capture", stderr = "capture", timeout = 600 })
   assert(res.code == 0, res.stderr)
   local doc = assert(json.decode(res.stdout))
   return { regression = doc.summary.regressions, improvement = doc.summary.improvements }
@@ -105,10 +112,12 @@ function M.run(opts)
   local results = {}
   for i = 1, opts.pairs or M.PAIRS do
     local dir = fs.tmpdir("wbaa")
-    write_data(dir .. "/data.txt", M.BYTES)
+    for _, name in ipairs({ "a", "b" }) do
+      assert(fs.mkdir_p(dir .. "/" .. name .. "-work"))
+      write_data(dir .. "/" .. name .. "-work/data.txt", math.floor(M.BYTES * (opts.planted and name == "b" and 1.1 or 1)))
+    end
     local loaded = i % 2 == 1 and "base" or "new"
     local a = side(dir, "a", loaded == "base")
-    if opts.planted then write_data(dir .. "/data.txt", math.floor(M.BYTES * 1.1)) end
     local b = side(dir, "b", loaded == "new")
     local m = assert(json.read(b .. "/manifest.json"))
     local prev = tostring(m.previous_manifest_path)
@@ -124,6 +133,11 @@ function M.run(opts)
     r.wb.manifests = wb_compare(a .. "/manifest.json", b .. "/manifest.json")
     r.wb.directories = wb_compare(a, b)
     r.wb["hyperfine exports"] = wb_compare(a .. "/hyperfine.json", b .. "/hyperfine.json")
+    -- both sides again, interleaved, the hogs running for the first half of it only
+    local hogs = start_hogs(M.HOGS, M.CONFIRM_LOAD_SECONDS)
+    local ok, confirmed = pcall(wb_compare, a, b, "--confirm")
+    stop_hogs(hogs)
+    r.wb["--confirm"] = assert(ok and confirmed, confirmed)
     local wa, wn = walls(a), walls(b)
     r.wall_ratio = stats.mean(wn) / stats.mean(wa)
     local function figures(d)

@@ -426,8 +426,8 @@ T.case("hyperfine exports: a wall change the CPU time does not bear out is confo
   T.eq({ result.summary.regressions, result.summary.confounded }, { 0, 2 })
   T.eq(compare.interference_text(r), "none: hyperfine export")
   -- more CPU work than load can account for: the verdict stands
-  result = compare.compare(export(times(0.10), 0.09, 0.005), export(times(0.14), 0.13, 0.005))
+  result = compare.compare(export(times(0.10), 0.09, 0.005), export(times(0.16), 0.15, 0.005))
   r = row(result, "work wall mean")
   T.eq(r.verdict, "regression", r.reason)
-  T.match(r.reason, "%(mean CPU time %(user %+ system%) 1%.42× slower too, beyond the 1%.25× that load can account for%)$")
+  T.match(r.reason, "%(mean CPU time %(user %+ system%) 1%.63× slower too, beyond the 1%.50× that load can account for%)$")
 end)

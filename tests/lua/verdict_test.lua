@@ -192,12 +192,12 @@ T.case("a real change under a load change: found against the load, confounded wi
   row = judged("wall mean", bw, be, nw, ne)
   T.eq(row.verdict, "confounded", row.reason)
   T.match(row.reason, "^1%.10× slower net of run%-queue delay %(p = .-%), but the new side ran under more load")
-  T.match(row.reason, "which can account for 25%.0 ms of the 10%.0 ms change: confounded")
-  -- 1.5× on the busier side is more than any load can account for
-  nw, ne = side(0.15, 0.06, 1.5, 12)
+  T.match(row.reason, "which can account for 50%.0 ms of the 10%.0 ms change: confounded")
+  -- 1.6× on the busier side is more than any load can account for
+  nw, ne = side(0.16, 0.06, 1.5, 12)
   row = judged("wall mean", bw, be, nw, ne)
   T.eq(row.verdict, "regression", row.reason)
-  T.match(row.reason, "%(net of run%-queue delay; beyond the 25%.0 ms the load difference can account for: ")
+  T.match(row.reason, "%(net of run%-queue delay; beyond the 50%.0 ms the load difference can account for: ")
   -- no material difference of load: the net verdict as it is
   bw, be = side(0.10, 0.0, 0.2, 12)
   nw, ne = side(0.11, 0.0, 0.3, 12)
@@ -216,7 +216,7 @@ T.case("a CPU time weighed against the load its record ran under", function()
       new_load = n_load, cpu_time = true })
   end
   T.eq(cpu_row(0.114).verdict, "confounded", "14% more user time beside two CPU hogs is what the hogs do")
-  T.eq(cpu_row(0.15).verdict, "regression")
+  T.eq(cpu_row(0.16).verdict, "regression", "60% more: beyond what the load can do")
   T.eq(cpu_row(0.086).verdict, "improvement", "faster under more load: against it")
 end)
 
