@@ -40,6 +40,16 @@ local function report(m)
     end
   end
   doc:add(page.table(rows, { align = { "l", "l", "r", "r", "r", "r", "l", "l", "l" } }))
+  -- on a cluster: where each trial ran and what ran beside it (lua/wb/executor.lua)
+  local placed = { { "trial", "node", "wall", "ran at the same time as" } }
+  for _, r in ipairs(man.runs) do
+    if r.role == "trial" and opt(r.node) then
+      placed[#placed + 1] = { r.name, tostring(r.node), seconds(r.wall_time_seconds),
+        type(r.overlapped_with) == "table" and table.concat(r.overlapped_with, ", ") or "nothing" }
+    end
+  end
+  if #placed > 1 then doc:add(page.section("Trials on the cluster", page.table(placed, { align = { "l", "l", "r", "l" } }))) end
+  if c.overlap_warning then doc:add(page.p(page.join { page.strong("Warning:"), " ", c.overlap_warning })) end
   if #man.comparisons > 0 then
     local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why", "interference" } }
     for _, row in ipairs(man.comparisons) do

@@ -12,7 +12,13 @@ local util = require "wb.util"
 local M = {}
 
 -- The verdicts a confirmation re-runs: a change, or one the load may have made or hidden.
-M.TO_CONFIRM = { regression = true, improvement = true, confounded = true }
+M.TO_CONFIRM = { regression = true, improvement = true, confounded = true, interference = true }
+
+-- Whether row r is re-run: a verdict of TO_CONFIRM, or a time whose sides ran under materially
+-- different load (its "unchanged" may be a real change the load hid: more work on the quieter side).
+local function needs(r)
+  return M.TO_CONFIRM[r.verdict] or (r.kind == "time" and r.load ~= nil and r.load.heavier ~= nil)
+end
 -- The timed runs of each side of a re-run, when the sides' own counts are lower.
 M.MIN_RUNS = 10
 
@@ -72,7 +78,7 @@ local function rerun(name, b, n, opts, threshold)
 end
 
 -- confirm.run(result, base_doc, new_doc [, {runs, warmup, seed, timeout}]) : every row of the
--- wb.compare result whose verdict is in TO_CONFIRM, confirmed by a re-run of its record's two
+-- wb.compare result that needs it (needs), confirmed by a re-run of its record's two
 -- commands (from the wb.bench summaries base_doc and new_doc). Each such row gets confirmation
 -- {verdict ("not confirmed" when it could not run), reason, ratio}; result.confirmed is set and
 -- the summary's regressions and improvements count the confirmed ones only (unconfirmed: the
@@ -82,7 +88,7 @@ function M.run(result, base_doc, new_doc, opts)
   local bases, news = commands_of(base_doc), commands_of(new_doc)
   local reruns = {}
   for _, r in ipairs(result.rows) do
-    if M.TO_CONFIRM[r.verdict] and r.record ~= nil and reruns[r.record] == nil then
+    if needs(r) and r.record ~= nil and reruns[r.record] == nil then
       local b, n = bases[r.record], news[r.record]
       local why = cannot(b, n)
       local rows
@@ -92,7 +98,7 @@ function M.run(result, base_doc, new_doc, opts)
   end
   local counts = { regression = 0, improvement = 0, unconfirmed = 0 }
   for _, r in ipairs(result.rows) do
-    if M.TO_CONFIRM[r.verdict] then
+    if needs(r) then
       local got = reruns[r.record]
       local row = type(got) == "table" and got[r.name]
       local conf = json.object()

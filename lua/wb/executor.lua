@@ -11,7 +11,12 @@
 -- cap) once per finished case (returning false marks the run failed). Slurm records also carry
 -- job_id, array_task_id, slurm_state, slurm_reason, slurm_exit_code, slurm_state_source, node.
 -- On --dry-run nothing runs; the Slurm executor still writes its batch scripts into jobs/.
--- opts.one_at_a_time: the cases run one after another (a Slurm array with %1), e.g. timing trials.
+-- opts.one_at_a_time: the cases run one after another (a Slurm array with %1), e.g. timing trials;
+-- opts.exclusive: the same unless the machine profile sets array_parallelism (then the user chose
+-- overlap). Slurm records also carry started_epoch and finished_epoch; cases of the campaign that
+-- ran at the same time on one node get overlapped_with (their names) and overlap_seconds, and
+-- when trials (role "trial") did, a warning says so (on stderr, as a WARN event, and in
+-- c.overlap_warning for the reports).
 --
 -- A case with `capture` (wb.capture options: lua/wb/slurm_capture.lua) runs under wb.capture,
 -- here or in its job; its record gets method, fallback and capture (the result without the
@@ -117,7 +122,8 @@ end
 local Slurm = { kind = "slurm" }
 Slurm.__index = Slurm
 
-local RESULT_FIELDS = { "started_at_utc", "command_arguments", table.unpack(require("wb.campaign").RESULT_FIELDS) }
+local RESULT_FIELDS = { "started_at_utc", "started_epoch", "finished_epoch", "command_arguments",
+  table.unpack(require("wb.campaign").RESULT_FIELDS) }
 RESULT_FIELDS[#RESULT_FIELDS + 1] = "error"
 
 local function number_field(cfg, key, default, prefix)
@@ -161,7 +167,8 @@ function Slurm:spec(chunk, cases_path, opts)
   end
   local array = #chunk > 1
   local limit = (opts and opts.one_at_a_time) and "%1" or
-    is_set(cfg.array_parallelism) and ("%" .. tostring(cfg.array_parallelism)) or ""
+    is_set(cfg.array_parallelism) and ("%" .. tostring(cfg.array_parallelism)) or
+    (opts and opts.exclusive) and "%1" or ""
   local ntasks = tasks_of(chunk[1])
   local argv = { core.exe_path(), "job", cases_path, array and slurm.TASK_ID or "0" }
   if ntasks > 1 then table.insert(argv, 1, "srun") table.insert(argv, 2, "--ntasks=" .. ntasks) end
@@ -295,6 +302,47 @@ local function collect_tasks(self, rec, cs, state)
   local all = #missing == 0
   for _, r in ipairs(results) do all = all and r.status == "success" end
   return lead, m, all
+end
+
+-- Marks the campaign's Slurm records that ran at the same time as another on the same node
+-- (overlapped_with, overlap_seconds) and warns once when timed trials did: they disturbed each
+-- other's times (other cases of a sweep may run side by side on purpose).
+local function note_overlaps(c)
+  local recs = {}
+  for _, r in ipairs(c.manifest.runs) do
+    if is_set(r.node) and type(r.started_epoch) == "number" and type(r.finished_epoch) == "number" then
+      recs[#recs + 1] = r
+    end
+  end
+  table.sort(recs, function(a, b) return a.started_epoch < b.started_epoch end)
+  local pairs_text = {}
+  for i, a in ipairs(recs) do
+    for j = i + 1, #recs do
+      local b = recs[j]
+      if b.started_epoch >= a.finished_epoch then break end
+      if a.node == b.node then
+        local shared = math.min(a.finished_epoch, b.finished_epoch) - b.started_epoch
+        for _, x in ipairs({ { a, b }, { b, a } }) do
+          local r, other = x[1], x[2]
+          r.overlapped_with = type(r.overlapped_with) == "table" and r.overlapped_with or json.array()
+          r.overlapped_with[#r.overlapped_with + 1] = other.name
+          r.overlap_seconds = (r.overlap_seconds or 0) + shared
+        end
+        if a.role == "trial" and b.role == "trial" then -- timed trials: each disturbed the other's times
+          pairs_text[#pairs_text + 1] = string.format("%s with %s on %s (%.1f s)", a.name, b.name, tostring(a.node),
+            shared)
+        end
+      end
+    end
+  end
+  if #pairs_text == 0 then return end
+  local shown = table.concat(pairs_text, ", ", 1, math.min(#pairs_text, 3)) ..
+      (#pairs_text > 3 and string.format(", and %d more", #pairs_text - 3) or "")
+  c.overlap_warning = string.format("%d pair%s of trials ran at the same time on one node (%s): their times " ..
+    "disturb each other; trials run one at a time unless machine.array_parallelism is set", #pairs_text,
+    #pairs_text == 1 and "" or "s", shown)
+  io.stderr:write("wb: warning: ", c.overlap_warning, "\n")
+  c:event("cases_overlapped", { pairs = #pairs_text, text = c.overlap_warning }, "WARN")
 end
 
 -- Copies a finished task's result into its campaign record.
@@ -438,6 +486,7 @@ function Slurm:run_cases(cases, opts)
     end
     error(err, 0)
   end
+  note_overlaps(c)
   c:event("slurm_finished", util.deep_copy(self.stats))
   return records
 end

@@ -506,6 +506,7 @@ local function run_waves(c, s, ex, waves, root, dry)
     end
     if not dry then c:event("matrix_wave", { wave = w, cases = #wave }) end
     ex:run_cases(wave, {
+      exclusive = s.trials > 1, -- on Slurm trials run one at a time unless array_parallelism says otherwise
       collect = function(rec, cs) return measure(c, s, root, rec, by_name[cs.name], before[cs.name]) end,
     })
   end

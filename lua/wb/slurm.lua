@@ -396,6 +396,7 @@ function M.job_main(args)
   r.node = os.getenv("SLURMD_NODENAME") or json.null
   r.rank = rank
   r.started_at_utc = clock.utc()
+  r.started_epoch = clock.wall() -- the node's real time, to the microsecond: which cases overlapped (executor)
   local t = clock.timer()
   local res
   if util.opt(case.capture) then
@@ -436,6 +437,7 @@ function M.job_main(args)
   campaign.fill_result(r, res, rel)
   r.status = res.ok and not r.interrupted and "success" or "failed"
   r.finished_at_utc = clock.utc()
+  r.finished_epoch = clock.wall()
   write_result(result_path, r)
   if res.code then return res.code end
   return 128 + (res.signal or 0)

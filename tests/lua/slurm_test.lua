@@ -285,6 +285,46 @@ T.case("the same matrix on machine=local and machine=slurm_cpu: same runs and me
   T.eq(b.runs[8].metrics, { value = 64, output_row_count = 4 })
 end)
 
+T.case("matrix trials on the cluster: one at a time by default, node and overlap per trial; raised parallelism warns", function()
+  local small = { "dataset.variants=2000", "dataset.samples=500", "workload.threads=1", "matrix.trials=3",
+    "matrix.only=[binary_cpu]", "machine.cpus=1" }
+  local function matrix(name, ...)
+    local dir = T.tmpdir() .. "/" .. name
+    local args = run_args(ROOT .. "/recipes/matrix.lua", small, dir)
+    for _, a in ipairs({ ... }) do args[#args + 1] = a end
+    return T.wb(args, { timeout = 300, cwd = ROOT }), dir
+  end
+  local res, dir = matrix("serial")
+  T.eq(res.code, 0, res.stderr)
+  T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), "\n#SBATCH %-%-array=0%-2%%1\n")
+  local trials = {}
+  for _, r in ipairs(T.manifest(dir).runs) do if r.role == "trial" then trials[#trials + 1] = r end end
+  T.eq(#trials, 3)
+  for _, r in ipairs(trials) do
+    T.ok(type(r.node) == "string" and r.finished_epoch > r.started_epoch, r.name .. ": node and times")
+    T.eq(r.overlapped_with, nil, r.name .. " ran alone")
+  end
+  T.ok(not res.stderr:find("ran at the same time", 1, true), res.stderr)
+  T.match(fs.read(dir .. "/report.md"), "## Trials on the cluster")
+  T.match(fs.read(dir .. "/report.md"), "| binary_cpu%.t1 | [^|]+ | +[%d.]+ %S+ | nothing +|")
+  -- three at once on the one node: said on stderr, in the records, the events and the report
+  res, dir = matrix("parallel", "machine.array_parallelism=3")
+  T.eq(res.code, 0, res.stderr)
+  T.match(fs.read(dir .. "/jobs/batch-001.sbatch"), "\n#SBATCH %-%-array=0%-2%%3\n")
+  local overlapped = 0
+  for _, r in ipairs(T.manifest(dir).runs) do
+    if r.role == "trial" and type(r.overlapped_with) == "table" then
+      overlapped = overlapped + 1
+      T.ok(r.overlap_seconds > 0, r.name)
+    end
+  end
+  T.ok(overlapped >= 2, "trials that ran side by side: " .. overlapped)
+  T.match(res.stderr, "wb: warning: %d pairs? of trials ran at the same time on one node %(binary_cpu%.t%d with " ..
+    "binary_cpu%.t%d on ")
+  T.eq(#T.events(dir, "cases_overlapped"), 1)
+  T.match(fs.read(dir .. "/report.md"), "%*%*Warning:%*%* %d pairs? of trials ran at the same time on one node")
+end)
+
 plain_case("a 200-task array is tracked with one squeue call per poll", function()
   local d = T.tmpdir()
   local log = d .. "/squeue.log"
