@@ -341,7 +341,7 @@ function M.document(commits, h, range, measured, reused)
 end
 
 -- The verdicts a confirmation re-runs: a step called a change, or one the load may have made or hidden.
-local TO_CONFIRM = { regression = true, improvement = true, confounded = true }
+local TO_CONFIRM = require("wb.confirm").TO_CONFIRM
 
 -- The two commits of step st (the last of the old level, the first of the new) built afresh side
 -- by side and benchmarked interleaved in one wb.bench run, so that the machine's drift and other
@@ -385,9 +385,9 @@ local function confirm_step(c, h, st, commits)
   return conf
 end
 
--- regress.confirm(c, h, doc) : every step doc calls a regression, an improvement or confounded,
--- confirmed by its two commits built again and benchmarked interleaved (confirm_step):
--- st.confirmation {verdict, reason, ratio, p_value, ci_lo, ci_hi, before, after, runs, order} beside
+-- regress.confirm(c, h, doc) : every step doc calls a regression, an improvement, confounded or
+-- interference (wb.confirm.TO_CONFIRM), confirmed by its two commits built again and benchmarked
+-- interleaved (confirm_step): st.confirmation {verdict, reason, ratio, p_value, ci_lo, ci_hi, before, after, runs, order} beside
 -- the step's own verdict, st.confirmed (the confirmation's verdict is a regression or an
 -- improvement, the step's kind); doc.regressions then counts the confirmed regressions, and
 -- doc.unconfirmed the steps the confirmation did not bear out
