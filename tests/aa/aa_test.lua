@@ -7,7 +7,9 @@ local aa = dofile(T.root() .. "/tests/aa/pairs.lua")
 local PAIRS = tonumber(os.getenv("AA_PAIRS") or "") or aa.PAIRS
 
 local function log(i, r)
-  io.stderr:write(string.format("# pair %d (hogs beside the %s side): wall %.3f×%s\n", i, r.loaded, r.wall_ratio,
+  local c = r.wb["--confirm"]
+  io.stderr:write(string.format("# pair %d (hogs beside the %s side): wall %.3f×; --confirm: %d regressions, %d " ..
+    "improvements%s\n", i, r.loaded, r.wall_ratio, c.regression, c.improvement,
     #r.reasons > 0 and ("; " .. table.concat(r.reasons, "; ")) or ""))
 end
 
