@@ -16,7 +16,7 @@ local fs, json, proc, stats = wb.fs, wb.json, wb.proc, wb.stats
 local M = {}
 
 M.PAIRS, M.RUNS, M.HOGS, M.BYTES = 10, 10, 2, 400000
-M.CONFIRM_LOAD_SECONDS = 3 -- about half of a confirmation's 2 × 11 runs
+M.CONFIRM_LOAD_SECONDS = 4 -- about half of a confirmation's 2 × 21 runs
 M.WB = os.getenv("WB_BIN") or require("wb.core").exe_path() -- the wb under test
 
 -- n busy loops; with seconds, each ends by itself after that long (a load that changes mid-run)

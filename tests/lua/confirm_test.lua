@@ -37,7 +37,7 @@ T.case("a real change is confirmed by the interleaved re-run; the gate fails on 
   T.eq({ wall.verdict, wall.confirmation.verdict }, { "regression", "regression" })
   T.between(wall.confirmation.ratio, 1.3, 1.7, "45 ms against 30 ms, interleaved")
   T.eq(rows_of(res.stdout)["./work wall max"].confirmation, nil, "an information-only row is not re-run")
-  T.match(res.stderr, "^confirm: %./work: base and new again, interleaved, 10 runs each\n")
+  T.match(res.stderr, "^confirm: %./work: base and new again, interleaved, 20 runs each\n")
 end)
 
 T.case("a change the first runs made up is not confirmed, and does not count", function()
