@@ -148,7 +148,8 @@ end
 M.OTHERS_MATERIAL, M.OTHERS_MATERIAL_SHARE, M.SHARE_MATERIAL = 0.5, 0.1, 0.05
 
 -- load = interference.load(base_side, new_side) : {base, new, text, heavier ("base", "new" or nil:
--- no material difference), busy (a side ran beside material other load), max_share (the larger
+-- no material difference), busy (a side ran beside material other load), both_busy (both sides
+-- did), max_share (the larger
 -- run-queue share of wall), estimate (a net wall is an estimate on a side: several threads
 -- runnable at once, or only the leader's delay known)}
 function M.load(b, n)
@@ -160,8 +161,10 @@ function M.load(b, n)
   -- busy: a side ran beside material other load (verdict.BUSY_THRESHOLD applies)
   if b.others and n.others then
     l.busy = math.max(b.others, n.others) >= material
+    l.both_busy = math.min(b.others, n.others) >= material
   else
     l.busy = l.max_share >= M.SHARE_MATERIAL
+    l.both_busy = math.min(b.share, n.share) >= M.SHARE_MATERIAL
   end
   -- other tasks' CPU use is the witness of other load; a run's own wait for a CPU is one where
   -- that is unknown, or where it saturates: on a machine already busy with other tasks, more of

@@ -154,10 +154,16 @@ matrix:
   T.eq(m.previous_manifest_path, runs .. "/p1/manifest.json")
   local by = {}
   for _, c in ipairs(m.comparisons) do by[c.run_name .. " " .. c.metric] = c end
+  local found = 0
   for _, name in ipairs(SIX) do
     local c = by[name .. " stage_compute_seconds"]
     T.ok(c, "no comparison of " .. name .. " stage_compute_seconds")
-    T.eq(c.verdict, "regression", string.format("%s: ratio %.3f, %s", name, c.ratio, c.reason or ""))
+    -- found; or, when both campaigns ran beside other work (a busy test machine), no verdict
+    -- either way: its kind decides how much it slows the CPU (docs/compare.md, rule 8)
+    local itf = c.interference
+    local both_busy = itf ~= wb.null and (itf.base.others_cpu_mean or 0) >= 0.5 and (itf.new.others_cpu_mean or 0) >= 0.5
+    T.ok(c.verdict == "regression" or (both_busy and c.verdict == "confounded"),
+      string.format("%s: ratio %.3f, %s", name, c.ratio, c.reason or ""))
     -- the ratio of the medians of what the engine wrote, read here from its own files
     local old, new = {}, {}
     for t = 1, 8 do
@@ -173,10 +179,14 @@ matrix:
         string.format("%s %s unchanged in truth: %s", name, stage, u.reason or u.verdict))
     end
     T.eq(by[name .. " output_row_count"].verdict, "unchanged", name)
+    if c.verdict == "regression" then found = found + 1 end
   end
-  T.eq(res.code, 1, res.stderr)
-  T.match(res.stdout, "regression%(s%) against")
-  T.match(fs.read(runs .. "/p2/report.md"), "%*%*regression%*%*")
+  -- the gate fails on what was found, and only on it
+  T.eq(res.code, found > 0 and 1 or 0, res.stderr)
+  if found > 0 then
+    T.match(res.stdout, "regression%(s%) against")
+    T.match(fs.read(runs .. "/p2/report.md"), "%*%*regression%*%*")
+  end
 end)
 
 T.case("--dry-run writes the plan, the commands and the budget, and runs nothing", function()
