@@ -1,5 +1,6 @@
--- The comparison engine end to end: the same bench twice is never a regression, a planted 10%
--- slowdown always is, whichever entry point judges it (the campaign's previous-run comparison,
+-- The comparison engine end to end: the same bench twice is never a regression, a planted 20%
+-- slowdown always is (10% of a sleep sits at the edge of what 20 runs resolve beside four busy
+-- loops: 1.07×, CI 1.02–1.11× was seen; a planted 10% of CPU work is tests/aa's), whichever entry point judges it (the campaign's previous-run comparison,
 -- `wb compare` on summaries, manifests, run directories, wb's hyperfine exports and the real
 -- hyperfine's). The engine's rules alone: tests/lua/verdict_test.lua.
 local T = require "wb.test"
@@ -82,10 +83,10 @@ local function row(doc, name)
   error("no row " .. name)
 end
 
-T.case("a planted 10% slowdown (sleep 0.050 -> 0.055, 20 runs): flagged by every entry point, one p-value", function()
+T.case("a planted 20% slowdown (sleep 0.050 -> 0.060, 20 runs): flagged by every entry point, one p-value", function()
   if not proc.which("hyperfine") then T.skip("hyperfine is not installed (Debian package hyperfine)") end
   local d = T.tmpdir()
-  local a, b = planted(d, "a", "0.050"), planted(d, "b", "0.055")
+  local a, b = planted(d, "a", "0.050"), planted(d, "b", "0.060")
   local m = T.manifest(b)
   T.eq(m.previous_manifest_path, a .. "/manifest.json")
   local campaign
@@ -93,7 +94,7 @@ T.case("a planted 10% slowdown (sleep 0.050 -> 0.055, 20 runs): flagged by every
     if r.run_name == "sh work.sh" and r.metric == "wall mean" then campaign = r end
   end
   T.eq(campaign.verdict, "regression", campaign.reason)
-  T.ok(campaign.ratio > 1.05 and campaign.ratio < 1.15, campaign.ratio)
+  T.ok(campaign.ratio > 1.12 and campaign.ratio < 1.28, campaign.ratio)
   local p = campaign.p_value
   for _, input in ipairs(inputs(a, b)) do
     local code, n, doc = compare(input[2], input[3])
