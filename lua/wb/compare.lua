@@ -533,13 +533,15 @@ end
 -- A row's change text is made when it is read: a 400k-metric comparison need not hold 400k of them.
 local ROW = { __index = function(r, k) if k == "change" then return change_text(r) end end }
 
--- result = compare.compare(base_set, new_set [, {threshold, alpha, allow_empty, consume}]) : {base, new,
+-- result = compare.compare(base_set, new_set [, {threshold, alpha, allow_empty, consume, interleaved}]) :
+-- {base, new,
 -- threshold, rows, judged, summary}; rows sorted by metric name, each a verdict row (metric,
 -- kind, stat, base, new, delta, ratio, tested, p, q, ci_lo, ci_hi, verdict, reason, note) with
 -- record, name, unit and change added; all rows judged together (verdict.judge: the
 -- Benjamini–Hochberg correction when several are tested). Raises (exit 2) when no metric is in
 -- both sets, unless allow_empty. consume: the sets' metrics are dropped as their rows are made
--- (the sets are spent; a large comparison then holds one copy of its metrics).
+-- (the sets are spent; a large comparison then holds one copy of its metrics). interleaved: the
+-- two sides' runs alternated in one run (wb.confirm), so no load difference is weighed.
 function M.compare(base, new, opts)
   opts = opts or {}
   local threshold = opts.threshold or verdict.DEFAULT_THRESHOLD
@@ -561,14 +563,14 @@ function M.compare(base, new, opts)
     local r = verdict.compare(b.metric, b.value, n.value, { threshold = threshold, alpha = opts.alpha,
       kind = b.kind, stat = b.stat, base_samples = b.samples, new_samples = n.samples, resolution = b.resolution,
       base_evidence = b.evidence, new_evidence = n.evidence, base_load = b.load, new_load = n.load,
-      cpu_time = b.cpu_time,
+      cpu_time = b.cpu_time, interleaved = opts.interleaved,
       resolution_text = b.resolution_text, resolution_of = b.resolution_of })
     r.name, r.record, r.unit = name, b.record, b.unit
     rows[#rows + 1] = r
     if opts.consume then base.metrics[name], new.metrics[name] = nil, nil end
   end
   if opts.consume then base.metrics, new.metrics = nil, nil end
-  local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha })
+  local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha, interleaved = opts.interleaved })
   if hyperfine then weigh_hyperfine(rows, judged.counts, table.unpack(hyperfine)) end
   for _, r in ipairs(rows) do setmetatable(r, ROW) end
   local c = judged.counts

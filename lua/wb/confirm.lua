@@ -17,7 +17,7 @@ M.TO_CONFIRM = { regression = true, improvement = true, confounded = true, inter
 -- Whether row r is re-run: a verdict of TO_CONFIRM, or a time whose sides ran under materially
 -- different load (its "unchanged" may be a real change the load hid: more work on the quieter side).
 local function needs(r)
-  return M.TO_CONFIRM[r.verdict] or (r.kind == "time" and r.load ~= nil and r.load.heavier ~= nil)
+  return M.TO_CONFIRM[r.verdict] or (r.kind == "time" and r.tested and r.load ~= nil and r.load.heavier ~= nil)
 end
 -- The timed runs of each side of a re-run: a confirmation should settle it (beside heavy load a
 -- planted 10% was confirmed in 3 of 4 pairs with 10 runs a side).
@@ -72,7 +72,8 @@ local function rerun(name, b, n, opts, threshold)
     return nil, "the re-run failed: " .. (type(summary) == "table" and tostring(summary.msg) or tostring(summary))
   end
   local res = compare.compare(compare.from_document(as_summary(summary, summary.commands[1], name), "base (re-run)"),
-    compare.from_document(as_summary(summary, summary.commands[2], name), "new (re-run)"), { threshold = threshold })
+    compare.from_document(as_summary(summary, summary.commands[2], name), "new (re-run)"),
+    { threshold = threshold, interleaved = true })
   local by = {}
   for _, r in ipairs(res.rows) do by[r.name] = r end
   return by

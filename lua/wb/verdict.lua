@@ -224,7 +224,8 @@ local function decide(row, opts)
   else
     say(worse and "regression" or "improvement", stated .. ": " .. (worse and "regression" or "improvement"))
   end
-  if row.load and row.kind == "time" then weigh_interference(row, opts, say) end
+  -- sides whose runs alternated in one run ran under the same load: nothing to weigh
+  if row.load and row.kind == "time" and not opts.interleaved then weigh_interference(row, opts, say) end
 end
 
 local function stat_value(xs, stat)
@@ -343,8 +344,8 @@ end
 -- raw wall test; net_base, net_new; load: wb.interference.load of the sides). base_load,
 -- new_load (wb.interference.side): the load a time row's sides ran under, without samples of
 -- its own (a CPU time, with cpu_time = true, or "split" for a user or system time alone; a stage's
--- time). A time row with a load is weighed
--- against it (the header's rules).
+-- time). A time row with a load is weighed against it (the header's rules), unless
+-- opts.interleaved (the sides' runs alternated in one run: the same load by construction).
 function M.compare(metric, base, new, opts)
   opts = opts or {}
   local kind = opts.kind or M.classify(metric)
