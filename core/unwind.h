@@ -3,6 +3,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct lua_State;
 
@@ -84,6 +85,10 @@ int wb_dwobj_frame_pointers(wb_dwobj *o);
 const char *wb_dwobj_path(const wb_dwobj *o);
 const char *wb_dwobj_build_id(const wb_dwobj *o);
 void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info, const char **debug_file);
+
+/* The separate debug file the object's DWARF comes from (read first, when it was not), with the
+ * file read there in *dev, *ino; NULL when its DWARF is its own, or it has none. */
+const char *wb_dwobj_debug_source(wb_dwobj *o, dev_t *dev, ino_t *ino);
 
 /* One frame of an inline chain. Strings live as long as the object. */
 typedef struct wb_inline_frame {

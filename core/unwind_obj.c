@@ -48,6 +48,8 @@ struct wb_dwobj {
   Elf *inflated_e;
   Elf *dw_e;               /* the file again, for its DWARF: never the same handle as e */
   char *debug_file;
+  dev_t debug_dev;         /* the file read as debug_file */
+  ino_t debug_ino;
   struct wb_dwobj *queue_next; /* the prefetch queue */
   struct cu_index **cus; /* the CUs indexed so far, by offset (inline chains) */
   size_t ncus;
@@ -115,7 +117,9 @@ static void find_debug_file(wb_dwobj *o) {
     if (strcmp(path, o->path) != 0 && open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
   }
   return;
-found:
+found:;
+  struct stat st;
+  if (fstat(o->dbg_fd, &st) == 0) o->debug_dev = st.st_dev, o->debug_ino = st.st_ino;
   o->debug_file = strdup(path);
 }
 
@@ -253,8 +257,14 @@ wb_dwobj *wb_dwobj_get(const char *path) {
     return NULL;
   }
   memcpy(o->build_id, elf->build_id, sizeof o->build_id);
+  struct stat st;
   if (vdso) o->e = vdso_image();
-  else open_elf(path, &o->fd, &o->e);
+  else if (open_elf(path, &o->fd, &o->e) == 0 &&
+           (fstat(o->fd, &st) != 0 || st.st_dev != elf->dev || st.st_ino != elf->ino)) {
+    elf_end(o->e); /* not the file wb_elf_get read (replaced since): nothing of it is used */
+    close(o->fd);
+    o->e = NULL, o->fd = -1;
+  }
   if (o->e) o->eh = dwarf_getcfi_elf(o->e);
   o->next = objects;
   objects = o;
@@ -265,6 +275,12 @@ uint64_t wb_dwobj_vaddr(const wb_dwobj *o, uint64_t offset) { return o->elf ? wb
 const char *wb_dwobj_path(const wb_dwobj *o) { return o->path; }
 int wb_dwobj_loaded(const wb_dwobj *o) { return o->e != NULL && o->elf != NULL; }
 const char *wb_dwobj_build_id(const wb_dwobj *o) { return o->build_id; }
+
+const char *wb_dwobj_debug_source(wb_dwobj *o, dev_t *dev, ino_t *ino) {
+  load_dwarf(o);
+  *dev = o->debug_dev, *ino = o->debug_ino;
+  return o->debug_file;
+}
 
 void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info, const char **debug_file) {
   load_dwarf(o);

@@ -106,6 +106,80 @@ wait $swapper 2>/dev/null
 check "FIFOs: wb says which library it could not read, and why" \
   grep -q "libswapped.so could not be read (not a regular file)" "$tmp/fifo.out"
 
+# Files the profiled user could not read (docs/security.md, "Reading with the profiled user's
+# rights"). nobody's program maps three libraries of its own, then swaps the paths of two for
+# links to root's ELF files: one of mode 0600, one of mode 0644 in a directory of mode 0700, each
+# with the build id of the library it replaces (as an attacker who learned it would give his own);
+# the third is stripped and its debug link names a link to root's debug file (mode 0600). Then
+# nobody runs root's execute-only program (mode 0711). Root wb names nothing of root's files: no
+# SECRET_ name and no vault_secret source in any file of the run directories or in wb's output;
+# those frames read "libx.so+0xoffset [not readable by the profiled user]", and a warning names
+# each library.
+vault="$tmp/vault" att="$tmp/att"
+mkdir -m 755 "$vault" && mkdir -m 700 "$vault/closed"
+as_user mkdir "$att"
+spin_src() { # function inline-function: the same code under names of the same length (the same layout)
+  printf 'static inline __attribute__((always_inline)) double %s(long i) { return (double)i * 0.5; }\n' "$2"
+  printf 'double %s(long n) { double x = 0; for (long i = 0; i < n; i++) x += %s(i); return x; }\n' "$1" "$2"
+}
+spin_src SECRET_payroll_alpha SECRET_inline_ab12 >"$vault/vault_secret.c"
+spin_src spin_public_function spin_public_inline >"$tmp/pub.c"
+as_user cp "$tmp/pub.c" "$att/pub.c"
+id1=0x11112222333344445555666677778888aaaabbbb id2=0x99992222333344445555666677778888cccc0000
+id3=0x77772222333344445555666677778888dddd0000
+(cd "$vault" && gcc -O2 -g -shared -fPIC -Wl,--build-id=$id1 vault_secret.c -o libsecret1.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id2 vault_secret.c -o closed/libsecret2.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id3 vault_secret.c -o libsecret3.so &&
+  objcopy --only-keep-debug libsecret3.so secret3.debug && rm libsecret3.so &&
+  chmod 600 libsecret1.so secret3.debug && chmod 644 closed/libsecret2.so)
+as_user sh -c "cd '$att' && gcc -O2 -g -shared -fPIC -Wl,--build-id=$id1 pub.c -o libone.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id2 pub.c -o libtwo.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id3 pub.c -o libthree.so && objcopy --only-keep-debug libthree.so libthree.debug &&
+  strip --strip-debug libthree.so && objcopy --add-gnu-debuglink=libthree.debug libthree.so &&
+  ln -sf '$vault/secret3.debug' libthree.debug"
+cat >"$tmp/secrets.py" <<PY
+import ctypes, os, time
+libs = [ctypes.CDLL("$att/" + n) for n in ("libone.so", "libtwo.so", "libthree.so")]
+for l in libs:
+    l.spin_public_function.restype, l.spin_public_function.argtypes = ctypes.c_double, [ctypes.c_long]
+for name, target in (("libone.so", "$vault/libsecret1.so"), ("libtwo.so", "$vault/closed/libsecret2.so")):
+    os.symlink(target, "$att/new"); os.rename("$att/new", "$att/" + name)  # mapped: swapped for a link
+start = time.process_time()
+while time.process_time() - start < 0.6:
+    for l in libs:
+        l.spin_public_function(200000)
+PY
+cat >"$vault/xo.c" <<'C'
+#include <time.h>
+__attribute__((noinline)) double SECRET_xo_inner_loop(long n) { double x = 0; for (long i = 0; i < n; i++) x += (double)i * 0.5; return x; }
+int main(void) { double s = 0; clock_t t0 = clock(); while (clock() - t0 < CLOCKS_PER_SEC / 2) s += SECRET_xo_inner_loop(100000); return s < 0; }
+C
+gcc -O2 -g -fno-omit-frame-pointer "$vault/xo.c" -o "$vault/xo" && chmod 711 "$vault/xo" && chmod 600 "$vault/xo.c"
+profile_as_nobody() { # run-name command...
+  local name=$1
+  shift
+  "$WB" run recipes/profile.lua -o "$tmp/$name" freq=499 -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$@" >"$tmp/$name.out" 2>&1 || { tail -n 20 "$tmp/$name.out"; return 1; }
+}
+check "links to root's libraries swapped in by the profiled user: wb profile finishes" \
+  profile_as_nobody secret_run /usr/bin/python3 "$tmp/secrets.py"
+check "root's execute-only program run by the profiled user: wb profile finishes" profile_as_nobody xo_run "$vault/xo"
+check "nothing of root's files is named: no SECRET_ name, no vault_secret source, in the runs or wb's output" bash -c "
+  ! grep -rl -e SECRET_ -e vault_secret '$tmp/secret_run' '$tmp/secret_run.out' '$tmp/xo_run' '$tmp/xo_run.out'"
+not_readable() { # run-name module
+  grep -q "$2+0x[0-9a-f]* \[not readable by the profiled user\]" "$tmp/$1/profiles/profile.oncpu.folded" ||
+    { echo "no frame of $2 reads [not readable by the profiled user]"; return 1; }
+}
+check "the frames of root's files read module+0xoffset [not readable by the profiled user]" bash -c "
+  $(declare -f not_readable); tmp='$tmp'; not_readable secret_run libone.so && not_readable secret_run libtwo.so &&
+  not_readable xo_run xo"
+check "warnings name each file the profiled user could not read; the readable one is still named" bash -c "
+  grep -q '$att/libone.so is not readable by the profiled user (uid 65534)' '$tmp/secret_run.out' &&
+  grep -q '$att/libtwo.so is not readable by the profiled user (uid 65534)' '$tmp/secret_run.out' &&
+  grep -q \"$att/libthree.so's separate debug file is not readable by the profiled user\" '$tmp/secret_run.out' &&
+  grep -q '$vault/xo is not readable by the profiled user' '$tmp/xo_run.out' &&
+  grep -q 'spin_public_function' '$tmp/secret_run/profiles/profile.oncpu.folded'"
+
 # Decompression bombs in a library another user built: 200 MB of zeros as its .gnu_debugdata
 # (30 KB of xz) and as a zlib-compressed .debug_str (200 KB). wb must neither inflate them (with
 # 300 MB ones its peak RSS was 640 MB) nor cache them (a 298 MB file): over the caps, passed over.
