@@ -123,13 +123,13 @@ found:;
   o->debug_file = strdup(path);
 }
 
-/* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
+/* e (of the file fd), or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
  * the first file whose DWARF is read (a second one, should the first fail, is read as it is);
  * NULL when its compressed sections would inflate past the caps (wb_dwarf_over_cap). */
-static Elf *uncompressed(wb_dwobj *o, Elf *e) {
+static Elf *uncompressed(wb_dwobj *o, Elf *e, int fd) {
   if (wb_dwarf_over_cap(e)) return NULL;
   if (o->inflated_e) return e;
-  Elf *c = wb_dwarf_inflated(e, o->build_id, &o->inflated_fd);
+  Elf *c = wb_dwarf_inflated(e, fd, o->build_id, o->path, &o->inflated_fd);
   if (!c) return e;
   o->inflated_e = c;
   return c;
@@ -146,11 +146,11 @@ static void read_dwarf(wb_dwobj *o) {
     o->dw_fd = -1, o->dw_e = NULL;
     return;
   }
-  Elf *de = has_section(o->dw_e, ".debug_info") ? uncompressed(o, o->dw_e) : NULL;
+  Elf *de = has_section(o->dw_e, ".debug_info") ? uncompressed(o, o->dw_e, o->dw_fd) : NULL;
   if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   if (!o->dw) {
     find_debug_file(o);
-    de = o->dbg_e ? uncompressed(o, o->dbg_e) : NULL;
+    de = o->dbg_e ? uncompressed(o, o->dbg_e, o->dbg_fd) : NULL;
     if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);

@@ -869,6 +869,7 @@ function M.run(spec)
     if al then res.alloc = al:profile(r, o) end
     res.symbolize = r.sym:costs()
   end
+  for _, w in ipairs(require("wb.unwind").cache_warnings()) do res.warnings[#res.warnings + 1] = w end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.method == "bpf" and not bpf.btf() then bpf.make_btf() end -- for the loads of the next captures
   if res.counters and o.dir then

@@ -207,6 +207,72 @@ check "decompression bombs: wb's peak RSS under 250 MB, no cache file over 50 MB
   echo \"peak RSS \$(cat '$tmp/bomb_rss') KB\"; [ \$(cat '$tmp/bomb_rss') -lt 250000 ] &&
   [ -z \"\$(find '$tmp/bomb_cache' -type f -size +50M)\" ]"
 
+# A poisoned build id (docs/security.md, "The cache"): nobody builds a library with the build id
+# of root's library (libreal.so, compressed DWARF) and DWARF of his own (evil3.c, evil_inline_step),
+# profiled first; root's library, profiled next with the same cache, keeps its own inline frames
+# and source: wb's copies of inflated DWARF are kept per build id and contents.
+poison="$tmp/poison" real="$tmp/real"
+mkdir -m 700 "$tmp/poison_cache" && mkdir -m 755 "$real" && as_user mkdir "$poison"
+step_src() { # inline-function: the same code under names of the same length, its time in the inlined loop
+  printf 'static inline __attribute__((always_inline)) double %s(long i) {\n' "$1"
+  printf '  double y = 0; for (long k = 0; k < 64; k++) y += (double)(i ^ k) * 0.5; return y; }\n'
+  printf 'double spin(long n) { double x = 0; for (long i = 0; i < n; i++) x += %s(i); return x; }\n' "$1"
+}
+step_src real_inline_step >"$real/real.c"
+step_src evil_inline_step >"$tmp/evil3.c"
+as_user cp "$tmp/evil3.c" "$poison/evil3.c"
+idr=0x5555222233334444555566667777888899991111
+(cd "$real" && gcc -O2 -g -gz -shared -fPIC -Wl,--build-id=$idr real.c -o libreal.so)
+as_user sh -c "cd '$poison' && gcc -O2 -g -gz -shared -fPIC -Wl,--build-id=$idr evil3.c -o libevil.so"
+spin_driver() { # library: a Python program spinning in its spin()
+  printf 'import ctypes, time\nl = ctypes.CDLL("%s")\nl.spin.restype, l.spin.argtypes = ctypes.c_double, [ctypes.c_long]\n' "$1"
+  printf 'start = time.process_time()\nwhile time.process_time() - start < 0.5:\n    l.spin(20000)\n'
+}
+spin_driver "$poison/libevil.so" >"$tmp/evil.py"
+spin_driver "$real/libreal.so" >"$tmp/real.py"
+profile_cached() { # run-name [env...] -- command...: a profile with the poison test's cache
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env XDG_CACHE_HOME="$tmp/poison_cache" "${envs[@]}" "$WB" run recipes/profile.lua -o "$tmp/$name" freq=499 -- "$@" \
+    >"$tmp/$name.out" 2>&1 || { tail -n 20 "$tmp/$name.out"; return 1; }
+}
+check "a library with another's build id and its own compressed DWARF: profiled, its DWARF cached" bash -c "
+  $(declare -f profile_cached); WB='$WB' tmp='$tmp'
+  profile_cached evil_run -- setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 '$tmp/evil.py' &&
+  grep -q 'evil_inline_step (inlined)' '$tmp/evil_run/profiles/profile.oncpu.folded' &&
+  ls '$tmp/poison_cache/wb/debug/' | grep -q '^${idr#0x}-[0-9a-f]\{64\}\.debug$'"
+check "the real library of that build id, profiled after it: its own inline frames, nothing of evil3.c" bash -c "
+  $(declare -f profile_cached); WB='$WB' tmp='$tmp'
+  profile_cached real_run -- /usr/bin/python3 '$tmp/real.py' &&
+  grep -q 'real_inline_step (inlined)' '$tmp/real_run/profiles/profile.oncpu.folded' &&
+  ! grep -rl -e evil_inline_step -e evil3.c '$tmp/real_run' '$tmp/real_run.out' &&
+  [ \$(ls '$tmp/poison_cache/wb/debug/' | grep -c '^${idr#0x}-') -eq 2 ]"
+check "a cached copy of the same build id from other contents is a warning" \
+  grep -q "libreal.so: the DWARF wb cached for its build id ${idr#0x} was made from other contents" "$tmp/real_run.out"
+
+# Pruning (a cache of its own): copies unused for 40 days go, then the least recently used, down
+# to WB_MAX_CACHE_BYTES, whatever else wb caches on this machine (libc6-dbg's copies); a link and a
+# file wb did not make (mode 0644), named like copies, are neither followed nor removed.
+debug="$tmp/prune_cache/wb/debug"
+mkdir -m 700 "$tmp/prune_cache" "$tmp/prune_cache/wb" "$debug"
+planted() { echo "$debug/00000000$1-$(printf '%064d' "$1").debug"; }
+for age in 1 2 3 960; do
+  head -c 1000000 /dev/zero >"$(planted $age)" && chmod 600 "$(planted $age)" && touch -a -d "$age hours ago" "$(planted $age)"
+done
+ln -s "$tmp/victim" "$debug/0000000009-link.debug"
+head -c 1000000 /dev/zero >"$debug/0000000009-other.debug" && chmod 644 "$debug/0000000009-other.debug"
+check "pruned to WB_MAX_CACHE_BYTES: unused for 40 days, then least recently used first; nothing else touched" bash -c "
+  $(declare -f victim_intact planted); tmp='$tmp' debug='$debug'
+  XDG_CACHE_HOME='$tmp/prune_cache' WB_MAX_CACHE_BYTES=2500000 '$WB' run recipes/profile.lua -o '$tmp/prune_run' \
+    -- /usr/bin/python3 '$tmp/real.py' >'$tmp/prune_run.out' 2>&1 || { tail '$tmp/prune_run.out'; exit 1; }
+  ls -la '$debug'
+  [ ! -e \$(planted 960) ] && [ ! -e \$(planted 3) ] && { [ ! -e \$(planted 2) ] || [ -e \$(planted 1) ]; } &&
+  ls '$debug' | grep -q '^${idr#0x}-' && [ -L '$debug/0000000009-link.debug' ] && [ -e '$debug/0000000009-other.debug' ] &&
+  victim_intact && [ \$(find '$debug' -type f -perm 600 -printf '%s\n' | awk '{ t += \$1 } END { print t }') -le 2500000 ]"
+
 # A cache of another user's (sudo -E keeps HOME): a FIFO where wb keeps the kernel's symbols.
 boot=$(cat /proc/sys/kernel/random/boot_id)
 as_user sh -c "mkdir -p '$tmp/home/.cache/wb' && mkfifo '$tmp/home/.cache/wb/kallsyms-$boot'"
