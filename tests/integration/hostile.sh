@@ -118,8 +118,10 @@ check "FIFOs: wb says which library it could not read, and why" \
 vault="$tmp/vault" att="$tmp/att"
 mkdir -m 755 "$vault" && mkdir -m 700 "$vault/closed"
 as_user mkdir "$att"
-spin_src() { # function inline-function: the same code under names of the same length (the same layout)
-  printf 'static inline __attribute__((always_inline)) double %s(long i) { return (double)i * 0.5; }\n' "$2"
+spin_src() { # function inline-function: the same code under names of the same length (the same layout),
+  # its time in the inlined loop
+  printf 'static inline __attribute__((always_inline)) double %s(long i) {\n' "$2"
+  printf '  double y = 0; for (long k = 0; k < 64; k++) y += (double)(i ^ k) * 0.5; return y; }\n'
   printf 'double %s(long n) { double x = 0; for (long i = 0; i < n; i++) x += %s(i); return x; }\n' "$1" "$2"
 }
 spin_src SECRET_payroll_alpha SECRET_inline_ab12 >"$vault/vault_secret.c"
@@ -147,7 +149,7 @@ for name, target in (("libone.so", "$vault/libsecret1.so"), ("libtwo.so", "$vaul
 start = time.process_time()
 while time.process_time() - start < 0.6:
     for l in libs:
-        l.spin_public_function(200000)
+        l.spin_public_function(20000)
 PY
 cat >"$vault/xo.c" <<'C'
 #include <time.h>
@@ -213,13 +215,8 @@ check "decompression bombs: wb's peak RSS under 250 MB, no cache file over 50 MB
 # and source: wb's copies of inflated DWARF are kept per build id and contents.
 poison="$tmp/poison" real="$tmp/real"
 mkdir -m 700 "$tmp/poison_cache" && mkdir -m 755 "$real" && as_user mkdir "$poison"
-step_src() { # inline-function: the same code under names of the same length, its time in the inlined loop
-  printf 'static inline __attribute__((always_inline)) double %s(long i) {\n' "$1"
-  printf '  double y = 0; for (long k = 0; k < 64; k++) y += (double)(i ^ k) * 0.5; return y; }\n'
-  printf 'double spin(long n) { double x = 0; for (long i = 0; i < n; i++) x += %s(i); return x; }\n' "$1"
-}
-step_src real_inline_step >"$real/real.c"
-step_src evil_inline_step >"$tmp/evil3.c"
+spin_src spin real_inline_step >"$real/real.c"
+spin_src spin evil_inline_step >"$tmp/evil3.c"
 as_user cp "$tmp/evil3.c" "$poison/evil3.c"
 idr=0x5555222233334444555566667777888899991111
 (cd "$real" && gcc -O2 -g -gz -shared -fPIC -Wl,--build-id=$idr real.c -o libreal.so)

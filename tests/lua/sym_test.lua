@@ -172,7 +172,7 @@ T.case("users: nothing is named from a file a noted user could not read (mode, d
   local prog = compile(dir, "burn", BURN, { "-fno-omit-frame-pointer" })
   local p <close> = assert(proc.spawn { argv = { prog, "wait" } })
   local s <close> = sym.new()
-  T.wait_until("maps of burn", 10, function() return s:snapshot(p.pid) and load_base(p.pid, prog) end)
+  T.wait_until("maps of burn", 10, function() return load_base(p.pid, prog) and s:snapshot(p.pid) end)
   local addr = load_base(p.pid, prog) + nm(prog).outer + 1
   T.eq(s:frames(p.pid, { addr }), { "outer" }) -- root's own process: root reads all
   T.eq(s:readable(prog), true)
