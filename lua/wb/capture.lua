@@ -413,10 +413,13 @@ end
 -- Warnings on how far the profile can be trusted.
 local function quality(res, side, sampled, denied)
   local w = res.warnings
-  local seen = {} -- the files named by a warning already
+  local seen, unread = {}, {} -- the files named by a warning already; those the users could not read
   for _, d in ipairs(denied or {}) do
     w[#w + 1] = fold.denied_text(d)
-    seen[d.path] = true
+    seen[d.path], unread[d.path] = true, unread[d.path] or not d.debug
+  end
+  for _, o in ipairs(res.oncpu and res.oncpu.unwind and res.oncpu.unwind.objects or {}) do
+    if unread[o.path] then o.build_id = nil end -- read from the file: not reported either
   end
   local on = res.oncpu
   local modules = on and on.folded_text and unresolved_modules(on.folded_text) or {}
