@@ -633,7 +633,8 @@ static void push_ustacks(lua_State *L, session *s, int offcpu) {
  * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
  * (counted without it). In unwind mode (after a last drain) the user stacks were walked with CFI,
  * and t.unwind holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size);
- * stats.lost_ustacks counts records the ring buffer had no room for. With python, a record of a
+ * stats.lost_ustacks counts records the ring buffer had no room for, stats.lost_users the samples
+ * of users past those s:users() lists. With python, a record of a
  * CPython process also has python = {{"func (file.py:12)", ... the frames one
  * _PyEval_EvalFrameDefault call runs, innermost first}, ... innermost call first} (read at the
  * instant of the sample; each frame at the line it executes), python_truncated when its chain was
@@ -678,7 +679,7 @@ static int l_read(lua_State *L) {
   uint64_t *vals = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *vals);
   static const char *const names[WB_NSTATS] = {"samples",  "lost_samples",  "oncpu_stack_errors",
                                                "switches", "lost_switches", "offcpu_stack_errors",
-                                               "forks", "lost_ustacks"};
+                                               "forks", "lost_ustacks", "lost_users"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;
@@ -688,6 +689,25 @@ static int l_read(lua_State *L) {
   }
   free(vals);
   lua_setfield(L, -2, "stats");
+  return 1;
+}
+
+/* -- list = s:users() : the users the tracked processes ran as when sampled or switched out,
+ * {{uid, gid}} (real ids); stats.lost_users (s:read()) counts samples of users past the map's
+ * WB_USERS_MAX */
+static int l_users(lua_State *L) {
+  session *s = check_session(L);
+  int fd = bpf_map__fd(s->skel->maps.users), n = 0;
+  uint64_t ids, next;
+  lua_newtable(L);
+  for (int more = bpf_map_get_next_key(fd, NULL, &next) == 0; more;) {
+    ids = next;
+    more = bpf_map_get_next_key(fd, &ids, &next) == 0;
+    lua_createtable(L, 0, 2);
+    wb_set_int(L, "uid", (lua_Integer)(ids & 0xffffffffu));
+    wb_set_int(L, "gid", (lua_Integer)(ids >> 32));
+    lua_rawseti(L, -2, ++n);
+  }
   return 1;
 }
 
@@ -712,7 +732,7 @@ static int l_tostring(lua_State *L) {
 static const luaL_Reg session_methods[] = {
     {"add_map", l_add_map}, {"arm", l_arm},     {"close", l_close}, {"deferred", l_deferred}, {"drain", l_drain},
     {"btf", l_session_btf}, {"exec", l_exec},   {"fork", l_fork},   {"python", l_python}, {"read", l_read},     {"ready", l_ready},
-    {"stop", l_stop},       {"track", l_track}, {NULL, NULL}};
+    {"stop", l_stop},       {"track", l_track}, {"users", l_users}, {NULL, NULL}};
 
 static const luaL_Reg bpf_functions[] = {{"available", l_available}, {"btf", l_btf}, {"make_btf", l_make_btf},
                                          {"open", l_open},           {NULL, NULL}};

@@ -2,6 +2,7 @@
 #ifndef WB_CACHE_H
 #define WB_CACHE_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* wb's cache directory ($XDG_CACHE_HOME/wb, else $HOME/.cache/wb) into out, created (mode 0700)
  * when missing; -1 without one, and -1 when it is a link, another user's, or writable by others
@@ -27,5 +28,28 @@ int wb_cache_commit(int fd, const char *tmp, const char *path, int ok);
 /* Removes the files of dir named prefix + another boot's id + anything (the per-boot caches of
  * earlier boots: they are never read again). */
 void wb_cache_prune(const char *dir, const char *prefix, const char boot[40]);
+
+/* The limits of the files kept per content (the inflated DWARF copies): WB_MAX_CACHE_BYTES
+ * (bytes, default WB_CACHE_MAX_BYTES) and WB_MAX_CACHE_DAYS (days unused, default
+ * WB_CACHE_MAX_DAYS; fractions allowed) from the environment; a value that is not a number >= 0
+ * is not used (the default). */
+#define WB_CACHE_MAX_BYTES ((uint64_t)1 << 30)
+#define WB_CACHE_MAX_DAYS 30
+void wb_cache_limits(uint64_t *max_bytes, double *max_age_s);
+
+/* Marks the cache file fd as used now (its access time: the order wb_cache_trim removes in). */
+void wb_cache_touch(int fd);
+
+/* Keeps the files of dir named NAME + suffix (NAME of hex digits and '-': the files made per
+ * content) within the limits: removes those unused for longer than max_age_s, then the least
+ * recently used until they hold max_bytes at most, never keep (a name in dir, or NULL); and the
+ * temporaries of such files (suffix + ".XXXXXX") left for a day by a writer that died. Only this
+ * user's regular files of mode 0600 are counted or removed; links are not followed. Returns the
+ * bytes kept. */
+uint64_t wb_cache_trim(const char *dir, const char *suffix, uint64_t max_bytes, double max_age_s, const char *keep);
+
+/* The content identity of n bytes at data: BLAKE2b-256 (core/content_hash.c) as 64 hex digits and a
+ * NUL into hex. A strong hash: another file's contents cannot be made to match it. */
+void wb_content_hash(const void *data, size_t n, char hex[65]);
 
 #endif

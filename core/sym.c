@@ -3,7 +3,9 @@
  * records) and resolves user addresses through the ELF .symtab/.dynsym of the mapped files
  * (core/sym_elf.c: cached per file, separate debug files found by build id), kernel addresses
  * through /proc/kallsyms, addresses in no file through the program's /tmp/perf-PID.map when it
- * writes one (core/sym_perfmap.c). Unresolved frames read module+0xoffset (the file offset). */
+ * writes one (core/sym_perfmap.c). Unresolved frames read module+0xoffset (the file offset).
+ * As root, a file is named from only when every user the profiled processes ran as could read it
+ * (core/sym_access.h); its frames read "module+0xoffset [not readable by the profiled user]". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "sym.h"
+#include "sym_access.h"
 #include "unwind.h"
 #include "internal.h"
 #include "wb.h"
@@ -21,6 +24,11 @@ typedef struct mapping {
   uint64_t start, end, pgoff;
   char *path;
   char build_id[41]; /* expected build id (from a perf record), "" when unknown */
+  const wb_elf *checked; /* the file the verdict below is for */
+  dev_t checked_dev;
+  ino_t checked_ino;
+  unsigned checked_gen; /* of the users it was reached with */
+  int readable;         /* every profiled user could read checked (and its debug file) */
 } mapping;
 
 typedef struct aspace {
@@ -45,9 +53,11 @@ typedef struct symbolizer {
   int dwarf; /* inline chains from DWARF and demangled names (core/unwind_obj.c) */
   obj_cost *costs;
   size_t ncosts, capcosts;
+  wb_users users; /* who the profiled processes ran as, what they could not read (core/sym_access.h) */
 } symbolizer;
 
 #define KERNEL_OBJECT "[kernel.kallsyms]"
+#define NOT_READABLE "[not readable by the profiled user]"
 
 /* Adds ns to the cost of naming one address of path (out of memory: not counted). */
 static void charge(symbolizer *s, const char *path, int64_t ns) {
@@ -138,31 +148,6 @@ static int add_mapping(aspace *a, uint64_t start, uint64_t end, uint64_t pgoff, 
   return 0;
 }
 
-int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
-                 void *arg) {
-  char path[64], line[4352];
-  snprintf(path, sizeof path, "/proc/%d/maps", pid);
-  FILE *f = fopen(path, "re");
-  if (!f) return -1;
-  int n = 0;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long lo, hi, off, ino;
-    char perms[8];
-    int name_at = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &lo, &hi, perms, &off, &ino, &name_at) < 5)
-      continue;
-    if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
-    line[strcspn(line, "\n")] = 0;
-    if (fn(arg, lo, hi, off, line + name_at) == 0) n++;
-  }
-  fclose(f);
-  if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
-    errno = ESRCH;
-    return -1;
-  }
-  return n;
-}
-
 static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path) {
   aspace *a = arg;
   if (!a->tried_snapshot) { /* the first mapping read: the file is there, forget the old ones */
@@ -181,7 +166,7 @@ static int snapshot(aspace *a) {
   return n;
 }
 
-static const mapping *find_mapping(const aspace *a, uint64_t addr) {
+static mapping *find_mapping(const aspace *a, uint64_t addr) {
   for (size_t i = a->n; i-- > 0;)
     if (addr >= a->maps[i].start && addr < a->maps[i].end) return &a->maps[i];
   return NULL;
@@ -193,6 +178,7 @@ static const char *base_name(const char *path) {
 }
 
 struct frame {
+  int denied;       /* the file is one a profiled user could not read: not named */
   const char *name; /* NULL: unresolved */
   const char *module;
   uint64_t offset;  /* into the symbol when resolved, else into the module's file */
@@ -200,11 +186,20 @@ struct frame {
   uint64_t vaddr;   /* the address in the file's ELF terms, when named */
 };
 
+/* wb_users_may_name for the file e that m maps; the verdict is kept with m until the file or the
+ * users change. */
+static int readable(symbolizer *s, mapping *m, const wb_elf *e) {
+  if (m->checked == e && m->checked_dev == e->dev && m->checked_ino == e->ino && m->checked_gen == s->users.gen)
+    return m->readable;
+  m->checked = e, m->checked_dev = e->dev, m->checked_ino = e->ino, m->checked_gen = s->users.gen;
+  return m->readable = wb_users_may_name(&s->users, m->path, e);
+}
+
 static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   struct frame f = {0};
   aspace *a = find_as(s, pid, 1);
-  if (a && a->n == 0 && !a->tried_snapshot) snapshot(a);
-  const mapping *m = a ? find_mapping(a, addr) : NULL;
+  if (a && a->n == 0 && !a->tried_snapshot && snapshot(a) >= 0) wb_users_observe(&s->users, pid);
+  mapping *m = a ? find_mapping(a, addr) : NULL;
   if (!m || strncmp(m->path, "//anon", 6) == 0) { /* generated code: the program's own perf map */
     uint64_t off;
     if (a) a->perfmap = wb_perfmap_load(pid, a->perfmap);
@@ -217,6 +212,10 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   f.offset = addr - m->start + m->pgoff;
   wb_elf *e = strcmp(m->path, "[vdso]") == 0 ? wb_elf_vdso() : m->path[0] == '/' ? wb_elf_get(m->path) : NULL;
   if (!e || (m->build_id[0] && e->build_id[0] && strcmp(m->build_id, e->build_id) != 0)) return f;
+  if (m->path[0] == '/' && !readable(s, m, e)) {
+    f.denied = 1;
+    return f;
+  }
   uint64_t vaddr = wb_elf_vaddr(e, f.offset), off;
   const char *name = vaddr ? wb_elf_lookup(e, vaddr, &off) : NULL;
   if (name) {
@@ -260,6 +259,7 @@ static int l_snapshot(lua_State *L) {
   aspace *a = find_as(s, (int)luaL_checkinteger(L, 2), 1);
   int n = a ? snapshot(a) : -1;
   if (n < 0) return wb_push_error(L, a ? errno : ENOMEM, "sym: snapshot");
+  wb_users_observe(&s->users, a->pid);
   lua_pushinteger(L, n);
   return 1;
 }
@@ -277,6 +277,69 @@ static int l_add_map(lua_State *L) {
   aspace *a = find_as(s, pid, 1);
   if (!a || add_mapping(a, addr, addr + len, pgoff, path, build_id) != 0) return luaL_error(L, "out of memory");
   return 0;
+}
+
+/* -- n = s:observe(pid) : notes the users pid and its living descendants run as (/proc/PID/status):
+ * from then on, frames are named only from files every user noted could read; the number of
+ * processes read (0 when pid is gone). A capture calls it at each drain. */
+static int l_observe(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  lua_pushinteger(L, wb_users_observe_tree(&s->users, (pid_t)luaL_checkinteger(L, 2)));
+  return 1;
+}
+
+/* -- s:add_user([uid, gid]) : notes a user seen otherwise (the real ids of a BPF sample: no
+ * supplementary groups, uid 0 reads all; nothing new when s:observe saw these ids); without
+ * arguments, a user who owns nothing (wb could not see who ran: only what every user may read is
+ * named) */
+static int l_add_user(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  if (lua_isnoneornil(L, 2)) {
+    wb_users_add_stranger(&s->users);
+    return 0;
+  }
+  lua_Integer uid = luaL_checkinteger(L, 2), gid = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, uid >= 0 && uid <= UINT32_MAX, 2, "a user id expected");
+  luaL_argcheck(L, gid >= 0 && gid <= UINT32_MAX, 3, "a group id expected");
+  wb_users_add_ids(&s->users, (uint32_t)uid, (uint32_t)gid);
+  return 0;
+}
+
+/* -- s:add_users(other) : notes the users another symbolizer noted */
+static int l_add_users(lua_State *L) {
+  symbolizer *s = check_sym(L), *other = luaL_checkudata(L, 2, SYM_MT);
+  for (size_t i = 0; i < other->users.n; i++) wb_users_add(&s->users, &other->users.u[i]);
+  return 0;
+}
+
+/* -- ok = s:readable(path) : whether every user noted could read the ELF file at path as it is
+ * now (and the debug file its symbols come from); one who could not is listed by s:denied() */
+static int l_readable(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  mapping m = {.path = (char *)luaL_checkstring(L, 2)};
+  wb_elf *e = m.path[0] == '/' ? wb_elf_get(m.path) : NULL;
+  lua_pushboolean(L, e && readable(s, &m, e));
+  return 1;
+}
+
+/* -- list = s:denied() : the files a profiled user could not read: {{path (as mapped), uid (one
+ * who could not), debug}}. Without debug, the file itself: its frames read "module+0xoffset [not
+ * readable by the profiled user]"; debug = "symbols": the separate debug file its symbols would
+ * come from (its frames read the same); debug = "dwarf": the one its DWARF would come from (its
+ * frames are named, without inline frames or source lines). */
+static int l_denied(lua_State *L) {
+  symbolizer *s = check_sym(L);
+  static const char *const parts[] = {[WB_DENIED_SYMBOLS] = "symbols", [WB_DENIED_DWARF] = "dwarf"};
+  lua_createtable(L, (int)s->users.ndenied, 0);
+  for (size_t i = 0; i < s->users.ndenied; i++) {
+    const wb_denial *d = &s->users.denied[i];
+    lua_createtable(L, 0, 3);
+    wb_set_str(L, "path", d->path);
+    wb_set_int(L, "uid", d->uid);
+    if (d->part != WB_DENIED_FILE) wb_set_str(L, "debug", parts[d->part]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
 }
 
 /* -- s:fork(child, parent) : child starts with a copy of parent's mappings */
@@ -342,6 +405,7 @@ static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int in
                       const char **file, int *line) {
   wb_inline_frame fr[32];
   wb_dwobj *o = f->path ? wb_dwobj_get(f->path) : NULL;
+  if (o && !wb_users_may_inline(&s->users, f->path, o)) o = NULL;
   int n = o ? wb_dwobj_inline(o, f->vaddr, fr, 32) : 0;
   if (n > 0 && fr[0].file && fr[0].line) {
     *file = fr[0].file;
@@ -402,7 +466,9 @@ static int l_frames(lua_State *L) {
           lua_pushstring(L, f.name);
         } else {
           char buf[320];
-          if (f.module) snprintf(buf, sizeof buf, "%s+0x%llx", f.module, (unsigned long long)(f.offset + (i > 1)));
+          if (f.module)
+            snprintf(buf, sizeof buf, "%s+0x%llx%s", f.module, (unsigned long long)(f.offset + (i > 1)),
+                     f.denied ? " " NOT_READABLE : "");
           else snprintf(buf, sizeof buf, "[unknown]");
           lua_pushstring(L, buf);
           unresolved++;
@@ -478,6 +544,7 @@ static int l_close(lua_State *L) {
   free(s->index);
   for (size_t i = 0; i < s->ncosts; i++) free(s->costs[i].path);
   free(s->costs);
+  wb_users_free(&s->users);
   s->costs = NULL;
   s->ncosts = s->capcosts = 0;
   s->as = NULL;
@@ -558,9 +625,12 @@ static int l_prefetch_kernel(lua_State *L) {
   return 1;
 }
 
-static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"close", l_close},   {"costs", l_costs},
-                                       {"exec", l_exec},       {"fork", l_fork},     {"frames", l_frames},
-                                       {"pids", l_pids},       {"resolve", l_resolve}, {"snapshot", l_snapshot},
+static const luaL_Reg sym_methods[] = {{"add_map", l_add_map}, {"add_user", l_add_user}, {"add_users", l_add_users},
+                                       {"close", l_close},
+                                       {"costs", l_costs},     {"denied", l_denied},     {"exec", l_exec},
+                                       {"fork", l_fork},       {"frames", l_frames},     {"observe", l_observe},
+                                       {"pids", l_pids},       {"readable", l_readable}, {"resolve", l_resolve},
+                                       {"snapshot", l_snapshot},
                                        {NULL, NULL}};
 
 static const luaL_Reg sym_functions[] = {{"file", l_file},     {"kernel", l_kernel},

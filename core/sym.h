@@ -17,7 +17,7 @@ typedef struct wb_load { /* a PT_LOAD segment */
 
 typedef struct wb_elf {
   char *path;
-  dev_t dev;
+  dev_t dev; /* of the file read (fstat of the descriptor), else of the path */
   ino_t ino;
   off_t size;
   int64_t mtime_ns;
@@ -26,6 +26,8 @@ typedef struct wb_elf {
   int unreadable;    /* it could not be opened or was not a regular ELF file: err says why */
   int symtab;        /* symbols come from a .symtab (not only .dynsym) */
   char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
+  dev_t debug_dev;   /* ... and the file read there */
+  ino_t debug_ino;
   int minidebug;     /* .symtab from the file's .gnu_debugdata (MiniDebugInfo), with .dynsym */
   uint64_t entry;    /* the ELF header's entry point (a virtual address), 0 for none */
   wb_load *loads;
@@ -90,7 +92,7 @@ size_t wb_kallsyms_load(void);
 int wb_kallsyms_prefetch(void);
 
 /* Calls fn(arg, start, end, file offset, name) for each executable mapping with a name in
- * /proc/PID/maps (core/sym.c); returns how many fn accepted (returned 0), or -1 with errno (ESRCH
+ * /proc/PID/maps (core/sym_perfmap.c); returns how many fn accepted (returned 0), or -1 with errno (ESRCH
  * when there were none: a zombie or a kernel thread). */
 int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
                  void *arg);

@@ -188,11 +188,16 @@ static void load_debug_file(wb_elf *e) {
   struct names names = {0};
   wb_symbol *syms = NULL;
   size_t n = elf ? read_symbols(elf, SHT_SYMTAB, &syms, &names) : 0;
-  if (n) {
+  struct stat st;
+  if (n && fstat(fd, &st) == 0) {
     set_symbols(e, syms, n, &names);
     e->symtab = 1;
     e->debug_file = strdup(path);
+    e->debug_dev = st.st_dev;
+    e->debug_ino = st.st_ino;
     e->err[0] = 0;
+  } else {
+    free(syms);
   }
   free(names.p);
   if (elf) elf_end(elf);
@@ -303,13 +308,17 @@ wb_elf *wb_elf_get(const char *path) {
     free(e);
     return NULL;
   }
+  int fd = wb_open_foreign(path); /* the path may have been replaced by a FIFO since it was mapped */
+  if (fd >= 0 && fstat(fd, &st) == 0) { /* the file read, whatever the path names by now */
+    have_stat = 1;
+    mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
   if (have_stat) {
     e->dev = st.st_dev;
     e->ino = st.st_ino;
     e->size = st.st_size;
     e->mtime_ns = mtime;
   }
-  int fd = wb_open_foreign(path); /* the path may have been replaced by a FIFO since it was mapped */
   Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
   e->unreadable = fd < 0 || !elf;
   if (fd == -2) snprintf(e->err, sizeof e->err, "not a regular file");

@@ -1,8 +1,10 @@
-/* The JIT maps of perf's convention, /tmp/perf-PID.map: one "START SIZE name" line (hex) per
- * piece of generated code, written by the program itself (CPython 3.12+ with -X perf or
- * PYTHONPERFSUPPORT=1 names each Python function's trampoline "py::qualname:file"). wb.sym names
- * addresses outside every mapped file with them (core/sym.c). */
+/* The maps of a process: its executable mappings from /proc/PID/maps (wb_maps_each, shared by
+ * wb.sym and wb.unwind), and the JIT maps of perf's convention, /tmp/perf-PID.map: one "START
+ * SIZE name" line (hex) per piece of generated code, written by the program itself (CPython 3.12+
+ * with -X perf or PYTHONPERFSUPPORT=1 names each Python function's trampoline
+ * "py::qualname:file"). wb.sym names addresses outside every mapped file with them (core/sym.c). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,31 @@
 #include <unistd.h>
 
 #include "sym.h"
+
+int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
+                 void *arg) {
+  char path[64], line[4352];
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo, hi, off, ino;
+    char perms[8];
+    int name_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &lo, &hi, perms, &off, &ino, &name_at) < 5)
+      continue;
+    if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
+    line[strcspn(line, "\n")] = 0;
+    if (fn(arg, lo, hi, off, line + name_at) == 0) n++;
+  }
+  fclose(f);
+  if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
+    errno = ESRCH;
+    return -1;
+  }
+  return n;
+}
 
 typedef struct perfsym {
   uint64_t start, size;

@@ -480,6 +480,18 @@ static int l_prefetch(lua_State *L) {
   return 1;
 }
 
+/* -- list = wb.unwind.cache_warnings() : the warnings about wb's cache of inflated DWARF not given
+ * yet ({} when none): a file whose build id has a copy made from other contents */
+static int l_cache_warnings(lua_State *L) {
+  lua_newtable(L);
+  int n = 0;
+  for (const char *w; (w = wb_dwarf_cache_warning());) {
+    lua_pushstring(L, w);
+    lua_rawseti(L, -2, ++n);
+  }
+  return 1;
+}
+
 /* -- name = wb.unwind.demangle(symbol) : the demangled C++ or Rust name, or nil */
 static int l_demangle(lua_State *L) {
   char *d = wb_demangle(luaL_checkstring(L, 1));
@@ -511,7 +523,8 @@ static const luaL_Reg unwind_methods[] = {{"add_map", l_add_map}, {"close", l_cl
                                           {"fork", l_fork},       {"snapshot", l_snapshot},
                                           {"stats", l_stats},     {"walk", l_walk}, {NULL, NULL}};
 
-static const luaL_Reg unwind_functions[] = {{"demangle", l_demangle}, {"new", l_new}, {"object", l_object},
+static const luaL_Reg unwind_functions[] = {{"cache_warnings", l_cache_warnings}, {"demangle", l_demangle},
+                                            {"new", l_new},       {"object", l_object},
                                             {"prefetch", l_prefetch}, {"symbolize", l_symbolize}, {NULL, NULL}};
 
 int luaopen_wb_unwind(lua_State *L) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct lua_State;
 
@@ -55,12 +56,20 @@ const wb_unw_row *wb_dwobj_row(wb_dwobj *o, uint64_t vaddr);
 int wb_dwobj_loaded(const wb_dwobj *o);
 /* An uncompressed copy of e's DWARF when e's .debug_* sections are compressed (SHF_COMPRESSED, as
  * Debian's debug files are), opened read-only with its descriptor in *fd; NULL (and *fd = -1) when
- * they are not, or no copy can be made or trusted. The copy is made once per build id in
- * wb_cache_dir()/debug/BUILD_ID.debug (mode 0600; another user's, or one of another build id, is
- * not used), so that libdw maps it instead of inflating every section at each run
- * (core/unwind_inflate.c). The Elf type is libelf's. */
+ * they are not, or no copy can be made or trusted. src_fd is e's file. The copy is made once per
+ * build id and contents in wb_cache_dir()/debug/BUILD_ID-HASH.debug (HASH: wb_content_hash of the
+ * file's bytes; mode 0600, this user's, its access time the last use), so that libdw maps it
+ * instead of inflating every section at each run (core/unwind_inflate.c). What is hashed is what
+ * is inflated: a file another user may change is read into memory first (256 MiB at most, else no
+ * copy). A copy of the same build id made from other contents is never used for e; finding one
+ * queues a warning naming label (wb_dwarf_cache_warning). The copies are kept within
+ * wb_cache_limits(): trimmed at the first call of a process and after each copy made; a copy
+ * larger than the limit is not kept. The Elf type is libelf's. */
 struct Elf;
-struct Elf *wb_dwarf_inflated(struct Elf *e, const char *build_id, int *fd);
+struct Elf *wb_dwarf_inflated(struct Elf *e, int src_fd, const char *build_id, const char *label, int *fd);
+
+/* The next warning wb_dwarf_inflated queued (each is given once), or NULL. Thread-safe. */
+const char *wb_dwarf_cache_warning(void);
 
 /* Caps on what compressed debug data may inflate to (docs/capture.md, "Bounds"): a section at
  * most WB_INFLATE_RATIO_MAX times its compressed size (+1 MiB), a file's sections together at most
@@ -84,6 +93,10 @@ int wb_dwobj_frame_pointers(wb_dwobj *o);
 const char *wb_dwobj_path(const wb_dwobj *o);
 const char *wb_dwobj_build_id(const wb_dwobj *o);
 void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info, const char **debug_file);
+
+/* The separate debug file the object's DWARF comes from (read first, when it was not), with the
+ * file read there in *dev, *ino; NULL when its DWARF is its own, or it has none. */
+const char *wb_dwobj_debug_source(wb_dwobj *o, dev_t *dev, ino_t *ino);
 
 /* One frame of an inline chain. Strings live as long as the object. */
 typedef struct wb_inline_frame {

@@ -48,6 +48,8 @@ struct wb_dwobj {
   Elf *inflated_e;
   Elf *dw_e;               /* the file again, for its DWARF: never the same handle as e */
   char *debug_file;
+  dev_t debug_dev;         /* the file read as debug_file */
+  ino_t debug_ino;
   struct wb_dwobj *queue_next; /* the prefetch queue */
   struct cu_index **cus; /* the CUs indexed so far, by offset (inline chains) */
   size_t ncus;
@@ -115,17 +117,19 @@ static void find_debug_file(wb_dwobj *o) {
     if (strcmp(path, o->path) != 0 && open_elf(path, &o->dbg_fd, &o->dbg_e) == 0) goto found;
   }
   return;
-found:
+found:;
+  struct stat st;
+  if (fstat(o->dbg_fd, &st) == 0) o->debug_dev = st.st_dev, o->debug_ino = st.st_ino;
   o->debug_file = strdup(path);
 }
 
-/* e, or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
+/* e (of the file fd), or the uncompressed copy of its DWARF (wb_dwarf_inflated), kept with o: one per object, for
  * the first file whose DWARF is read (a second one, should the first fail, is read as it is);
  * NULL when its compressed sections would inflate past the caps (wb_dwarf_over_cap). */
-static Elf *uncompressed(wb_dwobj *o, Elf *e) {
+static Elf *uncompressed(wb_dwobj *o, Elf *e, int fd) {
   if (wb_dwarf_over_cap(e)) return NULL;
   if (o->inflated_e) return e;
-  Elf *c = wb_dwarf_inflated(e, o->build_id, &o->inflated_fd);
+  Elf *c = wb_dwarf_inflated(e, fd, o->build_id, o->path, &o->inflated_fd);
   if (!c) return e;
   o->inflated_e = c;
   return c;
@@ -142,11 +146,11 @@ static void read_dwarf(wb_dwobj *o) {
     o->dw_fd = -1, o->dw_e = NULL;
     return;
   }
-  Elf *de = has_section(o->dw_e, ".debug_info") ? uncompressed(o, o->dw_e) : NULL;
+  Elf *de = has_section(o->dw_e, ".debug_info") ? uncompressed(o, o->dw_e, o->dw_fd) : NULL;
   if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   if (!o->dw) {
     find_debug_file(o);
-    de = o->dbg_e ? uncompressed(o, o->dbg_e) : NULL;
+    de = o->dbg_e ? uncompressed(o, o->dbg_e, o->dbg_fd) : NULL;
     if (de) o->dw = dwarf_begin_elf(de, DWARF_C_READ, NULL);
   }
   if (o->dw) o->dcfi = dwarf_getcfi(o->dw);
@@ -253,8 +257,14 @@ wb_dwobj *wb_dwobj_get(const char *path) {
     return NULL;
   }
   memcpy(o->build_id, elf->build_id, sizeof o->build_id);
+  struct stat st;
   if (vdso) o->e = vdso_image();
-  else open_elf(path, &o->fd, &o->e);
+  else if (open_elf(path, &o->fd, &o->e) == 0 &&
+           (fstat(o->fd, &st) != 0 || st.st_dev != elf->dev || st.st_ino != elf->ino)) {
+    elf_end(o->e); /* not the file wb_elf_get read (replaced since): nothing of it is used */
+    close(o->fd);
+    o->e = NULL, o->fd = -1;
+  }
   if (o->e) o->eh = dwarf_getcfi_elf(o->e);
   o->next = objects;
   objects = o;
@@ -265,6 +275,12 @@ uint64_t wb_dwobj_vaddr(const wb_dwobj *o, uint64_t offset) { return o->elf ? wb
 const char *wb_dwobj_path(const wb_dwobj *o) { return o->path; }
 int wb_dwobj_loaded(const wb_dwobj *o) { return o->e != NULL && o->elf != NULL; }
 const char *wb_dwobj_build_id(const wb_dwobj *o) { return o->build_id; }
+
+const char *wb_dwobj_debug_source(wb_dwobj *o, dev_t *dev, ino_t *ino) {
+  load_dwarf(o);
+  *dev = o->debug_dev, *ino = o->debug_ino;
+  return o->debug_file;
+}
 
 void wb_dwobj_info(wb_dwobj *o, int *eh_frame, int *debug_frame, int *debug_info, const char **debug_file) {
   load_dwarf(o);

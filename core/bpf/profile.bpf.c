@@ -105,6 +105,16 @@ struct {
   __type(value, struct py_buf);
 } py_scratch SEC(".maps");
 
+/* Every user the tracked processes ran as when sampled or switched out: the real uid and gid, as
+ * bpf_get_current_uid_gid gives them (gid << 32 | uid). wb names frames only from files each of
+ * them could read (core/sym_access.h), also for processes gone before it could look at them. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, WB_USERS_MAX);
+  __type(key, __u64);
+  __type(value, __u8);
+} users SEC(".maps");
+
 static __always_inline void stat_add(__u32 slot, __u64 n) {
   __u64 *v = bpf_map_lookup_elem(&stats, &slot);
   if (v) *v += n;
@@ -113,6 +123,14 @@ static __always_inline void stat_add(__u32 slot, __u64 n) {
 static __always_inline int is_tracked(__u32 tgid) { return bpf_map_lookup_elem(&tracked, &tgid) != 0; }
 
 static __always_inline int armed(__u64 now) { return armed_ns && now >= armed_ns; }
+
+static __always_inline void note_user(void) {
+  __u64 ids = bpf_get_current_uid_gid();
+  __u8 one = 1;
+  if (!bpf_map_lookup_elem(&users, &ids) && bpf_map_update_elem(&users, &ids, &one, BPF_NOEXIST) != 0 &&
+      !bpf_map_lookup_elem(&users, &ids)) /* not inserted by another CPU meanwhile: the map is full */
+    stat_add(WB_STAT_LOST_USERS, 1);
+}
 
 /* The current task's stacks into the key. -EFAULT is no stack, not an error: a sample in user mode
  * has no kernel stack, an exiting process no user stack. Other failures (a full map, a hash
@@ -292,6 +310,7 @@ SEC("perf_event")
 int on_cpu(struct bpf_perf_event_data *ctx) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
   if (!is_tracked(tgid) || !armed(bpf_ktime_get_ns())) return 0;
+  note_user();
   if (ustack_size) {
     stat_add(WB_STAT_SAMPLES, 1);
     send_ustack(ctx, WB_REC_ONCPU, WB_KIND_ONCPU, bpf_ktime_get_ns());
@@ -348,6 +367,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   __u64 prev_id = bpf_get_current_pid_tgid(); /* prev is the current task */
   __u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32, next_tid = BPF_CORE_READ(next, pid);
   if (is_tracked(prev_tgid)) {
+    note_user(); /* prev is the current task */
     struct wb_switch_out out = {.ts = now};
     out.key.tgid = prev_tgid;
     out.key.kind = BPF_CORE_READ(prev, __state) == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;

@@ -36,8 +36,11 @@ enum wb_stat {
   WB_STAT_OFFCPU_STACK_ERR, /* off-CPU stacks the stack map could not take */
   WB_STAT_FORKS,            /* processes added to the tracked set by fork */
   WB_STAT_LOST_USTACKS,     /* user-stack records the ring buffer had no room for (unwind mode) */
+  WB_STAT_LOST_USERS,       /* samples of a user the users map had no room for */
   WB_NSTATS,
 };
+
+#define WB_USERS_MAX 64 /* distinct (uid, gid) pairs the users map holds */
 
 /* Unwind mode (ustack_size > 0): instead of counting kernel-walked user stacks, each on-CPU sample
  * and each switch-out of a tracked thread sends its user registers and a copy of the top of its

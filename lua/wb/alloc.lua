@@ -273,6 +273,7 @@ function State:profile(r, o)
     live = { at = mem and "peak" or "exit", t = mem and mem.peak.t or nil, samples = 0, estimated_bytes = 0 },
     leak = { samples = 0, estimated_bytes = 0 }, processes = {}, notes = {} }
   local s <close> = sym.new { dwarf = true }
+  if r.sym then s:add_users(r.sym) end -- the shim's maps name files: only those the tree could read
   local pids, npids = {}, 0
   for _, img in ipairs(images) do
     if #img.allocs > 0 and not pids[img.pid] then pids[img.pid], npids = true, npids + 1 end
@@ -333,6 +334,7 @@ function State:profile(r, o)
     end
     out[view.key] = v
   end
+  for _, d in ipairs(s:denied()) do out.notes[#out.notes + 1] = fold.denied_text(d) end
   if o.dir then
     for _, k in ipairs({ "interval", "mmap", "samples", "sampled_bytes", "estimated_bytes", "live", "leak",
       "processes", "notes" }) do

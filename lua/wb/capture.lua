@@ -34,6 +34,7 @@ M.UNRESOLVED_LIMIT = 0.20 -- warn above this fraction of samples with an unnamed
 M.THIN_SAMPLES = 50       -- warn below this many on-CPU samples
 M.BPF_STACK_MAX = unwind_q.BPF_STACK_MAX -- the most bytes of user stack wb.bpf copies per record (unwind = "dwarf")
 M.PERF_STACK_SIZE = 8192   -- the default stack copy of perf_event and perf_cli (size_stack)
+M.OBSERVE = 0.25          -- seconds between two readings of the users the tree runs as (s:observe)
 M.DRAIN = 0.05            -- seconds between two drains of the sample buffers while the command runs
 -- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
 -- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
@@ -285,10 +286,23 @@ local function wait_stoppable(p, res, each)
   return p:wait()
 end
 
+-- A function that notes, at most every OBSERVE seconds, the users the tree under pid runs as in
+-- the symbolizer s (frames are named only from files they could read: docs/security.md).
+local function observer(s, pid)
+  local last = 0
+  return function()
+    if clock.now() >= last + M.OBSERVE * 1e9 then
+      last = clock.now()
+      s:observe(pid)
+    end
+  end
+end
+
 -- The perf CLI: `perf record` wraps the command; its samples come back through `perf script`.
 -- With unwind = "dwarf", perf copies stack_size bytes of user stack per sample and unwinds them
--- at `perf script` time (--call-graph dwarf); with "fp" it walks frame pointers (-g).
-local function run_perf_cli(spec, res, o)
+-- at `perf script` time (--call-graph dwarf); with "fp" it walks frame pointers (-g). users (a
+-- wb.sym symbolizer) notes who the tree runs as; frames of files they could not read are dropped.
+local function run_perf_cli(spec, res, o, users)
   local freq, dir, name = o.freq, o.dir, o.name
   local tmp = not dir and assert(fs.tmpdir("wbperf"))
   local data = (dir or tmp) .. "/" .. name .. ".perf.data"
@@ -303,14 +317,14 @@ local function run_perf_cli(spec, res, o)
   end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
   p:release()
-  res.result = wait_stoppable(p, res)
+  res.result = wait_stoppable(p, res, observer(users, p.pid))
   res.counters = counters and counters:read()
   if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
   local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
     stdout = "capture", stderr = "null" }
   if tmp then fs.remove_tree(tmp) end
   if not script or not script.ok then return nil, "perf script failed" end
-  return fold.parse_perf_script(script.stdout)
+  return fold.parse_perf_script(script.stdout, function(path) return users:readable(path) end)
 end
 
 local function write(path, text)
@@ -397,8 +411,16 @@ local function unresolved_modules(text)
 end
 
 -- Warnings on how far the profile can be trusted.
-local function quality(res, side, sampled)
+local function quality(res, side, sampled, denied)
   local w = res.warnings
+  local seen, unread = {}, {} -- the files named by a warning already; those the users could not read
+  for _, d in ipairs(denied or {}) do
+    w[#w + 1] = fold.denied_text(d)
+    seen[d.path], unread[d.path] = true, unread[d.path] or not d.debug
+  end
+  for _, o in ipairs(res.oncpu and res.oncpu.unwind and res.oncpu.unwind.objects or {}) do
+    if unread[o.path] then o.build_id = nil end -- read from the file: not reported either
+  end
   local on = res.oncpu
   local modules = on and on.folded_text and unresolved_modules(on.folded_text) or {}
   if on and on.samples and on.samples > 0 and on.unresolved_fraction > M.UNRESOLVED_LIMIT then
@@ -428,7 +450,7 @@ local function quality(res, side, sampled)
   if side and sampled then
     -- with CFI unwinding, the objects that stopped walks are named by capture_unwind.warn instead
     local unwound = res.oncpu and res.oncpu.unwind ~= nil
-    local paths, seen = {}, {}
+    local paths = {}
     for pid, path in pairs(fold.executables(side)) do
       if sampled[pid] and not seen[path] then
         seen[path] = true
@@ -645,8 +667,9 @@ local function record(spec, o, res, st)
   -- Python stacks of every CPython process of the tree: read by the BPF program with each sample
   -- (o.merged), else sampled from outside at the same rate by a thread of wb's
   local py_sampler <close> = o.python and not o.merged and python.sampler(p.pid, { hz = o.freq }) or nil
-  local snapped = false
+  local snapped, observe = false, observer(symbolizer, p.pid)
   res.result = wait_stoppable(p, res, function(done)
+    observe()
     if side then side:drain() end
     if session then session:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
@@ -660,6 +683,10 @@ local function record(spec, o, res, st)
   if r.side then fold.feed(symbolizer, r.side) end
   if session and r.side then replay_mappings(session, r.side) end
   r.data = session and session:read()
+  if r.data then -- every user a sample was taken of, also in processes gone before a drain saw them
+    for _, u in ipairs(session:users()) do symbolizer:add_user(u.uid, u.gid) end
+    if r.data.stats.lost_users > 0 then symbolizer:add_user() end
+  end
   return r
 end
 
@@ -823,7 +850,8 @@ function M.run(spec)
   if stages then spec = stages.spec end
   if st.method == "perf_cli" then
     settle(st, o, res)
-    local records, err, errno = run_perf_cli(spec, res, o)
+    local users <close> = sym.new() -- who the tree runs as: perf names the frames, wb drops some
+    local records, err, errno = run_perf_cli(spec, res, o, users)
     if not res.result then return nil, err, errno end
     if not records then
       res.oncpu = { skipped = err }
@@ -832,18 +860,19 @@ function M.run(spec)
       res.oncpu = profile_of("oncpu", text, info, o)
     end
     res.offcpu = o.want_off and { skipped = st.off_skip } or nil
-    quality(res)
-    if al then res.alloc = al:profile({}, o) end
+    quality(res, nil, nil, users:denied())
+    if al then res.alloc = al:profile({ sym = users }, o) end
   else
     local r, err, errno = record(spec, o, res, st)
     if not r then return nil, err, errno end
     if stages and r.memory then o.stages = stages:bands(r.memory.t0, 1 / r.memory.hz) end
     local sym_close <close> = r.sym
     local sampled = profiles(res, r, o, st.off_skip)
-    quality(res, r.side, sampled)
+    quality(res, r.side, sampled, r.sym:denied())
     if al then res.alloc = al:profile(r, o) end
     res.symbolize = r.sym:costs()
   end
+  for _, w in ipairs(require("wb.unwind").cache_warnings()) do res.warnings[#res.warnings + 1] = w end
   res.ok = res.result.ok or res.stopped ~= nil -- stopped by the user's Ctrl-C: a complete profile
   if res.method == "bpf" and not bpf.btf() then bpf.make_btf() end -- for the loads of the next captures
   if res.counters and o.dir then

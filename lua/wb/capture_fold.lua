@@ -17,6 +17,9 @@ M.RUN_QUEUE = "[run queue]"
 M.TRUNCATED = "[truncated after %d frames]"
 M.TRUNCATED_PC = -1
 M.KERNEL_MAX_DEPTH = 127 -- the kernel's frame-pointer walks (perf_event_max_stack) stop there
+-- What follows "module+0xoffset" in a frame of a file the profiled user could not read
+-- (core/sym.c, docs/security.md).
+M.NOT_READABLE = "[not readable by the profiled user]"
 
 -- Kernel frames of the sampling machinery itself, dropped from the leaf end of kernel stacks,
 -- with the frames they called, when among the first PROBE_DEPTH frames.
@@ -212,11 +215,23 @@ local function is_function(name) return not name:find("_%[k%]$") and name ~= M.R
 -- "liblzma.so.5"), or nil for a named one
 function M.module_of(frame) return frame:match("^(.+)%+0x%x+$") end
 
+-- line = M.denied_text(d) : the warning for one entry of a symbolizer's s:denied()
+function M.denied_text(d)
+  local base = d.path:match("([^/]+)$") or d.path
+  return string.format("%s is not readable by the profiled user (uid %d): %s",
+    d.debug and d.path .. "'s separate debug file" or d.path, d.uid,
+    d.debug == "dwarf" and "its frames are named without inline frames or source lines"
+      or "its frames show as " .. base .. "+0xoffset " .. M.NOT_READABLE)
+end
+
 -- The row a frame counts under in the top table: the unresolved addresses of one module are one
--- row, "liblzma.so.5 (unresolved addresses)", not one row per address.
+-- row, "liblzma.so.5 (unresolved addresses)", not one row per address; those of a file the
+-- profiled user could not read, "libx.so [not readable by the profiled user]".
 local function top_name(f)
   local module = M.module_of(f)
-  return module and (module .. " (unresolved addresses)") or f
+  if module then return module .. " (unresolved addresses)" end
+  module = f:sub(-#M.NOT_READABLE - 1) == " " .. M.NOT_READABLE and f:match("^(.-)%+0x%x+ ")
+  return module and (module .. " " .. M.NOT_READABLE) or f
 end
 
 -- top = M.top(stacks, n [, {user_only = bool, first = 2}]) : the n functions with the most self
@@ -259,9 +274,11 @@ function M.top(stacks, n, opts)
   return rows
 end
 
--- records = M.parse_perf_script(text) : `perf script -F comm,pid,ip,sym,dso` output as records
--- of already named frames {pid, comm, kind = "oncpu", names = {leaf first}, unresolved, count = 1}
-function M.parse_perf_script(text)
+-- records = M.parse_perf_script(text [, readable]) : `perf script -F comm,pid,ip,sym,dso` output as
+-- records of already named frames {pid, comm, kind = "oncpu", names = {leaf first}, unresolved,
+-- count = 1}; a user frame whose file fails readable(path) reads "module+0xIP [not readable by
+-- the profiled user]"
+function M.parse_perf_script(text, readable)
   local records, cur = {}, nil
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do
     if line:match("^%S") then
@@ -273,7 +290,10 @@ function M.parse_perf_script(text)
       if ip then
         local kernel = dso:find("kernel.kallsyms", 1, true) or dso:find("^%[kernel")
         local name = sym:gsub("%+0x%x+$", "")
-        if name == "[unknown]" then
+        if not kernel and readable and dso:sub(1, 1) == "/" and not readable(dso) then
+          cur.unresolved = cur.unresolved + 1
+          name = (dso:match("([^/]+)$") or dso) .. "+0x" .. ip .. " " .. M.NOT_READABLE
+        elseif name == "[unknown]" then
           cur.unresolved = cur.unresolved + 1
           if not kernel and dso ~= "[unknown]" then name = (dso:match("([^/]+)$") or dso) .. "+0x" .. ip end
         end

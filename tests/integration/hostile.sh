@@ -106,6 +106,82 @@ wait $swapper 2>/dev/null
 check "FIFOs: wb says which library it could not read, and why" \
   grep -q "libswapped.so could not be read (not a regular file)" "$tmp/fifo.out"
 
+# Files the profiled user could not read (docs/security.md, "Reading with the profiled user's
+# rights"). nobody's program maps three libraries of its own, then swaps the paths of two for
+# links to root's ELF files: one of mode 0600, one of mode 0644 in a directory of mode 0700, each
+# with the build id of the library it replaces (as an attacker who learned it would give his own);
+# the third is stripped and its debug link names a link to root's debug file (mode 0600). Then
+# nobody runs root's execute-only program (mode 0711). Root wb names nothing of root's files: no
+# SECRET_ name and no vault_secret source in any file of the run directories or in wb's output;
+# those frames read "libx.so+0xoffset [not readable by the profiled user]", and a warning names
+# each library.
+vault="$tmp/vault" att="$tmp/att"
+mkdir -m 755 "$vault" && mkdir -m 700 "$vault/closed"
+as_user mkdir "$att"
+spin_src() { # function inline-function: the same code under names of the same length (the same layout),
+  # its time in the inlined loop
+  printf 'static inline __attribute__((always_inline)) double %s(long i) {\n' "$2"
+  printf '  double y = 0; for (long k = 0; k < 64; k++) y += (double)(i ^ k) * 0.5; return y; }\n'
+  printf 'double %s(long n) { double x = 0; for (long i = 0; i < n; i++) x += %s(i); return x; }\n' "$1" "$2"
+}
+spin_src SECRET_payroll_alpha SECRET_inline_ab12 >"$vault/vault_secret.c"
+spin_src spin_public_function spin_public_inline >"$tmp/pub.c"
+as_user cp "$tmp/pub.c" "$att/pub.c"
+id1=0x11112222333344445555666677778888aaaabbbb id2=0x99992222333344445555666677778888cccc0000
+id3=0x77772222333344445555666677778888dddd0000
+(cd "$vault" && gcc -O2 -g -shared -fPIC -Wl,--build-id=$id1 vault_secret.c -o libsecret1.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id2 vault_secret.c -o closed/libsecret2.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id3 vault_secret.c -o libsecret3.so &&
+  objcopy --only-keep-debug libsecret3.so secret3.debug && rm libsecret3.so &&
+  chmod 600 libsecret1.so secret3.debug && chmod 644 closed/libsecret2.so)
+as_user sh -c "cd '$att' && gcc -O2 -g -shared -fPIC -Wl,--build-id=$id1 pub.c -o libone.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id2 pub.c -o libtwo.so &&
+  gcc -O2 -g -shared -fPIC -Wl,--build-id=$id3 pub.c -o libthree.so && objcopy --only-keep-debug libthree.so libthree.debug &&
+  strip --strip-debug libthree.so && objcopy --add-gnu-debuglink=libthree.debug libthree.so &&
+  ln -sf '$vault/secret3.debug' libthree.debug"
+cat >"$tmp/secrets.py" <<PY
+import ctypes, os, time
+libs = [ctypes.CDLL("$att/" + n) for n in ("libone.so", "libtwo.so", "libthree.so")]
+for l in libs:
+    l.spin_public_function.restype, l.spin_public_function.argtypes = ctypes.c_double, [ctypes.c_long]
+for name, target in (("libone.so", "$vault/libsecret1.so"), ("libtwo.so", "$vault/closed/libsecret2.so")):
+    os.symlink(target, "$att/new"); os.rename("$att/new", "$att/" + name)  # mapped: swapped for a link
+start = time.process_time()
+while time.process_time() - start < 0.6:
+    for l in libs:
+        l.spin_public_function(20000)
+PY
+cat >"$vault/xo.c" <<'C'
+#include <time.h>
+__attribute__((noinline)) double SECRET_xo_inner_loop(long n) { double x = 0; for (long i = 0; i < n; i++) x += (double)i * 0.5; return x; }
+int main(void) { double s = 0; clock_t t0 = clock(); while (clock() - t0 < CLOCKS_PER_SEC / 2) s += SECRET_xo_inner_loop(100000); return s < 0; }
+C
+gcc -O2 -g -fno-omit-frame-pointer "$vault/xo.c" -o "$vault/xo" && chmod 711 "$vault/xo" && chmod 600 "$vault/xo.c"
+profile_as_nobody() { # run-name command...
+  local name=$1
+  shift
+  "$WB" run recipes/profile.lua -o "$tmp/$name" freq=499 -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$@" >"$tmp/$name.out" 2>&1 || { tail -n 20 "$tmp/$name.out"; return 1; }
+}
+check "links to root's libraries swapped in by the profiled user: wb profile finishes" \
+  profile_as_nobody secret_run /usr/bin/python3 "$tmp/secrets.py"
+check "root's execute-only program run by the profiled user: wb profile finishes" profile_as_nobody xo_run "$vault/xo"
+check "nothing of root's files is named: no SECRET_ name, no vault_secret source, in the runs or wb's output" bash -c "
+  ! grep -rl -e SECRET_ -e vault_secret '$tmp/secret_run' '$tmp/secret_run.out' '$tmp/xo_run' '$tmp/xo_run.out'"
+not_readable() { # run-name module
+  grep -q "$2+0x[0-9a-f]* \[not readable by the profiled user\]" "$tmp/$1/profiles/profile.oncpu.folded" ||
+    { echo "no frame of $2 reads [not readable by the profiled user]"; return 1; }
+}
+check "the frames of root's files read module+0xoffset [not readable by the profiled user]" bash -c "
+  $(declare -f not_readable); tmp='$tmp'; not_readable secret_run libone.so && not_readable secret_run libtwo.so &&
+  not_readable xo_run xo"
+check "warnings name each file the profiled user could not read; the readable one is still named" bash -c "
+  grep -q '$att/libone.so is not readable by the profiled user (uid 65534)' '$tmp/secret_run.out' &&
+  grep -q '$att/libtwo.so is not readable by the profiled user (uid 65534)' '$tmp/secret_run.out' &&
+  grep -q \"$att/libthree.so's separate debug file is not readable by the profiled user\" '$tmp/secret_run.out' &&
+  grep -q '$vault/xo is not readable by the profiled user' '$tmp/xo_run.out' &&
+  grep -q 'spin_public_function' '$tmp/secret_run/profiles/profile.oncpu.folded'"
+
 # Decompression bombs in a library another user built: 200 MB of zeros as its .gnu_debugdata
 # (30 KB of xz) and as a zlib-compressed .debug_str (200 KB). wb must neither inflate them (with
 # 300 MB ones its peak RSS was 640 MB) nor cache them (a 298 MB file): over the caps, passed over.
@@ -132,6 +208,67 @@ check "decompression bombs: wb's peak RSS under 250 MB, no cache file over 50 MB
     '$WB' run recipes/profile.lua -o '$tmp/bomb_run' -- /usr/bin/python3 '$tmp/bombs.py' >/dev/null 2>&1 || exit 1
   echo \"peak RSS \$(cat '$tmp/bomb_rss') KB\"; [ \$(cat '$tmp/bomb_rss') -lt 250000 ] &&
   [ -z \"\$(find '$tmp/bomb_cache' -type f -size +50M)\" ]"
+
+# A poisoned build id (docs/security.md, "The cache"): nobody builds a library with the build id
+# of root's library (libreal.so, compressed DWARF) and DWARF of his own (evil3.c, evil_inline_step),
+# profiled first; root's library, profiled next with the same cache, keeps its own inline frames
+# and source: wb's copies of inflated DWARF are kept per build id and contents.
+poison="$tmp/poison" real="$tmp/real"
+mkdir -m 700 "$tmp/poison_cache" && mkdir -m 755 "$real" && as_user mkdir "$poison"
+spin_src spin real_inline_step >"$real/real.c"
+spin_src spin evil_inline_step >"$tmp/evil3.c"
+as_user cp "$tmp/evil3.c" "$poison/evil3.c"
+idr=0x5555222233334444555566667777888899991111
+(cd "$real" && gcc -O2 -g -gz -shared -fPIC -Wl,--build-id=$idr real.c -o libreal.so)
+as_user sh -c "cd '$poison' && gcc -O2 -g -gz -shared -fPIC -Wl,--build-id=$idr evil3.c -o libevil.so"
+spin_driver() { # library: a Python program spinning in its spin()
+  printf 'import ctypes, time\nl = ctypes.CDLL("%s")\nl.spin.restype, l.spin.argtypes = ctypes.c_double, [ctypes.c_long]\n' "$1"
+  printf 'start = time.process_time()\nwhile time.process_time() - start < 0.5:\n    l.spin(20000)\n'
+}
+spin_driver "$poison/libevil.so" >"$tmp/evil.py"
+spin_driver "$real/libreal.so" >"$tmp/real.py"
+profile_cached() { # run-name [env...] -- command...: a profile with the poison test's cache
+  local name=$1
+  shift
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env XDG_CACHE_HOME="$tmp/poison_cache" "${envs[@]}" "$WB" run recipes/profile.lua -o "$tmp/$name" freq=499 -- "$@" \
+    >"$tmp/$name.out" 2>&1 || { tail -n 20 "$tmp/$name.out"; return 1; }
+}
+check "a library with another's build id and its own compressed DWARF: profiled, its DWARF cached" bash -c "
+  $(declare -f profile_cached); WB='$WB' tmp='$tmp'
+  profile_cached evil_run -- setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 '$tmp/evil.py' &&
+  grep -q 'evil_inline_step (inlined)' '$tmp/evil_run/profiles/profile.oncpu.folded' &&
+  ls '$tmp/poison_cache/wb/debug/' | grep -q '^${idr#0x}-[0-9a-f]\{64\}\.debug$'"
+check "the real library of that build id, profiled after it: its own inline frames, nothing of evil3.c" bash -c "
+  $(declare -f profile_cached); WB='$WB' tmp='$tmp'
+  profile_cached real_run -- /usr/bin/python3 '$tmp/real.py' &&
+  grep -q 'real_inline_step (inlined)' '$tmp/real_run/profiles/profile.oncpu.folded' &&
+  ! grep -rl -e evil_inline_step -e evil3.c '$tmp/real_run' '$tmp/real_run.out' &&
+  [ \$(ls '$tmp/poison_cache/wb/debug/' | grep -c '^${idr#0x}-') -eq 2 ]"
+check "a cached copy of the same build id from other contents is a warning" \
+  grep -q "libreal.so: the DWARF wb cached for its build id ${idr#0x} was made from other contents" "$tmp/real_run.out"
+
+# Pruning (a cache of its own): copies unused for 40 days go, then the least recently used, down
+# to WB_MAX_CACHE_BYTES, whatever else wb caches on this machine (libc6-dbg's copies); a link and a
+# file wb did not make (mode 0644), named like copies, are neither followed nor removed.
+debug="$tmp/prune_cache/wb/debug"
+mkdir -m 700 "$tmp/prune_cache" "$tmp/prune_cache/wb" "$debug"
+planted() { echo "$debug/00000000$1-$(printf '%064d' "$1").debug"; }
+for age in 1 2 3 960; do
+  head -c 1000000 /dev/zero >"$(planted $age)" && chmod 600 "$(planted $age)" && touch -a -d "$age hours ago" "$(planted $age)"
+done
+ln -s "$tmp/victim" "$debug/0000000009-link.debug"
+head -c 1000000 /dev/zero >"$debug/0000000009-other.debug" && chmod 644 "$debug/0000000009-other.debug"
+check "pruned to WB_MAX_CACHE_BYTES: unused for 40 days, then least recently used first; nothing else touched" bash -c "
+  $(declare -f victim_intact planted); tmp='$tmp' debug='$debug'
+  XDG_CACHE_HOME='$tmp/prune_cache' WB_MAX_CACHE_BYTES=2500000 '$WB' run recipes/profile.lua -o '$tmp/prune_run' \
+    -- /usr/bin/python3 '$tmp/real.py' >'$tmp/prune_run.out' 2>&1 || { tail '$tmp/prune_run.out'; exit 1; }
+  ls -la '$debug'
+  [ ! -e \$(planted 960) ] && [ ! -e \$(planted 3) ] && { [ ! -e \$(planted 2) ] || [ -e \$(planted 1) ]; } &&
+  ls '$debug' | grep -q '^${idr#0x}-' && [ -L '$debug/0000000009-link.debug' ] && [ -e '$debug/0000000009-other.debug' ] &&
+  victim_intact && [ \$(find '$debug' -type f -perm 600 -printf '%s\n' | awk '{ t += \$1 } END { print t }') -le 2500000 ]"
 
 # A cache of another user's (sudo -E keeps HOME): a FIFO where wb keeps the kernel's symbols.
 boot=$(cat /proc/sys/kernel/random/boot_id)

@@ -154,6 +154,61 @@ T.case("snapshot of a running process: user frames by name, module+0xoff, [unkno
   T.match(err, "^sym: snapshot")
 end)
 
+-- A process of nobody's (setpriv) with extra groups, once it runs as nobody.
+local function as_nobody(groups)
+  local argv = { "setpriv", "--reuid=65534", "--regid=65534", groups and "--groups=" .. groups or "--clear-groups",
+    "sleep", "30" }
+  local p = assert(proc.spawn { argv = argv })
+  T.wait_until("the process runs as nobody", 10, function()
+    return (fs.read("/proc/" .. p.pid .. "/status") or ""):match("\nUid:%s+65534%s") and
+      (fs.read("/proc/" .. p.pid .. "/comm") or ""):match("^sleep")
+  end)
+  return p
+end
+
+T.case("users: nothing is named from a file a noted user could not read (mode, directories, groups)", function()
+  if not T.is_root() then T.skip("needs root: unprivileged, wb reads with its own user's rights") end
+  local dir = T.tmpdir() -- mode 0700: nobody cannot reach what it holds
+  local prog = compile(dir, "burn", BURN, { "-fno-omit-frame-pointer" })
+  local p <close> = assert(proc.spawn { argv = { prog, "wait" } })
+  local s <close> = sym.new()
+  T.wait_until("maps of burn", 10, function() return load_base(p.pid, prog) and s:snapshot(p.pid) end)
+  local addr = load_base(p.pid, prog) + nm(prog).outer + 1
+  T.eq(s:frames(p.pid, { addr }), { "outer" }) -- root's own process: root reads all
+  T.eq(s:readable(prog), true)
+  s:add_user(65534, 65534) -- as a BPF sample of nobody's gives it
+  local frames, unresolved = s:frames(p.pid, { addr })
+  T.match(frames[1], "^burn%+0x%x+ %[not readable by the profiled user%]$")
+  T.eq(unresolved, 1)
+  T.eq(s:readable("/usr/bin/true"), true)
+  T.eq(s:denied(), { { path = prog, uid = 65534 } })
+  local unknown <close> = sym.new()
+  unknown:add_user() -- someone wb could not see: only what every user may read
+  T.eq({ unknown:readable(prog), unknown:readable("/usr/bin/true") }, { false, true })
+  local root <close> = sym.new()
+  root:add_user(0, 0)
+  T.eq(root:readable(prog), true)
+  -- a file of mode 0640 of group 4242 in a directory every user may enter: the group's members read it
+  local open = dir .. "/open"
+  run({ "mkdir", "-m", "755", open })
+  run({ "cp", prog, open .. "/grouped" })
+  run({ "chmod", "640", open .. "/grouped" })
+  run({ "chgrp", "4242", open .. "/grouped" })
+  run({ "chmod", "711", dir })
+  local member <close> = as_nobody("4242")
+  local stranger <close> = as_nobody()
+  local with <close> = sym.new()
+  local without <close> = sym.new()
+  T.ok(with:observe(member.pid) >= 1, "observed")
+  T.ok(without:observe(stranger.pid) >= 1, "observed")
+  T.eq({ with:readable(open .. "/grouped"), without:readable(open .. "/grouped") }, { true, false })
+  T.eq({ with:readable(prog), without:readable(prog) }, { true, true }) -- mode 0755, its directory now 0711
+  run({ "chmod", "711", prog }) -- execute-only
+  local later <close> = sym.new()
+  later:observe(member.pid)
+  T.eq(later:readable(prog), false)
+end)
+
 T.case("the vDSO is named from this process's own image", function()
   local p <close> = assert(proc.spawn { argv = { "sleep", "30" } })
   local s <close> = sym.new()

@@ -915,8 +915,8 @@ return wb.recipe { run = function(ctx)
 end }
 ]]
 
-T.case("compressed DWARF (libc6-dbg's) is read from an inflated copy made once per build id, 0600, "
-  .. "with the same answers; a copy of another build id is not used", function()
+T.case("compressed DWARF (libc6-dbg's) is read from an inflated copy made once per build id and contents, "
+  .. "0600, with the same answers; a copy of another build id is not used", function()
   local libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
   local o = unwind.object(libc)
   if not o.debug_file then T.skip("libc6-dbg not installed (make deps installs it)") end
@@ -936,8 +936,12 @@ T.case("compressed DWARF (libc6-dbg's) is read from an inflated copy made once p
   end
   local direct = chains("/proc/wb-no-cache") -- no cache can be made: libdw inflates in memory
   T.ok(select(2, direct:gsub(" true\n", "")) > 0, "some addresses hold inlined frames")
-  local copy = dir .. "/cache/wb/debug/" .. o.build_id .. ".debug"
   T.eq(chains(dir .. "/cache"), direct) -- made
+  local debug_dir = dir .. "/cache/wb/debug/"
+  local name = run({ "ls", debug_dir }):match(o.build_id .. "%-%x+%.debug")
+  T.ok(name and #name == #o.build_id + 1 + 64 + 6, "named by build id and BLAKE2b-256 of the debug file")
+  T.eq(name:match("%-(%x+)%."), run({ "b2sum", "-l", "256", o.debug_file }):match("^%x+"))
+  local copy = debug_dir .. name
   local st = assert(fs.stat(copy))
   T.eq(st.mode & 511, 384, "mode 0600")
   T.ok(not run({ "readelf", "-S", "-W", copy }):find("%.debug_info +PROGBITS +%x+ +%x+ +%x+ +%x+ +C"), "inflated")
