@@ -1356,6 +1356,10 @@ function trace.speedscope(stacks, opts) end
 
 ---@class wb.unwind
 local unwind = {}
+---list = wb.unwind.cache_warnings() : the warnings about wb's cache of inflated DWARF not given yet
+---({} when none): a file whose build id has a copy made from other contents.
+---@return string[]
+function unwind.cache_warnings() end
 ---name = wb.unwind.demangle(symbol) : the demangled C++ or Rust name, or nil.
 function unwind.demangle(symbol) end
 ---u = wb.unwind.new() : an unwinder with no address spaces (objects are shared by all)
