@@ -1,16 +1,17 @@
 /* wb.json: JSON text <-> Lua values. Objects decode to ordered tables (source order), arrays to
  * "wb.array" tables, null to wb.null. The encoder writes ordered tables in insertion order and
- * other tables with sorted keys, so its output is deterministic. The parser is wb's own, not
- * cJSON: errors carry line and column, integers stay integers, duplicate keys are rejected and no
- * intermediate tree is built (docs/design.md). */
+ * other tables with sorted keys, so its output is deterministic. Text is read through cJSON
+ * (core/json_read.c): errors carry line and column, integers stay integers, duplicate keys are
+ * rejected; the writer is wb's own and streams (docs/design.md). */
 #include <errno.h>
 
 #include "encode.h"
 
-/* ---- decoding: a sink of the parser (core/json_text.c) that builds Lua values --------- */
+/* ---- decoding: a sink of the reader (core/json_read.c) that builds Lua values ----------- */
 
 struct builder {
   lua_State *L;
+  void *held; /* the reader's cJSON tree, released when a Lua error ends the read */
   int depth;
   lua_Integer count[WB_MAX_NESTING + 1]; /* items so far at each depth; -1 in objects */
 };
@@ -24,16 +25,6 @@ static void attach(struct builder *bd) {
     lua_rawseti(bd->L, -2, ++bd->count[bd->depth]);
 }
 
-static void push_string(lua_State *L, const struct wb_json_scalar *v) {
-  if (!v->escaped) {
-    lua_pushlstring(L, v->s, v->n);
-    return;
-  }
-  luaL_Buffer b;
-  char *out = luaL_buffinitsize(L, &b, v->n);
-  luaL_pushresultsize(&b, wb_json_unescape(v->s, v->n, out));
-}
-
 static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
   struct builder *bd = ctx;
   switch (v->kind) {
@@ -41,7 +32,7 @@ static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
   case WB_JSON_BOOL: lua_pushboolean(bd->L, (int)v->i); break;
   case WB_JSON_INT: lua_pushinteger(bd->L, (lua_Integer)v->i); break;
   case WB_JSON_FLOAT: lua_pushnumber(bd->L, (lua_Number)v->d); break;
-  case WB_JSON_STRING: push_string(bd->L, v); break;
+  case WB_JSON_STRING: lua_pushlstring(bd->L, v->s, v->n); break;
   }
   attach(bd);
 }
@@ -49,7 +40,7 @@ static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
 /* Pushes the key; nonzero (the key popped) when the object below already has it. */
 static int build_key(void *ctx, const struct wb_json_scalar *k) {
   lua_State *L = ((struct builder *)ctx)->L;
-  push_string(L, k);
+  lua_pushlstring(L, k->s, k->n);
   lua_pushvalue(L, -1);
   int taken = lua_rawget(L, -3) != LUA_TNIL;
   lua_pop(L, taken ? 2 : 1);
@@ -75,20 +66,36 @@ static void build_close(void *ctx, int object) {
 
 static const struct wb_json_sink builder_sink = {build_scalar, build_key, build_open, build_close};
 
-/* Decodes s[0..len): pushes the value and returns 1, or pushes nil and the message and
- * returns 2 (the message prefixed with `prefix: ` when prefix is given). */
-static int decode(lua_State *L, const char *s, size_t len, const char *prefix) {
-  int top = lua_gettop(L);
-  struct builder *bd = lua_newuserdatauv(L, sizeof *bd, 0);
-  bd->L = L;
-  bd->depth = 0;
-  char err[160];
-  int ok = wb_json_parse(s, len, &builder_sink, bd, err, sizeof err) == 0;
-  if (ok) {
-    lua_replace(L, top + 1);
-    return 1;
+#define DECODE_ERRLEN 160
+
+/* Protected part of decode: builder, text, error buffer (DECODE_ERRLEN bytes); returns the value,
+ * or nothing with the message in the buffer. */
+static int decode_protected(lua_State *L) {
+  struct builder *bd = lua_touserdata(L, 1);
+  size_t len;
+  const char *s = lua_tolstring(L, 2, &len);
+  char *err = lua_touserdata(L, 3);
+  lua_settop(L, 0); /* the caller's stack keeps the text alive */
+  return wb_json_parse(s, len, &builder_sink, bd, &bd->held, err, DECODE_ERRLEN) == 0;
+}
+
+/* Decodes the string at index idx: pushes the value and returns 1, or pushes nil and the message
+ * and returns 2 (the message prefixed with `prefix: ` when prefix is given). A Lua error while
+ * building (memory) is raised again once the reader's tree is released. */
+static int decode(lua_State *L, int idx, const char *prefix) {
+  struct builder bd = {.L = L};
+  char err[DECODE_ERRLEN] = "";
+  lua_pushcfunction(L, decode_protected);
+  lua_pushlightuserdata(L, &bd);
+  lua_pushvalue(L, idx);
+  lua_pushlightuserdata(L, err);
+  int status = lua_pcall(L, 3, 1, 0);
+  if (status != LUA_OK) {
+    wb_json_release(&bd.held);
+    return lua_error(L);
   }
-  lua_settop(L, top);
+  if (!err[0]) return 1;
+  lua_pop(L, 1);
   lua_pushnil(L);
   if (prefix)
     lua_pushfstring(L, "%s: %s", prefix, err);
@@ -255,9 +262,8 @@ static void encode_options(lua_State *L, int arg, int *pretty, int *indent) {
  * bytes). Objects become ordered tables, arrays wb.array tables, null wb.null; integral numbers
  * without fraction or exponent and |v| <= 2^53 become integers, other numbers floats. */
 static int l_decode(lua_State *L) {
-  size_t len;
-  const char *s = luaL_checklstring(L, 1, &len);
-  return decode(L, s, len, NULL);
+  luaL_checklstring(L, 1, NULL);
+  return decode(L, 1, NULL);
 }
 
 /* -- s = wb.json.encode(v [, {pretty = bool, indent = n}]) : raises on functions, userdata other
@@ -350,9 +356,7 @@ static int l_object(lua_State *L) {
 static int l_read(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   if (!wb_read_file(L, path)) return wb_push_error(L, errno, path);
-  size_t len;
-  const char *s = lua_tolstring(L, -1, &len);
-  return decode(L, s, len, path);
+  return decode(L, lua_gettop(L), path);
 }
 
 /* -- t = wb.json.array([t]) : wb.array (core/ordered.c), for encoders: an empty one encodes as [] */
