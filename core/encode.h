@@ -97,6 +97,8 @@ struct wb_json_sink {
   int (*key)(void *ctx, const struct wb_json_scalar *k);
   void (*open)(void *ctx, int object);
   void (*close)(void *ctx, int object);
+  /* optional (NULL): text[0..offset) will not be read again; called between members */
+  void (*consumed)(void *ctx, size_t offset);
 };
 
 /* Reads text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_NESTING) through

@@ -14,15 +14,22 @@
 #include "encode.h"
 
 /* The most text cJSON is given at once for a container: one that does not end within it is read
- * member by member, so a tree (about 30 times its text for lists of small numbers) never
- * outgrows this. The fuzz build makes it small, to read most containers member by member. */
+ * member by member, so no tree outgrows about 40 times this (a list of small numbers: a node and
+ * malloc's header for each `1,`). The fuzz build makes it small, so most containers take the
+ * member-by-member way. */
 #ifndef WB_JSON_WINDOW
 #define WB_JSON_WINDOW ((size_t)256 << 10)
 #endif
 
+/* How far the reader moves between two calls of its sink's `consumed`. */
+#define CONSUMED_STEP ((size_t)4 << 20)
+
 struct reader {
   const char *start, *p, *end;
   int depth;
+  int line;               /* of r->p: the newlines before it are all in white space */
+  const char *bol;        /* where that line begins */
+  const char *consumed;   /* the offset last reported to the sink's `consumed` */
   const struct wb_json_sink *sink;
   void *ctx;
   void **held; /* the cJSON tree being walked; released on every way out */
@@ -39,12 +46,8 @@ __attribute__((format(printf, 3, 4), noreturn)) static void read_fail(struct rea
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  int line = 1;
-  const char *bol = r->start;
-  for (const char *q = r->start; q < at; q++)
-    if (*q == '\n') line++, bol = q + 1;
   if (r->err && r->errlen)
-    snprintf(r->err, r->errlen, "json: line %d col %d: %s", line, (int)(at - bol) + 1, what);
+    snprintf(r->err, r->errlen, "json: line %d col %d: %s", r->line, (int)(at - r->bol) + 1, what);
   longjmp(r->fail, 1);
 }
 
@@ -56,8 +59,20 @@ __attribute__((noreturn)) static void unexpected(struct reader *r) {
 }
 
 static void skip_ws(struct reader *r) {
-  while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
-    r->p++;
+  for (; r->p < r->end; r->p++) {
+    if (*r->p == '\n')
+      r->line++, r->bol = r->p + 1;
+    else if (*r->p != ' ' && *r->p != '\r' && *r->p != '\t')
+      return;
+  }
+}
+
+/* Between members: tells the sink, every CONSUMED_STEP bytes, that the text before r->p will not
+ * be read again (errors are placed from the tracked line, not by counting from the start). */
+static void report_consumed(struct reader *r) {
+  if (!r->sink->consumed || (size_t)(r->p - r->consumed) < CONSUMED_STEP) return;
+  r->consumed = r->p;
+  r->sink->consumed(r->ctx, (size_t)(r->p - r->start));
 }
 
 static int is_digit(const struct reader *r, const char *q) {
@@ -251,6 +266,7 @@ static void read_container(struct reader *r, const cJSON *node, int object) {
       else
         read_value(r, child);
       child = child ? child->next : NULL;
+      report_consumed(r);
     } while (more(r, close));
   r->p++;
   r->depth--;
@@ -281,8 +297,9 @@ static void read_value(struct reader *r, const cJSON *node) {
 
 int wb_json_parse(const char *text, size_t len, const struct wb_json_sink *sink, void *ctx,
                   void **held, char *err, size_t errlen) {
-  struct reader r = {.start = text, .p = text, .end = text + len, .sink = sink, .ctx = ctx,
-                     .held = held, .err = err, .errlen = errlen};
+  struct reader r = {.start = text, .p = text, .end = text + len, .line = 1, .bol = text,
+                     .consumed = text, .sink = sink, .ctx = ctx, .held = held, .err = err,
+                     .errlen = errlen};
   *held = NULL;
   if (setjmp(r.fail)) {
     wb_json_release(held);

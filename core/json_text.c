@@ -217,7 +217,7 @@ static void writer_close(void *ctx, int object) {
 }
 
 static const struct wb_json_sink writer_sink = {writer_scalar, writer_key, writer_open,
-                                                writer_close};
+                                                writer_close, NULL};
 
 WB_API char *wb_json_reformat(const char *text, size_t len, int32_t pretty, char *err,
                               size_t errlen) {

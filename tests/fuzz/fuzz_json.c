@@ -125,7 +125,8 @@ static void reader_scalar(void *ctx, const struct wb_json_scalar *v) {
 static int reader_key(void *ctx, const struct wb_json_scalar *k) { return log_key(ctx, k->s, k->n); }
 static void log_open_event(void *ctx, int object) { log_open(ctx, object); }
 static void log_close_event(void *ctx, int object) { log_close(ctx, object); }
-static const struct wb_json_sink reader_log_sink = {reader_scalar, reader_key, log_open_event, log_close_event};
+static const struct wb_json_sink reader_log_sink = {reader_scalar, reader_key, log_open_event,
+                                                   log_close_event, NULL};
 
 /* log, err = fuzz.events(s) : what core/json_read.c reads in s */
 static int l_events(lua_State *L) {

@@ -284,3 +284,22 @@ T.case("documents larger than cJSON's window: read member by member, the same va
   local doc = '{"a": ' .. text .. ', "a": 1}'
   T.eq(select(2, json.decode(doc)), string.format('json: line 1 col %d: duplicate key "a"', #text + 9))
 end)
+
+T.case("read: a file of 16 MB or more is given back as it is read, the same values and errors", function()
+  local d = T.tmpdir()
+  local lines = {}
+  for i = 1, 300000 do lines[i] = string.format('  {"id": %d, "name": "item %d", "v": [%d.25, true, null]}', i, i, i) end
+  local text = "[\n" .. table.concat(lines, ",\n") .. "\n]\n" -- about 19 MB
+  T.ok(#text >= 16 * 1024 * 1024, "beyond wb.json.read's threshold")
+  local path = d .. "/big.json"
+  assert(fs.write(path, text))
+  local v = assert(json.read(path))
+  T.eq(#v, 300000)
+  T.eq(v[300000].name, "item 300000")
+  T.eq(v[199999].v[1], 199999.25)
+  T.eq(core.ordered_keys(v[7]), { "id", "name", "v" })
+  assert(fs.write(path, text:sub(1, -4) .. ',\n  {"a": 1,\n   "a": 2}\n]\n'))
+  T.eq(select(2, json.read(path)), path .. ': json: line 300003 col 4: duplicate key "a"')
+  assert(fs.write(path, text:sub(1, -4) .. ",\n  [1, 2,]\n]\n"))
+  T.eq(select(2, json.read(path)), path .. ": json: line 300002 col 9: unexpected character ']'")
+end)
