@@ -27,9 +27,9 @@
 struct reader {
   const char *start, *p, *end;
   int depth;
-  int line;               /* of r->p: the newlines before it are all in white space */
-  const char *bol;        /* where that line begins */
-  const char *consumed;   /* the offset last reported to the sink's `consumed` */
+  int line;             /* of r->p: the newlines before it are all in white space */
+  const char *bol;      /* where that line begins */
+  const char *reported; /* the position last given to the sink's `consumed` */
   const struct wb_json_sink *sink;
   void *ctx;
   void **held; /* the cJSON tree being walked; released on every way out */
@@ -70,8 +70,8 @@ static void skip_ws(struct reader *r) {
 /* Between members: tells the sink, every CONSUMED_STEP bytes, that the text before r->p will not
  * be read again (errors are placed from the tracked line, not by counting from the start). */
 static void report_consumed(struct reader *r) {
-  if (!r->sink->consumed || (size_t)(r->p - r->consumed) < CONSUMED_STEP) return;
-  r->consumed = r->p;
+  if (!r->sink->consumed || (size_t)(r->p - r->reported) < CONSUMED_STEP) return;
+  r->reported = r->p;
   r->sink->consumed(r->ctx, (size_t)(r->p - r->start));
 }
 
@@ -298,7 +298,7 @@ static void read_value(struct reader *r, const cJSON *node) {
 int wb_json_parse(const char *text, size_t len, const struct wb_json_sink *sink, void *ctx,
                   void **held, char *err, size_t errlen) {
   struct reader r = {.start = text, .p = text, .end = text + len, .line = 1, .bol = text,
-                     .consumed = text, .sink = sink, .ctx = ctx, .held = held, .err = err,
+                     .reported = text, .sink = sink, .ctx = ctx, .held = held, .err = err,
                      .errlen = errlen};
   *held = NULL;
   if (setjmp(r.fail)) {
