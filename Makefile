@@ -4,9 +4,9 @@ DESTDIR ?=
 BUILD   ?= build
 
 CC      ?= gcc
-PKGS    := lua5.4 yaml-0.1
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lyaml)
+PKGS    := lua5.4 yaml-0.1 libcjson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null || echo -I/usr/include/lua5.4 -I/usr/include/cjson)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -llua5.4 -lyaml -lcjson)
 WARN    := -std=c11 -Wall -Wextra -Werror
 # core/ is searched by "..." includes only (-iquote): core/spawn.h and core/unwind.h share their
 # names with <spawn.h> and the compiler's <unwind.h>, which <...> includes must still find.
@@ -16,10 +16,11 @@ CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(
              -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
 LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -llzma -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
-# to map and relocate at every start-up (wb's start-up is a benchmarked figure). It exports the
+# to map and relocate at every start-up (wb's start-up is a benchmarked figure); cJSON, which
+# Debian ships without a static archive, is a shared object like readline. It exports the
 # Lua API, so that compiled Lua modules a recipe requires find it as they find it in lua5.4.
 LUA_EXPORTS := -Wl,--export-dynamic-symbol=lua_*,--export-dynamic-symbol=luaL_*,--export-dynamic-symbol=luaopen_*
-BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -ldw -liberty -lelf -lbz2 -llzma -lz -Wl,-Bdynamic -lreadline -lm -ldl -pthread $(LUA_EXPORTS)
+BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -ldw -liberty -lelf -lbz2 -llzma -lz -Wl,-Bdynamic -lcjson -lreadline -lm -ldl -pthread $(LUA_EXPORTS)
 BPF_CLANG ?= clang
 BPFTOOL   ?= bpftool
 
@@ -150,9 +151,10 @@ asan:
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" test
 
 # Fuzzing (tests/fuzz/): fuzz-build compiles libwb.a with clang, -fsanitize=fuzzer-no-link and
-# ASan+UBSan into $(FUZZ_BUILD), then links the targets (tests/fuzz/fuzz.mk). fuzz runs each target
-# for FUZZ_SECONDS; fuzz-smoke runs each for a few seconds (tests/run.sh calls it). valgrind runs
-# the C unit tests and a set of CLI runs under memcheck (tests/valgrind/run.sh).
+# ASan+UBSan into $(FUZZ_BUILD), then links the targets (tests/fuzz/fuzz.mk). Its JSON reader hands
+# cJSON at most 48 bytes at once (core/json_read.c), so fuzz inputs take both of its ways. fuzz
+# runs each target for FUZZ_SECONDS; fuzz-smoke runs each for a few seconds (tests/run.sh calls
+# it). valgrind runs the C unit tests and a set of CLI runs under memcheck (tests/valgrind/run.sh).
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -160,7 +162,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT="-O1 -g" WARN="-std=c11 -Wall -Wextra" \
-	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_BUILD)/libwb.a
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN) -DWB_JSON_WINDOW=48" $(FUZZ_BUILD)/libwb.a
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_BUILD=$(FUZZ_BUILD) LIBS="$(LIBS)" SAN="$(FUZZ_SAN)"
 
 fuzz: fuzz-build

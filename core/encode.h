@@ -1,5 +1,6 @@
-/* Helpers shared by the data-format modules core/json.c, core/json_text.c, core/yaml.c and
- * core/yaml_dump.c; defined in core/encode.c unless noted. Internal, not installed. */
+/* Helpers shared by the data-format modules core/json.c, core/json_read.c, core/json_text.c,
+ * core/yaml.c and core/yaml_dump.c; defined in core/encode.c unless noted. Internal, not
+ * installed. */
 #pragma once
 
 #include <stdint.h>
@@ -73,22 +74,22 @@ void wb_enter_table(lua_State *L, int idx, const void **path, int *depth, const 
  * hold 32 bytes. Returns the length. */
 int wb_format_float(char *buf, double d);
 
-/* ---- JSON text (core/json_text.c; Lua-free, so the C API runs inside any host) ---- */
+/* ---- JSON text (core/json_read.c, core/json_text.c; Lua-free, so the C API runs inside any
+ * host) ---- */
 
 enum wb_json_kind { WB_JSON_NULL, WB_JSON_BOOL, WB_JSON_INT, WB_JSON_FLOAT, WB_JSON_STRING };
 
-/* A scalar token. BOOL and INT use i, FLOAT d. STRING: s[0..n) is the text between the quotes,
- * already validated; when `escaped` is set it still holds escapes (see wb_json_unescape). */
+/* A scalar. BOOL and INT use i, FLOAT d, STRING s[0..n) (decoded; it may hold NUL bytes and is
+ * valid only during the callback). */
 struct wb_json_scalar {
   enum wb_json_kind kind;
-  int escaped;
   int64_t i;
   double d;
   const char *s;
   size_t n;
 };
 
-/* The parser's events, in document order. A key (an object member's name, a STRING) precedes
+/* The reader's events, in document order. A key (an object member's name, a STRING) precedes
  * each member value. */
 struct wb_json_sink {
   void (*scalar)(void *ctx, const struct wb_json_scalar *v);
@@ -96,18 +97,22 @@ struct wb_json_sink {
   int (*key)(void *ctx, const struct wb_json_scalar *k);
   void (*open)(void *ctx, int object);
   void (*close)(void *ctx, int object);
+  /* optional (NULL): text[0..offset) will not be read again; called between members */
+  void (*consumed)(void *ctx, size_t offset);
 };
 
-/* Parses text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_NESTING) and feeds
- * the sink; a key the sink reports as repeated in its object is an error ("duplicate key"). Integral numbers without fraction or exponent and |v| <= 2^53 are INT, other numbers
- * FLOAT. Returns 0, or -1 with err set to "json: line L col C: what" (1-based, bytes). Errors
- * the sink raises pass through. */
+/* Reads text[0..len) (RFC 8259, an optional UTF-8 BOM, nesting up to WB_MAX_NESTING) through
+ * cJSON and feeds the sink; a key the sink reports as repeated in its object is an error
+ * ("duplicate key"). Integral numbers without fraction or exponent and |v| <= 2^53 are INT,
+ * other numbers FLOAT. Returns 0, or -1 with err set to "json: line L col C: what" (1-based,
+ * bytes) at the first error in the text. *held is the cJSON tree being read (NULL before and
+ * after): a sink callback that raises (longjmps) past the reader leaves it to the caller, who
+ * releases it with wb_json_release. */
 int wb_json_parse(const char *text, size_t len, const struct wb_json_sink *sink, void *ctx,
-                  char *err, size_t errlen);
+                  void **held, char *err, size_t errlen);
 
-/* Decodes the escapes of a validated string token into out (room for n bytes suffices);
- * returns the decoded length. */
-size_t wb_json_unescape(const char *s, size_t n, char *out);
+/* Releases *held (a tree wb_json_parse left there) and sets it to NULL. */
+void wb_json_release(void **held);
 
 /* Writers of the canonical form shared by wb.json.encode and wb_json_reformat: a quoted,
  * escaped string; an integer; a float (quoted: as an object key; unquoted non-finite: null);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,33 @@ int wb_read_file(lua_State *L, const char *path) {
   close(fd);
   luaL_pushresult(&b);
   return 1;
+}
+
+char *wb_read_file_mapped(const char *path, size_t *len, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return NULL;
+  char *map = MAP_FAILED;
+  if (fstat(fd, &st) == 0) {
+    *size = st.st_size > 0 ? (size_t)st.st_size : 1;
+    map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
+  int err = errno;
+  for (*len = 0; map != MAP_FAILED && *len < *size;) {
+    ssize_t n = read(fd, map + *len, *size - *len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) break;
+    if (n > 0) {
+      *len += (size_t)n;
+      continue;
+    }
+    err = errno;
+    munmap(map, *size);
+    map = MAP_FAILED;
+  }
+  close(fd);
+  errno = err;
+  return map == MAP_FAILED ? NULL : map;
 }
 
 /* -- data, err = wb.fs.read(path) : the whole file */

@@ -85,6 +85,11 @@ int wb_stats_samples_view(lua_State *L, int idx, const double **v, size_t *n, in
 int wb_read_file(lua_State *L, const char *path);
 int wb_write_all(int fd, const void *p, size_t n);
 
+/* Reads the file at path into a private anonymous mapping of *size bytes (its size when opened,
+ * at least 1), of which the first *len hold the text: its whole pages can be given back with
+ * munmap as they are used. Returns the mapping, or NULL with errno set. */
+char *wb_read_file_mapped(const char *path, size_t *len, size_t *size);
+
 #include "fs_guard.h"
 
 /* Replaces io.open so that every mode that writes goes through wb_guard_open (core/fs.c). */

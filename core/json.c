@@ -1,16 +1,23 @@
 /* wb.json: JSON text <-> Lua values. Objects decode to ordered tables (source order), arrays to
  * "wb.array" tables, null to wb.null. The encoder writes ordered tables in insertion order and
- * other tables with sorted keys, so its output is deterministic. The parser is wb's own, not
- * cJSON: errors carry line and column, integers stay integers, duplicate keys are rejected and no
- * intermediate tree is built (docs/design.md). */
+ * other tables with sorted keys, so its output is deterministic. Text is read through cJSON
+ * (core/json_read.c): errors carry line and column, integers stay integers, duplicate keys are
+ * rejected; the writer is wb's own and streams (docs/design.md). */
+#define _DEFAULT_SOURCE
 #include <errno.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "encode.h"
 
-/* ---- decoding: a sink of the parser (core/json_text.c) that builds Lua values --------- */
+/* ---- decoding: a sink of the reader (core/json_read.c) that builds Lua values ----------- */
 
 struct builder {
   lua_State *L;
+  void *held;     /* the reader's cJSON tree, released when a Lua error ends the read */
+  char *map;      /* the text, when decode owns it (a mapping of wb_read_file_mapped); else NULL */
+  size_t dropped; /* the bytes at its start already unmapped */
   int depth;
   lua_Integer count[WB_MAX_NESTING + 1]; /* items so far at each depth; -1 in objects */
 };
@@ -24,16 +31,6 @@ static void attach(struct builder *bd) {
     lua_rawseti(bd->L, -2, ++bd->count[bd->depth]);
 }
 
-static void push_string(lua_State *L, const struct wb_json_scalar *v) {
-  if (!v->escaped) {
-    lua_pushlstring(L, v->s, v->n);
-    return;
-  }
-  luaL_Buffer b;
-  char *out = luaL_buffinitsize(L, &b, v->n);
-  luaL_pushresultsize(&b, wb_json_unescape(v->s, v->n, out));
-}
-
 static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
   struct builder *bd = ctx;
   switch (v->kind) {
@@ -41,7 +38,7 @@ static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
   case WB_JSON_BOOL: lua_pushboolean(bd->L, (int)v->i); break;
   case WB_JSON_INT: lua_pushinteger(bd->L, (lua_Integer)v->i); break;
   case WB_JSON_FLOAT: lua_pushnumber(bd->L, (lua_Number)v->d); break;
-  case WB_JSON_STRING: push_string(bd->L, v); break;
+  case WB_JSON_STRING: lua_pushlstring(bd->L, v->s, v->n); break;
   }
   attach(bd);
 }
@@ -49,7 +46,7 @@ static void build_scalar(void *ctx, const struct wb_json_scalar *v) {
 /* Pushes the key; nonzero (the key popped) when the object below already has it. */
 static int build_key(void *ctx, const struct wb_json_scalar *k) {
   lua_State *L = ((struct builder *)ctx)->L;
-  push_string(L, k);
+  lua_pushlstring(L, k->s, k->n);
   lua_pushvalue(L, -1);
   int taken = lua_rawget(L, -3) != LUA_TNIL;
   lua_pop(L, taken ? 2 : 1);
@@ -73,22 +70,51 @@ static void build_close(void *ctx, int object) {
   attach(bd);
 }
 
-static const struct wb_json_sink builder_sink = {build_scalar, build_key, build_open, build_close};
+/* Gives back the whole pages of a mapped text that the reader is done with. */
+static void build_consumed(void *ctx, size_t offset) {
+  struct builder *bd = ctx;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), upto = offset / page * page;
+  if (!bd->map || upto <= bd->dropped) return;
+  munmap(bd->map + bd->dropped, upto - bd->dropped);
+  bd->dropped = upto;
+}
 
-/* Decodes s[0..len): pushes the value and returns 1, or pushes nil and the message and
- * returns 2 (the message prefixed with `prefix: ` when prefix is given). */
-static int decode(lua_State *L, const char *s, size_t len, const char *prefix) {
-  int top = lua_gettop(L);
-  struct builder *bd = lua_newuserdatauv(L, sizeof *bd, 0);
-  bd->L = L;
-  bd->depth = 0;
+static const struct wb_json_sink builder_sink = {build_scalar, build_key, build_open, build_close,
+                                                 build_consumed};
+
+/* A decode under way: the text, the builder, the error message. */
+struct decoding {
+  const char *text;
+  size_t len;
+  struct builder bd;
   char err[160];
-  int ok = wb_json_parse(s, len, &builder_sink, bd, err, sizeof err) == 0;
-  if (ok) {
-    lua_replace(L, top + 1);
-    return 1;
-  }
-  lua_settop(L, top);
+};
+
+/* Protected part of decode (the decoding a light userdata): returns the value, or nothing with
+ * the message in err. */
+static int decode_protected(lua_State *L) {
+  struct decoding *d = lua_touserdata(L, 1);
+  lua_settop(L, 0);
+  return wb_json_parse(d->text, d->len, &builder_sink, &d->bd, &d->bd.held, d->err, sizeof d->err) == 0;
+}
+
+/* Decodes text[0..len): pushes the value and returns 1, or pushes nil and the message and returns
+ * 2 (the message prefixed with `prefix: ` when prefix is given). mapped 0: the caller keeps the
+ * text alive; else the text is a mapping of that many bytes from wb_read_file_mapped, which decode
+ * owns: unmapped from its start as the reader moves on, the rest at the end. A Lua error while
+ * building (memory) is raised again once the reader's tree and the mapping are released. */
+static int decode(lua_State *L, const char *text, size_t len, size_t mapped, const char *prefix) {
+  struct decoding d = {.text = text, .len = len, .bd = {.L = L}};
+  if (mapped) d.bd.map = (char *)text; /* wb_read_file_mapped's: writable, and ours */
+  lua_pushcfunction(L, decode_protected);
+  lua_pushlightuserdata(L, &d);
+  int status = lua_pcall(L, 1, 1, 0);
+  wb_json_release(&d.bd.held);
+  if (mapped) munmap(d.bd.map + d.bd.dropped, mapped - d.bd.dropped);
+  if (status != LUA_OK) return lua_error(L);
+  const char *err = d.err;
+  if (!err[0]) return 1;
+  lua_pop(L, 1);
   lua_pushnil(L);
   if (prefix)
     lua_pushfstring(L, "%s: %s", prefix, err);
@@ -257,7 +283,7 @@ static void encode_options(lua_State *L, int arg, int *pretty, int *indent) {
 static int l_decode(lua_State *L) {
   size_t len;
   const char *s = luaL_checklstring(L, 1, &len);
-  return decode(L, s, len, NULL);
+  return decode(L, s, len, 0, NULL);
 }
 
 /* -- s = wb.json.encode(v [, {pretty = bool, indent = n}]) : raises on functions, userdata other
@@ -346,13 +372,24 @@ static int l_object(lua_State *L) {
   return 1;
 }
 
+/* Files from this size on are read into a mapping that decoding gives back as it goes: their
+ * text and their values are not held whole at once. */
+#define READ_MAPPED_MIN ((off_t)16 << 20)
+
 /* -- v, err = wb.json.read(path) : reads and decodes a file; errors start with the path */
 static int l_read(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= READ_MAPPED_MIN) {
+    size_t len, size;
+    char *map = wb_read_file_mapped(path, &len, &size);
+    if (!map) return wb_push_error(L, errno, path);
+    return decode(L, map, len, size, path);
+  }
   if (!wb_read_file(L, path)) return wb_push_error(L, errno, path);
   size_t len;
   const char *s = lua_tolstring(L, -1, &len);
-  return decode(L, s, len, path);
+  return decode(L, s, len, 0, path);
 }
 
 /* -- t = wb.json.array([t]) : wb.array (core/ordered.c), for encoders: an empty one encodes as [] */

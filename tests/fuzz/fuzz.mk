@@ -21,5 +21,9 @@ $(FUZZ_BUILD)/fuzz_lua.o: tests/fuzz/fuzz_lua.c tests/fuzz/fuzz_lua.h core/inter
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_lua.h $(FUZZ_BUILD)/fuzz_lua.o \
                       $(FUZZ_BUILD)/libwb.a
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(SAN) $< $(FUZZ_BUILD)/fuzz_lua.o \
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(SAN) $< $(MODEL) $(FUZZ_BUILD)/fuzz_lua.o \
 	  $(FUZZ_BUILD)/libwb.a $(LIBS) -o $@
+
+# fuzz_json compares wb's reader with the reference model of the parser wb had before cJSON.
+$(FUZZ_BUILD)/fuzz_json: MODEL := tests/fuzz/json_ref.c
+$(FUZZ_BUILD)/fuzz_json: tests/fuzz/json_ref.c tests/fuzz/json_ref.h

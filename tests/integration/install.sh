@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make install` into a staging directory: the binary finds its installed recipes, profiles and
 # bundled examples from anywhere (tests/cli/outside.t, run again with the installed copy), wb.pc
-# works with pkg-config, and a C program builds and runs against the installed header + lib.
+# works with pkg-config, and a C program builds and runs against the installed header + lib (its
+# JSON reader through cJSON included).
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${WB_BUILD:-build}
@@ -42,6 +43,9 @@ int main(void) {
   wb_child_result r;
   if (wb_child_wait(c, &r) != 0 || !r.exited || r.exit_code != 0) return 1;
   wb_child_free(c);
+  char *json = wb_json_reformat("{\"a\": [1, 2.5]}", 15, 0, err, sizeof err);
+  if (!json || strcmp(json, "{\"a\":[1,2.5]}") != 0) return 1;
+  wb_free(json);
   printf("%s %lld\n", wb_version(), (long long)(wb_clock_ns() > 0));
   return strcmp(wb_version(), "") == 0;
 }

@@ -258,3 +258,48 @@ T.case("write: a file atomically, streamed, with a final newline", function()
   T.eq(ok, nil)
   T.match(err, "missing/doc.json: No such file or directory")
 end)
+
+T.case("documents larger than cJSON's window: read member by member, the same values and errors", function()
+  local items = {}
+  for i = 1, 30000 do items[i] = string.format('{"id": %d, "f": %d.5, "s": "a\\u0000b%d"}', i, i, i) end
+  local text = "[" .. table.concat(items, ",") .. "]" -- about 1.3 MB: beyond the 256 KiB window
+  local v = assert(json.decode(text))
+  T.eq(#v, 30000)
+  T.eq(math.type(v[30000].id), "integer")
+  T.eq(v[30000].f, 30000.5)
+  T.eq(v[2].s, "a\0b2")
+  T.eq(core.ordered_keys(v[1]), { "id", "f", "s" })
+  local prefix = text:sub(1, -2)
+  local cases = {
+    { ',{"k": 1, "k": 2}]', 11, 'duplicate key "k"' },
+    { ',"\t"]', 3, "unescaped control character in string" },
+    { ",01]", 3, "unexpected character '1'" },
+    { ',"\\uZZZZ"]', 3, "invalid \\u escape" },
+    { ",1.]", 4, "unexpected character ']'" },
+    { ",\v1]", 2, "unexpected byte 0x0b" },
+  }
+  for _, c in ipairs(cases) do
+    T.eq(select(2, json.decode(prefix .. c[1])), string.format("json: line 1 col %d: %s", #prefix + c[2], c[3]), c[1])
+  end
+  local doc = '{"a": ' .. text .. ', "a": 1}'
+  T.eq(select(2, json.decode(doc)), string.format('json: line 1 col %d: duplicate key "a"', #text + 9))
+end)
+
+T.case("read: a file of 16 MB or more is given back as it is read, the same values and errors", function()
+  local d = T.tmpdir()
+  local lines = {}
+  for i = 1, 300000 do lines[i] = string.format('  {"id": %d, "name": "item %d", "v": [%d.25, true, null]}', i, i, i) end
+  local text = "[\n" .. table.concat(lines, ",\n") .. "\n]\n" -- about 19 MB
+  T.ok(#text >= 16 * 1024 * 1024, "beyond wb.json.read's threshold")
+  local path = d .. "/big.json"
+  assert(fs.write(path, text))
+  local v = assert(json.read(path))
+  T.eq(#v, 300000)
+  T.eq(v[300000].name, "item 300000")
+  T.eq(v[199999].v[1], 199999.25)
+  T.eq(core.ordered_keys(v[7]), { "id", "name", "v" })
+  assert(fs.write(path, text:sub(1, -4) .. ',\n  {"a": 1,\n   "a": 2}\n]\n'))
+  T.eq(select(2, json.read(path)), path .. ': json: line 300003 col 4: duplicate key "a"')
+  assert(fs.write(path, text:sub(1, -4) .. ",\n  [1, 2,]\n]\n"))
+  T.eq(select(2, json.read(path)), path .. ": json: line 300002 col 9: unexpected character ']'")
+end)

@@ -1,14 +1,22 @@
--- JSON (core/json.c, core/json_text.c): wb.json.decode and wb_json_reformat accept the same texts
--- and reject the others with the same "json: line L col C: what" message; what they accept
--- re-encodes (compact and pretty) to text that decodes to the same values, key order included,
--- and encoding is idempotent.
+-- JSON (core/json.c, core/json_read.c, core/json_text.c): the reader built on cJSON feeds the same
+-- events (values, integers kept apart from floats, keys in order) as the reference model of the
+-- parser wb had before cJSON (json_ref.c), or fails with the same "json: line L col C: what";
+-- wb.json.decode and wb_json_reformat accept the same texts and reject the others with that
+-- message; what they accept re-encodes (compact and pretty) to text that decodes to the same
+-- values, key order included, and encoding is idempotent.
 local F = require "fuzzlib"
 local json = require "wb.json"
 
 local SAME = { order = true, nonfinite_null = true } -- encode writes NaN and infinities as null
 
 return function(data)
+  local events, eerr = fuzz.events(data)
+  local ref, referr = fuzz.ref_events(data)
+  F.check(events == ref and eerr == referr, "the reader differs from the reference model: %q %q, model %q %q",
+    tostring(events), tostring(eerr), tostring(ref), tostring(referr))
   local v, err = json.decode(data)
+  F.check((v == nil) == (events == nil) and err == eerr, "decode differs from the reader: %q vs %q",
+    tostring(err), tostring(eerr))
   local compact, rerr = fuzz.reformat(data, false)
   if v == nil then
     F.check(type(err) == "string" and err:match("^json: line %d+ col %d+: ."), "bad message %q", tostring(err))
