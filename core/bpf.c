@@ -692,9 +692,10 @@ static int l_read(lua_State *L) {
   return 1;
 }
 
-/* -- list = s:users() : the users the tracked processes ran as when sampled or switched out,
- * {{uid, gid}} (real ids); stats.lost_users (s:read()) counts samples of users past the map's
- * WB_USERS_MAX */
+/* -- list, full = s:users() : the users the tracked processes ran as when sampled or switched
+ * out, {{uid, gid}} (real ids), and whether the map holds its WB_USERS_MAX; stats.lost_users
+ * (s:read()) counts samples whose user could not be noted: past a full map, or when the insert
+ * failed on a busy CPU (the map's bucket lock held there: heavy switching) */
 static int l_users(lua_State *L) {
   session *s = check_session(L);
   int fd = bpf_map__fd(s->skel->maps.users), n = 0;
@@ -708,7 +709,8 @@ static int l_users(lua_State *L) {
     wb_set_int(L, "gid", (lua_Integer)(ids >> 32));
     lua_rawseti(L, -2, ++n);
   }
-  return 1;
+  lua_pushboolean(L, n >= WB_USERS_MAX);
+  return 2;
 }
 
 /* -- s:close() : detaches and unloads; idempotent (also __gc, __close) */
