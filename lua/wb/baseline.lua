@@ -2,7 +2,7 @@
 -- recipe beside it with the same compatibility scope, or `--baseline PATH`; and, when there is
 -- none, why: which configuration key, tool version or input made the nearest run incompatible.
 --
---   local base, path, why = baseline.find(dir, manifest, explicit)
+--   local base, path, why = baseline.find(dir, manifest, explicit, campaign.read_manifest)
 local fs = require "wb.fs"
 local json = require "wb.json"
 local util = require "wb.util"

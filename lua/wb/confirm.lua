@@ -5,7 +5,7 @@
 -- changes count.
 --
 --   local result = compare.compare(base_set, new_set)
---   confirm.run(result, base_doc, new_doc, {runs = 10})  -- wb.bench summaries of both sides
+--   confirm.run(result, base_doc, new_doc)  -- wb.bench summaries of both sides
 local json = require "wb.json"
 local util = require "wb.util"
 
@@ -19,6 +19,7 @@ M.TO_CONFIRM = { regression = true, improvement = true, confounded = true, inter
 local function needs(r)
   return M.TO_CONFIRM[r.verdict] or (r.kind == "time" and r.tested and r.load ~= nil and r.load.heavier ~= nil)
 end
+
 -- The timed runs of each side of a re-run: a confirmation should settle it (beside heavy load a
 -- planted 10% was confirmed in 3 of 4 pairs with 10 runs a side).
 M.MIN_RUNS = 20
