@@ -32,7 +32,7 @@ static int push_ok(lua_State *L) {
 }
 
 int wb_read_file(lua_State *L, const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_guard_open(path, O_RDONLY, 0);
   if (fd < 0) return 0;
   luaL_Buffer b;
   luaL_buffinit(L, &b);
@@ -57,7 +57,7 @@ int wb_read_file(lua_State *L, const char *path) {
 }
 
 char *wb_read_file_mapped(const char *path, size_t *len, size_t *size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_guard_open(path, O_RDONLY, 0);
   struct stat st;
   if (fd < 0) return NULL;
   char *map = MAP_FAILED;
@@ -212,9 +212,9 @@ static int close_stream(lua_State *L) {
   return luaL_fileresult(L, ok, NULL);
 }
 
-/* io.open(path [, mode]) as wb installs it: reading modes are the standard library's; a mode
- * that writes or creates opens through wb_guard_open (no planted link followed, no FIFO
- * blocking, confined directories enforced) and returns the same kind of file handle. */
+/* io.open(path [, mode]) as wb installs it: every mode opens through wb_guard_open (no planted
+ * link followed below a run directory, no FIFO blocking, a read finds a regular file unless the
+ * user named /dev/...) and returns the standard library's kind of file handle. */
 static int l_io_open(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   const char *mode = luaL_optstring(L, 2, "r");
@@ -226,13 +226,9 @@ static int l_io_open(lua_State *L) {
   default: return luaL_argerror(L, 2, "invalid mode");
   }
   int plus = strchr(mode, '+') != NULL;
-  if (mode[0] == 'r' && !plus) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-  }
-  flags |= plus ? O_RDWR : O_WRONLY;
+  const char *rest = mode + 1 + plus * (mode[1] == '+');
+  if ((plus && mode[1] != '+') || strspn(rest, "b") != strlen(rest)) return luaL_argerror(L, 2, "invalid mode");
+  flags |= plus ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY;
   luaL_Stream *p = lua_newuserdatauv(L, sizeof *p, 0);
   p->closef = NULL;
   luaL_setmetatable(L, LUA_FILEHANDLE);
@@ -241,7 +237,7 @@ static int l_io_open(lua_State *L) {
   if (!f) {
     int e = errno;
     if (fd >= 0) close(fd);
-    return push_write_error(L, e, path);
+    return (flags & O_ACCMODE) == O_RDONLY ? wb_push_error(L, e, path) : push_write_error(L, e, path);
   }
   p->f = f;
   p->closef = close_stream;
@@ -254,8 +250,7 @@ void wb_fs_guard_io(lua_State *L) {
     lua_pop(L, 1);
     return;
   }
-  lua_getfield(L, -1, "open");
-  lua_pushcclosure(L, l_io_open, 1);
+  lua_pushcfunction(L, l_io_open);
   lua_setfield(L, -2, "open");
   lua_pop(L, 1);
 }
@@ -465,6 +460,21 @@ static int l_remove(lua_State *L) {
   return push_ok(L);
 }
 
+/* -- ok, err, errno = wb.fs.reserve(path, bytes) : makes path (a new or regular file of ours, as
+ * wb_guard_open finds it) hold at least bytes of allocated disk space (posix_fallocate: blocks
+ * reserved, not a sparse size), so that removing it frees that much when the disk is full */
+static int l_reserve(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer bytes = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, bytes > 0, 2, "must be > 0");
+  int fd = wb_guard_open(path, O_WRONLY | O_CREAT, 0600);
+  if (fd < 0) return push_write_error(L, errno, path);
+  int e = posix_fallocate(fd, 0, (off_t)bytes);
+  close(fd);
+  if (e) return wb_push_error(L, e, path);
+  return push_ok(L);
+}
+
 static int remove_tree(int dirfd, const char *name) {
   struct stat st;
   if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? 0 : -1;
@@ -560,7 +570,7 @@ static int l_cwd(lua_State *L) {
 static const luaL_Reg functions[] = {
     {"confine", l_confine}, {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
     {"lock", l_lock},       {"lstat", l_lstat},     {"mkdir", l_mkdir},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
-    {"realpath", l_realpath}, {"remove", l_remove}, {"remove_tree", l_remove_tree},
+    {"realpath", l_realpath}, {"remove", l_remove}, {"reserve", l_reserve}, {"remove_tree", l_remove_tree},
     {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},
     {"write", l_write},     {NULL, NULL}};
 

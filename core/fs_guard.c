@@ -171,9 +171,50 @@ static int trusted_link(int dfd, const char *name) {
          (st.st_uid == 0 || acting_user(st.st_uid));
 }
 
+const char *wb_strerror(int e) {
+  return e == WB_ENOTREG ? "not a regular file (wb reads no link in a run directory, and a FIFO, device or socket only "
+                           "when pointed at one under /dev)"
+                         : strerror(e);
+}
+
+/* Whether a path the user spelled may name a file that is not regular: /dev/stdin, /dev/fd/N of
+ * a shell's <(...), a device. */
+static int named_special(const char *path) {
+  return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/self/fd/", 14) == 0;
+}
+
+static int open_for_reading(const char *path, int flags) {
+  char buf[PATH_MAX];
+  const char *name;
+  int confined = 0, fd, e;
+  int base = flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+  int dfd = nroots > 0 ? wb_guard_parent(path, buf, sizeof buf, &name, &confined) : -2;
+  if (dfd == -1) return -1;
+  if (confined) {
+    fd = openat(dfd, name, base | O_NOFOLLOW);
+    e = fd < 0 && errno == ELOOP ? WB_ENOTREG : errno;
+  } else {
+    fd = open(path, base);
+    e = errno;
+  }
+  if (dfd >= 0) close(dfd);
+  if (fd < 0) return errno = e, -1;
+  struct stat st;
+  e = fstat(fd, &st) != 0                                               ? errno
+      : S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)                      ? 0
+      : !confined && named_special(path)                                ? 0
+                                                                        : WB_ENOTREG;
+  if (!e && !(flags & (O_NONBLOCK | O_PATH)) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) e = errno;
+  if (e) {
+    close(fd);
+    return errno = e, -1;
+  }
+  return fd;
+}
+
 int wb_guard_open(const char *path, int flags, unsigned mode) {
   int accmode = flags & O_ACCMODE;
-  if (accmode == O_RDONLY && !(flags & O_CREAT)) return open(path, flags | O_CLOEXEC); /* as named */
+  if (accmode == O_RDONLY && !(flags & O_CREAT)) return open_for_reading(path, flags);
   char buf[PATH_MAX];
   const char *name;
   int confined;

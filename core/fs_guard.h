@@ -1,6 +1,7 @@
 /* Guarded file access and atomic file replacement (core/fs_guard.c); Lua-free. */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
 
 /* Atomic replacement of a file (core/fs_guard.c). wb_atomic_open creates a new temporary file
@@ -20,7 +21,11 @@ void wb_atomic_abort(int fd, const char *tmp);
  * wb_guard_parent: opens the directory that holds path's last component and points *name at
  *   that component (inside buf); under a confined directory, resolved from it a component at a
  *   time without following links (*confined = 1). A descriptor, or -1 with errno.
- * wb_guard_open: open(2) for wb's own files. A read opens as named. A write or create never
+ * wb_guard_open: open(2) for wb's own files. A read never blocks opening (a FIFO) and finds a
+ *   regular file or a directory (else -1 with errno WB_ENOTREG): under a confined directory
+ *   resolved without following links, elsewhere as named, where a path under /dev/ or
+ *   /proc/self/fd/ (the user's /dev/stdin, a shell's <(...)) may also name a FIFO, device or
+ *   socket, read blocking as usual. A write or create never
  *   blocks on a FIFO (ENXIO without a reader) and follows a last-component link only outside
  *   confined directories and only when root or an acting user made it; under a confined
  *   directory it must find a regular, single-link file of the acting user (else EPERM/EINVAL,
@@ -33,6 +38,11 @@ void wb_atomic_abort(int fd, const char *tmp);
  * wb_open_foreign: opens for reading a file named by another process (a mapping, a debug link):
  *   never blocks (a FIFO), and only a regular file: -2 (errno EINVAL) for anything else, -1
  *   with errno when it cannot be opened. */
+/* errno of a read refused because the file is not regular (strerror via wb_strerror). */
+#define WB_ENOTREG EMEDIUMTYPE
+/* strerror(e), and for WB_ENOTREG what wb refused. */
+const char *wb_strerror(int e);
+
 int wb_guard_confine(const char *path, int create, char *err, size_t errlen);
 int wb_guard_parent(const char *path, char *buf, size_t cap, const char **name, int *confined);
 int wb_guard_open(const char *path, int flags, unsigned mode);

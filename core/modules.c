@@ -61,7 +61,7 @@ static void install_searcher(lua_State *L) {
 
 int wb_push_error(lua_State *L, int err, const char *what) {
   lua_pushnil(L);
-  lua_pushfstring(L, "%s: %s", what, strerror(err));
+  lua_pushfstring(L, "%s: %s", what, wb_strerror(err));
   lua_pushinteger(L, err);
   return 3;
 }

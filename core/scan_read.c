@@ -195,7 +195,7 @@ static void *scan_range(void *arg) {
 }
 
 static int fail(char *err, size_t errlen, const char *path, int e) {
-  snprintf(err, errlen, "%s: %s", path, strerror(e));
+  snprintf(err, errlen, "%s: %s", path, wb_strerror(e));
   return e;
 }
 
@@ -273,7 +273,7 @@ int wb_scan_path(const scan_spec *spec, const char *path, scan_out *out, char *e
 #endif
   memset(out, 0, sizeof *out);
   out->nrules = spec->nrules;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = wb_guard_open(path, O_RDONLY, 0);
   if (fd < 0) return fail(err, errlen, path, errno);
   struct stat st;
   int e = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;

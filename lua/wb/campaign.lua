@@ -241,6 +241,7 @@ function M.open(ctx, spec)
   self.secrets = M.secrets(ctx.cfg)
   if ctx.opts.resume then
     self.dir = ctx.opts.resume:gsub("/+$", "")
+    require("wb.rundir").confine_existing(self.dir)
     local m, err = M.read_resumable(self.dir .. "/manifest.json")
     if not m then errors.raise(2, "--resume: " .. err, 0) end
     require("wb.rundir").lock(self.dir, true)
@@ -250,6 +251,7 @@ function M.open(ctx, spec)
     self.manifest = m
     for i, r in ipairs(m.runs) do self.index[r.name] = i end
     m.status = "running"
+    m.error = nil -- the previous attempt's, kept in events.jsonl
     m.resumed_at_utc = clock.utc()
   else
     self.dir = new_run_dir(ctx)
@@ -301,9 +303,26 @@ function Campaign:write_json(relpath, value)
   return self:write(relpath, json.encode(value, { pretty = true }) .. "\n")
 end
 
+-- Disk space held while the campaign runs (a hidden file of at least RESERVE_MIN bytes and four
+-- times the manifest), given back when a write fails so that the manifest can still say how the
+-- run ended: a disk that fills mid-run leaves it `failed`, not `running`.
+M.RESERVE = ".wb.reserve"
+local RESERVE_MIN = 256 * 1024
+
 function Campaign:save()
   self.manifest.updated_at_utc = clock.utc()
-  self:write_json("manifest.json", self.manifest)
+  local text = json.encode(self.manifest, { pretty = true }) .. "\n"
+  self:write("manifest.json", text)
+  if not self.released and (not self.reserved or #text * 2 > self.reserved) then
+    local size = math.max(RESERVE_MIN, #text * 4)
+    if fs.reserve(self.dir .. "/" .. M.RESERVE, size) then self.reserved = size end
+  end
+end
+
+-- Gives the reserved space back (at the end of the campaign, or to record a failure).
+function Campaign:release()
+  if self.reserved or fs.exists(self.dir .. "/" .. M.RESERVE) then fs.remove(self.dir .. "/" .. M.RESERVE) end
+  self.reserved, self.released = nil, true
 end
 
 -- c:event(name [, fields [, level = "INFO"]]) : one JSON line in events.jsonl
@@ -601,6 +620,7 @@ function Campaign:finish(status)
   if type(m.load_average) == "table" then m.load_average.finish = load_average() end
   self:save()
   self:event("campaign_finished", { status = m.status, regressions = regressions })
+  self:release()
   check(M.redact_tree(self.dir, self.secrets))
   current = nil
   return { status = m.status, regressions = regressions, dir = self.dir, comparison = previous }
@@ -621,6 +641,7 @@ function M.abort(err)
   text = ok and type(text) == "string" and text or ("a " .. type(err) .. " error value")
   self.manifest.status = interrupted and "interrupted" or "failed"
   if not interrupted then self.manifest.error = text end
+  pcall(self.release, self)
   pcall(self.save, self)
   pcall(self.event, self, interrupted and "campaign_interrupted" or "campaign_failed", { error = text }, "ERROR")
   pcall(M.redact_tree, self.dir, self.secrets)

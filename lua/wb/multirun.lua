@@ -27,8 +27,9 @@ local function run_dir_status(dir)
   return type(m) == "table" and m.status or nil
 end
 
--- Runs the listed combinations that are not complete yet; returns the worst exit status.
-local function run_listed(recipe, opts, parent, doc)
+-- Runs the listed combinations that are not complete yet (combos[i]: the overrides of doc.runs[i]
+-- as given, which the listing keeps with secret values redacted); returns the worst exit status.
+local function run_listed(recipe, opts, parent, doc, combos)
   local runner = require "wb.recipe"
   local worst = 0
   for i, entry in ipairs(doc.runs) do
@@ -38,7 +39,7 @@ local function run_listed(recipe, opts, parent, doc)
     else
       local o = {}
       for k, v in pairs(opts) do o[k] = v end
-      o.overrides, o.multirun, o.output, o.resume = util.deep_copy(entry.overrides), false, nil, nil
+      o.overrides, o.multirun, o.output, o.resume = util.deep_copy(combos[i]), false, nil, nil
       if st then o.resume = entry.dir else o.output, o.overwrite = entry.dir, nil end
       io.write(string.format("[multirun %d/%d] %s  (%s)%s\n", i, #doc.runs, entry.label, entry.dir,
         st and (" resumed, was " .. st) or ""))
@@ -79,23 +80,31 @@ function M.run(recipe, opts, combos)
   doc.recipe = recipe.name
   doc.status = "running"
   doc.created_at_utc = clock.utc()
-  doc.overrides = json.array(util.deep_copy(opts.overrides or {}))
+  doc.overrides = json.array(util.redact_overrides(opts.overrides or {}))
   doc.runs = json.array()
+  local ordinal = {} -- [j][value]: a redacted value's place among those of override j, for labels
   for i, overrides in ipairs(combos) do
-    local label = {}
-    for j, o in ipairs(overrides) do
-      if varying[j] then label[#label + 1] = o end
+    local label, shown = {}, util.redact_overrides(overrides)
+    for j, o in ipairs(shown) do
+      if varying[j] and o ~= overrides[j] then
+        ordinal[j] = ordinal[j] or { n = 0 }
+        local seen = ordinal[j]
+        if not seen[overrides[j]] then seen.n = seen.n + 1; seen[overrides[j]] = seen.n end
+        label[#label + 1] = o:gsub("%[REDACTED%]$", "[REDACTED " .. seen[overrides[j]] .. "]")
+      elseif varying[j] then
+        label[#label + 1] = o
+      end
     end
     local entry = json.object()
     entry.index = i
     entry.label = table.concat(label, " ")
-    entry.overrides = json.array(util.deep_copy(overrides))
+    entry.overrides = json.array(shown)
     entry.dir = string.format("%s/%d_%s", parent, i, util.safe_name(table.concat(label, ",")))
     entry.exit_status = json.null
     doc.runs[i] = entry
   end
   save(parent, doc)
-  return run_listed(recipe, opts, parent, doc)
+  return run_listed(recipe, opts, parent, doc, combos)
 end
 
 -- yes = multirun.is_parent(dir) : dir holds a multirun's listing
@@ -106,6 +115,7 @@ function M.is_parent(dir) return fs.exists(dir .. "/" .. M.FILE) end
 function M.resume(recipe, opts)
   local parent = opts.resume:gsub("(.)/+$", "%1")
   local path = parent .. "/" .. M.FILE
+  require("wb.rundir").confine_existing(parent)
   local doc, err = json.read(path)
   if not doc then errors.raise(2, "--resume: " .. tostring(err), 0) end
   local ok = type(doc) == "table" and doc.schema_name == "wb.multirun" and util.is_list(doc.runs)
@@ -122,14 +132,29 @@ function M.resume(recipe, opts)
     errors.raise(2, string.format("--resume %s -o %s: a resumed run stays in its directory", parent, opts.output), 0)
   end
   local given, stored = opts.overrides or {}, doc.overrides or {}
-  if #given > 0 and table.concat(given, "\0") ~= table.concat(stored, "\0") then
+  if #given > 0 and table.concat(util.redact_overrides(given), "\0") ~= table.concat(stored, "\0") then
     errors.raise(2, string.format("--resume: %s ran with the overrides %s, not %s (resume without them, or start " ..
-      "a new run)", parent, table.concat(stored, " "), table.concat(given, " ")), 0)
+      "a new run)", parent, table.concat(stored, " "), table.concat(util.redact_overrides(given), " ")), 0)
+  end
+  local combos = {}
+  for i, e in ipairs(doc.runs) do combos[i] = e.overrides end
+  local secret = util.redacted_keys(stored)
+  if #secret > 0 then -- the listing lacks their values: the same combinations again, from the overrides given
+    if #given == 0 then
+      errors.raise(2, string.format("--resume: %s ran with overrides of secret keys (%s), whose values wb does not " ..
+        "keep: give the multirun's overrides again", parent, table.concat(secret, ", ")), 0)
+    end
+    combos = require("wb.config").multirun_overrides(given, recipe.open) or { given }
+    for i, e in ipairs(doc.runs) do
+      if not combos[i] or table.concat(util.redact_overrides(combos[i]), "\0") ~= table.concat(e.overrides, "\0") then
+        errors.raise(2, "--resume: " .. path .. ": its combinations are not those of the overrides given (left as it is)", 0)
+      end
+    end
   end
   require("wb.rundir").lock(parent)
   doc.status, doc.resumed_at_utc = "running", clock.utc()
   save(parent, doc)
-  return run_listed(recipe, opts, parent, doc)
+  return run_listed(recipe, opts, parent, doc, combos)
 end
 
 return M

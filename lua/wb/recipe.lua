@@ -206,17 +206,25 @@ local function resumed(opts)
     raise(2, string.format("--resume %s -o %s: a resumed run stays in its directory (drop -o, or start a new run " ..
       "with -o %s)", opts.resume, opts.output, opts.output), 0)
   end
+  require("wb.rundir").confine_existing(dir)
   local m, err = require("wb.campaign").read_resumable(dir .. "/manifest.json")
   if not m then raise(2, "--resume: " .. err, 0) end
   local o = setmetatable({}, { __index = opts })
   local function take(field, given, what)
     local stored = type(m[field]) == "table" and m[field] or nil
     if not stored then return given end
+    local util = require "wb.util"
+    local secret = field == "overrides" and util.redacted_keys(stored) or {}
+    if #given == 0 and #secret > 0 then
+      raise(2, string.format("--resume: %s ran with overrides of secret keys (%s), whose values wb does not keep: " ..
+        "give the run's overrides again", dir, table.concat(secret, ", ")), 0)
+    end
     if #given == 0 then return table.move(stored, 1, #stored, 1, {}) end
-    if not same_list(given, stored) then
-      local changed = field == "overrides" and ("changed: " .. changed_keys(stored, given) .. "; ") or ""
+    local shown = field == "overrides" and util.redact_overrides(given) or given
+    if not same_list(shown, stored) then
+      local changed = field == "overrides" and ("changed: " .. changed_keys(stored, shown) .. "; ") or ""
       raise(2, string.format("--resume: %s ran with %s %s, not %s (%sresume without them, or start a new run)",
-        dir, what, quoted(stored), quoted(given), changed), 0)
+        dir, what, quoted(stored), quoted(shown), changed), 0)
     end
     return given
   end

@@ -115,6 +115,13 @@ local function confine(dir, create)
   if not ok then errors.raise(2, "run directory " .. err, 0) end
 end
 
+-- rundir.confine_existing(dir) : confines dir when it is a directory, before wb reads its files on
+-- --resume (so that a link planted there is not read through); exit 2 as rundir.lock
+function M.confine_existing(dir)
+  local st = fs.stat(dir)
+  if st and st.type == "dir" then confine(dir) end
+end
+
 -- rundir.lock(dir [, resume]) : takes DIR/wb.lock for this process (exit 2 naming the owner's pid
 -- when another process holds it); with resume, first ends what the previous owner left running.
 function M.lock(dir, resume)

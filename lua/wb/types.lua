@@ -327,6 +327,8 @@ function Campaign:previous_text() end
 ---@param status string?
 ---@return {status: string, regressions: integer, dir: string, comparison: {rows: wb.VerdictRow[], summary: table}?}
 function Campaign:finish(status) end
+---Gives back the disk space the campaign holds (.wb.reserve), at its end or to record a failure.
+function Campaign:release() end
 
 ---@class wb.campaign
 local campaign = {}
@@ -514,6 +516,12 @@ function fs.readlink(path) end
 function fs.realpath(path) end
 ---ok, err = wb.fs.remove(path) : removes a file, a symlink or an empty directory.
 function fs.remove(path) end
+---ok, err, errno = wb.fs.reserve(path, bytes) : path (a new or regular file of ours) holds at least
+---bytes of allocated disk space (posix_fallocate), freed when it is removed.
+---@param path string
+---@param bytes integer
+---@return boolean?, string?, integer?
+function fs.reserve(path, bytes) end
 ---rename(2): replaces `to` atomically; nil, err, errno on failure.
 function fs.rename(from, to) end
 ---ok, err = wb.fs.symlink(target, link) : creates or atomically replaces the symlink `link`.
@@ -686,6 +694,11 @@ function util.secret_forms(values) end
 ---@param overrides string[]
 ---@return string[]
 function util.redact_overrides(overrides) end
+---keys = util.redacted_keys(overrides) : the keys of the overrides util.redact_overrides left
+---without their value, in order.
+---@param overrides string[]
+---@return string[]
+function util.redacted_keys(overrides) end
 ---s = util.safe_name(s) : a string usable as one path component.
 function util.safe_name(s) end
 ---values = util.secret_values([env]) : the values of secret-named variables in env (a table) or in

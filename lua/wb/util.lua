@@ -209,6 +209,17 @@ function M.redact_overrides(overrides)
   return out
 end
 
+-- keys = util.redacted_keys(overrides) : the keys of the overrides util.redact_overrides left
+-- without their value ("db.password"), in order; {} when none
+function M.redacted_keys(overrides)
+  local keys = {}
+  for _, text in ipairs(overrides) do
+    local key = tostring(text):match("^[%+~]?%+?([^=]+)=%[REDACTED%]$")
+    if key then keys[#keys + 1] = key end
+  end
+  return keys
+end
+
 -- copy = util.deep_copy(v) : tables copied recursively (metatables kept: ordered/array marks)
 function M.deep_copy(v, seen)
   if type(v) ~= "table" then return v end

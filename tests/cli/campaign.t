@@ -39,3 +39,29 @@ exit 0
 wb: missing Debian packages; run as root:
   apt-get install -y --no-install-recommends wb-no-such-package
 [1]
+
+# A secret override in a multirun: its values appear in no file and no name; numbered in labels
+$ wb run tests/fixtures/recipes/campaign.lua --multirun cases=1 sleep=0 '+db.password=hunter22,swordfish9' -o $T/secret | sed "s|$T|T|"; grep -rl 'hunter22\|swordfish9' $T/secret; ls $T/secret
+[multirun 1/2] +db.password=[REDACTED 1]  (T/secret/1_+db.password=_REDACTED_1_)
+complete T/secret/1_+db.password=_REDACTED_1_
+[multirun 2/2] +db.password=[REDACTED 2]  (T/secret/2_+db.password=_REDACTED_2_)
+complete T/secret/2_+db.password=_REDACTED_2_
+1_+db.password=_REDACTED_1_
+2_+db.password=_REDACTED_2_
+multirun.json
+wb.lock
+
+# --resume needs a secret's values again (wb does not keep them); a refusal does not show them
+$ rm -r $T/secret/2_*; wb run tests/fixtures/recipes/campaign.lua --resume $T/secret 2>&1 | sed "s|$T|T|"
+wb: --resume: T/secret ran with overrides of secret keys (db.password), whose values wb does not keep: give the multirun's overrides again
+
+$ wb run tests/fixtures/recipes/campaign.lua --resume $T/secret cases=1 sleep=0 '+db.password=hunter22,swordfish9' | sed "s|$T|T|"
+[multirun 2/2] +db.password=[REDACTED 2]  (T/secret/2_+db.password=_REDACTED_2_)
+complete T/secret/2_+db.password=_REDACTED_2_
+
+$ wb run tests/fixtures/recipes/campaign.lua --resume $T/secret/1_* cases=2 sleep=0 '+db.password=hunter22' 2>&1 | sed "s|$T|T|"
+wb: --resume: T/secret/1_+db.password=_REDACTED_1_ ran with the overrides 'cases=1' 'sleep=0' '+db.password=[REDACTED]', not 'cases=2' 'sleep=0' '+db.password=[REDACTED]' (changed: cases; resume without them, or start a new run)
+
+# --resume of a run whose manifest.json is a FIFO: refused at once, one line, exit 2
+$ wb run tests/fixtures/recipes/campaign.lua cases=1 sleep=0 -o $T/fifo > /dev/null && rm $T/fifo/manifest.json && mkfifo $T/fifo/manifest.json && timeout 20 wb run tests/fixtures/recipes/campaign.lua --resume $T/fifo 2>&1 | sed "s|$T|T|"
+wb: --resume: T/fifo/manifest.json: not a regular file (wb reads no link in a run directory, and a FIFO, device or socket only when pointed at one under /dev)

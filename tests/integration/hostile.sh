@@ -66,6 +66,21 @@ check "--overwrite of a run wb made: replaced" bash -c "'$WB' bench true runs=2 
   touch '$tmp/run/stale' && '$WB' bench true runs=2 -o '$tmp/run' --overwrite >/dev/null 2>&1 && [ ! -e '$tmp/run/stale' ] &&
   [ -e '$tmp/run/manifest.json' ]"
 
+# wb's own files read back (--resume, compare): a FIFO or a link planted in their place is not read.
+echo "SECRET_root_only" >"$tmp/rootsecret" && chmod 600 "$tmp/rootsecret"
+"$WB" bench true runs=2 -o "$tmp/res" >/dev/null 2>&1 && rm "$tmp/res/manifest.json" && mkfifo "$tmp/res/manifest.json"
+"$WB" bench true runs=2 -o "$tmp/res2" >/dev/null 2>&1 && ln -sf "$tmp/rootsecret" "$tmp/res2/manifest.json"
+check "--resume of a run whose manifest.json is a FIFO: one line, exit 2, no hang" bash -c "
+  err=\$(timeout 30 '$WB' bench true runs=2 --resume '$tmp/res' 2>&1 >/dev/null); code=\$?; echo \"\$err\"
+  [ \$code -eq 2 ] && [ \$(printf '%s\n' \"\$err\" | wc -l) -eq 1 ] && printf '%s' \"\$err\" | grep -q 'manifest.json: not a regular file'"
+check "--resume of a run whose manifest.json links to root's file: not read through" bash -c "
+  err=\$(timeout 30 '$WB' bench true runs=2 --resume '$tmp/res2' 2>&1 >/dev/null); code=\$?; echo \"\$err\"
+  [ \$code -eq 2 ] && ! printf '%s' \"\$err\" | grep -q SECRET_ && printf '%s' \"\$err\" | grep -q 'manifest.json: not a regular file'"
+as_user sh -c "mkdir '$tmp/cmp' && mkfifo '$tmp/cmp/manifest.json'"
+check "wb compare of a directory whose manifest.json another user made a FIFO: one line, exit 2, no hang" bash -c "
+  err=\$(timeout 30 '$WB' compare '$tmp/res2' '$tmp/cmp' 2>&1 >/dev/null); code=\$?; echo \"\$err\"
+  [ \$code -eq 2 ] && [ \$(printf '%s\n' \"\$err\" | wc -l) -eq 1 ]"
+
 # FIFOs named by a profiled program: a library it mapped, replaced by a FIFO once loaded, and a
 # stripped library whose .gnu_debuglink names a FIFO. wb must finish (no blocking open) and say
 # what it could not read.
@@ -283,6 +298,20 @@ check "a 1 MiB tmpfs for the full disk (root)" mount -t tmpfs -o size=1m tmpfs "
 check "a disk that fills during a profile: exit 1, the file named" bash -c "
   '$WB' run recipes/profile.lua -o '$tmp/small/run' -- sh -c 'yes 0123456789 | head -c 3000000' >/dev/null 2>'$tmp/enospc.err'
   code=\$?; cat '$tmp/enospc.err'; [ \$code -eq 1 ] && grep -Eq '^wb: .*$tmp/small/run/.*: No space left on device' '$tmp/enospc.err'"
+rm -rf "$tmp/small/run"
+# The disk fills while a campaign runs (after its first case): the run ends failed, exit 1, the
+# file named, the first case kept; with space again, --resume finishes it.
+check "a disk that fills during a campaign: exit 1, the file named, the manifest says failed, case1 kept" bash -c "
+  (while ! grep -qs case2 '$tmp/small/marker'; do sleep 0.01; done; head -c 2000000 /dev/zero >'$tmp/small/filler') &
+  '$WB' run tests/fixtures/recipes/campaign.lua cases=3 sleep=0.3 marker='$tmp/small/marker' -o '$tmp/small/camp' >/dev/null 2>'$tmp/camp.err'
+  code=\$?; wait; cat '$tmp/camp.err'; [ \$code -eq 1 ] && [ \$(wc -l <'$tmp/camp.err') -eq 1 ] &&
+  grep -Eq '^wb: .*$tmp/small/camp/.*: No space left on device' '$tmp/camp.err' &&
+  python3 -c \"import json,sys; m=json.load(open('$tmp/small/camp/manifest.json')); r={x['name']:x['status'] for x in m['runs']}
+sys.exit(not (m['status']=='failed' and 'No space' in m['error'] and r['case1']=='success'))\""
+check "with space again, --resume completes it (no error kept, no reserve left)" bash -c "rm -f '$tmp/small/filler' &&
+  '$WB' run tests/fixtures/recipes/campaign.lua --resume '$tmp/small/camp' >/dev/null && [ ! -e '$tmp/small/camp/.wb.reserve' ] &&
+  python3 -c \"import json,sys; m=json.load(open('$tmp/small/camp/manifest.json'))
+sys.exit(not (m['status']=='complete' and 'error' not in m and all(x['status']=='success' for x in m['runs'])))\""
 umount "$tmp/small" 2>/dev/null
 
 finish
