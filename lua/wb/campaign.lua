@@ -37,6 +37,7 @@ end
 function M.read_manifest(path)
   local m, err = json.read(path)
   if not m then return nil, err end
+  if type(m) == "table" and util.is_list(m.runs) then M.apply_journal(m, util.dirname(path) .. "/" .. M.JOURNAL) end
   if type(m) ~= "table" or m.schema_name ~= M.SCHEMA_NAME then
     return nil, path .. ": not a wb manifest (schema_name is not " .. M.SCHEMA_NAME .. ")"
   end
@@ -45,6 +46,26 @@ function M.read_manifest(path)
       path, M.SCHEMA_NAME, tostring(m.schema_version), M.SCHEMA_VERSION)
   end
   return m
+end
+
+-- campaign.apply_journal(m, path) : folds the run records of the journal at path (if any) into the
+-- manifest m (by name, the last line of each winning; a torn or foreign line is passed over)
+function M.apply_journal(m, path)
+  local text = fs.exists(path) and fs.read(path)
+  if not text then return end
+  local at = {}
+  for i, r in ipairs(m.runs) do
+    if type(r) == "table" and r.name ~= nil then at[r.name] = i end
+  end
+  for line in text:gmatch("[^\n]+") do
+    local ok, e = pcall(json.decode, line)
+    local r = ok and type(e) == "table" and e.run
+    if type(r) == "table" and type(r.name) == "string" then
+      if not at[r.name] then at[r.name] = #m.runs + 1 end
+      m.runs[at[r.name]] = r
+      if type(e.updated_at_utc) == "string" then m.updated_at_utc = e.updated_at_utc end
+    end
+  end
 end
 
 -- What --resume reads and rewrites of a manifest, and the shape each must have.
@@ -285,6 +306,7 @@ function M.open(ctx, spec)
     if not ctx.opts.output then M.point_latest(self.dir) end
   end
   current = self
+  self.journal_bytes = fs.exists(self.dir .. "/" .. M.JOURNAL) and 1 or 0 -- a resumed run's: folded in m
   self:save()
   self:event(ctx.opts.resume and "campaign_resumed" or "campaign_started", { dir = self.dir })
   return self
@@ -309,10 +331,36 @@ end
 M.RESERVE = ".wb.reserve"
 local RESERVE_MIN = 256 * 1024
 
-function Campaign:save()
+-- The records of runs that changed since manifest.json was last written, appended as JSON lines
+-- ({"updated_at_utc", "run"}: a whole record, the latest for its name wins) and folded into the
+-- manifest by campaign.read_manifest. manifest.json is rewritten once the journal holds a quarter
+-- of its size, so that writing a campaign of n runs costs O(n), not O(n^2).
+M.JOURNAL = "manifest.journal"
+
+-- c:save([names]) : records the manifest: with names (runs whose records changed, nothing else
+-- having changed), by appending their records to the journal when it is small enough; else by
+-- rewriting manifest.json atomically (and emptying the journal). Both are fsynced.
+function Campaign:save(names)
   self.manifest.updated_at_utc = clock.utc()
+  if names and self.manifest_bytes then
+    local lines = {}
+    for i, name in ipairs(names) do
+      local e = json.object()
+      e.updated_at_utc = self.manifest.updated_at_utc
+      e.run = self:record(name)
+      lines[i] = json.encode(e) .. "\n"
+    end
+    local text = util.redact(table.concat(lines), self.secrets)
+    if (self.journal_bytes + #text) * 4 <= self.manifest_bytes then
+      check(fs.write(self.dir .. "/" .. M.JOURNAL, text, { append = true }))
+      self.journal_bytes = self.journal_bytes + #text
+      return
+    end
+  end
   local text = json.encode(self.manifest, { pretty = true }) .. "\n"
   self:write("manifest.json", text)
+  if self.journal_bytes ~= 0 then check(fs.remove(self.dir .. "/" .. M.JOURNAL)) end
+  self.manifest_bytes, self.journal_bytes = #text, 0
   if not self.released and (not self.reserved or #text * 2 > self.reserved) then
     local size = math.max(RESERVE_MIN, #text * 4)
     if fs.reserve(self.dir .. "/" .. M.RESERVE, size) then self.reserved = size end
@@ -366,8 +414,16 @@ function Campaign:is_complete(name)
   return i ~= nil and ENDED[self.manifest.runs[i].status] == true
 end
 
+local function term_shown()
+  return require("wb.term").isatty("stderr") and not os.getenv("WB_NO_PROGRESS")
+end
+
 -- Progress on a TTY: done/total, the current run and an ETA from the mean run time so far.
 function Campaign:progress(name)
+  if not term_shown() then return end
+  local now = clock.now() / 1e9 -- a long campaign's line changes at most ten times a second: each counts every run
+  if #self.manifest.runs > 200 and self.progress_at and now - self.progress_at < 0.1 then return end
+  self.progress_at = now
   local done, total, spent = 0, #self.manifest.runs, 0
   for _, r in ipairs(self.manifest.runs) do
     if ENDED[r.status] then
@@ -429,13 +485,13 @@ function Campaign:run(name, fn)
   check_not_dry(self, "run '" .. name .. "'")
   self:progress(name)
   local rec = self:start_run(name)
-  self:save()
+  self:save({ name })
   local t = clock.timer()
   local result = fn(rec)
   rec.wall_time_seconds = rec.wall_time_seconds or t:elapsed()
   if rec.status == "running" then rec.status = (result == false) and "failed" or "success" end
   self:end_run(name)
-  self:save()
+  self:save({ name })
   require("wb.term").progress_done()
   return rec
 end

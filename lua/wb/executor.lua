@@ -266,7 +266,9 @@ function Slurm:submit(cases, tracker, opts)
       rec.slurm_script = rel
       rec.error = nil -- of an earlier attempt (--resume)
     end
-    c:save()
+    local names = {}
+    for i, cs in ipairs(chunk) do names[i] = cs.name end
+    c:save(names)
     c:event("slurm_submitted", { job_id = id, cases = #chunk, script = rel, warning = err ~= "" and err or nil })
   end
 end

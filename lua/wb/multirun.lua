@@ -23,7 +23,7 @@ local function save(parent, doc)
 end
 
 local function run_dir_status(dir)
-  local m = fs.exists(dir .. "/manifest.json") and json.read(dir .. "/manifest.json")
+  local m = fs.exists(dir .. "/manifest.json") and require("wb.campaign").read_manifest(dir .. "/manifest.json")
   return type(m) == "table" and m.status or nil
 end
 

@@ -153,8 +153,8 @@ function M.pluck(list, key)
   return out
 end
 
--- The decoded manifest.json of a run directory.
-function M.manifest(dir) return assert(json.read(dir .. "/manifest.json")) end
+-- The decoded manifest.json of a run directory, with its journal folded in (campaign.read_manifest).
+function M.manifest(dir) return assert(require("wb.campaign").read_manifest(dir .. "/manifest.json")) end
 
 -- The events of a run directory's events.jsonl, those named name when given.
 function M.events(dir, name)

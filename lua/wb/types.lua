@@ -313,8 +313,6 @@ function Campaign:event(name, fields, level) end
 function Campaign:write(relpath, text) end
 ---@return string path
 function Campaign:write_json(relpath, value) end
----Writes manifest.json now (atomically, redacted), its updated_at_utc stamped.
-function Campaign:save() end
 ---The wb.compare result against the latest compatible complete run (nil when there is none, or in
 ---a dry run); computed once, and what c:finish() records.
 ---@return {rows: wb.VerdictRow[], summary: table}?
@@ -329,6 +327,11 @@ function Campaign:previous_text() end
 function Campaign:finish(status) end
 ---Gives back the disk space the campaign holds (.wb.reserve), at its end or to record a failure.
 function Campaign:release() end
+---Records the manifest: with names (the runs whose records alone changed), by appending them to
+---manifest.journal while it is under a quarter of the manifest's size; else by rewriting
+---manifest.json atomically. Both fsynced.
+---@param names string[]?
+function Campaign:save(names) end
 
 ---@class wb.campaign
 local campaign = {}
@@ -338,6 +341,11 @@ local campaign = {}
 function campaign.open(ctx, spec) end
 ---@return table? manifest, string? err
 function campaign.read_manifest(path) end
+---Folds the run records of the journal at path (manifest.journal beside the manifest, if any) into
+---the manifest m: by name, the last line of each winning; a torn or foreign line is passed over.
+---@param m table
+---@param path string
+function campaign.apply_journal(m, path) end
 ---campaign.read_manifest, and a shape --resume can take up; else nil and one line naming the field
 ---that is not (the file is not touched).
 ---@param path string

@@ -257,3 +257,53 @@ T.case("--resume refuses a manifest of an unknown major version", function()
   T.eq(res.stderr, "wb: --resume: " .. d .. "/future/manifest.json: unsupported wb.manifest " ..
     "schema_version 99 (this wb reads up to 1)\n")
 end)
+
+T.case("a long campaign journals its runs: manifest.json lags, the journal completes it, the end folds it in", function()
+  local d = T.tmpdir()
+  local recipe, mark, dir = d .. "/many.lua", d .. "/mark", d .. "/many"
+  assert(fs.write(recipe, string.format([[
+local wb = require "wb"
+return wb.recipe { run = function(ctx)
+  local c = wb.campaign.open(ctx)
+  local names = {}
+  for i = 1, 300 do names[i] = "r" .. i end
+  c:declare(names)
+  for i, name in ipairs(names) do
+    c:run(name, function(rec) rec.metrics = { n = i }; return i %% 7 ~= 0 end)
+    if i == 250 and not ctx.opts.resume then assert(wb.fs.write(%q, "ran\n")); wb.clock.sleep(30) end
+  end
+  c:finish()
+end }
+]], mark)))
+  local p <close> = assert(proc.spawn { argv = { T.wb_binary(), "run", recipe, "-o", dir }, stdout = "null",
+    stderr = "capture" })
+  T.wait_until("250 runs ended", 30, function() return fs.exists(mark) end, p)
+  p:kill(9)
+  p:wait()
+  local raw = json.read(dir .. "/manifest.json")
+  local ended = 0
+  for _, r in ipairs(raw.runs) do if r.status ~= "pending" then ended = ended + 1 end end
+  T.ok(ended < 250, "manifest.json alone lags (" .. ended .. " of 250 ended): the journal holds the rest")
+  T.ok(fs.exists(dir .. "/manifest.journal"), "manifest.journal")
+  local m = T.manifest(dir) -- read_manifest folds the journal in
+  T.eq(#m.runs, 300)
+  for i = 1, 300 do
+    local want = i > 250 and "pending" or (i % 7 == 0 and "failed" or "success")
+    T.eq(m.runs[i].status, want, m.runs[i].name)
+    if i <= 250 then T.eq(m.runs[i].metrics.n, i) end
+  end
+  -- a torn last line (a kill in mid-append) is passed over
+  assert(fs.write(dir .. "/manifest.journal", '{"run": {"name": "r251", "sta', { append = true }))
+  T.eq(T.manifest(dir).runs[251].status, "pending")
+  local set = wb.compare.load(dir)
+  T.ok(set ~= nil)
+  -- --resume reads it, runs only the 50 left, and the end leaves a whole manifest.json and no journal
+  local res = T.wb({ "run", recipe, "--resume", dir }, {})
+  T.eq(res.code, 0, res.stderr)
+  T.ok(not fs.exists(dir .. "/manifest.journal"), "no journal after the end")
+  T.ok(not fs.exists(dir .. "/.wb.reserve"), "no reserve after the end")
+  raw = json.read(dir .. "/manifest.json")
+  T.eq(raw.status, "failed") -- every seventh run failed
+  for i = 1, 300 do T.eq(raw.runs[i].status, i % 7 == 0 and "failed" or "success", raw.runs[i].name) end
+  T.eq(#T.events(dir, "run_skipped"), 250)
+end)

@@ -236,7 +236,7 @@ T.case("SIGINT cancels every job the campaign submitted; --resume submits the re
   local id = submitted_job(dir, p)
   T.wait_until("case001 done and the others running", 60, function()
     local st = job_states(id)
-    local m = json.read(dir .. "/manifest.json")
+    local m = require("wb.campaign").read_manifest(dir .. "/manifest.json")
     return m and m.runs[1].status == "success" and st[id .. "_1"] == "RUNNING" and st[id .. "_2"] == "RUNNING"
   end, p)
   p:kill(2)
