@@ -244,14 +244,48 @@ static int l_io_open(lua_State *L) {
   return 1;
 }
 
+/* io.input(path) and io.output(path) as wb installs them: a path is opened by io.open above
+ * ("r", "w"), then handed to the standard library's function (the upvalue), as is anything else. */
+static int l_io_default(lua_State *L) {
+  if (lua_type(L, 1) == LUA_TSTRING) {
+    lua_pushcfunction(L, l_io_open);
+    lua_pushvalue(L, 1);
+    lua_pushstring(L, lua_toboolean(L, lua_upvalueindex(2)) ? "w" : "r");
+    lua_call(L, 2, 3);
+    if (lua_isnil(L, -3)) return luaL_error(L, "%s", lua_tostring(L, -2));
+    lua_pop(L, 2);
+    lua_replace(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static int l_remove(lua_State *L);
+static int l_rename(lua_State *L);
+
 void wb_fs_guard_io(lua_State *L) {
   lua_getglobal(L, "io");
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    return;
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, l_io_open);
+    lua_setfield(L, -2, "open");
+    static const char *const defaults[] = {"input", "output"};
+    for (int i = 0; i < 2; i++) {
+      lua_getfield(L, -1, defaults[i]);
+      lua_pushboolean(L, i == 1);
+      lua_pushcclosure(L, l_io_default, 2);
+      lua_setfield(L, -2, defaults[i]);
+    }
   }
-  lua_pushcfunction(L, l_io_open);
-  lua_setfield(L, -2, "open");
+  lua_pop(L, 1);
+  lua_getglobal(L, "os");
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, l_remove);
+    lua_setfield(L, -2, "remove");
+    lua_pushcfunction(L, l_rename);
+    lua_setfield(L, -2, "rename");
+  }
   lua_pop(L, 1);
 }
 
@@ -283,10 +317,11 @@ static void push_content(lua_State *L, int fd) {
   luaL_pushresult(&b);
 }
 
-/* -- lock, previous = wb.fs.lock(path, text) : takes an exclusive flock on path (created with
- * mode 0666 less the umask), held until lock:close(), collection or the end of the process,
- * however it ends (kill -9 included); previous is what the file held (the last owner's text),
- * then the file holds text.
+/* -- lock, previous = wb.fs.lock(path, text [, keep]) : takes an exclusive flock on path (created
+ * with mode 0666 less the umask), held until lock:close(), collection or the end of the process,
+ * however it ends (kill -9 included); previous is what the file held (the last owners' text),
+ * then the file holds text (keep: previous followed by text, so that nothing of it is ever lost
+ * to a kill between truncating and writing).
  * -- nil, err, errno, holder = wb.fs.lock(...) when another process holds it (errno
  * EWOULDBLOCK; holder is the file's content) or the file cannot be opened. */
 static int l_lock(lua_State *L) {
@@ -306,7 +341,9 @@ static int l_lock(lua_State *L) {
   k->fd = fd;
   luaL_setmetatable(L, "wb.fs.lock");
   push_content(L, fd);
-  int e = ftruncate(fd, 0) != 0 ? errno : wb_write_all(fd, text, len);
+  int e = lua_toboolean(L, 3) ? (lseek(fd, 0, SEEK_END) < 0 ? errno : wb_write_all(fd, text, len))
+          : ftruncate(fd, 0) != 0 ? errno
+                                  : wb_write_all(fd, text, len);
   if (e) {
     close(fd);
     k->fd = -1;

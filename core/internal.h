@@ -92,7 +92,7 @@ char *wb_read_file_mapped(const char *path, size_t *len, size_t *size);
 
 #include "fs_guard.h"
 
-/* Replaces io.open so that every mode goes through wb_guard_open (core/fs.c). */
+/* Replaces io.open, io.input, io.output, os.remove and os.rename with guarded ones (core/fs.c). */
 void wb_fs_guard_io(lua_State *L);
 
 /* Field setters for the table on the top of the stack. */

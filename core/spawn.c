@@ -166,7 +166,10 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
   const char **gate_argv = NULL;
   char exe[4096];
   int e = strlen(s->argv[0]) >= sizeof exe ? ENAMETOOLONG : 0;
-  if (!e && strchr(s->argv[0], '/')) strcpy(exe, s->argv[0]);
+  /* a held child execs only after its release, too late to fail the spawn: its program is
+   * checked now (but a relative path is the child's cwd's to resolve) */
+  int checked = !strchr(s->argv[0], '/') || (s->held && (s->argv[0][0] == '/' || !s->cwd));
+  if (!e && !checked) strcpy(exe, s->argv[0]);
   else if (!e) e = wb_which(s->argv[0], path, exe, sizeof exe);
   if (e) {
     snprintf(err, errlen, "spawn: %s: %s", s->argv[0], strerror(e));

@@ -78,7 +78,9 @@ return wb.recipe {
     local out = not rec and profile.output(c, cfg.stdout)
     rec = rec or c:run("profile", function(r)
       local err
+      local journal = c:child_hooks("profile")
       res, err = capture.run {
+        on_started = journal.started, on_ended = journal.ended,
         argv = not cfg.shell and argv or nil, cmd = cfg.shell and argv[1] or nil, shell = cfg.shell,
         stdout = out.stdout, stderr = out.stderr, stdin = "inherit",
         timeout = cfg.timeout ~= wb.null and cfg.timeout or nil,

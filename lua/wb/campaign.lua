@@ -570,15 +570,24 @@ function Campaign:spawn(name, spec)
     self:event("run_reused", { run = name, reason = "finished before the previous wb died", pid = res.pid })
     rundir.child_ended(self.dir, res.pid, name, res)
   else
+    -- held at the gate until the journal names it: a kill -9 of wb before that ends it unexec'd
+    s.held = true
     local p, err = proc.spawn(s)
+    local pid = p and p.pid
+    if p then
+      rundir.child_started(self.dir, pid, name)
+      local ok, rerr = p:release()
+      if not ok then
+        p:close()
+        p, err = nil, rerr
+      end
+    end
     if not p then
       rec.status = "failed"
       rec.error = err
       rec.return_code = json.null
       return nil, err
     end
-    local pid = p.pid
-    rundir.child_started(self.dir, pid, name)
     res = p:wait()
     rundir.child_ended(self.dir, pid, name, res) -- first: the journal is what a kill -9 leaves
     p:close()
@@ -587,6 +596,25 @@ function Campaign:spawn(name, spec)
   M.fill_result(rec, res, rel)
   if not res.ok then rec.status = "failed" end
   return res
+end
+
+-- hooks = c:child_hooks(name) : {started = fn(pid), ended = fn(pid, res)} journaling a child that
+-- wb starts itself (wb.capture.run's on_started/on_ended) as c:spawn journals its own, so that a
+-- --resume after kill -9 ends it or announces it. On --resume, a child of that name that the
+-- previous wb saw end is announced as run again: what wb recorded of it (a profile) died with wb.
+function Campaign:child_hooks(name)
+  local rundir = require "wb.rundir"
+  local before = self.ctx.opts.resume and rundir.finished(self.dir, name)
+  if before then
+    io.stderr:write(string.format("wb: %s: %s had ended before the previous wb died, which lost what it " ..
+      "recorded of it: run again\n", self.dir, name))
+    self:event("run_repeated", { run = name, pid = before.pid,
+      reason = "ended before the previous wb died, which lost what it recorded" }, "WARN")
+  end
+  return {
+    started = function(pid) rundir.child_started(self.dir, pid, name) end,
+    ended = function(pid, res) rundir.child_ended(self.dir, pid, name, res) end,
+  }
 end
 
 -- Writes plan.json and plan.md and checks the budget. plan = {sections = {{name, cases = {{name,

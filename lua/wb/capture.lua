@@ -316,8 +316,10 @@ local function run_perf_cli(spec, res, o, users)
     return nil, err, errno
   end
   local counters <close> = spec.counters ~= false and perf.counters(p.pid) or nil
+  if spec.on_started then spec.on_started(p.pid) end
   p:release()
   res.result = wait_stoppable(p, res, observer(users, p.pid))
+  if spec.on_ended then spec.on_ended(p.pid, res.result) end
   res.counters = counters and counters:read()
   if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
   local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
@@ -432,6 +434,19 @@ local function quality(res, side, sampled, denied)
     w[#w + 1] = string.format("%.0f%% of on-CPU samples have unresolved frames (shown as module+0xoffset)%s: "
       .. "stripped binaries or code that is gone; install debug symbols or keep .symtab",
       on.unresolved_fraction * 100, #named > 0 and (", in " .. table.concat(named, ", ")) or "")
+  end
+  local kernel_frames = false
+  for _, prof in ipairs({ res.oncpu, res.offcpu }) do
+    kernel_frames = kernel_frames or (prof and prof.folded_text and prof.folded_text:find("_%[k%]") ~= nil)
+  end
+  if kernel_frames and sym.load_kernel() == 0 then
+    local function sysctl(name) return tonumber((fs.read("/proc/sys/kernel/" .. name) or ""):match("%-?%d+")) end
+    local restrict, paranoid = sysctl("kptr_restrict"), sysctl("perf_event_paranoid")
+    local why = restrict == 2 and "kernel.kptr_restrict=2 hides them from every user"
+        or restrict == 1 and "kernel.kptr_restrict=1: they need CAP_SYSLOG"
+        or string.format("kernel.kptr_restrict=%s and kernel.perf_event_paranoid=%s: they need CAP_SYSLOG, or " ..
+          "perf_event_paranoid <= 1", tostring(restrict or "?"), tostring(paranoid or "?"))
+    w[#w + 1] = "kernel frames are not named ([unknown]_[k]): /proc/kallsyms shows this user no addresses (" .. why .. ")"
   end
   if on and on.samples and on.samples < M.THIN_SAMPLES then
     w[#w + 1] = string.format("thin profile: %d on-CPU samples; run longer or raise freq", on.samples)
@@ -660,6 +675,7 @@ local function record(spec, o, res, st)
     session:arm()
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
+  if spec.on_started then spec.on_started(p.pid) end
   assert(p:release())
   if o.merged then python_start(session, p) end
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
@@ -674,6 +690,7 @@ local function record(spec, o, res, st)
     if session then session:drain() end
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
   end)
+  if spec.on_ended then spec.on_ended(p.pid, res.result) end
   r.python = py_sampler and py_sampler:stop()
   r.memory = mem_sampler and mem_sampler:stop()
   r.ended = clock.now()
@@ -824,7 +841,9 @@ end
 -- memory = true and memory_hz = 20 (the tree's memory over time, res.memory), alloc = false,
 -- alloc_interval = 524288 and alloc_mmap = true (sampled allocation stacks, res.alloc: lua/wb/alloc.lua),
 -- stage_pattern (the command's stage lines: bands on the memory chart, res.memory.stages:
--- lua/wb/memory_stages.lua). Raises on misuse;
+-- lua/wb/memory_stages.lua), on_started(pid) (called while the command is held, before its exec)
+-- and on_ended(pid, result) (called the moment it has been waited for): a campaign's journal,
+-- c:child_hooks. Raises on misuse;
 -- nil, err, errno when the command cannot be started. The first Ctrl-C while the command runs
 -- stops it (res.stopped = "SIGINT", res.ok = true) and the profile is still made; a second one
 -- interrupts.

@@ -1,8 +1,10 @@
 -- Run-directory ownership (docs/errors.md, "Faults"): one wb process per run directory, held by
 -- an exclusive flock on DIR/wb.lock for the life of the process (released by the kernel however
 -- wb ends, kill -9 included). The lock file is also the journal of the campaign's children: the
--- owner ("wb PID START"), each child started ("child PID START NAME") and each child's result the
--- moment wait returns ("end PID {json}"), so that a --resume after an unplanned death
+-- owner ("wb PID START"), each child started ("child PID START NAME", written while the child
+-- is still held before its exec) and each child's result the moment wait returns ("end PID
+-- {json}"); a resumed run's owner appends its line after the previous owners' (nothing of the
+-- journal is ever truncated away by a resume), so that a --resume after an unplanned death
 --   * ends the processes the dead owner left running before it runs their cases again, and
 --   * does not run again a child that had finished (its result and logs are used), which closes
 --     all but microseconds of the window between a child's exit and the manifest saying so.
@@ -58,12 +60,16 @@ local function owner_line()
   return string.format("wb %d %d\n", pid or 0, pid and M.start_time(pid) or 0), pid
 end
 
--- Ends the processes a previous owner recorded as running (children without an "end" line):
--- SIGTERM to each group, SIGKILL after a second, until the groups are empty (10 s at most).
--- Returns the names of the cases whose processes were still there.
+-- Ends the processes the last owner recorded as running (children after its "wb" line without
+-- an "end" line; earlier owners' were settled by the resume that followed them): SIGTERM to each
+-- group, SIGKILL after a second, until the groups are empty (10 s at most).
 local function end_survivors(dir, previous)
   local running, order = {}, {}
-  for line in previous:gmatch("[^\n]+") do
+  local last = 1
+  for at in previous:gmatch("()wb %d+ %d+\n") do
+    if at == 1 or previous:sub(at - 1, at - 1) == "\n" then last = at end
+  end
+  for line in previous:sub(last):gmatch("[^\n]+") do
     local pid, start, name = line:match("^child (%d+) (%d+) (.*)$")
     if pid then
       running[tonumber(pid)] = { start = tonumber(start), name = name }
@@ -128,10 +134,11 @@ function M.lock(dir, resume)
   if held[dir] then return held[dir] end
   confine(dir)
   local line = owner_line()
-  local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line)
+  local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line, resume)
   if not lock then
     local err = previous
-    local pid = holder and holder:match("^wb (%d+)")
+    local pid
+    for p in ("\n" .. (holder or "")):gmatch("\nwb (%d+) ") do pid = p end -- the last owner's
     if errno == 11 and pid then
       errors.raise(2, string.format("run directory %s is in use by wb pid %s", dir, pid), 0)
     elseif errno == 11 then
@@ -148,8 +155,7 @@ function M.lock(dir, resume)
       local doc = line:match("^end %d+ (.*)$")
       local ok, res = pcall(json.decode, doc or "")
       if ok and type(res) == "table" and type(res.name) == "string" then
-        finished[dir][res.name] = res
-        lock:append(line .. "\n") -- carried on: a kill -9 of this wb keeps it too
+        finished[dir][res.name] = res -- the lock file keeps the line: a kill -9 of this wb leaves it too
       end
     end
   end

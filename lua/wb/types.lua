@@ -327,6 +327,12 @@ function Campaign:previous_text() end
 function Campaign:finish(status) end
 ---Gives back the disk space the campaign holds (.wb.reserve), at its end or to record a failure.
 function Campaign:release() end
+---{started = fn(pid), ended = fn(pid, res)} journaling a child wb starts itself (wb.capture.run's
+---on_started/on_ended) as c:spawn journals its own; on --resume, a child of that name the previous
+---wb saw end is announced as run again (what wb recorded of it died with wb).
+---@param name string
+---@return {started: fun(pid: integer), ended: fun(pid: integer, res: table)}
+function Campaign:child_hooks(name) end
 ---Records the manifest: with names (the runs whose records alone changed), by appending them to
 ---manifest.journal while it is under a quarter of the manifest's size; else by rewriting
 ---manifest.json atomically. Both fsynced.

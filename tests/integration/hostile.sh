@@ -8,11 +8,7 @@ cd "$(dirname "$0")/../.."
 source tests/lib/check.sh
 BUILD=${WB_BUILD:-build}
 WB="$PWD/$BUILD/wb"
-if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
-  echo "skip - hostile: needs root, setpriv (util-linux) and the user nobody"
-  echo "0 passed, 0 failed, 1 skipped"
-  exit 0
-fi
+needs_nobody hostile
 tmp=$(mktemp -d)
 trap 'umount "$tmp/small" 2>/dev/null; rm -rf "$tmp"' EXIT
 chmod 1777 "$tmp" # a shared /tmp

@@ -13,3 +13,12 @@ finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
+# needs_nobody NAME: exits with one skip unless this is root with setpriv and the user nobody
+# (the suites that play an unprivileged user)
+needs_nobody() {
+  if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
+    echo "skip - $1: needs root, setpriv (util-linux) and the user nobody"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+  fi
+}

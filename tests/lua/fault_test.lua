@@ -194,35 +194,31 @@ local function count_lines(path)
   return n
 end
 
-T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases run twice unannounced, 0 lost", function()
-  if os.getenv("WB_TEST_PASS") == "asan" then
-    T.skip("ASan pass: wb runs several times slower there, which widens the moment between a child's exit " ..
-      "and its journal entry; the loop runs in full in the first pass")
-  end
-  local d = T.tmpdir()
+-- Kills wb (kill -9) at `kills` random moments of the runs argv(dir, extra) makes, each followed by
+-- --resume until complete; then counts, from each run's DIR.done (a line per case that ended),
+-- the cases run twice without wb saying so, the cases lost, and the ones wb said it runs again.
+local KILLS = tonumber(os.getenv("WB_KILL_LOOP") or "") or 20
+local function kill_loop(d, kills, argv, pause)
   local seed = math.floor(wb.clock.wall() * 1000) % 1000000
   math.randomseed(seed)
   local runs, dir = {}, nil
-  local function argv_for(extra)
-    local done = dir .. ".done"
-    local a = { T.wb_binary(), "run", RECIPE, "cases=6", "sleep=0.12", "marker=/dev/null", "done=" .. done }
-    for _, x in ipairs(extra) do a[#a + 1] = x end
-    return a
-  end
   local function status(path)
     local m = json.read(path .. "/manifest.json")
     return m and m.status
   end
-  -- the cases a resume said it runs again because a kill landed between their exit and wb's
-  -- journal entry (the one window a journal kept by wb itself cannot close)
-  local unknown = {}
-  local function note_unknown(run, text)
+  -- the cases a resume said it runs again (a kill between their exit and wb's journal entry, or
+  -- after it but before what wb recorded of them was kept)
+  local said = {}
+  local function note(run, text)
     for names in (text or ""):gmatch("died while ([^\n]-) ran, before recording how it ended") do
-      for name in names:gmatch("[^, ]+") do unknown[run .. " " .. name] = true end
+      for name in names:gmatch("[^, ]+") do said[run .. " " .. name] = true end
+    end
+    for name in (text or ""):gmatch("wb: [^\n]-: (%S+) had ended before the previous wb died") do
+      said[run .. " " .. name] = true
     end
   end
   local reused = 0
-  for i = 1, 20 do
+  for _ = 1, kills do
     local extra
     if dir and status(dir) and status(dir) ~= "complete" then
       extra = { "--resume", dir }
@@ -233,18 +229,18 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
       runs[#runs + 1] = dir
       extra = { "-o", dir }
     end
-    local p = assert(proc.spawn { argv = argv_for(extra), stdout = "null", stderr = "capture" })
-    wb.clock.sleep(0.02 + math.random() * 0.5)
+    local p = assert(proc.spawn { argv = argv(dir, extra), stdout = "null", stderr = "capture" })
+    wb.clock.sleep(0.02 + math.random() * pause)
     p:kill(9)
-    note_unknown(dir, p:wait().stderr)
+    note(dir, p:wait().stderr)
     p:close()
   end
   for _, r in ipairs(runs) do
     local st = status(r)
     if st ~= "complete" then
-      local res = T.wb({ table.unpack(argv_for(st and { "--resume", r } or { "-o", r }), 2) })
+      local res = T.wb({ table.unpack(argv(r, st and { "--resume", r } or { "-o", r }), 2) })
       T.eq(res.code, 0, "finishing " .. r .. ": " .. res.stderr)
-      note_unknown(r, res.stderr)
+      note(r, res.stderr)
     end
   end
   local twice, lost, window = 0, 0, 0
@@ -254,16 +250,32 @@ T.case("kill -9 of wb at 20 random moments, each followed by --resume: 0 cases r
     T.eq(m.status, "complete", r)
     for _, rec in ipairs(m.runs) do
       if rec.status ~= "success" or not done[rec.name] then lost = lost + 1 end
-      if (done[rec.name] or 0) > 1 and not unknown[r .. " " .. rec.name] then twice = twice + 1 end
-      if (done[rec.name] or 0) > 1 and unknown[r .. " " .. rec.name] then window = window + 1 end
+      if (done[rec.name] or 0) > 1 and not said[r .. " " .. rec.name] then twice = twice + 1 end
+      if (done[rec.name] or 0) > 1 and said[r .. " " .. rec.name] then window = window + 1 end
     end
     reused = reused + #T.events(r, "run_reused")
   end
-  print(string.format("# kill -9 loop (seed %d): %d campaigns, %d cases run twice, %d lost, %d results reused, "
-    .. "%d run again as wb said (killed between a child's exit and its journal entry)", seed, #runs, twice, lost,
-    reused, window))
+  print(string.format("# kill -9 loop (seed %d, %d kills): %d runs, %d cases run twice unannounced, %d lost, " ..
+    "%d results reused, %d run again as wb said", seed, kills, #runs, twice, lost, reused, window))
   T.eq(twice, 0, "cases run twice (seed " .. seed .. ")")
   T.eq(lost, 0, "cases lost (seed " .. seed .. ")")
+end
+
+T.case("kill -9 of a campaign at " .. KILLS .. " random moments, each followed by --resume: 0 cases run twice unannounced, 0 lost", function()
+  kill_loop(T.tmpdir(), KILLS, function(dir, extra)
+    local a = { T.wb_binary(), "run", RECIPE, "cases=6", "sleep=0.12", "marker=/dev/null", "done=" .. dir .. ".done" }
+    for _, x in ipairs(extra) do a[#a + 1] = x end
+    return a
+  end, 0.5)
+end)
+
+T.case("kill -9 of wb profile at " .. KILLS .. " random moments, each followed by --resume: its command run twice only where wb says so", function()
+  kill_loop(T.tmpdir(), KILLS, function(dir, extra)
+    local a = { T.wb_binary(), "profile", "offcpu=false", "stdout=null" }
+    for _, x in ipairs(extra) do a[#a + 1] = x end
+    for _, x in ipairs({ "--", "sh", "-c", "sleep 0.1; echo profile >> '" .. dir .. ".done'" }) do a[#a + 1] = x end
+    return a
+  end, 0.8)
 end)
 
 T.case("kill -9 of wb: the case's process and what it started in its group die with it; --resume finishes", function()
