@@ -623,3 +623,25 @@ T.case("samples: integer arrays read, scale and encode as integers", function()
   big:add(1 << 52)
   T.raises(function() big:scaled(4) end, "out of the integer range at [1]")
 end)
+
+T.case("bootstrap_ci beyond 2e8 drawn values: the normal limit, the same interval as the bootstrap just below", function()
+  local function sample(n, seed, scale) -- skewed times: 10 ms plus an exponential tail
+    local out, x = {}, seed
+    for i = 1, n do
+      x = (x * 1103515245 + 12345) % 2147483648
+      out[i] = scale * (0.01 + 0.002 * -math.log((x + 0.5) / 2147483648))
+    end
+    return out
+  end
+  local a, b = sample(60000, 7, 1.0), sample(60000, 11, 1.03)
+  local cases = { { "ratio_mean", b }, { "ratio_median", b }, { "mean" }, { "median" } }
+  for _, c in ipairs(cases) do
+    -- 1500 resamples x 120,000 values = 1.8e8: bootstrapped; 2000 x 120,000 = 2.4e8: the normal limit
+    local l1, h1, e1 = S.bootstrap_ci(a, c[2], { stat = c[1], resamples = c[2] and 1500 or 3000 })
+    local l2, h2, e2 = S.bootstrap_ci(a, c[2], { stat = c[1], resamples = c[2] and 2000 or 4000 })
+    T.eq(e2, e1, c[1] .. ": the estimate")
+    local width = h1 - l1
+    T.near(l2, l1, 0.1 * width, c[1] .. ": lower bound within 10% of the width")
+    T.near(h2, h1, 0.1 * width, c[1] .. ": upper bound within 10% of the width")
+  end
+end)
