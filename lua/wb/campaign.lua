@@ -570,18 +570,12 @@ function Campaign:spawn(name, spec)
     self:event("run_reused", { run = name, reason = "finished before the previous wb died", pid = res.pid })
     rundir.child_ended(self.dir, res.pid, name, res)
   else
-    -- held at the gate until the journal names it: a kill -9 of wb before that ends it unexec'd
-    s.held = true
+    -- journaled before the spawn: a kill -9 of wb before its "child" line is announced on resume
+    -- (holding the child at the gate instead would put the gate's exec in its times)
+    rundir.child_starting(self.dir, name)
     local p, err = proc.spawn(s)
     local pid = p and p.pid
-    if p then
-      rundir.child_started(self.dir, pid, name)
-      local ok, rerr = p:release()
-      if not ok then
-        p:close()
-        p, err = nil, rerr
-      end
-    end
+    if p then rundir.child_started(self.dir, pid, name) else rundir.child_unstarted(self.dir, name) end
     if not p then
       rec.status = "failed"
       rec.error = err

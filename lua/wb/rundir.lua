@@ -1,9 +1,8 @@
 -- Run-directory ownership (docs/errors.md, "Faults"): one wb process per run directory, held by
 -- an exclusive flock on DIR/wb.lock for the life of the process (released by the kernel however
 -- wb ends, kill -9 included). The lock file is also the journal of the campaign's children: the
--- owner ("wb PID START"), each child started ("child PID START NAME", written while the child
--- is still held before its exec) and each child's result the moment wait returns ("end PID
--- {json}"); a resumed run's owner appends its line after the previous owners' (nothing of the
+-- owner ("wb PID START"), each child about to start ("start NAME") and started ("child PID START
+-- NAME") and each child's result the moment wait returns ("end PID {json}"); a resumed run's owner appends its line after the previous owners' (nothing of the
 -- journal is ever truncated away by a resume), so that a --resume after an unplanned death
 --   * ends the processes the dead owner left running before it runs their cases again, and
 --   * does not run again a child that had finished (its result and logs are used), which closes
@@ -69,12 +68,18 @@ local function end_survivors(dir, previous)
   for at in previous:gmatch("()wb %d+ %d+\n") do
     if at == 1 or previous:sub(at - 1, at - 1) == "\n" then last = at end
   end
+  local starting = {} -- name -> true: about to be spawned, no child line yet
   for line in previous:sub(last):gmatch("[^\n]+") do
     local pid, start, name = line:match("^child (%d+) (%d+) (.*)$")
     if pid then
       running[tonumber(pid)] = { start = tonumber(start), name = name }
       order[#order + 1] = tonumber(pid)
+      starting[name] = nil
     end
+    local about = line:match("^start (.*)$")
+    if about then starting[about] = true end
+    local failed = line:match("^unstarted (.*)$") -- the spawn failed: nothing ran
+    if failed then starting[failed] = nil end
     local ended = line:match("^end (%d+)")
     if ended then running[tonumber(ended)] = nil end
   end
@@ -107,6 +112,11 @@ local function end_survivors(dir, previous)
       if not left then unknown[#unknown + 1] = c.name end
     end
   end
+  -- spawned, or about to be, when wb died: it may have run (the reaper ended it, or it finished)
+  local names = {}
+  for name in pairs(starting) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do unknown[#unknown + 1] = name end
   if #unknown > 0 then
     io.stderr:write(string.format("wb: %s: the previous wb died while %s ran, before recording how it ended: "
       .. "run again (it may have finished)\n", dir, table.concat(unknown, ", ")))
@@ -220,9 +230,22 @@ function M.create(opts, base)
   return dir
 end
 
+-- rundir.child_starting(dir, name) / rundir.child_unstarted(dir, name) /
 -- rundir.child_started(dir, pid, name) / rundir.child_ended(dir, pid, name, res) : the lock
--- file's record of a campaign's child (what a --resume after kill -9 ends or reuses); no-ops for
--- a directory this process has not locked
+-- file's record of a campaign's child (what a --resume after kill -9 ends, reuses, or announces
+-- as run again): "start" is written before the spawn, so that a kill between the spawn and its
+-- "child" line is announced too, "unstarted" when the spawn failed; no-ops for a directory this
+-- process has not locked
+function M.child_starting(dir, name)
+  local lock = held[dir]
+  if lock then lock:append("start " .. name .. "\n") end
+end
+
+function M.child_unstarted(dir, name)
+  local lock = held[dir]
+  if lock then lock:append("unstarted " .. name .. "\n") end
+end
+
 function M.child_started(dir, pid, name)
   local lock = held[dir]
   if lock then lock:append(string.format("child %d %d %s\n", pid, M.start_time(pid) or 0, name)) end
