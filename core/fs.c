@@ -317,11 +317,28 @@ static void push_content(lua_State *L, int fd) {
   luaL_pushresult(&b);
 }
 
+/* Appends text at the end of fd's file, after a newline when the file does not end with one (a
+ * line a killed writer left torn stays apart from it); 0 or an errno. */
+static int append_line(int fd, const char *text, size_t len) {
+  off_t end = lseek(fd, 0, SEEK_END);
+  if (end < 0) return errno;
+  char last = '\n';
+  if (end > 0 && pread(fd, &last, 1, end - 1) != 1) return errno ? errno : EIO;
+  int e = last == '\n' ? 0 : wb_write_all(fd, "\n", 1);
+  return e ? e : wb_write_all(fd, text, len);
+}
+
+/* Makes fd's file hold exactly text; 0 or an errno. */
+static int replace_content(int fd, const char *text, size_t len) {
+  if (ftruncate(fd, 0) != 0 || lseek(fd, 0, SEEK_SET) < 0) return errno;
+  return wb_write_all(fd, text, len);
+}
+
 /* -- lock, previous = wb.fs.lock(path, text [, keep]) : takes an exclusive flock on path (created
  * with mode 0666 less the umask), held until lock:close(), collection or the end of the process,
  * however it ends (kill -9 included); previous is what the file held (the last owners' text),
- * then the file holds text (keep: previous followed by text, so that nothing of it is ever lost
- * to a kill between truncating and writing).
+ * then the file holds text (keep: previous followed by text on a line of its own, so that nothing
+ * of it is ever lost to a kill between truncating and writing).
  * -- nil, err, errno, holder = wb.fs.lock(...) when another process holds it (errno
  * EWOULDBLOCK; holder is the file's content) or the file cannot be opened. */
 static int l_lock(lua_State *L) {
@@ -341,9 +358,7 @@ static int l_lock(lua_State *L) {
   k->fd = fd;
   luaL_setmetatable(L, "wb.fs.lock");
   push_content(L, fd);
-  int e = lua_toboolean(L, 3) ? (lseek(fd, 0, SEEK_END) < 0 ? errno : wb_write_all(fd, text, len))
-          : ftruncate(fd, 0) != 0 ? errno
-                                  : wb_write_all(fd, text, len);
+  int e = lua_toboolean(L, 3) ? append_line(fd, text, len) : replace_content(fd, text, len);
   if (e) {
     close(fd);
     k->fd = -1;
@@ -359,6 +374,17 @@ static int l_lock_append(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 2, &len);
   int e = lseek(k->fd, 0, SEEK_END) < 0 ? errno : wb_write_all(k->fd, text, len);
+  if (e) return wb_push_error(L, e, "lock");
+  return push_ok(L);
+}
+
+/* -- ok, err, errno = lock:reset(text) : the lock file holds exactly text (what earlier owners
+ * wrote is dropped: a new run in the directory) */
+static int l_lock_reset(lua_State *L) {
+  fs_lock *k = check_lock(L);
+  size_t len;
+  const char *text = luaL_checklstring(L, 2, &len);
+  int e = replace_content(k->fd, text, len);
   if (e) return wb_push_error(L, e, "lock");
   return push_ok(L);
 }
@@ -611,7 +637,8 @@ static const luaL_Reg functions[] = {
     {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},
     {"write", l_write},     {NULL, NULL}};
 
-static const luaL_Reg lock_methods[] = {{"append", l_lock_append}, {"close", l_lock_close}, {NULL, NULL}};
+static const luaL_Reg lock_methods[] = {
+    {"append", l_lock_append}, {"close", l_lock_close}, {"reset", l_lock_reset}, {NULL, NULL}};
 
 int luaopen_wb_fs(lua_State *L) {
   wb_new_class(L, "wb.fs.lock", lock_methods, NULL, l_lock_close, l_lock_tostring);

@@ -172,44 +172,77 @@ static int trusted_link(int dfd, const char *name) {
 }
 
 const char *wb_strerror(int e) {
-  return e == WB_ENOTREG ? "not a regular file (wb reads no link in a run directory, and a FIFO, device or socket only "
-                           "when pointed at one under /dev)"
+  return e == WB_ENOTREG ? "not a regular file (wb reads a FIFO, device or socket only as /dev/stdin, /dev/fd/N or "
+                           "/proc/self/fd/N, and follows no link in a run directory)"
                          : strerror(e);
 }
 
-/* Whether a path the user spelled may name a file that is not regular: /dev/stdin, /dev/fd/N of
- * a shell's <(...), a device. */
-static int named_special(const char *path) {
-  return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/self/fd/", 14) == 0;
+/* Whether a path names one of this process's own descriptors, which may be a pipe or a terminal:
+ * /dev/stdin, /dev/fd/N (a shell's <(...)), /proc/self/fd/N. */
+static int own_descriptor(const char *path) {
+  if (strcmp(path, "/dev/stdin") == 0) return 1;
+  const char *n = strncmp(path, "/dev/fd/", 8) == 0 ? path + 8 : strncmp(path, "/proc/self/fd/", 14) == 0 ? path + 14 : NULL;
+  if (!n || !*n) return 0;
+  while (*n >= '0' && *n <= '9') n++;
+  return *n == 0;
 }
 
+/* The directory of a confined root that holds path (a descriptor, *name its last component),
+ * -2 when path lies in none, -1 with errno on failure. */
+static int confined_parent(const char *path, char *buf, size_t cap, const char **name) {
+  if (nroots == 0) return -2;
+  if (normalize(path, buf, cap) != 0) return -1; /* it may lie in one: fail closed */
+  const char *rel;
+  const struct root *r = root_of(buf, &rel);
+  if (!r || !*rel) return -2;
+  const char *slash = strrchr(rel, '/');
+  *name = slash ? slash + 1 : rel;
+  return walk(r->fd, rel, slash ? (size_t)(slash - rel) : 0, 0, 0);
+}
+
+/* Reads look before they open: the file is first reached with O_PATH (no device's open runs, no
+ * FIFO blocks) and only a regular file or a directory is then opened, through that very
+ * descriptor (/proc/self/fd), so a swap in between changes nothing; below a confined directory no
+ * link is followed. A FIFO, device or socket is opened only as one of this process's own
+ * descriptors (own_descriptor), as named. */
 static int open_for_reading(const char *path, int flags) {
   char buf[PATH_MAX];
-  const char *name;
-  int confined = 0, fd, e;
-  int base = flags | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
-  int dfd = nroots > 0 ? wb_guard_parent(path, buf, sizeof buf, &name, &confined) : -2;
+  const char *name = NULL;
+  int dfd = confined_parent(path, buf, sizeof buf, &name);
   if (dfd == -1) return -1;
-  if (confined) {
-    fd = openat(dfd, name, base | O_NOFOLLOW);
-    e = fd < 0 && errno == ELOOP ? WB_ENOTREG : errno;
-  } else {
-    fd = open(path, base);
-    e = errno;
-  }
-  if (dfd >= 0) close(dfd);
-  if (fd < 0) return errno = e, -1;
+  int confined = dfd >= 0;
+  int dir = flags & O_DIRECTORY;
+  int at = confined ? openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | dir) : open(path, O_PATH | O_CLOEXEC | dir);
+  int e = at < 0 ? (confined && errno == ELOOP ? WB_ENOTREG : errno) : 0;
+  if (confined) close(dfd);
   struct stat st;
-  e = fstat(fd, &st) != 0                                               ? errno
-      : S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)                      ? 0
-      : !confined && named_special(path)                                ? 0
-                                                                        : WB_ENOTREG;
-  if (!e && !(flags & (O_NONBLOCK | O_PATH)) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) e = errno;
-  if (e) {
-    close(fd);
-    return errno = e, -1;
+  if (!e && fstat(at, &st) != 0) e = errno;
+  int plain = !e && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+  if (!e && !plain && (confined || !own_descriptor(path))) e = WB_ENOTREG;
+  if (flags & O_PATH) {
+    if (e && at >= 0) close(at);
+    return e ? (errno = e, -1) : at;
   }
-  return fd;
+  int fd = -1;
+  if (!e && plain) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", at);
+    fd = open(self, (flags & ~O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY);
+    struct stat again;
+    if (fd < 0 && errno == ENOENT) fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); /* no /proc */
+    if (fd >= 0 && (fstat(fd, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino)) {
+      close(fd);
+      fd = -1, errno = WB_ENOTREG;
+    }
+    if (fd < 0) e = errno;
+  } else if (!e) {
+    fd = open(path, flags | O_CLOEXEC | O_NOCTTY); /* the user's own descriptor, as named */
+    if (fd < 0) e = errno;
+  }
+  if (at >= 0) close(at);
+  if (!e && (fcntl(fd, F_GETFL) & O_NONBLOCK) && !(flags & O_NONBLOCK))
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return e ? (errno = e, -1) : fd;
 }
 
 int wb_guard_open(const char *path, int flags, unsigned mode) {

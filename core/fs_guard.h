@@ -21,11 +21,11 @@ void wb_atomic_abort(int fd, const char *tmp);
  * wb_guard_parent: opens the directory that holds path's last component and points *name at
  *   that component (inside buf); under a confined directory, resolved from it a component at a
  *   time without following links (*confined = 1). A descriptor, or -1 with errno.
- * wb_guard_open: open(2) for wb's own files. A read never blocks opening (a FIFO) and finds a
- *   regular file or a directory (else -1 with errno WB_ENOTREG): under a confined directory
- *   resolved without following links, elsewhere as named, where a path under /dev/ or
- *   /proc/self/fd/ (the user's /dev/stdin, a shell's <(...)) may also name a FIFO, device or
- *   socket, read blocking as usual. A write or create never
+ * wb_guard_open: open(2) for wb's own files. A read opens only a regular file or a directory,
+ *   after fstat of an O_PATH descriptor (no device is opened, no FIFO blocks; else -1 with errno
+ *   WB_ENOTREG): under a confined directory resolved without following links, elsewhere as named;
+ *   /dev/stdin, /dev/fd/N and /proc/self/fd/N (the process's own descriptors: a pipe, a shell's
+ *   <(...)) are opened as named whatever they are. A write or create never
  *   blocks on a FIFO (ENXIO without a reader) and follows a last-component link only outside
  *   confined directories and only when root or an acting user made it; under a confined
  *   directory it must find a regular, single-link file of the acting user (else EPERM/EINVAL,

@@ -30,11 +30,12 @@ static size_t nlingering, lingering_cap;
 /* ---- descriptors ---------------------------------------------------------------------- */
 
 /* Opens path close-on-exec above 0..2, so that the child's moves onto stdio cannot clobber it;
- * guarded (wb_guard_open: a log never written through a planted link, no FIFO blocks wb); -1
+ * guarded (wb_guard_open: a log never written through a planted link, no FIFO blocks wb), except
+ * a child's stdin (as_named: the file the user gave, whatever it is, which wb never reads); -1
  * with errno on failure. */
-static int open_cloexec(const char *path, int flags) {
+static int open_cloexec(const char *path, int flags, int as_named) {
   int fd;
-  do fd = wb_guard_open(path, flags, 0666);
+  do fd = as_named ? open(path, flags | O_CLOEXEC) : wb_guard_open(path, flags, 0666);
   while (fd < 0 && errno == EINTR);
   return fd < 0 || wb_fd_above(&fd, 3) == 0 ? fd : -1;
 }
@@ -57,7 +58,7 @@ static int null_fd(void) {
   static dev_t rdev;
   struct stat st;
   if (fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev) return fd;
-  fd = open_cloexec("/dev/null", O_RDWR);
+  fd = open_cloexec("/dev/null", O_RDWR, 1);
   if (fd >= 0 && fstat(fd, &st) == 0) rdev = st.st_rdev;
   return fd;
 }
@@ -79,7 +80,7 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     wb_plan_dup(&su->plan, 1, 2);
     return 0;
   case WB_IO_FILE:
-    if ((su->child_fds[fd] = open_cloexec(io->path, fd ? out_flags : O_RDONLY)) < 0) goto fail_path;
+    if ((su->child_fds[fd] = open_cloexec(io->path, fd ? out_flags : O_RDONLY, fd == 0)) < 0) goto fail_path;
     wb_plan_dup(&su->plan, su->child_fds[fd], fd);
     return 0;
   case WB_IO_DATA:
@@ -93,7 +94,7 @@ static int setup_stream(struct setup *su, wb_child *c, int fd, const wb_spawn_io
     wb_plan_dup(&su->plan, pipefd[0], 0);
     return 0;
   case WB_IO_TEE:
-    if ((st->file_fd = open_cloexec(io->path, out_flags)) < 0) goto fail_path;
+    if ((st->file_fd = open_cloexec(io->path, out_flags, 0)) < 0) goto fail_path;
     /* fallthrough */
   case WB_IO_CAPTURE:
   case WB_IO_LINES:
@@ -176,7 +177,7 @@ wb_child *wb_spawn(const wb_spawn_spec *s, char *err, size_t errlen, int *errnum
     goto fail;
   }
   if (s->cwd) {
-    su.plan.dir_fd = open_cloexec(s->cwd, O_PATH | O_DIRECTORY);
+    su.plan.dir_fd = open_cloexec(s->cwd, O_PATH | O_DIRECTORY, 0);
     if (su.plan.dir_fd < 0) {
       e = errno;
       snprintf(err, errlen, "spawn: cwd %s: %s", s->cwd, strerror(e));

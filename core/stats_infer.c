@@ -58,9 +58,11 @@ static double stat_of(const double *x, size_t n, double *work, int median) {
   return median ? wb_stats_median_inplace(work, n) : wb_stats_mean(work, n);
 }
 
-/* Above this many drawn values (resamples x (nx + ny): about a second of CPU), the bootstrap's
- * distribution is replaced by its large-sample normal limit (normal_ci). */
+/* Above this many drawn values (resamples x (nx + ny): about a second of CPU), with every sample
+ * at least BOOT_LARGE_N long, the bootstrap's distribution is replaced by its large-sample normal
+ * limit (normal_ci). */
 #define BOOT_WORK_MAX 2e8
+#define BOOT_LARGE_N 1000
 
 /* z with P(Z > z) = tail for a standard normal Z (bisection on erfc; tail in (0, 0.5]). */
 static double upper_z(double tail) {
@@ -136,9 +138,10 @@ static void normal_ci(lua_State *L, const double *x, size_t nx, const double *y,
  * and the arithmetic are fixed, so a seed gives bit-identical bounds on every machine.
  * The second argument is ys when it is samples or a non-empty sequence or when opts follows
  * it; bootstrap_ci(xs, nil, opts) is the one-sample form. When resamples x (#xs + #ys) exceeds
- * BOOT_WORK_MAX (2e8: e.g. 2000 resamples of 100,000 values), lo and hi are the bootstrap's
- * large-sample normal limit instead (normal_ci), at the same level: the percentile bootstrap
- * would take minutes there and give the same interval. */
+ * BOOT_WORK_MAX (2e8: e.g. 2000 resamples of 120,000 values) and each sample holds at least
+ * BOOT_LARGE_N values, lo and hi are the bootstrap's large-sample normal limit instead
+ * (normal_ci), at the same level and independent of the seed: at those sizes the percentile
+ * bootstrap takes minutes and gives the same interval (tests/lua/stats_test.lua). */
 int wb_stats_bootstrap_ci(lua_State *L) {
   lua_settop(L, 3);
   int has_ys = luaL_testudata(L, 2, "wb.stats.samples") ||
@@ -164,14 +167,14 @@ int wb_stats_bootstrap_ci(lua_State *L) {
   double *x = wb_stats_check_nonempty(L, 1, &nx);
   double *y = has_ys ? wb_stats_check_nonempty(L, 2, &ny) : NULL;
   double *bx = wb_stats_scratch(L, nx), *by = wb_stats_scratch(L, ny);
-  double *boot = wb_stats_scratch(L, nb);
   double est = stat_of(x, nx, bx, median);
   if (ratio) est = stat_of(y, ny, by, median) / est;
-  if ((double)nb * (double)(nx + ny) > BOOT_WORK_MAX) {
+  if ((double)nb * (double)(nx + ny) > BOOT_WORK_MAX && nx >= BOOT_LARGE_N && (!ratio || ny >= BOOT_LARGE_N)) {
     normal_ci(L, x, nx, ratio ? y : NULL, ny, bx, by, median, level);
     lua_pushnumber(L, est);
     return 3;
   }
+  double *boot = wb_stats_scratch(L, nb);
 
   rng r;
   rng_seed(&r, seed);

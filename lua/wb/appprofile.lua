@@ -190,6 +190,8 @@ function M.capture(c, tool, argv, summary_path)
     spec.argv, spec.cwd, spec.env, spec.timeout = argv, opt(tool.cwd), tool.env, tool.timeout
     spec.dir, spec.stdout, spec.stderr = c.dir .. "/profiles", { file = c.dir .. "/logs/capture.stdout.log" },
       { file = c.dir .. "/logs/capture.stderr.log" }
+    local journal = c:child_hooks("capture")
+    spec.on_started, spec.on_ended = journal.started, journal.ended
     cap = wb.check(wb.capture.run(spec))
     rec.method = cap.method
     rec.wall_time_seconds = cap.result and cap.result.wall

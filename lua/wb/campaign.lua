@@ -8,8 +8,9 @@
 --   local res = c:spawn("case1", {argv = ...})  -- wb.proc.run with logs/<run>.std{out,err}.log
 --   c:finish()                              -- final status, baseline comparisons, manifest
 --
--- The manifest is rewritten atomically after every change, so a run killed at any moment leaves
--- a valid one; `--resume DIR` re-runs only the runs that did not end (status pending/running).
+-- The manifest (manifest.json and its journal, M.JOURNAL) records every change as it happens, each
+-- write atomic, so a run killed at any moment leaves a valid one; `--resume DIR` re-runs only the
+-- runs that did not end (status pending/running).
 local clock = require "wb.clock"
 local core = require "wb.core"
 local errors = require "wb.errors"
@@ -37,7 +38,10 @@ end
 function M.read_manifest(path)
   local m, err = json.read(path)
   if not m then return nil, err end
-  if type(m) == "table" and util.is_list(m.runs) then M.apply_journal(m, util.dirname(path) .. "/" .. M.JOURNAL) end
+  if type(m) == "table" and util.is_list(m.runs) then
+    local ok, jerr = M.apply_journal(m, util.dirname(path) .. "/" .. M.JOURNAL)
+    if not ok then return nil, jerr end
+  end
   if type(m) ~= "table" or m.schema_name ~= M.SCHEMA_NAME then
     return nil, path .. ": not a wb manifest (schema_name is not " .. M.SCHEMA_NAME .. ")"
   end
@@ -48,24 +52,31 @@ function M.read_manifest(path)
   return m
 end
 
--- campaign.apply_journal(m, path) : folds the run records of the journal at path (if any) into the
--- manifest m (by name, the last line of each winning; a torn or foreign line is passed over)
+-- ok, err = campaign.apply_journal(m, path) : folds into the manifest m the run records of the
+-- journal at path written since m (lines of m's journal_epoch; by name, the last line of each
+-- winning; a torn or foreign line is passed over); nil, err when a journal is there but cannot be
+-- read (its records would be lost to the reader)
 function M.apply_journal(m, path)
-  local text = fs.exists(path) and fs.read(path)
-  if not text then return end
+  local text, err, errno = fs.read(path)
+  if not text then
+    if errno == 2 then return true end -- ENOENT: none
+    return nil, tostring(err)
+  end
   local at = {}
   for i, r in ipairs(m.runs) do
     if type(r) == "table" and r.name ~= nil then at[r.name] = i end
   end
+  local epoch = m.journal_epoch
   for line in text:gmatch("[^\n]+") do
     local ok, e = pcall(json.decode, line)
-    local r = ok and type(e) == "table" and e.run
+    local r = ok and type(e) == "table" and epoch ~= nil and e.epoch == epoch and e.run
     if type(r) == "table" and type(r.name) == "string" then
       if not at[r.name] then at[r.name] = #m.runs + 1 end
       m.runs[at[r.name]] = r
       if type(e.updated_at_utc) == "string" then m.updated_at_utc = e.updated_at_utc end
     end
   end
+  return true
 end
 
 -- What --resume reads and rewrites of a manifest, and the shape each must have.
@@ -306,7 +317,8 @@ function M.open(ctx, spec)
     if not ctx.opts.output then M.point_latest(self.dir) end
   end
   current = self
-  self.journal_bytes = fs.exists(self.dir .. "/" .. M.JOURNAL) and 1 or 0 -- a resumed run's: folded in m
+  self.journal_bytes = 0
+  self.journal_stale = fs.exists(self.dir .. "/" .. M.JOURNAL) -- a resumed run's, folded into m: removed below
   self:save()
   self:event(ctx.opts.resume and "campaign_resumed" or "campaign_started", { dir = self.dir })
   return self
@@ -332,9 +344,13 @@ M.RESERVE = ".wb.reserve"
 local RESERVE_MIN = 256 * 1024
 
 -- The records of runs that changed since manifest.json was last written, appended as JSON lines
--- ({"updated_at_utc", "run"}: a whole record, the latest for its name wins) and folded into the
--- manifest by campaign.read_manifest. manifest.json is rewritten once the journal holds a quarter
--- of its size, so that writing a campaign of n runs costs O(n), not O(n^2).
+-- ({"epoch", "updated_at_utc", "run"}: a whole record, the latest for its name wins) and folded
+-- into the manifest by campaign.read_manifest. manifest.json is rewritten once the journal holds a
+-- quarter of its size, so that writing a campaign of n runs costs O(n), not O(n^2). Each rewrite
+-- takes a new journal_epoch, and only lines of the manifest's epoch are folded: a journal whose
+-- removal a kill or a crash undid can never roll a record back. A reader that meets a rewrite
+-- between its two reads sees the previous manifest without the newest records: an older state,
+-- never a wrong one.
 M.JOURNAL = "manifest.journal"
 
 -- c:save([names]) : records the manifest: with names (runs whose records changed, nothing else
@@ -346,6 +362,7 @@ function Campaign:save(names)
     local lines = {}
     for i, name in ipairs(names) do
       local e = json.object()
+      e.epoch = self.manifest.journal_epoch
       e.updated_at_utc = self.manifest.updated_at_utc
       e.run = self:record(name)
       lines[i] = json.encode(e) .. "\n"
@@ -357,10 +374,14 @@ function Campaign:save(names)
       return
     end
   end
+  self.manifest.journal_epoch = (math.type(self.manifest.journal_epoch) == "integer" and self.manifest.journal_epoch or 0) + 1
   local text = json.encode(self.manifest, { pretty = true }) .. "\n"
   self:write("manifest.json", text)
-  if self.journal_bytes ~= 0 then check(fs.remove(self.dir .. "/" .. M.JOURNAL)) end
-  self.manifest_bytes, self.journal_bytes = #text, 0
+  if self.journal_bytes ~= 0 or self.journal_stale then
+    local ok, err, errno = fs.remove(self.dir .. "/" .. M.JOURNAL)
+    if not ok and errno ~= 2 then check(ok, err) end
+  end
+  self.manifest_bytes, self.journal_bytes, self.journal_stale = #text, 0, false
   if not self.released and (not self.reserved or #text * 2 > self.reserved) then
     local size = math.max(RESERVE_MIN, #text * 4)
     if fs.reserve(self.dir .. "/" .. M.RESERVE, size) then self.reserved = size end
@@ -421,16 +442,20 @@ end
 -- Progress on a TTY: done/total, the current run and an ETA from the mean run time so far.
 function Campaign:progress(name)
   if not term_shown() then return end
-  local now = clock.now() / 1e9 -- a long campaign's line changes at most ten times a second: each counts every run
-  if #self.manifest.runs > 200 and self.progress_at and now - self.progress_at < 0.1 then return end
-  self.progress_at = now
-  local done, total, spent = 0, #self.manifest.runs, 0
-  for _, r in ipairs(self.manifest.runs) do
-    if ENDED[r.status] then
-      done = done + 1
-      spent = spent + (r.wall_time_seconds or 0)
+  -- the counts of a campaign over 200 runs are taken at most ten times a second (each counts
+  -- every run); the line is drawn every time
+  local now, total = clock.now() / 1e9, #self.manifest.runs
+  if total <= 200 or not self.progress_at or now - self.progress_at >= 0.1 then
+    local done, spent = 0, 0
+    for _, r in ipairs(self.manifest.runs) do
+      if ENDED[r.status] then
+        done = done + 1
+        spent = spent + (r.wall_time_seconds or 0)
+      end
     end
+    self.progress_at, self.progress_counts = now, { done, spent }
   end
+  local done, spent = self.progress_counts[1], self.progress_counts[2]
   local eta = done > 0 and (spent / done) * (total - done) or nil
   require("wb.term").progress(string.format("[%d/%d] %s%s", done, total, name,
     eta and ("  ETA " .. util.format_seconds(eta)) or ""))
@@ -570,10 +595,13 @@ function Campaign:spawn(name, spec)
     self:event("run_reused", { run = name, reason = "finished before the previous wb died", pid = res.pid })
     rundir.child_ended(self.dir, res.pid, name, res)
   else
-    -- journaled before the spawn: a kill -9 of wb before its "child" line is announced on resume
-    -- (holding the child at the gate instead would put the gate's exec in its times)
+    -- journaled before the spawn too: a kill -9 of wb before its "child" line is announced on resume
     rundir.child_starting(self.dir, name)
-    local p, err = proc.spawn(s)
+    local spawned, p, err = pcall(proc.spawn, s)
+    if not spawned then
+      rundir.child_unstarted(self.dir, name)
+      error(p, 0)
+    end
     local pid = p and p.pid
     if p then rundir.child_started(self.dir, pid, name) else rundir.child_unstarted(self.dir, name) end
     if not p then
@@ -696,9 +724,9 @@ function Campaign:finish(status)
   end
   m.finished_at_utc = clock.utc()
   if type(m.load_average) == "table" then m.load_average.finish = load_average() end
+  self:release() -- first: a kill between the two leaves no reserve in a finished run
   self:save()
   self:event("campaign_finished", { status = m.status, regressions = regressions })
-  self:release()
   check(M.redact_tree(self.dir, self.secrets))
   current = nil
   return { status = m.status, regressions = regressions, dir = self.dir, comparison = previous }

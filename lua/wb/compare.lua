@@ -452,7 +452,9 @@ function M.load(path)
   local doc, err = json.read(file)
   if doc == nil then fail(err) end
   if type(doc) == "table" and doc.schema_name == "wb.manifest" and util.is_list(doc.runs) then -- an unfinished run's journal
-    require("wb.campaign").apply_journal(doc, util.join(util.dirname(file), require("wb.campaign").JOURNAL))
+    local campaign = require "wb.campaign"
+    local ok, jerr = campaign.apply_journal(doc, util.join(util.dirname(file), campaign.JOURNAL))
+    if not ok then fail(jerr) end
   end
   return M.from_document(doc, file)
 end

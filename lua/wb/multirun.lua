@@ -17,8 +17,11 @@ local M = {}
 
 M.FILE = "multirun.json"
 
+-- Writes the listing, secret values (the environment's, util.secret_values) redacted wherever they
+-- appear; the overrides of secret keys are redacted already (util.redact_overrides).
 local function save(parent, doc)
-  local ok, err = json.write(parent .. "/" .. M.FILE, doc, { pretty = true })
+  local text = util.redact(json.encode(doc, { pretty = true }) .. "\n", require("wb.campaign").secrets())
+  local ok, err = fs.write(parent .. "/" .. M.FILE, text)
   if not ok then errors.raise(1, tostring(err), 0) end
 end
 
@@ -82,9 +85,11 @@ function M.run(recipe, opts, combos)
   doc.created_at_utc = clock.utc()
   doc.overrides = json.array(util.redact_overrides(opts.overrides or {}))
   doc.runs = json.array()
+  local secrets = require("wb.campaign").secrets()
   local ordinal = {} -- [j][value]: a redacted value's place among those of override j, for labels
   for i, overrides in ipairs(combos) do
     local label, shown = {}, util.redact_overrides(overrides)
+    for j, o in ipairs(shown) do shown[j] = util.redact(o, secrets) end
     for j, o in ipairs(shown) do
       if varying[j] and o ~= overrides[j] then
         ordinal[j] = ordinal[j] or { n = 0 }
@@ -145,6 +150,9 @@ function M.resume(recipe, opts)
         "keep: give the multirun's overrides again", parent, table.concat(secret, ", ")), 0)
     end
     combos = require("wb.config").multirun_overrides(given, recipe.open) or { given }
+    if #combos ~= #doc.runs then
+      errors.raise(2, "--resume: " .. path .. ": its combinations are not those of the overrides given (left as it is)", 0)
+    end
     for i, e in ipairs(doc.runs) do
       if not combos[i] or table.concat(util.redact_overrides(combos[i]), "\0") ~= table.concat(e.overrides, "\0") then
         errors.raise(2, "--resume: " .. path .. ": its combinations are not those of the overrides given (left as it is)", 0)

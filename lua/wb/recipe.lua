@@ -219,8 +219,19 @@ local function resumed(opts)
       raise(2, string.format("--resume: %s ran with overrides of secret keys (%s), whose values wb does not keep: " ..
         "give the run's overrides again", dir, table.concat(secret, ", ")), 0)
     end
+    local redacted = false -- a secret's value (an environment secret's) replaced within the recorded text
+    for _, v in ipairs(stored) do redacted = redacted or tostring(v):find("[REDACTED]", 1, true) ~= nil end
+    if #given == 0 and redacted then
+      raise(2, string.format("--resume: %s ran with %s holding secret values, which wb does not keep: give %s again",
+        dir, what, what), 0)
+    end
     if #given == 0 then return table.move(stored, 1, #stored, 1, {}) end
+    -- compared, and shown, as recorded: secret values (of secret keys, and the environment's) redacted
     local shown = field == "overrides" and util.redact_overrides(given) or given
+    local values = require("wb.campaign").secrets()
+    local plain = {}
+    for i, v in ipairs(shown) do plain[i] = util.redact(tostring(v), values) end
+    shown = plain
     if not same_list(shown, stored) then
       local changed = field == "overrides" and ("changed: " .. changed_keys(stored, shown) .. "; ") or ""
       raise(2, string.format("--resume: %s ran with %s %s, not %s (%sresume without them, or start a new run)",

@@ -2,8 +2,9 @@
 -- an exclusive flock on DIR/wb.lock for the life of the process (released by the kernel however
 -- wb ends, kill -9 included). The lock file is also the journal of the campaign's children: the
 -- owner ("wb PID START"), each child about to start ("start NAME") and started ("child PID START
--- NAME") and each child's result the moment wait returns ("end PID {json}"); a resumed run's owner appends its line after the previous owners' (nothing of the
--- journal is ever truncated away by a resume), so that a --resume after an unplanned death
+-- NAME") and each child's result the moment wait returns ("end PID {json}"); a resumed run's
+-- owner appends its line after the previous owners' (nothing of the journal is ever truncated
+-- away by a resume), so that a --resume after an unplanned death
 --   * ends the processes the dead owner left running before it runs their cases again, and
 --   * does not run again a child that had finished (its result and logs are used), which closes
 --     all but microseconds of the window between a child's exit and the manifest saying so.
@@ -20,6 +21,15 @@ M.LOCK = "wb.lock"
 
 local held = {}     -- dir -> lock, kept for the life of the process
 local finished = {} -- dir -> name -> result table of a previous owner's child that had ended
+
+-- Appends text to dir's lock file when this process holds it; a failed write (a full disk) fails
+-- the run (exit 1): a journal line lost is a case that may run twice.
+local function journal(dir, text)
+  local lock = held[dir]
+  if not lock then return end
+  local ok, err = lock:append(text)
+  if not ok then errors.raise(1, dir .. "/" .. M.LOCK .. ": " .. tostring(err):gsub("^lock: ", ""), 0) end
+end
 
 -- The scalar fields of a wb.proc result that a reused result carries.
 M.RESULT_FIELDS = { "pid", "exited", "code", "signal", "timed_out", "ok", "wall", "wall_ns", "user",
@@ -59,17 +69,25 @@ local function owner_line()
   return string.format("wb %d %d\n", pid or 0, pid and M.start_time(pid) or 0), pid
 end
 
--- Ends the processes the last owner recorded as running (children after its "wb" line without
--- an "end" line; earlier owners' were settled by the resume that followed them): SIGTERM to each
--- group, SIGKILL after a second, until the groups are empty (10 s at most).
+-- The part of the journal a resume must settle: from the owner line before the last "settled"
+-- line (the last resume that finished settling what came before it) to the end; all of it when no
+-- resume finished.
+local function unsettled(previous)
+  local settled = 0
+  for at in ("\n" .. previous):gmatch("\n()settled\n") do settled = at - 1 end
+  local from = 1
+  for at in ("\n" .. previous):gmatch("\n()wb %d+ %d+\n") do
+    if at - 1 < settled then from = at - 1 end
+  end
+  return previous:sub(from)
+end
+
+-- Ends the processes the unsettled owners recorded as running (children without an "end" line):
+-- SIGTERM to each group, SIGKILL after a second, until the groups are empty (10 s at most).
 local function end_survivors(dir, previous)
   local running, order = {}, {}
-  local last = 1
-  for at in previous:gmatch("()wb %d+ %d+\n") do
-    if at == 1 or previous:sub(at - 1, at - 1) == "\n" then last = at end
-  end
   local starting = {} -- name -> true: about to be spawned, no child line yet
-  for line in previous:sub(last):gmatch("[^\n]+") do
+  for line in previous:gmatch("[^\n]+") do
     local pid, start, name = line:match("^child (%d+) (%d+) (.*)$")
     if pid then
       running[tonumber(pid)] = { start = tonumber(start), name = name }
@@ -138,13 +156,14 @@ function M.confine_existing(dir)
   if st and st.type == "dir" then confine(dir) end
 end
 
--- rundir.lock(dir [, resume]) : takes DIR/wb.lock for this process (exit 2 naming the owner's pid
--- when another process holds it); with resume, first ends what the previous owner left running.
-function M.lock(dir, resume)
+-- rundir.lock(dir [, resume [, keep]]) : takes DIR/wb.lock for this process (exit 2 naming the
+-- owner's pid when another process holds it); with resume, first ends what the previous owners
+-- left running and keeps their journal; with keep, the journal is kept (appended to) too.
+function M.lock(dir, resume, keep)
   if held[dir] then return held[dir] end
   confine(dir)
   local line = owner_line()
-  local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line, resume)
+  local lock, previous, errno, holder = fs.lock(dir .. "/" .. M.LOCK, line, resume or keep)
   if not lock then
     local err = previous
     local pid
@@ -159,15 +178,17 @@ function M.lock(dir, resume)
   held[dir] = lock
   finished[dir] = {}
   if resume then
-    end_survivors(dir, previous or "")
+    local open = unsettled(previous or "")
+    end_survivors(dir, open)
     local json = require "wb.json"
-    for line in (previous or ""):gmatch("[^\n]+") do
+    for line in open:gmatch("[^\n]+") do
       local doc = line:match("^end %d+ (.*)$")
       local ok, res = pcall(json.decode, doc or "")
       if ok and type(res) == "table" and type(res.name) == "string" then
         finished[dir][res.name] = res -- the lock file keeps the line: a kill -9 of this wb leaves it too
       end
     end
+    journal(dir, "settled\n")
   end
   return lock
 end
@@ -193,7 +214,7 @@ function M.create(opts, base)
       dir = base .. "-" .. n
     end
     confine(dir)
-    M.lock(dir)
+    M.lock(dir, false, true)
     return dir
   end
   dir = dir:gsub("(.)/+$", "%1")
@@ -208,7 +229,7 @@ function M.create(opts, base)
         .. "--overwrite only replaces a run", dir, #others), 0)
     end
   end
-  M.lock(dir)
+  local lock = M.lock(dir, false, true) -- the journal kept until this is known to be a new run
   local m = fs.exists(dir .. "/manifest.json") and require("wb.json").read(dir .. "/manifest.json")
   if fs.exists(dir .. "/manifest.json") and not opts.overwrite then
     local status = type(m) == "table" and m.status
@@ -227,6 +248,8 @@ function M.create(opts, base)
       end
     end
   end
+  local ok, err = lock:reset(owner_line()) -- a new run: the journal of what was here goes
+  if not ok then errors.raise(1, dir .. "/" .. M.LOCK .. ": " .. tostring(err):gsub("^lock: ", ""), 0) end
   return dir
 end
 
@@ -236,29 +259,21 @@ end
 -- as run again): "start" is written before the spawn, so that a kill between the spawn and its
 -- "child" line is announced too, "unstarted" when the spawn failed; no-ops for a directory this
 -- process has not locked
-function M.child_starting(dir, name)
-  local lock = held[dir]
-  if lock then lock:append("start " .. name .. "\n") end
-end
+function M.child_starting(dir, name) journal(dir, "start " .. name .. "\n") end
 
-function M.child_unstarted(dir, name)
-  local lock = held[dir]
-  if lock then lock:append("unstarted " .. name .. "\n") end
-end
+function M.child_unstarted(dir, name) journal(dir, "unstarted " .. name .. "\n") end
 
 function M.child_started(dir, pid, name)
-  local lock = held[dir]
-  if lock then lock:append(string.format("child %d %d %s\n", pid, M.start_time(pid) or 0, name)) end
+  journal(dir, string.format("child %d %d %s\n", pid, M.start_time(pid) or 0, name))
 end
 
 function M.child_ended(dir, pid, name, res)
-  local lock = held[dir]
-  if not lock then return end
+  if not held[dir] then return end
   local json = require "wb.json"
   local doc = json.object()
   doc.name = name
   for _, k in ipairs(M.RESULT_FIELDS) do doc[k] = res[k] end
-  lock:append(string.format("end %d %s\n", pid, json.encode(doc)))
+  journal(dir, string.format("end %d %s\n", pid, json.encode(doc)))
 end
 
 -- res = rundir.finished(dir, name) : on resume, the result of the previous owner's child of that

@@ -64,4 +64,4 @@ wb: --resume: T/secret/1_+db.password=_REDACTED_1_ ran with the overrides 'cases
 
 # --resume of a run whose manifest.json is a FIFO: refused at once, one line, exit 2
 $ wb run tests/fixtures/recipes/campaign.lua cases=1 sleep=0 -o $T/fifo > /dev/null && rm $T/fifo/manifest.json && mkfifo $T/fifo/manifest.json && timeout 20 wb run tests/fixtures/recipes/campaign.lua --resume $T/fifo 2>&1 | sed "s|$T|T|"
-wb: --resume: T/fifo/manifest.json: not a regular file (wb reads no link in a run directory, and a FIFO, device or socket only when pointed at one under /dev)
+wb: --resume: T/fifo/manifest.json: not a regular file (wb reads a FIFO, device or socket only as /dev/stdin, /dev/fd/N or /proc/self/fd/N, and follows no link in a run directory)

@@ -639,6 +639,8 @@ T.case("bootstrap_ci beyond 2e8 drawn values: the normal limit, the same interva
     -- 1500 resamples x 120,000 values = 1.8e8: bootstrapped; 2000 x 120,000 = 2.4e8: the normal limit
     local l1, h1, e1 = S.bootstrap_ci(a, c[2], { stat = c[1], resamples = c[2] and 1500 or 3000 })
     local l2, h2, e2 = S.bootstrap_ci(a, c[2], { stat = c[1], resamples = c[2] and 2000 or 4000 })
+    local l3, h3 = S.bootstrap_ci(a, c[2], { stat = c[1], resamples = c[2] and 2000 or 4000, seed = 2 })
+    T.eq({ l3, h3 }, { l2, h2 }, c[1] .. ": beyond the threshold the interval does not depend on the seed")
     T.eq(e2, e1, c[1] .. ": the estimate")
     local width = h1 - l1
     T.near(l2, l1, 0.1 * width, c[1] .. ": lower bound within 10% of the width")

@@ -132,7 +132,10 @@ T.case("a planted 20% slowdown (sleep 0.050 -> 0.060, 20 runs): flagged by every
   -- and hyperfine against wb on the same work: mean and median compared, no verdict from noise
   code, _, doc = compare(b .. ".hf.json", b .. "/summary.json")
   T.eq(row(doc, "sh work.sh wall mean").tested, true)
-  T.ok(row(doc, "sh work.sh wall median").ratio > 0.9 and row(doc, "sh work.sh wall median").ratio < 1.1)
+  local same = row(doc, "sh work.sh wall median")
+  print(string.format("# hyperfine %.4f s, wb %.4f s: ratio %.3f", same.base, same.new, same.ratio))
+  T.ok(same.ratio > 0.9 and same.ratio < 1.1, string.format("hyperfine %.4f s, wb %.4f s: %s", same.base, same.new,
+    same.reason))
   -- the Markdown and the HTML report carry the same explanation
   local md = assert(fs.read(b .. "/summary.md"))
   T.match(md, "Compared with the previous run")
