@@ -276,7 +276,11 @@ function M.open(ctx, spec)
     require("wb.rundir").confine_existing(self.dir)
     local m, err = M.read_resumable(self.dir .. "/manifest.json")
     if not m then errors.raise(2, "--resume: " .. err, 0) end
-    require("wb.rundir").lock(self.dir, true)
+    local recorded = {}
+    for _, r in ipairs(type(m.runs) == "table" and m.runs or {}) do
+      if type(r) == "table" and r.name ~= nil and ENDED[r.status] then recorded[r.name] = true end
+    end
+    require("wb.rundir").lock(self.dir, true, false, function(name) return recorded[name] == true end)
     if m.recipe ~= ctx.name then
       errors.raise(2, string.format("--resume: %s is a run of '%s', not '%s'", self.dir, tostring(m.recipe), ctx.name), 0)
     end
@@ -592,8 +596,8 @@ function Campaign:spawn(name, spec)
   -- resumed after kill -9: a child that had finished with its output in the logs is not run again
   local res = self.ctx.opts.resume and not spec.stdout and not spec.stderr and rundir.finished(self.dir, name)
   if res then
+    -- its end line is in this owner's part of the journal already (rundir.lock carried it)
     self:event("run_reused", { run = name, reason = "finished before the previous wb died", pid = res.pid })
-    rundir.child_ended(self.dir, res.pid, name, res)
   else
     -- journaled before the spawn too: a kill -9 of wb before its "child" line is announced on resume
     rundir.child_starting(self.dir, name)

@@ -156,10 +156,12 @@ function M.confine_existing(dir)
   if st and st.type == "dir" then confine(dir) end
 end
 
--- rundir.lock(dir [, resume [, keep]]) : takes DIR/wb.lock for this process (exit 2 naming the
--- owner's pid when another process holds it); with resume, first ends what the previous owners
--- left running and keeps their journal; with keep, the journal is kept (appended to) too.
-function M.lock(dir, resume, keep)
+-- rundir.lock(dir [, resume [, keep [, recorded]]]) : takes DIR/wb.lock for this process (exit 2
+-- naming the owner's pid when another process holds it); with resume, first ends what the
+-- previous owners left running and keeps their journal; with keep, the journal is kept (appended
+-- to) too. recorded(name) is true for a child whose result the manifest holds: its end line is
+-- not carried into this owner's part of the journal.
+function M.lock(dir, resume, keep, recorded)
   if held[dir] then return held[dir] end
   confine(dir)
   local line = owner_line()
@@ -181,13 +183,22 @@ function M.lock(dir, resume, keep)
     local open = unsettled(previous or "")
     end_survivors(dir, open)
     local json = require "wb.json"
+    local carried = {} -- name -> the end line, the last of its name
     for line in open:gmatch("[^\n]+") do
       local doc = line:match("^end %d+ (.*)$")
       local ok, res = pcall(json.decode, doc or "")
       if ok and type(res) == "table" and type(res.name) == "string" then
-        finished[dir][res.name] = res -- the lock file keeps the line: a kill -9 of this wb leaves it too
+        finished[dir][res.name] = res
+        if not (recorded and recorded(res.name)) then carried[res.name] = line end
       end
     end
+    -- the ends the manifest does not hold are written again after this owner's line, before
+    -- "settled": the next resume reads from this owner's line on, and a kill -9 before this run
+    -- records their results must not make it run them again
+    local names = {}
+    for name in pairs(carried) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do journal(dir, carried[name] .. "\n") end
     journal(dir, "settled\n")
   end
   return lock

@@ -139,7 +139,11 @@ end)
 
 T.case("eBPF: full maps are counted and reported, not silent", function()
   need_bpf()
-  local res = assert(wb.capture { cmd = "for i in $(seq 150); do /bin/true; done", shell = true, freq = 999,
+  -- 150 processes that each block in nanosleep and are woken: 150 off-CPU keys (one per process)
+  -- for a 64-entry map however the machine schedules them (a /bin/true need never be switched
+  -- out, and on a loaded machine 150 of them made fewer than 64 keys)
+  local SLEEPERS = "for i in $(seq 150); do /bin/sleep 0.001; done"
+  local res = assert(wb.capture { cmd = SLEEPERS, shell = true, freq = 999,
     stack_entries = 64, count_entries = 64, counters = false, unwind = "fp" })
   T.eq(res.method, "bpf")
   T.ok(res.offcpu.lost > 0, "off-CPU intervals lost: " .. res.offcpu.lost)
@@ -149,8 +153,7 @@ T.case("eBPF: full maps are counted and reported, not silent", function()
   T.match(text, "%d+ off%-CPU intervals counted without their stack: the kernel's stack map was full")
   -- with CFI unwinding (the default) every stack, the kernel's too, travels in its record: the
   -- stack map is not used, so however small, nothing is lost to it
-  res = assert(wb.capture { cmd = "for i in $(seq 150); do /bin/true; done", shell = true, freq = 999,
-    stack_entries = 64, counters = false })
+  res = assert(wb.capture { cmd = SLEEPERS, shell = true, freq = 999, stack_entries = 64, counters = false })
   T.eq(res.offcpu.stack_errors, 0)
   T.eq(res.oncpu.stack_errors, 0)
   T.ok(not table.concat(res.warnings, "\n"):find("without their stack", 1, true), table.concat(res.warnings, "\n"))

@@ -532,25 +532,34 @@ T.case("error objects and statuses that must not exit 0, each with a message", f
   end
 end)
 
-T.case("--resume after a death between a child's end and the manifest: the result is used, not run again", function()
+T.case("--resume after a death between a child's end and the manifest: the result is used, not run again, " ..
+  "also by a second --resume when the first died before recording it", function()
   local d = T.tmpdir()
   local dir, done = d .. "/r", d .. "/done"
   local res = T.wb({ "run", RECIPE, "-o", dir, "cases=2", "sleep=0", "done=" .. done })
   T.eq(res.code, 0, res.stderr)
-  -- what kill -9 right after case2's wait leaves: its end in the journal, the manifest still running
-  local m = T.manifest(dir)
-  m.status, m.runs[2].status = "running", "running"
-  T.ok(json.write(dir .. "/manifest.json", m))
-  local journal = fs.read(dir .. "/wb.lock")
-  T.match(journal, "\nend %d+ {[^\n]*\"name\":\"case2\"")
-  res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0", "done=" .. done })
-  T.eq(res.code, 0, res.stderr)
-  T.eq(count_lines(done), { case1 = 1, case2 = 1 })
-  T.eq(#T.events(dir, "run_reused"), 1)
-  m = T.manifest(dir)
-  T.eq(m.status, "complete")
-  T.eq(m.runs[2].status, "success")
-  T.eq(m.runs[2].return_code, 0)
+  local function rewind() -- what kill -9 right after case2's wait leaves: the manifest still running
+    local m = T.manifest(dir)
+    m.status, m.runs[2].status = "running", "running"
+    T.ok(json.write(dir .. "/manifest.json", m))
+  end
+  rewind()
+  T.match(fs.read(dir .. "/wb.lock"), "\nend %d+ {[^\n]*\"name\":\"case2\"")
+  for resume = 1, 2 do
+    res = T.wb({ "run", RECIPE, "--resume", dir, "cases=2", "sleep=0", "done=" .. done })
+    T.eq(res.code, 0, res.stderr)
+    T.eq(count_lines(done), { case1 = 1, case2 = 1 }, "resume " .. resume)
+    T.eq(#T.events(dir, "run_reused"), resume)
+    local m = T.manifest(dir)
+    T.eq(m.status, "complete")
+    T.eq(m.runs[2].status, "success")
+    T.eq(m.runs[2].return_code, 0)
+    -- the resume wrote the end it used after its owner line, before "settled" (the next resume
+    -- reads from there on) and nothing after: its journal is what a kill -9 of it right after
+    -- settling leaves, and the second resume is that case
+    T.match(fs.read(dir .. "/wb.lock"), "\nwb %d+ %d+\nend %d+ {[^\n]*\"name\":\"case2\"[^\n]*\nsettled\n$")
+    rewind()
+  end
 end)
 
 -- Every file under dir, with its text.
