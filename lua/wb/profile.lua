@@ -131,8 +131,9 @@ function M.tasks_result(m, rec, freq)
 end
 
 -- diffs = profile.differential(c, res) : differential flame graphs against the baseline run the
--- campaign found (after c:finish), written as profiles/profile.<kind>.diff.svg; {title, path, href}
--- for each (href relative to the run directory)
+-- campaign found (after c:finish), written as profiles/profile.<kind>.diff.svg, the processes of
+-- both matched by name and place (wb.capture_fold.by_name), whatever root the runs used;
+-- {title, path, href} for each (href relative to the run directory)
 function M.differential(c, res)
   local prev = c.manifest.previous_manifest_path
   if not prev or prev == wb.null then return {} end
@@ -149,7 +150,8 @@ function M.differential(c, res)
     local new = res[kind]
     if old_text and new and new.folded_text then
       local title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir
-      local svg = wb.flame.diff_svg(old_text, new.folded_text, { title = title,
+      local by_name = require("wb.capture_fold").by_name -- processes matched by name, not pid
+      local svg = wb.flame.diff_svg(by_name(old_text), by_name(new.folded_text), { title = title,
         unit = kind == "offcpu" and "ns" or "samples" })
       local rel = "profiles/profile." .. kind .. ".diff.svg"
       written[#written + 1] = { title = title, path = c:write(rel, svg), href = rel }

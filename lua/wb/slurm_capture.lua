@@ -183,7 +183,7 @@ function M.merge(run_dir, case, results, label)
       local frame = M.task_frame(t, label)
       prefixed(lines.oncpu, on.folded_text, frame)
       prefixed(lines.offcpu, off.folded_text, frame)
-      texts[rank] = on.folded_text or ""
+      texts[rank] = require("wb.capture_fold").by_name(on.folded_text or "") -- tasks' pids differ
       n, sum = n + 1, sum + t.cpu_seconds
       if not most or t.cpu_seconds > most.cpu_seconds then most = t end
       if not least or t.cpu_seconds < least.cpu_seconds then least = t end

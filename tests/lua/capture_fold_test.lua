@@ -71,3 +71,18 @@ T.case("top: the unresolved addresses of one module are one row", function()
   T.eq(fold.module_of("liblzma.so.5.4.1+0x15bc9"), "liblzma.so.5.4.1")
   T.eq(fold.module_of("lzma_code"), nil)
 end)
+
+T.case("by_name: processes matched by name, not by pid", function()
+  -- two runs of one command: a driver and two helpers, with other pids
+  local a = "drv-100;main 5\nhelper-104;hot 40\nhelper-102;hot 38\nhelper-102;cold 2\n"
+  local b = "drv-7000;main 6\nhelper-7003;hot 41\nhelper-7001;hot 37\nhelper-7001;cold 1\n"
+  T.eq(fold.by_name(a), "drv;main 5\nhelper;hot 78\nhelper;cold 2\n")
+  T.eq(fold.by_name(b), "drv;main 6\nhelper;hot 78\nhelper;cold 1\n")
+  -- a process alone (root = "comm", or one process) and text in another form are kept as they are
+  T.eq(fold.by_name("cpu_split;spin_a 10\n"), "cpu_split;spin_a 10\n")
+  T.eq(fold.by_name("x-12;f 3\n"), "x-12;f 3\n")
+  T.eq(fold.by_name("a-1;f 1\nb;g 2\n"), "a-1;f 1\nb;g 2\n")
+  T.eq(fold.by_name(""), "")
+  -- a comm that ends in -digits itself, and a root frame with no stack above it
+  T.eq(fold.by_name("w-1-5 2\nw-1-9;f 3\n"), "w-1 2\nw-1;f 3\n")
+end)

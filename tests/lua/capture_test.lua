@@ -481,3 +481,27 @@ T.case("wb profile: run directory, manifest with profilers and method, top funct
   T.eq(none.code, 2)
   T.match(none.stderr, "which command")
 end)
+
+T.case("wb profile twice on one multi-process command: the differential flame graph matches processes " ..
+  "by name, not pid (largest change under 5 pp)", function()
+  -- a parent and two forked workers, all named cpu_split, with spin loops whose split does not
+  -- move with the machine's load (a memory-bound program's does: xz's functions moved 5 pp)
+  local d = T.tmpdir()
+  for _, name in ipairs({ "a", "b" }) do
+    local res = profile({ "-o", d .. "/" .. name, "freq=999", "offcpu=false", "--", SPLIT, "--fork", "2", "--cpu",
+      "0.8", "--sleep", "0" })
+    T.eq(res.code, 0, res.stderr)
+  end
+  local folded = fs.read(d .. "/b/" .. T.manifest(d .. "/b").runs[1].profiles.oncpu.folded)
+  T.match(folded, "^cpu_split%-%d+;") -- the single-run views keep their pids
+  local text = assert(fs.read(d .. "/b/profiles/profile.oncpu.diff.svg"))
+  local largest, where, n = 0, "", 0
+  for tip, pp in text:gmatch("<title>([^<]-)(%d+%.%d+) pp%)</title>") do
+    n = n + 1
+    if tonumber(pp) > largest then largest, where = tonumber(pp), tip end
+  end
+  print(string.format("# largest change %.2f pp at %s", largest, where))
+  T.ok(n >= 6, n .. " frames with a change")
+  T.ok(not text:find("cpu_split%-%d+"), "no pid in the differential graph")
+  T.ok(largest < 5, string.format("largest change %.2f pp at %s", largest, where))
+end)
