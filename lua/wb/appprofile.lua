@@ -365,12 +365,19 @@ function M.bottlenecks(trials, cap, model)
     local blocked, queued = b.offcpu_blocked_seconds, b.offcpu_runqueue_seconds
     local contention = blocked and queued and queued > blocked
     b.kind = contention and "cpu-contention" or "waiting"
-    b.verdict = string.format("%s: on a CPU only %s of the wall time (%s CPU in %s)%s.",
-      contention and "Starved of CPU" or "Waiting", percent(b.utilisation), util.format_seconds(cpu),
-      util.format_seconds(wall),
-      blocked and string.format("; off the CPU %s blocked (sleep, I/O, locks) and %s runnable " ..
-        "but waiting for a CPU after preemption%s", util.format_seconds(blocked), util.format_seconds(queued or 0),
-        contention and " — the machine is busy, so timings are inflated" or "") or "")
+    if contention then
+      -- waiting for a CPU is the largest off-CPU share: that, not a wait of the program, leads
+      b.verdict = string.format("CPU-starved: %s runnable but not running (the machine was busy, or more " ..
+        "threads than CPUs), so timings are inflated; on a CPU %s of the wall time (%s CPU in %s), " ..
+        "%s blocked (sleep, I/O, locks).", util.format_seconds(queued), percent(b.utilisation),
+        util.format_seconds(cpu), util.format_seconds(wall), util.format_seconds(blocked))
+    else
+      b.verdict = string.format("Waiting: on a CPU only %s of the wall time (%s CPU in %s)%s.",
+        percent(b.utilisation), util.format_seconds(cpu), util.format_seconds(wall),
+        blocked and string.format("; off the CPU %s blocked (sleep, I/O, locks) and %s runnable " ..
+          "but waiting for a CPU after preemption", util.format_seconds(blocked), util.format_seconds(queued or 0))
+        or "")
+    end
   end
   local candidates = {}
   for _, s in ipairs(b.stages) do candidates[#candidates + 1] = { what = "stage", name = s.name, fraction = s.fraction, amdahl = s.amdahl } end

@@ -89,7 +89,9 @@ T.case("bottlenecks: functions and waits from the capture, starved of CPU when t
   T.eq({ #b.waits, b.waits[1].name }, { 1, "poll" })
   T.near(b.waits[1].fraction, 0.3, 1e-12)
   T.eq(b.kind, "cpu-contention")
-  T.match(b.verdict, "^Starved of CPU: on a CPU only 40%%")
+  T.eq(b.verdict, "CPU-starved: 700.0 ms runnable but not running (the machine was busy, or more threads than " ..
+    "CPUs), so timings are inflated; on a CPU 40% of the wall time (400.0 ms CPU in 1.000 s), 600.0 ms blocked " ..
+    "(sleep, I/O, locks).")
   T.eq({ b.first[1].what, b.first[1].name, b.first[2].name }, { "wait", "poll", "hot" })
 end)
 
