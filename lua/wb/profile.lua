@@ -132,7 +132,7 @@ end
 
 -- diffs = profile.differential(c, res) : differential flame graphs against the baseline run the
 -- campaign found (after c:finish), written as profiles/profile.<kind>.diff.svg, the processes of
--- both matched by name and place (wb.capture_fold.by_name), whatever root the runs used;
+-- both matched by name, not pid (wb.capture_fold.by_name), whatever root the runs used;
 -- {title, path, href} for each (href relative to the run directory)
 function M.differential(c, res)
   local prev = c.manifest.previous_manifest_path
