@@ -803,15 +803,23 @@ T.case("Debian's python3 (no frame pointers), default unwinding: native stacks r
     python = false })
   local on = res.oncpu.folded_text
   local _, total = under(on, "_PyEval_EvalFrameDefault")
-  local through = 0
+  local through, other, other_n = 0, "", 0
   for line in on:gmatch("[^\n]+") do
+    local n = tonumber(line:match(" (%d+)$"))
     if line:find(";__libc_start_call_main;.-Py_BytesMain;.-;_PyEval_EvalFrameDefault;") then
-      through = through + tonumber(line:match(" (%d+)$"))
+      through = through + n
+    elseif n > other_n then
+      other, other_n = line, n
     end
   end
   T.ok(total > 100, "samples: " .. total)
+  local why = {}
+  for k, v in pairs(res.oncpu.unwind and res.oncpu.unwind.reasons or {}) do why[#why + 1] = k .. "=" .. v end
+  table.sort(why)
   T.ok(through / total >= 0.9, string.format("%d of %d samples reach libc's start through Py_BytesMain and the "
-    .. "eval loop", through, total))
+    .. "eval loop (method %s, stack copies %s bytes, walks stopped: %s; warnings: %s); the largest stack that "
+    .. "does not: %s", through, total, tostring(res.method), tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size),
+    table.concat(why, " "), table.concat(res.warnings, " | "), other))
   T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
 end)
