@@ -817,8 +817,9 @@ T.case("Debian's python3 (no frame pointers), default unwinding: native stacks r
   for k, v in pairs(res.oncpu.unwind and res.oncpu.unwind.reasons or {}) do why[#why + 1] = k .. "=" .. v end
   table.sort(why)
   T.ok(through / total >= 0.9, string.format("%d of %d samples reach libc's start through Py_BytesMain and the "
-    .. "eval loop (method %s, stack copies %s bytes, walks stopped: %s; warnings: %s); the largest stack that "
-    .. "does not: %s", through, total, tostring(res.method), tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size),
+    .. "eval loop (method %s%s, stack copies %s bytes, walks stopped: %s; warnings: %s); the largest stack that "
+    .. "does not: %s", through, total, tostring(res.method), res.fallback and (", fallen back: " .. res.fallback) or "",
+    tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size),
     table.concat(why, " "), table.concat(res.warnings, " | "), other))
   T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
