@@ -76,6 +76,23 @@ local function under(folded, fn)
   return n, total
 end
 
+-- What a capture says of its walks, for an assertion's message when stacks do not reach their
+-- entry: the method (and any fallback), the stack copy size, why walks stopped, the warnings and
+-- the largest stack without the frame `reach`.
+local function walk_report(res, reach)
+  local why, other, other_n = {}, "", 0
+  for k, v in pairs(res.oncpu.unwind and res.oncpu.unwind.reasons or {}) do why[#why + 1] = k .. "=" .. v end
+  table.sort(why)
+  for line in res.oncpu.folded_text:gmatch("[^\n]+") do
+    local n = tonumber(line:match(" (%d+)$"))
+    if n and n > other_n and not line:find(reach, 1, true) then other, other_n = line, n end
+  end
+  return string.format("method %s%s, stack copies %s bytes, walks stopped: %s; warnings: %s; the largest stack " ..
+    "without %s: %s", tostring(res.method), res.fallback and (", fallen back: " .. res.fallback) or "",
+    tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size), table.concat(why, " "),
+    table.concat(res.warnings, " | "), reach, other)
+end
+
 -- Two callers of one hot function; the program measures the CPU time under each itself.
 local SPLIT = [[
 #include <stdio.h>
@@ -803,24 +820,15 @@ T.case("Debian's python3 (no frame pointers), default unwinding: native stacks r
     python = false })
   local on = res.oncpu.folded_text
   local _, total = under(on, "_PyEval_EvalFrameDefault")
-  local through, other, other_n = 0, "", 0
+  local through = 0
   for line in on:gmatch("[^\n]+") do
-    local n = tonumber(line:match(" (%d+)$"))
     if line:find(";__libc_start_call_main;.-Py_BytesMain;.-;_PyEval_EvalFrameDefault;") then
-      through = through + n
-    elseif n > other_n then
-      other, other_n = line, n
+      through = through + tonumber(line:match(" (%d+)$"))
     end
   end
   T.ok(total > 100, "samples: " .. total)
-  local why = {}
-  for k, v in pairs(res.oncpu.unwind and res.oncpu.unwind.reasons or {}) do why[#why + 1] = k .. "=" .. v end
-  table.sort(why)
   T.ok(through / total >= 0.9, string.format("%d of %d samples reach libc's start through Py_BytesMain and the "
-    .. "eval loop (method %s%s, stack copies %s bytes, walks stopped: %s; warnings: %s); the largest stack that "
-    .. "does not: %s", through, total, tostring(res.method), res.fallback and (", fallen back: " .. res.fallback) or "",
-    tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size),
-    table.concat(why, " "), table.concat(res.warnings, " | "), other))
+    .. "eval loop (%s)", through, total, walk_report(res, ";Py_BytesMain;")))
   T.ok(res.oncpu.unwind.reach_entry_fraction >= 0.9)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("frame pointers", 1, true), w) end
 end)
@@ -1017,7 +1025,8 @@ T.case("PLT stubs and signal frames are stepped over: stacks reach main", functi
   local _, total = under(res.oncpu.folded_text, "plt_caller")
   T.ok(total > 150, "samples: " .. total)
   T.ok(under(res.oncpu.folded_text, "main") / total >= 0.95,
-    string.format("%d of %d samples reach main", under(res.oncpu.folded_text, "main"), total))
+    string.format("%d of %d samples reach main (%s)", under(res.oncpu.folded_text, "main"), total,
+      walk_report(res, ";main;")))
   -- the PLTs are the program's and libtiny's; ld.so's lazy-binding resolver behind them keeps its
   -- CFA in rbx, which a walk cannot follow (a few microseconds per first call: rarely sampled)
   local checked = 0
