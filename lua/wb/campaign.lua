@@ -276,16 +276,12 @@ function M.open(ctx, spec)
     require("wb.rundir").confine_existing(self.dir)
     local m, err = M.read_resumable(self.dir .. "/manifest.json")
     if not m then errors.raise(2, "--resume: " .. err, 0) end
-    local recorded = {}
-    for _, r in ipairs(type(m.runs) == "table" and m.runs or {}) do
-      if type(r) == "table" and r.name ~= nil and ENDED[r.status] then recorded[r.name] = true end
-    end
-    require("wb.rundir").lock(self.dir, true, false, function(name) return recorded[name] == true end)
+    self.manifest = m
+    for i, r in ipairs(m.runs) do self.index[r.name] = i end
+    require("wb.rundir").lock(self.dir, true, false, function(name) return self:is_complete(name) end)
     if m.recipe ~= ctx.name then
       errors.raise(2, string.format("--resume: %s is a run of '%s', not '%s'", self.dir, tostring(m.recipe), ctx.name), 0)
     end
-    self.manifest = m
-    for i, r in ipairs(m.runs) do self.index[r.name] = i end
     m.status = "running"
     m.error = nil -- the previous attempt's, kept in events.jsonl
     m.resumed_at_utc = clock.utc()

@@ -82,31 +82,22 @@ end
 
 -- text = M.by_name(folded) : folded text whose processes are named so that two runs of one
 -- command match (differential views): when its stacks hold several root frames, all "comm-PID"
--- (root = "pid"), each becomes "comm" and the stacks that then coincide are added up: the
--- processes of one name are one. (Telling namesakes apart by their place, such as start order,
--- does not survive a run where one of them drew no sample: a parent with one sample in one run
--- and none in the other moved every worker's place.) Any other text is returned as it is.
+-- (root = "pid"), each becomes "comm", so the processes of one name are one (their stacks add up
+-- where the text is read). Telling namesakes apart by place, such as start order, does not
+-- survive a run where one of them drew no sample. Any other text is returned as it is.
 function M.by_name(folded)
-  local rows, roots, nroots = {}, {}, 0
+  local roots, n = {}, 0
   for line in (folded or ""):gmatch("[^\n]+") do
+    local root = (line:match("^(.*) %d+$") or ""):match("^[^;]*")
+    if not root:find(".%-%d+$") then return folded end
+    if not roots[root] then roots[root], n = true, n + 1 end
+  end
+  if n < 2 then return folded end
+  return (folded:gsub("[^\n]+", function(line)
     local stack, count = line:match("^(.*) (%d+)$")
-    if stack then
-      local root, rest = stack:match("^([^;]*)(.*)$")
-      local comm = root:match("^(.+)%-%d+$")
-      if not comm then return folded end
-      if not roots[root] then roots[root], nroots = true, nroots + 1 end
-      rows[#rows + 1] = { stack = comm .. rest, count = tonumber(count) }
-    end
-  end
-  if nroots < 2 then return folded end
-  local counts, order = {}, {}
-  for _, r in ipairs(rows) do
-    if not counts[r.stack] then order[#order + 1] = r.stack end
-    counts[r.stack] = (counts[r.stack] or 0) + r.count
-  end
-  local out = {}
-  for i, stack in ipairs(order) do out[i] = stack .. " " .. counts[stack] end
-  return table.concat(out, "\n") .. "\n"
+    local root, rest = stack:match("^([^;]*)(.*)$")
+    return root:gsub("%-%d+$", "") .. rest .. " " .. count
+  end))
 end
 
 -- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n, python = collector}]) : records = {{pid, comm, kind =

@@ -76,8 +76,18 @@ T.case("by_name: processes matched by name, not by pid", function()
   -- two runs of one command: a driver and two helpers, with other pids
   local a = "drv-100;main 5\nhelper-104;hot 40\nhelper-102;hot 38\nhelper-102;cold 2\n"
   local b = "drv-7000;main 6\nhelper-7003;hot 41\nhelper-7001;hot 37\nhelper-7001;cold 1\n"
-  T.eq(fold.by_name(a), "drv;main 5\nhelper;hot 78\nhelper;cold 2\n")
-  T.eq(fold.by_name(b), "drv;main 6\nhelper;hot 78\nhelper;cold 1\n")
+  T.eq(fold.by_name(a), "drv;main 5\nhelper;hot 40\nhelper;hot 38\nhelper;cold 2\n")
+  T.eq(fold.by_name(b), "drv;main 6\nhelper;hot 41\nhelper;hot 37\nhelper;cold 1\n")
+  -- read as stacks, the helpers are one: 78 under helper;hot in both runs
+  local flame = require "wb.flame"
+  local function hot(text)
+    local n = 0
+    for _, st in ipairs((flame.parse(fold.by_name(text)))) do
+      if st.frames[1] == "helper" and st.frames[2] == "hot" then n = n + st.count end
+    end
+    return n
+  end
+  T.eq({ hot(a), hot(b) }, { 78, 78 })
   -- a process alone (root = "comm", or one process) and text in another form are kept as they are
   T.eq(fold.by_name("cpu_split;spin_a 10\n"), "cpu_split;spin_a 10\n")
   T.eq(fold.by_name("x-12;f 3\n"), "x-12;f 3\n")
