@@ -304,6 +304,10 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   struct wb_ustack_hdr h;
   if (size < sizeof h) return 0;
   memcpy(&h, data, sizeof h);
+  if (h.type == WB_REC_FORK || h.type == WB_REC_EXEC) {
+    wb_unwinder_image(a->u, (int)h.tgid, h.type == WB_REC_FORK ? (int)h.arg0 : 0);
+    return 0;
+  }
   if (h.type == WB_REC_IN) {
     pending *p = pending_of(a, h.tid, 0);
     if (p && p->ts_out == h.ts_out && h.ts >= h.ts_out) {

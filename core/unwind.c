@@ -151,6 +151,24 @@ static int snapshot(uspace *a, uint32_t epoch) {
   return n;
 }
 
+void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
+  uspace *a = find_space(u, pid, 0);
+  if (a && a->n && !a->from_snapshot) return;
+  if (parent > 0) {
+    uspace *p = find_space(u, parent, 0);
+    if (!p || !p->n) { /* nothing known of the parent: the child's first record takes a snapshot */
+      if (a) clear_space(a), a->tried_snapshot = 0;
+      return;
+    }
+    uint32_t epoch = p->snap_epoch;
+    wb_unwinder_fork(u, pid, parent);
+    if ((a = find_space(u, pid, 0))) a->tried_snapshot = 1, a->from_snapshot = 1, a->snap_epoch = epoch;
+  } else if (a) {
+    clear_space(a);
+    a->tried_snapshot = 0;
+  }
+}
+
 void wb_unwinder_next_epoch(wb_unwinder *u) { u->epoch++; }
 
 int wb_unwinder_mapped(wb_unwinder *u, int pid) {

@@ -131,6 +131,12 @@ void wb_unwinder_fork(wb_unwinder *u, int child, int parent);
 void wb_unwinder_exec(wb_unwinder *u, int pid);
 int wb_unwinder_snapshot(wb_unwinder *u, int pid);
 
+/* A fork (parent > 0: the child starts with the parent's mappings) or an exec (parent 0: the
+ * mappings are taken anew at the process's next record) seen in order with the process's samples,
+ * while its mappings are /proc snapshots; mappings that came from perf records are kept (those
+ * records hold the whole history). */
+void wb_unwinder_image(wb_unwinder *u, int pid, int parent);
+
 /* How many mappings pid has, after a /proc/PID/maps snapshot if it had none yet: 0 when it
  * exited before any were known. */
 int wb_unwinder_mapped(wb_unwinder *u, int pid);

@@ -306,6 +306,14 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
     stat_add(WB_STAT_LOST_USTACKS, 1);
 }
 
+/* Unwind mode: a fork or exec of a tracked process, in order with its samples: the loader's
+ * mappings of the process (a /proc snapshot) are those of the image the next records ran in. */
+static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
+  if (!ustack_size) return;
+  struct wb_ustack_hdr h = {.type = type, .tgid = tgid, .tid = tgid, .ts = bpf_ktime_get_ns(), .arg0 = parent};
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_USTACKS, 1);
+}
+
 SEC("perf_event")
 int on_cpu(struct bpf_perf_event_data *ctx) {
   __u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -331,6 +339,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   if (ptgid == ctgid || !is_tracked(ptgid)) return 0;
   __u8 one = 1;
   if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) == 0) stat_add(WB_STAT_FORKS, 1);
+  send_image(WB_REC_FORK, ctgid, ptgid);
   /* a forked CPython is the same image at the same addresses: its frames are read at once */
   struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &ptgid);
   if (pp) {
@@ -348,6 +357,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm) {
   __u32 tgid = BPF_CORE_READ(p, tgid);
+  if (is_tracked(tgid)) send_image(WB_REC_EXEC, tgid, 0);
   struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
   if (pp && pp->forked) bpf_map_delete_elem(&py_procs, &tgid);
   return 0;

@@ -54,6 +54,8 @@ enum wb_rec {
   WB_REC_ONCPU = 0, /* an on-CPU sample */
   WB_REC_OUT = 1,   /* a tracked thread left the CPU (kind: blocked or run queue) */
   WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack */
+  WB_REC_FORK = 3,  /* tracked process arg0 forked tgid (before the child runs); no stack */
+  WB_REC_EXEC = 4,  /* tgid exec'd (its records after this one are of the new image); no stack */
 };
 
 struct wb_ustack_hdr {

@@ -253,6 +253,55 @@ T.case("threads: stacks reach start_thread", function()
   T.ok(total > 0)
 end)
 
+-- Forks twelve children; each runs before_exec for 30 ms of CPU (about one drain of wb's), then
+-- execs the program again, which runs after_exec for 20 ms.
+local FORK_EXEC = [[
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) static unsigned long spin(double s) {
+  unsigned long x = 1;
+  for (double t0 = cpu(); cpu() - t0 < s;)
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005UL + 1;
+  return x;
+}
+__attribute__((noinline)) unsigned long before_exec(void) { return spin(0.03) * 3; } /* not a tail call */
+__attribute__((noinline)) unsigned long after_exec(void) { return spin(0.02) * 3; }
+int main(int argc, char **argv) {
+  if (argc > 1) return (int)(after_exec() & 1);
+  for (int i = 0; i < 12; i++) {
+    pid_t p = fork();
+    if (p == 0) {
+      before_exec();
+      execl(argv[0], argv[0], "exec", (char *)NULL);
+      _exit(127);
+    }
+    waitpid(p, NULL, 0);
+  }
+  return 0;
+}
+]]
+
+T.case("eBPF: the samples of a forked child after its exec are walked with the new image's mappings, "
+  .. "those before it with the old one's", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip(why) end
+  local exe = build("forkexec", "c", FORK_EXEC, "gcc")
+  local res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false, method = "bpf" })
+  local on = res.oncpu.folded_text
+  local after = under(on, "after_exec")
+  T.ok(after > 100, "after_exec samples: " .. after)
+  T.ok(under(on, "main;after_exec") / after >= 0.95, string.format("%d of %d after_exec samples reach main (%s)",
+    under(on, "main;after_exec"), after, walk_report(res, ";main;")))
+  -- before the exec the child runs the parent's image: its walks complete too (the symbolizer names
+  -- a process's frames with its last mappings, so they stay unnamed)
+  local u = res.oncpu.unwind
+  T.ok(u.truncated_fraction <= 0.05, string.format("%.1f%% of walks truncated (%s)", 100 * u.truncated_fraction,
+    walk_report(res, ";main;")))
+end)
+
 local RUST = [[
 #[repr(C)]
 struct Timespec { tv_sec: i64, tv_nsec: i64 }
