@@ -3,6 +3,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <libelf.h>
 #include <sys/types.h>
 
 typedef struct wb_symbol {
@@ -24,6 +25,7 @@ typedef struct wb_elf {
   char build_id[41]; /* hex, "" when the file has none */
   char err[160];     /* why the file gave no symbols, "" when it did */
   int unreadable;    /* it could not be opened or was not a regular ELF file: err says why */
+  int replaced;      /* a newer wb_elf_get found another file at path: no symbols are kept */
   int symtab;        /* symbols come from a .symtab (not only .dynsym) */
   char *debug_file;  /* the separate debug file (by build id) the symbols came from, or NULL */
   dev_t debug_dev;   /* ... and the file read there */
@@ -35,13 +37,18 @@ typedef struct wb_elf {
   wb_symbol *syms;
   size_t nsyms;
   char *names;
+  wb_symbol *plt; /* the PLT stubs, "func@plt" (core/sym_plt.c) */
+  size_t nplt;
+  char *plt_names;
   int fp_checked, fp_functions, fp_with; /* frame-pointer prologues among checked functions */
   struct wb_elf *next;
 } wb_elf;
 
 /* The cached symbol table of the file at path (opened, parsed and sorted on first use); never
  * NULL except when out of memory. A file that cannot be read has nsyms == 0 and err set. A file
- * replaced on disk (other inode, size or mtime) is loaded again. */
+ * replaced on disk (other inode, size or mtime) is loaded again; the old wb_elf keeps its
+ * segments, build id and entry, loses its symbols and is never freed: a pointer to one is the
+ * identity of one file for the life of the process. */
 wb_elf *wb_elf_get(const char *path);
 
 /* The vDSO of this process, which is the same image as any other process's on this kernel. */
@@ -72,6 +79,10 @@ int wb_symbol_order(const void *a, const void *b);
 
 /* How many of the n symbols (in wb_symbol_order) start at or below addr. */
 size_t wb_symbols_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr);
+
+/* e's PLT stubs from the ELF it was read from; the name of the stub holding vaddr, or NULL. */
+void wb_elf_load_plt(wb_elf *e, Elf *elf);
+const char *wb_elf_lookup_plt(const wb_elf *e, uint64_t vaddr, uint64_t *off);
 
 /* The kernel symbol containing addr, or NULL when unknown (including when kallsyms shows zero
  * addresses to an unprivileged reader); *off as above (core/sym_kallsyms.c). The kernel image's

@@ -279,13 +279,23 @@ static void load_minidebug(wb_elf *e, Elf *elf) {
   free(image);
 }
 
-static void free_elf(wb_elf *e) {
-  free(e->path);
-  free(e->debug_file);
-  free(e->loads);
+/* A file replaced on disk: its tables go, the struct stays (on `retired`, never freed). Holders of
+ * the pointer (wb_dwobj, a symbolizer's mapping) compare it for identity: freed, a later file's
+ * wb_elf could be allocated at the same address and be taken for this one — the unwinder then
+ * walked python3's stacks with the CFI of a test program rebuilt earlier in the same process. */
+static wb_elf *retired;
+
+static void retire_elf(wb_elf *e) {
   free(e->syms);
   free(e->names);
-  free(e);
+  free(e->plt);
+  free(e->plt_names);
+  e->syms = e->plt = NULL, e->names = e->plt_names = NULL;
+  e->nsyms = e->nplt = 0;
+  e->replaced = 1;
+  snprintf(e->err, sizeof e->err, "replaced on disk");
+  e->next = retired;
+  retired = e;
 }
 
 wb_elf *wb_elf_get(const char *path) {
@@ -299,7 +309,7 @@ wb_elf *wb_elf_get(const char *path) {
                        e->mtime_ns == mtime))
       return e;
     *pp = e->next; /* replaced on disk */
-    free_elf(e);
+    retire_elf(e);
     break;
   }
   elf_version(EV_CURRENT);
@@ -325,6 +335,7 @@ wb_elf *wb_elf_get(const char *path) {
   else if (fd < 0) snprintf(e->err, sizeof e->err, "%s", strerror(errno));
   else if (!elf) snprintf(e->err, sizeof e->err, "%s", elf_errmsg(-1));
   else load_elf(e, elf);
+  if (elf && e->loads) wb_elf_load_plt(e, elf);
   load_debug_file(e);
   if (elf) load_minidebug(e, elf);
   if (elf) elf_end(elf);
@@ -376,6 +387,8 @@ static uint64_t file_offset(const wb_elf *e, uint64_t vaddr) {
 }
 
 const char *wb_elf_lookup(const wb_elf *e, uint64_t vaddr, uint64_t *off) {
+  const char *plt = wb_elf_lookup_plt(e, vaddr, off);
+  if (plt) return plt;
   size_t lo = wb_symbols_at_or_below(e->syms, e->nsyms, vaddr);
   for (size_t k = 0; k < 8 && lo > k; k++) {
     const wb_symbol *s = &e->syms[lo - 1 - k];

@@ -240,7 +240,7 @@ wb_dwobj *wb_dwobj_get(const char *path) {
     if (strcmp((*pp)->path, path) == 0) { /* wb_elf loaded it again: replaced on disk */
       wb_dwobj *old = *pp;
       *pp = old->next;
-      old->elf = NULL; /* freed by wb_elf_get; unwinders may still hold old: it stays, inert */
+      old->elf = NULL; /* retired by wb_elf_get; unwinders may still hold old: it stays, inert */
       old->next = retired;
       retired = old;
       break;

@@ -106,6 +106,37 @@ T.case("lookup: an untyped code label names the code up to the next symbol, neve
   T.eq(sym.lookup(exe, addr.inner_label + 1), "typed")
 end)
 
+-- Calls through the PLT to a shared library's function and to libc's.
+local PLT_CALLS = [[
+#include <stdio.h>
+#include <string.h>
+unsigned long tiny(unsigned long);
+int main(int argc, char **argv) { printf("%lu %zu\n", tiny((unsigned long)argc), strlen(argv[0])); return 0; }
+]]
+
+T.case("lookup: PLT stubs are func@plt as objdump names them (lazy, -z now, IBT .plt.sec, .plt.got), the "
+  .. "resolver stubs [plt]", function()
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/tiny.c", "unsigned long tiny(unsigned long x) { return x * 3; }\n"))
+  run({ "gcc", "-O2", "-shared", "-fPIC", "-o", dir .. "/libtiny.so", dir .. "/tiny.c" })
+  local lib = { "-L" .. dir, "-ltiny", "-Wl,-rpath," .. dir }
+  local variants = {
+    lazy = { "-Wl,-z,lazy" }, now = { "-Wl,-z,now" }, ibt = { "-fcf-protection=full", "-Wl,-z,ibtplt", "-Wl,-z,lazy" },
+  }
+  for name, flags in pairs(variants) do
+    local exe = compile(dir, "plt_" .. name, PLT_CALLS, table.move(lib, 1, #lib, #flags + 1, table.move(flags, 1, #flags, 1, {})))
+    local stubs = {}
+    for addr, stub in run({ "objdump", "-d", exe }):gmatch("\n(%x+) <([%w_.]+@plt)>:") do stubs[stub] = tonumber(addr, 16) end
+    T.ok(stubs["tiny@plt"] and stubs["printf@plt"], name .. ": objdump lists the stubs")
+    for stub, addr in pairs(stubs) do
+      T.eq(sym.lookup(exe, addr), stub, name .. ": " .. stub)
+      T.eq(select(1, sym.lookup(exe, addr + 5)), stub, name .. ": inside " .. stub)
+    end
+    local plt0 = tonumber(run({ "sh", "-c", "readelf -SW " .. exe .. " | awk '$2 == \".plt\" {print $4}'" }), 16)
+    T.eq(sym.lookup(exe, plt0), "[plt]", name .. ": PLT0, the lazy binding's entry")
+  end
+end)
+
 T.case("a file replaced on disk is read again", function()
   local dir = T.tmpdir()
   local path = dir .. "/prog"
@@ -116,6 +147,40 @@ T.case("a file replaced on disk is read again", function()
   run({ "cp", other, path })
   T.eq(sym.lookup(path, nm(path).outer), "outer")
   T.eq(sym.file(path).build_id, sym.file(other).build_id)
+end)
+
+-- Run by the case below in a wb of its own: a file's objects, the file replaced on disk, read again
+-- through wb.sym only, then through the unwinder; prints the build ids it saw.
+local REPLACED = [[
+local wb = require "wb"
+local function copy(from, to)
+  local i, o = assert(io.open(from, "rb")), assert(io.open(to, "wb"))
+  o:write(i:read("a"))
+  i:close()
+  o:close()
+end
+return wb.recipe { run = function()
+  local path = os.getenv("REPLACED_PATH")
+  copy("/bin/true", path)
+  local first = wb.unwind.object(path).build_id
+  copy("/bin/false", path .. ".new")
+  assert(os.rename(path .. ".new", path))
+  local by_sym = wb.sym.file(path).build_id -- only the symbol table is read again here
+  print(first, by_sym, wb.unwind.object(path).build_id)
+end }
+]]
+
+T.case("a file replaced on disk is never taken for another: the unwinder's object of the old file is not "
+  .. "handed back for the new one (glibc's heap told to reuse freed memory at once)", function()
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/replaced.lua", REPLACED))
+  local res = T.wb({ "run", dir .. "/replaced.lua" },
+    { env = { GLIBC_TUNABLES = "glibc.malloc.tcache_count=0", REPLACED_PATH = dir .. "/prog" } })
+  T.eq(res.code, 0, res.stderr)
+  local first, by_sym, by_unwinder = res.stdout:match("(%x+)%s+(%x+)%s+(%x+)")
+  T.eq(first, sym.file("/bin/true").build_id)
+  T.eq(by_sym, sym.file("/bin/false").build_id)
+  T.eq(by_unwinder, by_sym, "the unwinder's object is of the file now on disk")
 end)
 
 T.case("snapshot of a running process: user frames by name, module+0xoff, [unknown]", function()

@@ -1086,6 +1086,9 @@ T.case("PLT stubs and signal frames are stepped over: stacks reach main", functi
     end
   end
   T.eq(checked, 2, "the program and libtiny are among the objects walked")
+  T.ok(under(res.oncpu.folded_text, "plt_caller;tiny@plt") > 0, "samples in the stub are named tiny@plt")
+  T.ok(not res.oncpu.folded_text:find(";_init;", 1, true) and not res.oncpu.folded_text:find(";_init ", 1, true),
+    "no frame is named _init")
   exe = build("sig", "c", SIGNAL, "gcc")
   res = assert(capture.run { argv = { exe }, freq = 999, stdout = "capture", offcpu = false })
   local on = res.oncpu.folded_text
