@@ -87,9 +87,11 @@ local function walk_report(res, reach)
     local n = tonumber(line:match(" (%d+)$"))
     if n and n > other_n and not line:find(reach, 1, true) then other, other_n = line, n end
   end
-  return string.format("method %s%s, stack copies %s bytes, walks stopped: %s; warnings: %s; the largest stack " ..
-    "without %s: %s", tostring(res.method), res.fallback and (", fallen back: " .. res.fallback) or "",
-    tostring(res.oncpu.unwind and res.oncpu.unwind.stack_size), table.concat(why, " "),
+  local u = res.oncpu.unwind or {}
+  return string.format("method %s%s, stack copies %s bytes (%s per walk), walks stopped: %s; warnings: %s; the " ..
+    "largest stack without %s: %s", tostring(res.method), res.fallback and (", fallen back: " .. res.fallback) or "",
+    tostring(u.stack_size), u.stack_bytes and u.walks and u.walks > 0 and string.format("%.0f", u.stack_bytes / u.walks)
+    or "?", table.concat(why, " "),
     table.concat(res.warnings, " | "), reach, other)
 end
 
