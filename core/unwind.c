@@ -152,6 +152,7 @@ static int snapshot(uspace *a, uint32_t epoch) {
 }
 
 void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
+  if (parent == pid) return; /* a thread: the same mappings */
   uspace *a = find_space(u, pid, 0);
   if (a && a->n && !a->from_snapshot) return;
   if (parent > 0) {
