@@ -23,7 +23,7 @@
 #define UC_RIP 0xa8
 
 const char *const wb_unw_stop_names[WB_UNW_NREASONS] = {
-    "complete", "no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth"};
+    "complete", "no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth", "no_stack"};
 
 typedef struct umap {
   uint64_t start, end, pgoff;
@@ -310,6 +310,7 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     bp = nbp;
     st = NULL;
   }
+  if (why == WB_UNW_OFF_STACK && len == 0) why = WB_UNW_NO_STACK;
   if (st && why != WB_UNW_COMPLETE) {
     st->stopped++;
     st->stops[why]++;
@@ -422,7 +423,7 @@ static uint64_t reg_field(lua_State *L, const char *name) {
 /* -- pcs, stop = u:walk(pid, {ip = , sp = , bp = }, stack [, max = 1024]) : the frames of a user
  * stack from its registers and a copy (a string) of the memory at sp: the ip, then the return
  * addresses; stop is "complete" when the walk reached the stack's end, else why it stopped
- * ("no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth") */
+ * ("no_mapping", "no_cfi", "complex_rule", "signal_frame", "off_stack", "bad_frame", "depth", "no_stack") */
 static int l_walk(lua_State *L) {
   wb_unwinder *u = check_unwind(L);
   int pid = (int)luaL_checkinteger(L, 2);

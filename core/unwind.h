@@ -20,6 +20,8 @@ enum wb_unw_stop {
   WB_UNW_OFF_STACK, /* the next value lies outside the stack copy */
   WB_UNW_BAD,       /* the stack pointer did not grow, or the pc is 0 before the end */
   WB_UNW_DEPTH,     /* the frame limit */
+  WB_UNW_NO_STACK,  /* the sample came with no stack copy (an exiting or exec'ing process, whose memory
+                       is going, or a page at sp the kernel could not read without a fault) */
   WB_UNW_NREASONS
 };
 

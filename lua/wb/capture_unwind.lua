@@ -92,7 +92,8 @@ function M.warn(w, fig)
   end
   local hint = ""
   -- deep stacks or large frames (a big buffer on main's frame): the copies were too short
-  if (fig.reasons.off_stack or 0) * 2 >= fig.truncated and fig.stack_size < M.STACK_MAX then
+  -- (walks without any copy, of exiting or exec'ing processes, are no sign of short copies)
+  if (fig.reasons.off_stack or 0) * 2 >= fig.truncated - (fig.reasons.no_stack or 0) and fig.stack_size < M.STACK_MAX then
     hint = string.format("; most ran past the end of their %d-byte stack copies: raise stack_size (%s)",
       fig.stack_size, fig.stack_size < M.BPF_STACK_MAX and "stack_size=" .. M.BPF_STACK_MAX .. ", or up to "
       .. M.STACK_MAX .. " with method=perf_event" or "up to " .. M.STACK_MAX .. " with method=perf_event")

@@ -662,7 +662,7 @@ T.case("eBPF, default unwinding: processes that exit before their records are dr
 end)
 
 T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) is complete; past that "
-  .. "code, the same object stops it as no_cfi", function()
+  .. "code, the same object stops it as no_cfi; a walk without a stack copy stops as no_stack", function()
   local p <close> = assert(proc.spawn { argv = { "sleep", "10" } })
   local ld, base
   T.wait_until("ld.so mapped in sleep", 10, function()
@@ -680,6 +680,17 @@ T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) i
   T.eq(require("wb.sym").lookup(ld, entry + 7), "_start", "the untyped label is the name")
   pcs, stop = u:walk(p.pid, { ip = base + entry + 24, sp = sp, bp = 0 }, "")
   T.eq(stop, "no_cfi")
+  -- in a function with CFI: no copy at all is no_stack (an exiting process), a short one off_stack
+  local libc, libc_base
+  for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
+    local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*/libc%.so%.6)$")
+    if path and tonumber(off, 16) == 0 then libc, libc_base = path, tonumber(lo, 16) end
+  end
+  local fn = tonumber(run({ "nm", "-D", libc }):match("(%x+) [TW] clock_nanosleep@@"), 16)
+  pcs, stop = u:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "")
+  T.eq({ #pcs, stop }, { 1, "no_stack" })
+  pcs, stop = u:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "1234")
+  T.eq({ #pcs, stop }, { 1, "off_stack" })
 end)
 
 -- A function whose epilogue pops rbp before its ret, with the CFI GCC writes for it: the save rule

@@ -8,7 +8,7 @@ local fs = require "wb.fs"
 local unwind = require "wb.unwind"
 
 local REASONS = { complete = true, no_mapping = true, no_cfi = true, complex_rule = true, signal_frame = true,
-  off_stack = true, bad_frame = true, depth = true }
+  off_stack = true, bad_frame = true, depth = true, no_stack = true }
 local SP = 0x7ff000000000
 
 local u, code, pid
