@@ -3,7 +3,6 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include <libelf.h>
 #include <sys/types.h>
 
 typedef struct wb_symbol {
@@ -81,7 +80,8 @@ int wb_symbol_order(const void *a, const void *b);
 size_t wb_symbols_at_or_below(const wb_symbol *syms, size_t n, uint64_t addr);
 
 /* e's PLT stubs from the ELF it was read from; the name of the stub holding vaddr, or NULL. */
-void wb_elf_load_plt(wb_elf *e, Elf *elf);
+struct Elf;
+void wb_elf_load_plt(wb_elf *e, struct Elf *elf);
 const char *wb_elf_lookup_plt(const wb_elf *e, uint64_t vaddr, uint64_t *off);
 
 /* The kernel symbol containing addr, or NULL when unknown (including when kallsyms shows zero

@@ -279,10 +279,9 @@ static void load_minidebug(wb_elf *e, Elf *elf) {
   free(image);
 }
 
-/* A file replaced on disk: its tables go, the struct stays (on `retired`, never freed). Holders of
- * the pointer (wb_dwobj, a symbolizer's mapping) compare it for identity: freed, a later file's
- * wb_elf could be allocated at the same address and be taken for this one — the unwinder then
- * walked python3's stacks with the CFI of a test program rebuilt earlier in the same process. */
+/* A file replaced on disk: its tables go, the struct stays (on `retired`, never freed), so that a
+ * wb_elf pointer names one file for the life of the process (wb_dwobj and the symbolizer's
+ * verdicts compare them). */
 static wb_elf *retired;
 
 static void retire_elf(wb_elf *e) {
@@ -292,6 +291,8 @@ static void retire_elf(wb_elf *e) {
   free(e->plt_names);
   e->syms = e->plt = NULL, e->names = e->plt_names = NULL;
   e->nsyms = e->nplt = 0;
+  wb_load *loads = e->nloads ? realloc(e->loads, (size_t)e->nloads * sizeof *loads) : NULL;
+  if (loads) e->loads = loads; /* allocated for every program header */
   e->replaced = 1;
   snprintf(e->err, sizeof e->err, "replaced on disk");
   e->next = retired;
@@ -411,7 +412,7 @@ static int startup_code(const char *name) {
 }
 
 void wb_elf_check_frame_pointers(wb_elf *e) {
-  if (e->fp_checked) return;
+  if (e->fp_checked || e->replaced) return; /* a replaced file has no symbols to sample */
   e->fp_checked = 1;
   int fd = e->path[0] == '[' ? -1 : wb_open_foreign(e->path);
   if (fd < 0) return;

@@ -13,6 +13,7 @@
 
 #define PLT_ENTRY_MAX 64          /* bytes: larger entry sizes are not PLTs this reads */
 #define PLT_NAMES_MAX (16u << 20) /* bytes of names, at most (a hostile file may repeat long ones) */
+#define PLT_RELOCS_MAX (1u << 20) /* relocations read, at most */
 
 typedef struct slot {
   uint64_t got;
@@ -29,17 +30,18 @@ static const char *section_name(Elf *elf, const GElf_Shdr *sh) {
   return elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
 }
 
-/* The GOT slots of the JUMP_SLOT and GLOB_DAT relocations of every SHT_RELA section, sorted. */
+/* The GOT slots of the JUMP_SLOT and GLOB_DAT relocations of the SHT_RELA sections against the
+ * dynamic symbol table, sorted; PLT_RELOCS_MAX relocations at most. */
 static size_t read_slots(Elf *elf, slot **out) {
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, seen = 0;
   slot *s = NULL;
-  for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+  for (Elf_Scn *scn = NULL; seen < PLT_RELOCS_MAX && (scn = elf_nextscn(elf, scn));) {
     GElf_Shdr sh, link;
-    Elf_Data *d = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA ? elf_getdata(scn, NULL) : NULL;
-    Elf_Scn *syms = d ? elf_getscn(elf, sh.sh_link) : NULL;
-    Elf_Data *sd = syms && gelf_getshdr(syms, &link) && link.sh_entsize ? elf_getdata(syms, NULL) : NULL;
-    if (!sd || !sh.sh_entsize) continue;
-    for (size_t i = 0; i < d->d_size / sh.sh_entsize; i++) {
+    Elf_Scn *syms = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_RELA && sh.sh_entsize ? elf_getscn(elf, sh.sh_link) : NULL;
+    if (!syms || !gelf_getshdr(syms, &link) || link.sh_type != SHT_DYNSYM || !link.sh_entsize) continue;
+    Elf_Data *d = elf_getdata(scn, NULL), *sd = d ? elf_getdata(syms, NULL) : NULL;
+    if (!sd) continue;
+    for (size_t i = 0; i < d->d_size / sh.sh_entsize && seen < PLT_RELOCS_MAX; i++, seen++) {
       GElf_Rela r;
       GElf_Sym sym;
       uint32_t type = 0;
@@ -75,6 +77,8 @@ static uint64_t slot_of(const unsigned char *p, size_t len, uint64_t at) {
 }
 
 void wb_elf_load_plt(wb_elf *e, Elf *elf) {
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64) return;
   slot *slots = NULL;
   size_t nslots = read_slots(elf, &slots);
   wb_symbol *syms = NULL;

@@ -338,8 +338,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child) {
   __u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
   if (ptgid == ctgid || !is_tracked(ptgid)) return 0;
   __u8 one = 1;
-  if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) == 0) stat_add(WB_STAT_FORKS, 1);
-  send_image(WB_REC_FORK, ctgid, ptgid);
+  if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) == 0) {
+    stat_add(WB_STAT_FORKS, 1);
+    send_image(WB_REC_FORK, ctgid, ptgid);
+  }
   /* a forked CPython is the same image at the same addresses: its frames are read at once */
   struct wb_py_proc *pp = bpf_map_lookup_elem(&py_procs, &ptgid);
   if (pp) {
