@@ -258,9 +258,13 @@ static int defer(wb_ustacks *a, const void *data, size_t size, const struct wb_u
   return 1;
 }
 
+#define PLACE_LATER SIZE_MAX
+
 /* Walks an on-CPU or switch-out record and names its Python frames: the index + 1 of its entry
- * (0: malformed or out of memory). */
-static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_ustack_hdr *hp) {
+ * (0: malformed or out of memory); with `live`, PLACE_LATER (nothing counted) when the walk left
+ * the mappings a process got from its parent at a fork and the process is gone since: the record
+ * is to wait for its own mappings. */
+static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_ustack_hdr *hp, int live) {
   struct wb_ustack_hdr h = *hp;
   const uint8_t *body = (const uint8_t *)data + sizeof h;
   size_t room = size - sizeof h;
@@ -270,11 +274,15 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
   size_t py_bytes = (size_t)h.py_n * sizeof(struct wb_py_frame);
   if (h.py_n > WB_PY_MAX_FRAMES || py_bytes > room) h.py_n = 0, py_bytes = 0;
   if (h.size > room - py_bytes) h.size = 0;
-  a->bytes += h.size;
   uint64_t pcs[WB_UNW_MAX_FRAMES + 2 * WB_PY_MAX_FRAMES + 1 + WB_BPF_MAX_FRAMES];
-  int stop, n = 0;
+  int stop = WB_UNW_COMPLETE, n = 0;
   if (h.ip) n = wb_unwinder_walk(a->u, (int)h.tgid, h.ip, h.sp, h.bp, body + kbytes + py_bytes, h.size, pcs,
                                  WB_UNW_MAX_FRAMES - 1, &stop);
+  if (h.ip && live && stop == WB_UNW_NO_MAP && wb_unwinder_inherited_gone(a->u, (int)h.tgid)) {
+    wb_unwinder_discount(a->u, stop);
+    return PLACE_LATER;
+  }
+  a->bytes += h.size;
   if (n > 0 && stop != WB_UNW_COMPLETE) pcs[n++] = WB_UNW_TRUNCATED_PC;
   if (n < 0) n = 0;
   size_t total = (size_t)n;
@@ -318,7 +326,8 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     return 0;
   }
   if (h.ip && wb_unwinder_mapped(a->u, (int)h.tgid) == 0 && defer(a, data, size, &h)) return 0;
-  size_t at = place(a, data, size, &h);
+  size_t at = place(a, data, size, &h, 1);
+  if (at == PLACE_LATER) at = defer(a, data, size, &h) ? 0 : place(a, data, size, &h, 0);
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {
     a->e[at - 1].count++;
@@ -351,7 +360,7 @@ void wb_ustacks_replay(wb_ustacks *a) {
     deferred *d = &a->later[i];
     struct wb_ustack_hdr h;
     memcpy(&h, d->rec, sizeof h);
-    size_t at = place(a, d->rec, d->size, &h);
+    size_t at = place(a, d->rec, d->size, &h, 0);
     if (at) a->e[at - 1].count += h.type == WB_REC_ONCPU ? 1 : d->away;
     free(d->rec);
   }

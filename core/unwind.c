@@ -7,6 +7,7 @@
  * and demangling for those frames. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@ typedef struct uspace {
   int pid, tried_snapshot;
   int from_snapshot;    /* the mappings are a snapshot (not records): taken again when a pc misses */
   uint32_t snap_epoch;  /* ... once per epoch */
+  int inherited;        /* the snapshot is the parent's, copied at a fork record */
+  uint32_t alive_epoch; /* the epoch + 1 in which the process was last seen alive */
   umap *maps;
   size_t n, cap, last;
 } uspace;
@@ -45,6 +48,8 @@ typedef struct uspace {
 struct wb_unwinder {
   uspace *as;
   size_t n, cap;
+  uint32_t *index; /* open addressing: pid -> position in as + 1 (0: empty); nindex a power of 2 */
+  size_t nindex;
   wb_unw_objstat *stats;
   size_t nstats, capstats;
   uint64_t reasons[WB_UNW_NREASONS], ns;
@@ -67,14 +72,33 @@ void wb_unwinder_free(wb_unwinder *u) {
     free(u->as[i].maps);
   }
   free(u->as);
+  free(u->index);
   free(u->stats);
   free(u);
 }
 
+static size_t slot_of_pid(const wb_unwinder *u, int pid) {
+  size_t i = ((uint32_t)pid * 2654435761u) & (u->nindex - 1);
+  while (u->index[i] && u->as[u->index[i] - 1].pid != pid) i = (i + 1) & (u->nindex - 1);
+  return i;
+}
+
+/* Keeps the index at most half full; 0, or -1 out of memory. */
+static int grow_index(wb_unwinder *u) {
+  if (2 * (u->n + 1) <= u->nindex) return 0;
+  size_t n = u->nindex ? u->nindex * 2 : 64;
+  uint32_t *old = u->index, *fresh = calloc(n, sizeof *fresh);
+  if (!fresh) return -1;
+  u->index = fresh, u->nindex = n;
+  for (size_t i = 0; i < u->n; i++) u->index[slot_of_pid(u, u->as[i].pid)] = (uint32_t)i + 1;
+  free(old);
+  return 0;
+}
+
 static uspace *find_space(wb_unwinder *u, int pid, int create) {
-  for (size_t i = u->n; i-- > 0;)
-    if (u->as[i].pid == pid) return &u->as[i];
-  if (!create) return NULL;
+  size_t at = u->nindex ? slot_of_pid(u, pid) : 0;
+  if (u->nindex && u->index[at]) return &u->as[u->index[at] - 1];
+  if (!create || u->n >= UINT32_MAX - 1 || grow_index(u) != 0) return NULL;
   if (u->n == u->cap) {
     size_t cap = u->cap ? u->cap * 2 : 8;
     uspace *p = realloc(u->as, cap * sizeof *p);
@@ -85,6 +109,7 @@ static uspace *find_space(wb_unwinder *u, int pid, int create) {
   uspace *a = &u->as[u->n++];
   memset(a, 0, sizeof *a);
   a->pid = pid;
+  u->index[slot_of_pid(u, pid)] = (uint32_t)u->n;
   return a;
 }
 
@@ -148,6 +173,7 @@ static int snapshot(uspace *a, uint32_t epoch) {
   a->tried_snapshot = 1;
   a->from_snapshot = 1;
   a->snap_epoch = epoch;
+  if (n > 0) a->inherited = 0; /* its own mappings now */
   return n;
 }
 
@@ -155,19 +181,32 @@ void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
   if (parent == pid) return; /* a thread: the same mappings */
   uspace *a = find_space(u, pid, 0);
   if (a && a->n && !a->from_snapshot) return;
-  if (parent > 0) {
-    uspace *p = find_space(u, parent, 0);
-    if (!p || !p->n) { /* nothing known of the parent: the child's first record takes a snapshot */
-      if (a) clear_space(a), a->tried_snapshot = 0;
-      return;
-    }
-    uint32_t epoch = p->snap_epoch;
-    wb_unwinder_fork(u, pid, parent);
-    if ((a = find_space(u, pid, 0))) a->tried_snapshot = 1, a->from_snapshot = 1, a->snap_epoch = epoch;
-  } else if (a) {
-    clear_space(a);
-    a->tried_snapshot = 0;
+  if (a) clear_space(a), a->tried_snapshot = 0, a->inherited = 0;
+  if (parent <= 0) return; /* an exec: the next record takes a snapshot */
+  /* the parent's mappings as of this epoch (it is alive, usually waiting for the child) */
+  uspace *p = find_space(u, parent, 1);
+  if (p && (p->from_snapshot || !p->n) && (!p->tried_snapshot || p->snap_epoch != u->epoch)) snapshot(p, u->epoch);
+  if (!p || !p->n) return; /* the child's first record takes a snapshot */
+  uint32_t epoch = p->snap_epoch;
+  wb_unwinder_fork(u, pid, parent); /* may move p */
+  if ((a = find_space(u, pid, 0)))
+    a->tried_snapshot = 1, a->from_snapshot = 1, a->snap_epoch = epoch, a->inherited = 1;
+}
+
+void wb_unwinder_discount(wb_unwinder *u, int stop) {
+  if (stop >= 0 && stop < WB_UNW_NREASONS && u->reasons[stop]) u->reasons[stop]--;
+}
+
+int wb_unwinder_inherited_gone(wb_unwinder *u, int pid) {
+  uspace *a = find_space(u, pid, 0);
+  if (!a || !a->inherited || a->alive_epoch == u->epoch + 1) return 0;
+  if (kill(pid, 0) == 0 || errno != ESRCH) {
+    a->alive_epoch = u->epoch + 1;
+    return 0;
   }
+  clear_space(a); /* its records wait for its own mappings, from perf records */
+  a->tried_snapshot = 1, a->inherited = 0;
+  return 1;
 }
 
 void wb_unwinder_next_epoch(wb_unwinder *u) { u->epoch++; }
@@ -242,8 +281,8 @@ int wb_unwinder_walk(wb_unwinder *u, int pid, uint64_t ip, uint64_t sp, uint64_t
     uint64_t pc = ip - !exact; /* a return address: the call is the byte before */
     exact = 0;
     umap *m = find_map(a, pc);
-    if (!m && a->from_snapshot && a->snap_epoch != u->epoch && snapshot(a, u->epoch) > 0)
-      m = find_map(a, pc); /* mapped since the snapshot (dlopen) */
+    if (!m && a->from_snapshot && (a->inherited || a->snap_epoch != u->epoch) && snapshot(a, u->epoch) > 0)
+      m = find_map(a, pc); /* mapped since the snapshot (dlopen), or by a child since its fork */
     if (m && !m->obj && !m->failed) {
       m->obj = m->path[0] == '/' || m->path[0] == '[' ? wb_dwobj_get(m->path) : NULL;
       if (m->obj && !wb_dwobj_loaded(m->obj)) m->obj = NULL; /* //anon, a deleted file: unknown code */

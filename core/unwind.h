@@ -139,6 +139,14 @@ int wb_unwinder_snapshot(wb_unwinder *u, int pid);
  * records hold the whole history). */
 void wb_unwinder_image(wb_unwinder *u, int pid, int parent);
 
+/* 1 when pid's mappings are its parent's, copied at a fork record, and the process has exited
+ * (checked once per epoch): its mappings are forgotten, and its records that left them are to
+ * wait for its own, from perf records (it may have mapped code after the fork) */
+int wb_unwinder_inherited_gone(wb_unwinder *u, int pid);
+
+/* Takes a walk that stopped for `stop` out of the statistics (its record is walked again later). */
+void wb_unwinder_discount(wb_unwinder *u, int stop);
+
 /* How many mappings pid has, after a /proc/PID/maps snapshot if it had none yet: 0 when it
  * exited before any were known. */
 int wb_unwinder_mapped(wb_unwinder *u, int pid);

@@ -9,7 +9,8 @@
 -- was built in by lua/wb/cli.lua and recipes/ beside its own directory; nothing depends on the
 -- current directory or on where the checkout is. The compiled-in install directories
 -- (wb.core.datadir, wb.core.libexecdir) are used only by a binary with neither beside it (copied
--- elsewhere): an installed tree never mixes with another installation.
+-- elsewhere), and WB_PREFIX=P replaces them for it (P/share/wb, P/libexec/wb): an installed tree
+-- never mixes with another installation.
 local core = require "wb.core"
 local fs = require "wb.fs"
 
@@ -40,6 +41,13 @@ end
 
 local cache
 
+-- The install directories a binary with no tree beside it uses: WB_PREFIX's, else its own.
+local function install_dirs()
+  local prefix = os.getenv("WB_PREFIX")
+  if prefix and prefix ~= "" then return prefix .. "/share/wb", prefix .. "/libexec/wb" end
+  return core.datadir, core.libexecdir
+end
+
 local function resolve()
   if cache then return cache end
   local exe = core.exe_path()
@@ -64,8 +72,9 @@ local function resolve()
     add(examples, M.normalize(bindir .. "/../libexec/wb/examples"))
   end
   if #data == 0 then -- a binary away from any tree of its own: the directories it was built for
-    add(data, core.datadir)
-    add(examples, core.libexecdir and core.libexecdir .. "/examples")
+    local datadir, libexecdir = install_dirs()
+    add(data, datadir)
+    add(examples, libexecdir and libexecdir .. "/examples")
   end
   cache = { data = data, examples = examples }
   return cache
@@ -106,7 +115,8 @@ function M.helper(name)
     tried[1] = bindir .. "/" .. name
     tried[2] = M.normalize(bindir .. "/../libexec/wb/" .. name)
   end
-  if core.libexecdir then tried[#tried + 1] = core.libexecdir .. "/" .. name end
+  local _, libexecdir = install_dirs()
+  if libexecdir then tried[#tried + 1] = libexecdir .. "/" .. name end
   for _, p in ipairs(tried) do
     if fs.exists(p) then return fs.realpath(p) or p end
   end

@@ -9,9 +9,10 @@ $ cd $T && ${WB_BIN:-wb} list | grep -c -E '^    (bench|demo|matrix|profile|prof
 $ cd $T && ${WB_BIN:-wb} bench true runs=2 -o $T/b1 | grep -c '`true` (reference)'
 1
 
-# 1. a binary copied away from any tree of its own (and with none at its compiled-in PREFIX) says
-# where it looked instead of listing nothing
-$ cd $T && mkdir lonely && cp "$(command -v ${WB_BIN:-wb})" lonely/wb && cd lonely && ./wb list; ./wb bench true
+# 1. a binary copied away from any tree of its own (and with none at its prefix: WB_PREFIX points
+# it away from the one it was built for, where wb may be installed) says where it looked instead of
+# listing nothing
+$ cd $T && mkdir lonely && cp "$(command -v ${WB_BIN:-wb})" lonely/wb && cd lonely && export WB_PREFIX=$T/none && ./wb list; ./wb bench true
 wb: list: no recipes found (looked in recipes); is wb installed (make install)?
 wb: unknown command or recipe 'bench' (no recipes found: looked in recipes)
 [2]

@@ -304,6 +304,59 @@ T.case("eBPF: the samples of a forked child after its exec are walked with the n
     walk_report(res, ";main;")))
 end)
 
+-- Forks twelve children; each dlopens a library (code its parent never mapped), runs its spin for
+-- 30 ms of CPU and exits: most are gone before wb's next drain.
+local FORK_DLOPEN_LIB = [[
+#include <time.h>
+__attribute__((noinline)) unsigned long lib_spin(double s) {
+  struct timespec t;
+  unsigned long x = 1;
+  for (double t0 = -1, now = 0; t0 < 0 || now - t0 < s;) {
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005UL + 1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    now = t.tv_sec + t.tv_nsec / 1e9;
+    if (t0 < 0) t0 = now;
+  }
+  return x * 3;
+}
+]]
+local FORK_DLOPEN = [[
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  (void)argc;
+  for (int i = 0; i < 12; i++) {
+    pid_t p = fork();
+    if (p == 0) {
+      void *lib = dlopen(argv[1], RTLD_NOW);
+      unsigned long (*spin)(double) = lib ? (unsigned long (*)(double))dlsym(lib, "lib_spin") : NULL;
+      _exit(spin ? (int)(spin(0.03) & 1) : 127);
+    }
+    waitpid(p, NULL, 0);
+  }
+  return 0;
+}
+]]
+
+T.case("eBPF: a forked child that maps code its parent never had, and exits before the next drain, "
+  .. "is walked with its own mappings", function()
+  local ok, why = require("wb.bpf").available()
+  if not ok then T.skip(why) end
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/spinlib.c", FORK_DLOPEN_LIB))
+  run({ "gcc", "-O2", "-g", "-shared", "-fPIC", "-o", dir .. "/libspin.so", dir .. "/spinlib.c" })
+  local exe = build("forkdlopen", "c", FORK_DLOPEN, "gcc", { "-ldl" })
+  local res = assert(capture.run { argv = { exe, dir .. "/libspin.so" }, freq = 999, stdout = "capture",
+    offcpu = false, method = "bpf" })
+  local on = res.oncpu.folded_text
+  local all = under(on, "lib_spin")
+  T.ok(all > 100, "lib_spin samples: " .. all)
+  T.ok(under(on, "main;lib_spin") / all >= 0.95, string.format("%d of %d lib_spin samples reach main (%s)",
+    under(on, "main;lib_spin"), all, walk_report(res, ";main;")))
+end)
+
 local RUST = [[
 #[repr(C)]
 struct Timespec { tv_sec: i64, tv_nsec: i64 }
