@@ -316,6 +316,10 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     wb_unwinder_image(a->u, (int)h.tgid, h.type == WB_REC_FORK ? (int)h.arg0 : 0);
     return 0;
   }
+  if (h.type == WB_REC_EXIT) {
+    wb_unwinder_exit(a->u, (int)h.tgid);
+    return 0;
+  }
   if (h.type == WB_REC_IN) {
     pending *p = pending_of(a, h.tid, 0);
     if (p && p->ts_out == h.ts_out && h.ts >= h.ts_out) {

@@ -7,7 +7,6 @@
  * and demangling for those frames. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +39,7 @@ typedef struct uspace {
   int from_snapshot;    /* the mappings are a snapshot (not records): taken again when a pc misses */
   uint32_t snap_epoch;  /* ... once per epoch */
   int inherited;        /* the snapshot is the parent's, copied at a fork record */
-  uint32_t alive_epoch; /* the epoch + 1 in which the process was last seen alive */
+  int snap_failed;      /* the last snapshot found no mappings: the process is gone or a zombie */
   umap *maps;
   size_t n, cap, last;
 } uspace;
@@ -174,6 +173,7 @@ static int snapshot(uspace *a, uint32_t epoch) {
   a->from_snapshot = 1;
   a->snap_epoch = epoch;
   if (n > 0) a->inherited = 0; /* its own mappings now */
+  a->snap_failed = n <= 0;
   return n;
 }
 
@@ -193,17 +193,23 @@ void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
     a->tried_snapshot = 1, a->from_snapshot = 1, a->snap_epoch = epoch, a->inherited = 1;
 }
 
+void wb_unwinder_exit(wb_unwinder *u, int pid) {
+  uspace *a = find_space(u, pid, 0);
+  if (!a || (a->n && !a->from_snapshot)) return;
+  clear_space(a);
+  free(a->maps);
+  a->maps = NULL;
+  a->cap = 0;
+  a->tried_snapshot = a->inherited = 0;
+}
+
 void wb_unwinder_discount(wb_unwinder *u, int stop) {
   if (stop >= 0 && stop < WB_UNW_NREASONS && u->reasons[stop]) u->reasons[stop]--;
 }
 
 int wb_unwinder_inherited_gone(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 0);
-  if (!a || !a->inherited || a->alive_epoch == u->epoch + 1) return 0;
-  if (kill(pid, 0) == 0 || errno != ESRCH) {
-    a->alive_epoch = u->epoch + 1;
-    return 0;
-  }
+  if (!a || !a->inherited || !a->snap_failed) return 0;
   clear_space(a); /* its records wait for its own mappings, from perf records */
   a->tried_snapshot = 1, a->inherited = 0;
   return 1;

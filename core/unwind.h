@@ -139,10 +139,15 @@ int wb_unwinder_snapshot(wb_unwinder *u, int pid);
  * records hold the whole history). */
 void wb_unwinder_image(wb_unwinder *u, int pid, int parent);
 
-/* 1 when pid's mappings are its parent's, copied at a fork record, and the process has exited
- * (checked once per epoch): its mappings are forgotten, and its records that left them are to
- * wait for its own, from perf records (it may have mapped code after the fork) */
+/* 1 when pid's mappings are its parent's, copied at a fork record, and a snapshot of its own found
+ * none (it exited, or is exiting): its mappings are forgotten, and its records that left them are
+ * to wait for its own, from perf records (it may have mapped code after the fork) */
 int wb_unwinder_inherited_gone(wb_unwinder *u, int pid);
+
+/* An exit of pid's main thread seen in order with its samples, while its mappings are /proc
+ * snapshots: they are freed (a record that still comes, of threads that outlived it or of a
+ * process that reused the pid, takes a snapshot). */
+void wb_unwinder_exit(wb_unwinder *u, int pid);
 
 /* Takes a walk that stopped for `stop` out of the statistics (its record is walked again later). */
 void wb_unwinder_discount(wb_unwinder *u, int stop);

@@ -635,11 +635,22 @@ end
 
 -- The records of processes that exited before their first records were drained (short-lived
 -- children: /proc no longer had their mappings) wait in the session; their mappings, forks and
--- execs from the side-band records, in time order, let s:read() walk them.
+-- execs from the side-band records, in time order, let s:read() walk them. Their ancestors' are
+-- replayed too: a child starts with its parent's mappings, and the session forgot those of a
+-- parent that has exited.
 local function replay_mappings(session, side)
-  local pids = {}
-  for _, pid in ipairs(session:deferred()) do pids[pid] = true end
-  if not next(pids) then return end
+  local deferred, pids, parent = session:deferred(), {}, {}
+  if #deferred == 0 then return end
+  for _, f in ipairs(side.forks) do
+    if f.pid ~= f.ppid then parent[f.pid] = f.ppid end
+  end
+  for _, pid in ipairs(deferred) do
+    local p = pid
+    while p and not pids[p] do
+      pids[p] = true
+      p = parent[p]
+    end
+  end
   fold.feed({
     fork = function(_, pid, ppid) if pids[pid] and pid ~= ppid then session:fork(pid, ppid) end end,
     exec = function(_, pid) if pids[pid] then session:exec(pid) end end,
