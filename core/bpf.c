@@ -462,8 +462,9 @@ static int l_python(lua_State *L) {
  * them. {} otherwise. */
 static int l_deferred(lua_State *L) {
   session *s = check_session(L);
-  uint32_t pids[256];
-  size_t n = s->us ? wb_ustacks_deferred_pids(s->us, pids, 256) : 0;
+  size_t max = s->us ? wb_ustacks_deferred_count(s->us) : 0, n = 0;
+  uint32_t *pids = lua_newuserdatauv(L, (max ? max : 1) * sizeof *pids, 0); /* collected: nothing leaks */
+  if (max) n = wb_ustacks_deferred_pids(s->us, pids, max);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
     lua_pushinteger(L, pids[i]);

@@ -346,6 +346,8 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   return 0;
 }
 
+size_t wb_ustacks_deferred_count(const wb_ustacks *a) { return a->nlater; }
+
 size_t wb_ustacks_deferred_pids(const wb_ustacks *a, uint32_t *out, size_t max) {
   size_t n = 0;
   for (size_t i = 0; i < a->nlater; i++) {

@@ -41,6 +41,7 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size);
  * mappings (wb_ustacks_unwinder: fork, exec, add_map from the side-band records), then replay:
  * they are walked and counted (switch-outs with their time away). */
 size_t wb_ustacks_deferred_pids(const wb_ustacks *a, uint32_t *out, size_t max);
+size_t wb_ustacks_deferred_count(const wb_ustacks *a); /* the records waiting: at least their pids */
 void wb_ustacks_replay(wb_ustacks *a);
 
 /* The aggregated stacks; the pool of pcs they point into. */

@@ -404,9 +404,11 @@ static void push_name(lua_State *L, symbolizer *s, const char *name, const char 
 static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int info, lua_Integer *at,
                       const char **file, int *line) {
   wb_inline_frame fr[32];
-  /* f->name is in the file's symbol table, which wb_dwobj_get frees if it finds the file replaced */
-  char *name = strdup(f->name);
-  if (!name) luaL_error(L, "out of memory");
+  /* f->name is in the file's symbol table, which wb_dwobj_get frees if it finds the file replaced:
+   * a copy of it waits below the frames table */
+  lua_pushstring(L, f->name);
+  lua_insert(L, -2);
+  const char *name = lua_tostring(L, -2);
   wb_dwobj *o = f->path ? wb_dwobj_get(f->path) : NULL;
   if (o && !wb_users_may_inline(&s->users, f->path, o)) o = NULL;
   int n = o ? wb_dwobj_inline(o, f->vaddr, fr, 32) : 0;
@@ -416,7 +418,7 @@ static void push_user(lua_State *L, symbolizer *s, const struct frame *f, int in
   }
   for (int i = 0; i + 1 < n; i++) push_name(L, s, fr[i].name, " (inlined)", &fr[i], info, at);
   push_name(L, s, name, "", n > 0 ? &fr[n - 1] : NULL, info, at);
-  free(name);
+  lua_remove(L, -2);
 }
 
 /* -- names, unresolved, info, leaf = s:frames(pid, addrs [, "user"|"kernel"]) : frame names of one

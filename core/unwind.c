@@ -40,6 +40,7 @@ typedef struct uspace {
   uint32_t snap_epoch;  /* ... once per epoch */
   int inherited;        /* the snapshot is the parent's, copied at a fork record */
   int snap_failed;      /* the last snapshot found no mappings: the process is gone or a zombie */
+  int deferring;        /* gone after leaving its inherited mappings: its records wait (perf records) */
   umap *maps;
   size_t n, cap, last;
 } uspace;
@@ -47,8 +48,9 @@ typedef struct uspace {
 struct wb_unwinder {
   uspace *as;
   size_t n, cap;
-  uint32_t *index; /* open addressing: pid -> position in as + 1 (0: empty); nindex a power of 2 */
+  uint32_t *index; /* open addressing: pid -> position in as + 1 (0: empty); nindex = 2^index_bits */
   size_t nindex;
+  int index_bits;
   wb_unw_objstat *stats;
   size_t nstats, capstats;
   uint64_t reasons[WB_UNW_NREASONS], ns;
@@ -77,7 +79,7 @@ void wb_unwinder_free(wb_unwinder *u) {
 }
 
 static size_t slot_of_pid(const wb_unwinder *u, int pid) {
-  size_t i = ((uint32_t)pid * 2654435761u) & (u->nindex - 1);
+  size_t i = (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ULL) >> (64 - u->index_bits));
   while (u->index[i] && u->as[u->index[i] - 1].pid != pid) i = (i + 1) & (u->nindex - 1);
   return i;
 }
@@ -85,10 +87,10 @@ static size_t slot_of_pid(const wb_unwinder *u, int pid) {
 /* Keeps the index at most half full; 0, or -1 out of memory. */
 static int grow_index(wb_unwinder *u) {
   if (2 * (u->n + 1) <= u->nindex) return 0;
-  size_t n = u->nindex ? u->nindex * 2 : 64;
-  uint32_t *old = u->index, *fresh = calloc(n, sizeof *fresh);
+  int bits = u->nindex ? u->index_bits + 1 : 6;
+  uint32_t *old = u->index, *fresh = calloc((size_t)1 << bits, sizeof *fresh);
   if (!fresh) return -1;
-  u->index = fresh, u->nindex = n;
+  u->index = fresh, u->nindex = (size_t)1 << bits, u->index_bits = bits;
   for (size_t i = 0; i < u->n; i++) u->index[slot_of_pid(u, u->as[i].pid)] = (uint32_t)i + 1;
   free(old);
   return 0;
@@ -137,7 +139,7 @@ static int add_map(uspace *a, uint64_t start, uint64_t end, uint64_t pgoff, cons
 int wb_unwinder_add_map(wb_unwinder *u, int pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
                         const char *build_id) {
   uspace *a = find_space(u, pid, 1);
-  if (a) a->from_snapshot = 0;
+  if (a) a->from_snapshot = a->inherited = a->deferring = 0;
   return a ? add_map(a, start, start + len, pgoff, path, build_id) : -1;
 }
 
@@ -145,6 +147,7 @@ void wb_unwinder_fork(wb_unwinder *u, int child, int parent) {
   uspace *c = find_space(u, child, 1);
   if (!c) return;
   clear_space(c);
+  c->tried_snapshot = 1, c->from_snapshot = c->inherited = c->deferring = c->snap_failed = 0;
   uspace *p = find_space(u, parent, 0); /* after creating c: that may move the array */
   for (size_t i = 0; p && i < p->n; i++) add_map(c, p->maps[i].start, p->maps[i].end, p->maps[i].pgoff, p->maps[i].path, p->maps[i].build_id);
 }
@@ -153,7 +156,7 @@ void wb_unwinder_exec(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 1);
   if (!a) return;
   clear_space(a);
-  a->tried_snapshot = 1;
+  a->tried_snapshot = 1, a->from_snapshot = a->inherited = a->deferring = a->snap_failed = 0;
 }
 
 static int snapshot_one(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path) {
@@ -181,7 +184,7 @@ void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
   if (parent == pid) return; /* a thread: the same mappings */
   uspace *a = find_space(u, pid, 0);
   if (a && a->n && !a->from_snapshot) return;
-  if (a) clear_space(a), a->tried_snapshot = 0, a->inherited = 0;
+  if (a) clear_space(a), a->tried_snapshot = a->inherited = a->deferring = a->snap_failed = 0;
   if (parent <= 0) return; /* an exec: the next record takes a snapshot */
   /* the parent's mappings as of this epoch (it is alive, usually waiting for the child) */
   uspace *p = find_space(u, parent, 1);
@@ -189,8 +192,7 @@ void wb_unwinder_image(wb_unwinder *u, int pid, int parent) {
   if (!p || !p->n) return; /* the child's first record takes a snapshot */
   uint32_t epoch = p->snap_epoch;
   wb_unwinder_fork(u, pid, parent); /* may move p */
-  if ((a = find_space(u, pid, 0)))
-    a->tried_snapshot = 1, a->from_snapshot = 1, a->snap_epoch = epoch, a->inherited = 1;
+  if ((a = find_space(u, pid, 0))) a->from_snapshot = 1, a->snap_epoch = epoch, a->inherited = 1;
 }
 
 void wb_unwinder_exit(wb_unwinder *u, int pid) {
@@ -200,7 +202,7 @@ void wb_unwinder_exit(wb_unwinder *u, int pid) {
   free(a->maps);
   a->maps = NULL;
   a->cap = 0;
-  a->tried_snapshot = a->inherited = 0;
+  a->tried_snapshot = 1, a->inherited = a->deferring = 0; /* the pid may be another process's by now */
 }
 
 void wb_unwinder_discount(wb_unwinder *u, int stop) {
@@ -210,8 +212,7 @@ void wb_unwinder_discount(wb_unwinder *u, int stop) {
 int wb_unwinder_inherited_gone(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 0);
   if (!a || !a->inherited || !a->snap_failed) return 0;
-  clear_space(a); /* its records wait for its own mappings, from perf records */
-  a->tried_snapshot = 1, a->inherited = 0;
+  a->deferring = 1; /* the mappings stay, for a record that cannot wait */
   return 1;
 }
 
@@ -220,7 +221,7 @@ void wb_unwinder_next_epoch(wb_unwinder *u) { u->epoch++; }
 int wb_unwinder_mapped(wb_unwinder *u, int pid) {
   uspace *a = find_space(u, pid, 1);
   if (a && a->n == 0 && !a->tried_snapshot) snapshot(a, u->epoch);
-  return a ? (int)a->n : 0;
+  return a && !a->deferring ? (int)a->n : 0;
 }
 
 int wb_unwinder_snapshot(wb_unwinder *u, int pid) {

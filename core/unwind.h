@@ -140,20 +140,20 @@ int wb_unwinder_snapshot(wb_unwinder *u, int pid);
 void wb_unwinder_image(wb_unwinder *u, int pid, int parent);
 
 /* 1 when pid's mappings are its parent's, copied at a fork record, and a snapshot of its own found
- * none (it exited, or is exiting): its mappings are forgotten, and its records that left them are
- * to wait for its own, from perf records (it may have mapped code after the fork) */
+ * none (it exited, or is exiting): its records are to wait for its own mappings, from perf records
+ * (it may have mapped code after the fork); the inherited ones stay for a record that cannot. */
 int wb_unwinder_inherited_gone(wb_unwinder *u, int pid);
 
-/* An exit of pid's main thread seen in order with its samples, while its mappings are /proc
- * snapshots: they are freed (a record that still comes, of threads that outlived it or of a
- * process that reused the pid, takes a snapshot). */
+/* The exit of process pid (its last thread) seen in order with its samples, while its mappings
+ * are /proc snapshots: they are freed, and none is taken again (the pid may be reused: a record
+ * that still comes waits for perf records). */
 void wb_unwinder_exit(wb_unwinder *u, int pid);
 
 /* Takes a walk that stopped for `stop` out of the statistics (its record is walked again later). */
 void wb_unwinder_discount(wb_unwinder *u, int stop);
 
 /* How many mappings pid has, after a /proc/PID/maps snapshot if it had none yet: 0 when it
- * exited before any were known. */
+ * exited before any were known, or when its records are to wait (wb_unwinder_inherited_gone). */
 int wb_unwinder_mapped(wb_unwinder *u, int pid);
 
 /* Starts a new epoch (a drain): a process whose mappings are a snapshot gets a fresh one, once per

@@ -368,9 +368,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p) {
   __u32 tgid = BPF_CORE_READ(p, tgid);
-  if (BPF_CORE_READ(p, pid) != tgid) return 0;
-  bpf_map_delete_elem(&py_procs, &tgid);
-  if (is_tracked(tgid)) send_image(WB_REC_EXIT, tgid, 0);
+  if (BPF_CORE_READ(p, pid) == tgid) bpf_map_delete_elem(&py_procs, &tgid);
+  /* the last thread of the process (whichever it is: the leader may exit first) */
+  if (BPF_CORE_READ(p, signal, live.counter) == 0 && is_tracked(tgid)) send_image(WB_REC_EXIT, tgid, 0);
   return 0;
 }
 

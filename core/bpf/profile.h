@@ -56,7 +56,7 @@ enum wb_rec {
   WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack */
   WB_REC_FORK = 3,  /* tracked process arg0 forked tgid (before the child runs); no stack */
   WB_REC_EXEC = 4,  /* tgid exec'd (its records after this one are of the new image); no stack */
-  WB_REC_EXIT = 5,  /* tgid's main thread exited (its records all came before this one); no stack */
+  WB_REC_EXIT = 5,  /* tgid's last thread exited (its records all came before this one); no stack */
 };
 
 struct wb_ustack_hdr {

@@ -705,7 +705,10 @@ local function record(spec, o, res, st)
   r.python = py_sampler and py_sampler:stop()
   r.memory = mem_sampler and mem_sampler:stop()
   r.ended = clock.now()
-  if session then session:stop() end
+  if session then
+    session:stop()
+    session:drain() -- every record in: the ones that are to wait are known before their replay
+  end
   res.counters = counters and counters:read() or nil
   r.side = side and side:read()
   if r.side then fold.feed(symbolizer, r.side) end

@@ -41,10 +41,11 @@ end
 
 local cache
 
--- The install directories a binary with no tree beside it uses: WB_PREFIX's, else its own.
+-- The install directories a binary with no tree beside it uses: WB_PREFIX's (an absolute path),
+-- else its own.
 local function install_dirs()
   local prefix = os.getenv("WB_PREFIX")
-  if prefix and prefix ~= "" then return prefix .. "/share/wb", prefix .. "/libexec/wb" end
+  if prefix and prefix:sub(1, 1) == "/" then return prefix .. "/share/wb", prefix .. "/libexec/wb" end
   return core.datadir, core.libexecdir
 end
 
@@ -71,12 +72,13 @@ local function resolve()
     add(data, M.normalize(bindir .. "/../share/wb"))
     add(examples, M.normalize(bindir .. "/../libexec/wb/examples"))
   end
-  if #data == 0 then -- a binary away from any tree of its own: the directories it was built for
+  local lonely = #data == 0
+  if lonely then -- a binary away from any tree of its own: the directories it was built for
     local datadir, libexecdir = install_dirs()
     add(data, datadir)
     add(examples, libexecdir and libexecdir .. "/examples")
   end
-  cache = { data = data, examples = examples }
+  cache = { data = data, examples = examples, lonely = lonely }
   return cache
 end
 
@@ -115,7 +117,8 @@ function M.helper(name)
     tried[1] = bindir .. "/" .. name
     tried[2] = M.normalize(bindir .. "/../libexec/wb/" .. name)
   end
-  local _, libexecdir = install_dirs()
+  local libexecdir = core.libexecdir
+  if resolve().lonely then libexecdir = select(2, install_dirs()) end
   if libexecdir then tried[#tried + 1] = libexecdir .. "/" .. name end
   for _, p in ipairs(tried) do
     if fs.exists(p) then return fs.realpath(p) or p end

@@ -735,14 +735,18 @@ T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) i
   T.eq(stop, "no_cfi")
   -- in a function with CFI: no copy at all is no_stack (an exiting process), a short one off_stack
   local libc, libc_base
-  for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
-    local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*/libc%.so%.6)$")
-    if path and tonumber(off, 16) == 0 then libc, libc_base = path, tonumber(lo, 16) end
-  end
-  local fn = tonumber(run({ "nm", "-D", libc }):match("(%x+) [TW] clock_nanosleep@@"), 16)
-  pcs, stop = u:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "")
+  T.wait_until("libc mapped in sleep", 10, function()
+    for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
+      local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*/libc%.so%.6)$")
+      if path and tonumber(off, 16) == 0 then libc, libc_base = path, tonumber(lo, 16) end
+    end
+    return libc
+  end)
+  local fn = tonumber(run({ "nm", "-D", libc }):match("(%x+) [TW] clock_nanosleep"), 16)
+  local u2 <close> = unwind.new() -- its snapshot is taken now, with libc mapped
+  pcs, stop = u2:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "")
   T.eq({ #pcs, stop }, { 1, "no_stack" })
-  pcs, stop = u:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "1234")
+  pcs, stop = u2:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "1234")
   T.eq({ #pcs, stop }, { 1, "off_stack" })
 end)
 
