@@ -717,14 +717,19 @@ end)
 T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) is complete; past that "
   .. "code, the same object stops it as no_cfi; a walk without a stack copy stops as no_stack", function()
   local p <close> = assert(proc.spawn { argv = { "sleep", "10" } })
-  local ld, base
-  T.wait_until("ld.so mapped in sleep", 10, function()
-    for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
-      local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*ld%-linux%S*)$")
-      if path and tonumber(off, 16) == 0 then ld, base = path, tonumber(lo, 16) end
-    end
-    return ld
-  end)
+  -- the path and load address of the object whose path matches `pattern`, once sleep has mapped it
+  local function mapped(pattern)
+    local file, at
+    T.wait_until(pattern .. " mapped in sleep", 10, function()
+      for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
+        local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*)$")
+        if path and path:find(pattern) and tonumber(off, 16) == 0 then file, at = path, tonumber(lo, 16) end
+      end
+      return file
+    end)
+    return file, at
+  end
+  local ld, base = mapped("ld%-linux")
   local entry = tonumber(run({ "readelf", "-h", ld }):match("Entry point address:%s+0x(%x+)"), 16)
   local u <close> = unwind.new()
   local sp = 0x7ff000000000
@@ -734,14 +739,7 @@ T.case("a walk that returns into ld.so's entry code (_start, which has no CFI) i
   pcs, stop = u:walk(p.pid, { ip = base + entry + 24, sp = sp, bp = 0 }, "")
   T.eq(stop, "no_cfi")
   -- in a function with CFI: no copy at all is no_stack (an exiting process), a short one off_stack
-  local libc, libc_base
-  T.wait_until("libc mapped in sleep", 10, function()
-    for line in (fs.read("/proc/" .. p.pid .. "/maps") or ""):gmatch("[^\n]+") do
-      local lo, off, path = line:match("^(%x+)%-%x+ %S+ (%x+) %S+ %d+%s+(/%S*/libc%.so%.6)$")
-      if path and tonumber(off, 16) == 0 then libc, libc_base = path, tonumber(lo, 16) end
-    end
-    return libc
-  end)
+  local libc, libc_base = mapped("/libc%.so%.6$")
   local fn = tonumber(run({ "nm", "-D", libc }):match("(%x+) [TW] clock_nanosleep"), 16)
   local u2 <close> = unwind.new() -- its snapshot is taken now, with libc mapped
   pcs, stop = u2:walk(p.pid, { ip = libc_base + fn + 4, sp = sp, bp = 0 }, "")
