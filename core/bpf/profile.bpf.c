@@ -306,8 +306,8 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
     stat_add(WB_STAT_LOST_USTACKS, 1);
 }
 
-/* Unwind mode: a fork or exec of a tracked process, in order with its samples: the loader's
- * mappings of the process (a /proc snapshot) are those of the image the next records ran in. */
+/* Unwind mode: a fork, exec or exit of a tracked process, in order with its samples: the loader
+ * knows which image (which /proc snapshot, or none) each of the process's records ran in. */
 static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
   if (!ustack_size) return;
   struct wb_ustack_hdr h = {.type = type, .tgid = tgid, .tid = tgid, .ts = bpf_ktime_get_ns(), .arg0 = parent};
