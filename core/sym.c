@@ -16,6 +16,7 @@
 #include "sym_access.h"
 #include "unwind.h"
 #include "internal.h"
+#include "pidindex.h"
 #include "wb.h"
 
 #define SYM_MT "wb.sym"
@@ -48,7 +49,7 @@ typedef struct obj_cost {
 typedef struct symbolizer {
   aspace *as;
   size_t n, cap;
-  uint32_t *index; /* hash of pid -> position in as + 1 (0: free), cap * 2 slots */
+  wb_pidindex index; /* pid -> position in as */
   int closed;
   int dwarf; /* inline chains from DWARF and demangled names (core/unwind_obj.c) */
   obj_cost *costs;
@@ -91,36 +92,22 @@ static void clear_maps(aspace *a) {
   a->n = 0;
 }
 
-static size_t slot_of(const symbolizer *s, int pid) {
-  size_t mask = s->cap * 2 - 1, j = (uint32_t)pid * 2654435761u & mask;
-  while (s->index[j] && s->as[s->index[j] - 1].pid != pid) j = (j + 1) & mask;
-  return j;
-}
-
 static aspace *find_as(symbolizer *s, int pid, int create) {
-  if (s->cap) {
-    uint32_t at = s->index[slot_of(s, pid)];
-    if (at) return &s->as[at - 1];
-  }
+  ptrdiff_t at = wb_pidindex_find(&s->index, s->as, sizeof *s->as, pid);
+  if (at >= 0) return &s->as[at];
   if (!create) return NULL;
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 16;
     aspace *p = realloc(s->as, cap * sizeof *p);
-    uint32_t *index = calloc(cap * 2, sizeof *index);
-    if (p) s->as = p;
-    if (!p || !index) {
-      free(index);
-      return NULL;
-    }
-    free(s->index);
-    s->index = index;
+    if (!p) return NULL;
+    s->as = p;
     s->cap = cap;
-    for (size_t i = 0; i < s->n; i++) s->index[slot_of(s, s->as[i].pid)] = (uint32_t)i + 1;
   }
-  aspace *a = &s->as[s->n++];
+  aspace *a = &s->as[s->n];
   memset(a, 0, sizeof *a);
   a->pid = pid;
-  s->index[slot_of(s, pid)] = (uint32_t)s->n;
+  if (wb_pidindex_add(&s->index, s->as, sizeof *s->as, s->n) != 0) return NULL;
+  s->n++;
   return a;
 }
 
@@ -547,14 +534,13 @@ static int l_close(lua_State *L) {
     wb_perfmap_free(s->as[i].perfmap);
   }
   free(s->as);
-  free(s->index);
+  wb_pidindex_free(&s->index);
   for (size_t i = 0; i < s->ncosts; i++) free(s->costs[i].path);
   free(s->costs);
   wb_users_free(&s->users);
   s->costs = NULL;
   s->ncosts = s->capcosts = 0;
   s->as = NULL;
-  s->index = NULL;
   s->n = s->cap = 0;
   s->closed = 1;
   return 0;

@@ -412,7 +412,7 @@ static int startup_code(const char *name) {
 }
 
 void wb_elf_check_frame_pointers(wb_elf *e) {
-  if (e->fp_checked || e->replaced) return; /* a replaced file has no symbols to sample */
+  if (e->fp_checked || e->replaced) return; /* a replaced file: its path names another file now */
   e->fp_checked = 1;
   int fd = e->path[0] == '[' ? -1 : wb_open_foreign(e->path);
   if (fd < 0) return;

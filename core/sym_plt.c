@@ -25,9 +25,10 @@ static int by_got(const void *a, const void *b) {
   return (x->got > y->got) - (x->got < y->got);
 }
 
-static const char *section_name(Elf *elf, const GElf_Shdr *sh) {
-  size_t shstrndx;
-  return elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+/* Whether scn is .plt, .plt.sec or .plt.got (code); *sh its header. */
+static int plt_section(Elf *elf, size_t shstrndx, Elf_Scn *scn, GElf_Shdr *sh) {
+  const char *n = gelf_getshdr(scn, sh) && (sh->sh_flags & SHF_EXECINSTR) ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+  return n && (strcmp(n, ".plt") == 0 || strcmp(n, ".plt.sec") == 0 || strcmp(n, ".plt.got") == 0);
 }
 
 /* The GOT slots of the JUMP_SLOT and GLOB_DAT relocations of the SHT_RELA sections against the
@@ -78,16 +79,17 @@ static uint64_t slot_of(const unsigned char *p, size_t len, uint64_t at) {
 
 void wb_elf_load_plt(wb_elf *e, Elf *elf) {
   GElf_Ehdr eh;
-  if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64) return;
+  size_t shstrndx;
+  if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx) != 0) return;
   slot *slots = NULL;
-  size_t nslots = read_slots(elf, &slots);
+  size_t nslots = 0, n = 0, cap = 0, bytes = 0;
+  int read = 0; /* the relocations, at the first PLT section (a file without one needs none) */
   wb_symbol *syms = NULL;
-  size_t n = 0, cap = 0, bytes = 0;
   const char **names = NULL;
   for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
     GElf_Shdr sh;
-    const char *sn = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) ? section_name(elf, &sh) : NULL;
-    if (!sn || (strcmp(sn, ".plt") != 0 && strcmp(sn, ".plt.sec") != 0 && strcmp(sn, ".plt.got") != 0)) continue;
+    if (!plt_section(elf, shstrndx, scn, &sh)) continue;
+    if (!read++) nslots = read_slots(elf, &slots);
     uint64_t entry = sh.sh_entsize ? sh.sh_entsize : 16;
     Elf_Data *d = entry >= 6 && entry <= PLT_ENTRY_MAX ? elf_getdata(scn, NULL) : NULL;
     for (uint64_t k = 0; d && d->d_buf && k + entry <= d->d_size; k += entry) {

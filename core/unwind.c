@@ -15,6 +15,7 @@
 #include "sym.h"
 #include "unwind.h"
 #include "internal.h"
+#include "pidindex.h"
 
 #define UNWIND_MT "wb.unwind"
 /* Offsets in the x86-64 ucontext_t of the saved rbp, rsp and rip (uc_mcontext.gregs[REG_*]) */
@@ -48,9 +49,7 @@ typedef struct uspace {
 struct wb_unwinder {
   uspace *as;
   size_t n, cap;
-  uint32_t *index; /* open addressing: pid -> position in as + 1 (0: empty); nindex = 2^index_bits */
-  size_t nindex;
-  int index_bits;
+  wb_pidindex index; /* pid -> position in as */
   wb_unw_objstat *stats;
   size_t nstats, capstats;
   uint64_t reasons[WB_UNW_NREASONS], ns;
@@ -73,33 +72,15 @@ void wb_unwinder_free(wb_unwinder *u) {
     free(u->as[i].maps);
   }
   free(u->as);
-  free(u->index);
+  wb_pidindex_free(&u->index);
   free(u->stats);
   free(u);
 }
 
-static size_t slot_of_pid(const wb_unwinder *u, int pid) {
-  size_t i = (size_t)(((uint64_t)(uint32_t)pid * 0x9e3779b97f4a7c15ULL) >> (64 - u->index_bits));
-  while (u->index[i] && u->as[u->index[i] - 1].pid != pid) i = (i + 1) & (u->nindex - 1);
-  return i;
-}
-
-/* Keeps the index at most half full; 0, or -1 out of memory. */
-static int grow_index(wb_unwinder *u) {
-  if (2 * (u->n + 1) <= u->nindex) return 0;
-  int bits = u->nindex ? u->index_bits + 1 : 6;
-  uint32_t *old = u->index, *fresh = calloc((size_t)1 << bits, sizeof *fresh);
-  if (!fresh) return -1;
-  u->index = fresh, u->nindex = (size_t)1 << bits, u->index_bits = bits;
-  for (size_t i = 0; i < u->n; i++) u->index[slot_of_pid(u, u->as[i].pid)] = (uint32_t)i + 1;
-  free(old);
-  return 0;
-}
-
 static uspace *find_space(wb_unwinder *u, int pid, int create) {
-  size_t at = u->nindex ? slot_of_pid(u, pid) : 0;
-  if (u->nindex && u->index[at]) return &u->as[u->index[at] - 1];
-  if (!create || u->n >= UINT32_MAX - 1 || grow_index(u) != 0) return NULL;
+  ptrdiff_t at = wb_pidindex_find(&u->index, u->as, sizeof *u->as, pid);
+  if (at >= 0) return &u->as[at];
+  if (!create) return NULL;
   if (u->n == u->cap) {
     size_t cap = u->cap ? u->cap * 2 : 8;
     uspace *p = realloc(u->as, cap * sizeof *p);
@@ -107,10 +88,11 @@ static uspace *find_space(wb_unwinder *u, int pid, int create) {
     u->as = p;
     u->cap = cap;
   }
-  uspace *a = &u->as[u->n++];
+  uspace *a = &u->as[u->n];
   memset(a, 0, sizeof *a);
   a->pid = pid;
-  u->index[slot_of_pid(u, pid)] = (uint32_t)u->n;
+  if (wb_pidindex_add(&u->index, u->as, sizeof *u->as, u->n) != 0) return NULL;
+  u->n++;
   return a;
 }
 
