@@ -42,7 +42,7 @@ check "CAP_PERFMON: method perf_event, kernel included (no user-space-only warni
   [ \"\$(method_of perfmon)\" = perf_event ] && ! grep -q 'user space only' '$tmp/perfmon.out'"
 check "CAP_BPF+CAP_PERFMON: method bpf, on-CPU and off-CPU" bash -c "$(declare -f profile method_of)
   tmp='$tmp' WB='$WB' WORK='$WORK'; profile bpf +bpf,+perfmon method=bpf; grep -E '^wb profile|^on-CPU|^off-CPU|fallback' '$tmp/bpf.out'
-  [ \"\$(method_of bpf)\" = bpf ] && grep -q '^on-CPU: [0-9]* samples' '$tmp/bpf.out' && grep -q '^off-CPU: [0-9.]* ms' '$tmp/bpf.out'"
+  [ \"\$(method_of bpf)\" = bpf ] && grep -q '^on-CPU: [0-9]* samples' '$tmp/bpf.out' && grep -qE '^off-CPU: [0-9.]+ m?s ' '$tmp/bpf.out'"
 if [ "$restrict" = 0 ] && [ "$paranoid" -le 1 ]; then
   check "CAP_BPF+CAP_PERFMON, kallsyms open to all: kernel frames named" \
     grep -q 'schedule_\[k\]' "$tmp/bpf/profiles/profile.offcpu.folded"
