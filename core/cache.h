@@ -52,4 +52,15 @@ uint64_t wb_cache_trim(const char *dir, const char *suffix, uint64_t max_bytes, 
  * NUL into hex. A strong hash: another file's contents cannot be made to match it. */
 void wb_content_hash(const void *data, size_t n, char hex[65]);
 
+/* The same hash over bytes that come in pieces: init, update with each piece in order, final. */
+typedef struct {
+  uint64_t h[8];
+  uint64_t total; /* bytes compressed so far */
+  unsigned char buf[128];
+  size_t fill; /* bytes waiting in buf */
+} wb_hash;
+void wb_hash_init(wb_hash *s);
+void wb_hash_update(wb_hash *s, const void *data, size_t n);
+void wb_hash_final(wb_hash *s, char hex[65]);
+
 #endif

@@ -53,20 +53,40 @@ static void compress(uint64_t h[8], const unsigned char block[128], uint64_t t, 
   for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
-void wb_content_hash(const void *data, size_t n, char hex[65]) {
+void wb_hash_init(wb_hash *s) {
+  memcpy(s->h, IV, sizeof s->h);
+  s->h[0] ^= 0x01010000 | 32; /* fan-out and depth 1, no key, a 32-byte digest */
+  s->fill = 0, s->total = 0;
+}
+
+void wb_hash_update(wb_hash *s, const void *data, size_t n) {
   const unsigned char *p = data;
-  uint64_t h[8];
-  memcpy(h, IV, sizeof h);
-  h[0] ^= 0x01010000 | 32; /* fan-out and depth 1, no key, a 32-byte digest */
-  size_t done = 0;
-  for (; n - done > 128; done += 128) compress(h, p + done, done + 128, 0);
-  unsigned char last[128] = {0};
-  memcpy(last, p + done, n - done); /* the final block, zero-padded (a whole block of zeros when n is 0) */
-  compress(h, last, n, 1);
+  while (n > 0) {
+    if (s->fill == 128) { /* a full block is compressed only once more bytes follow it: the last is final */
+      s->total += 128;
+      compress(s->h, s->buf, s->total, 0);
+      s->fill = 0;
+    }
+    size_t take = n < 128 - s->fill ? n : 128 - s->fill;
+    memcpy(s->buf + s->fill, p, take);
+    s->fill += take, p += take, n -= take;
+  }
+}
+
+void wb_hash_final(wb_hash *s, char hex[65]) {
+  memset(s->buf + s->fill, 0, 128 - s->fill); /* zero-padded (a whole block of zeros when nothing came) */
+  compress(s->h, s->buf, s->total + s->fill, 1);
   static const char digits[] = "0123456789abcdef";
   for (int i = 0; i < 32; i++) {
-    unsigned char b = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
+    unsigned char b = (unsigned char)(s->h[i / 8] >> (8 * (i % 8)));
     hex[2 * i] = digits[b >> 4], hex[2 * i + 1] = digits[b & 15];
   }
   hex[64] = 0;
+}
+
+void wb_content_hash(const void *data, size_t n, char hex[65]) {
+  wb_hash s;
+  wb_hash_init(&s);
+  wb_hash_update(&s, data, n);
+  wb_hash_final(&s, hex);
 }

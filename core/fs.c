@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "internal.h"
 
 /* wb_push_error for a write: a link refused by the guard (ELOOP from O_NOFOLLOW) says so. */
@@ -415,7 +416,7 @@ static const char *type_name(mode_t m) {
 static int push_stat(lua_State *L, const char *path, int follow) {
   struct stat st;
   if ((follow ? stat(path, &st) : lstat(path, &st)) != 0) return wb_push_error(L, errno, path);
-  lua_createtable(L, 0, 5);
+  lua_createtable(L, 0, 6);
   lua_pushstring(L, type_name(st.st_mode));
   lua_setfield(L, -2, "type");
   lua_pushinteger(L, (lua_Integer)st.st_size);
@@ -426,14 +427,69 @@ static int push_stat(lua_State *L, const char *path, int follow) {
   lua_setfield(L, -2, "mode");
   lua_pushinteger(L, (lua_Integer)st.st_ino);
   lua_setfield(L, -2, "ino");
+  lua_pushinteger(L, (lua_Integer)st.st_uid);
+  lua_setfield(L, -2, "uid");
   return 1;
 }
 
-/* -- st, err = wb.fs.stat(path) : {type = "file"|"dir"|"link"|"other", size, mtime, mode, ino} */
+/* -- st, err = wb.fs.stat(path) : {type = "file"|"dir"|"link"|"other", size, mtime, mode, ino, uid} */
 static int l_stat(lua_State *L) { return push_stat(L, luaL_checkstring(L, 1), 1); }
 
 /* -- st, err = wb.fs.lstat(path) : like stat, not following a final symlink */
 static int l_lstat(lua_State *L) { return push_stat(L, luaL_checkstring(L, 1), 0); }
+
+/* -- hex, size = wb.fs.hash(path [, max_bytes]) : BLAKE2b-256 of a regular file's contents (the
+ * content identity wb_content_hash gives), read in pieces; nil, err, errno for anything but a
+ * regular file (wb_open_foreign: no FIFO waited on, no device opened) and, with EFBIG, for a file
+ * over max_bytes (default 1 GiB). */
+static int l_hash(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  lua_Integer max = luaL_optinteger(L, 2, (lua_Integer)1 << 30);
+  luaL_argcheck(L, max >= 0, 2, "max_bytes must be >= 0");
+  int fd = wb_open_foreign(path);
+  if (fd == -2) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: not a regular file", path);
+    lua_pushinteger(L, EINVAL);
+    return 3;
+  }
+  if (fd < 0) return wb_push_error(L, errno, path);
+  enum { PIECE = 1 << 16 };
+  unsigned char *buf = malloc(PIECE);
+  if (!buf) {
+    close(fd);
+    return wb_push_error(L, ENOMEM, path);
+  }
+  wb_hash h;
+  wb_hash_init(&h);
+  lua_Integer size = 0;
+  int err = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, PIECE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = errno;
+    if (n <= 0) break;
+    if ((size += n) > max) {
+      err = EFBIG;
+      break;
+    }
+    wb_hash_update(&h, buf, (size_t)n);
+  }
+  free(buf);
+  close(fd);
+  if (err == EFBIG) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: larger than %I bytes", path, max);
+    lua_pushinteger(L, EFBIG);
+    return 3;
+  }
+  if (err) return wb_push_error(L, err, path);
+  char hex[65];
+  wb_hash_final(&h, hex);
+  lua_pushstring(L, hex);
+  lua_pushinteger(L, size);
+  return 2;
+}
 
 /* -- yes = wb.fs.exists(path) */
 static int l_exists(lua_State *L) {
@@ -631,7 +687,7 @@ static int l_cwd(lua_State *L) {
 }
 
 static const luaL_Reg functions[] = {
-    {"confine", l_confine}, {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},         {"list", l_list},
+    {"confine", l_confine}, {"cwd", l_cwd},         {"exists", l_exists},   {"glob", l_glob},       {"hash", l_hash},         {"list", l_list},
     {"lock", l_lock},       {"lstat", l_lstat},     {"mkdir", l_mkdir},     {"mkdir_p", l_mkdir_p}, {"read", l_read},         {"readlink", l_readlink},
     {"realpath", l_realpath}, {"remove", l_remove}, {"reserve", l_reserve}, {"remove_tree", l_remove_tree},
     {"rename", l_rename},   {"stat", l_stat},       {"symlink", l_symlink},   {"tmpdir", l_tmpdir},

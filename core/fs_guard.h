@@ -36,8 +36,9 @@ void wb_atomic_abort(int fd, const char *tmp);
  *   one else, and every directory above it is root's or that user's (or sticky), with no link of
  *   another user on the way: a private place (wb's cache); -1 otherwise.
  * wb_open_foreign: opens for reading a file named by another process (a mapping, a debug link):
- *   never blocks (a FIFO), and only a regular file: -2 (errno EINVAL) for anything else, -1
- *   with errno when it cannot be opened. */
+ *   never blocks (a FIFO), never opens a device (the path is looked at through an O_PATH
+ *   descriptor first, and that inode reopened), and only a regular file: -2 (errno EINVAL) for
+ *   anything else, -1 with errno when it cannot be opened. */
 /* errno of a read refused because the file is not regular (strerror via wb_strerror). */
 #define WB_ENOTREG EMEDIUMTYPE
 /* strerror(e), and for WB_ENOTREG what wb refused. */

@@ -49,7 +49,20 @@ static void hash(void) {
   block[999] = 1;
   wb_content_hash(block, sizeof block, other);
   CHECK(strcmp(hex, other) != 0);
-  report("content hash: BLAKE2b-256 (RFC 7693) of the bytes", ok);
+  static const size_t pieces[] = {1, 7, 127, 128, 129, 256, 1000}; /* in pieces: the same hash */
+  for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+    wb_hash h;
+    wb_hash_init(&h);
+    for (size_t at = 0; at < sizeof block; at += pieces[i])
+      wb_hash_update(&h, block + at, sizeof block - at < pieces[i] ? sizeof block - at : pieces[i]);
+    wb_hash_final(&h, hex);
+    CHECK(strcmp(hex, other) == 0);
+  }
+  wb_hash empty;
+  wb_hash_init(&empty);
+  wb_hash_final(&empty, hex);
+  CHECK(strcmp(hex, "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8") == 0);
+  report("content hash: BLAKE2b-256 (RFC 7693) of the bytes, whole or in pieces", ok);
 }
 
 static void limits(void) {

@@ -181,3 +181,32 @@ T.case("write", function() assert(require("wb.fs").write(%q, "data\n")) end)
   local out = d .. "/out.txt"
   T.eq(order, { "fsync " .. out .. ".tmp", "rename " .. out .. ".tmp " .. out, "fsync " .. d })
 end)
+
+T.case("hash: BLAKE2b-256 of a file as b2sum -l 256 gives it; a FIFO, a directory or a file too large refused", function()
+  local proc = require "wb.proc"
+  local d = T.tmpdir()
+  local p = d .. "/data"
+  local pieces = {}
+  for i = 1, 5000 do pieces[i] = string.format("%d,%x;", i, i * 7919) end -- not a multiple of 128 or 64 KiB
+  T.eq(fs.write(p, table.concat(pieces):rep(3)), true)
+  local res = proc.run { argv = { "b2sum", "-l", "256", p }, stdout = "capture", stderr = "capture" }
+  T.eq(res.code, 0, res.stderr)
+  local hex, size = fs.hash(p)
+  T.eq(hex, res.stdout:match("^(%x+)"))
+  T.eq(size, fs.stat(p).size)
+  local none, err, errno = fs.hash(p, 1000)
+  T.eq(none, nil)
+  T.match(err, "larger than 1000 bytes")
+  T.eq(errno, 27, "EFBIG")
+  -- the block and piece boundaries: 128-byte blocks (the last one held back), 64 KiB reads
+  for _, n in ipairs({ 0, 1, 127, 128, 129, 256, 65536, 65537, 2 * 65536 + 128 }) do
+    local q = d .. "/n" .. n
+    T.eq(fs.write(q, ("\0"):rep(n)), true)
+    local want = proc.run { argv = { "b2sum", "-l", "256", q }, stdout = "capture" }
+    T.eq(fs.hash(q), want.stdout:match("^(%x+)"), n .. " bytes")
+  end
+  T.eq(proc.run({ argv = { "mkfifo", d .. "/fifo" } }).code, 0)
+  T.eq(fs.hash(d .. "/fifo"), nil, "a FIFO with no writer: refused, not waited on")
+  T.eq(fs.hash(d), nil)
+  T.eq(fs.hash(d .. "/missing"), nil)
+end)
