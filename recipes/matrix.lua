@@ -1,8 +1,10 @@
 -- Benchmark matrix: runs from a profile's axes, each a subprocess; stages, rows, cache, comparison.
 --
---   wb matrix [key=value ...] [--dry-run] [-o DIR] [--baseline PATH] [--resume DIR]
+--   wb matrix [key=value ...] [--dry-run] [--confirm] [-o DIR] [--baseline PATH] [--resume DIR]
 --   wb matrix --config-name matrix_plink2 ...        another saved profile (default matrix_chr22)
 --
+-- With confirm=true (--confirm) the runs behind a change against the previous run are re-run,
+-- the previous side and this one alternating, and only confirmed changes count (wb.matrix_confirm).
 -- Each run is the profile's command template with the run's parameters filled in; the machine
 -- profile's executor runs it (locally or as a Slurm array). After each run wb.matrix reads the
 -- child's events.jsonl and profile_summary.json, counts output rows, files and bytes, and the
@@ -12,6 +14,7 @@
 local wb = require "wb"
 local matrix = require "wb.matrix"
 local page = require "wb.page"
+local matrix_confirm = require "wb.matrix_confirm"
 
 local opt = wb.util.opt
 local TOP_STAGES = 3 -- stages named per run in the report
@@ -31,7 +34,7 @@ local function report(m)
   local rows = { { "run", "status", trials > 1 and ("wall (median of " .. trials .. ")") or "wall", "rows", "files",
     "bytes", "cache", "cache files before → after", "top stages" } }
   for _, r in ipairs(man.runs) do
-    if r.role ~= "trial" then
+    if r.role ~= "trial" and r.role ~= "confirmation" then
       local moved = type(r.cache_before) == "table" and type(r.cache_after) == "table" and
           (r.cache_before.file_count .. " → " .. r.cache_after.file_count) or ""
       rows[#rows + 1] = { r.name .. (r.role == "warmup" and " (warm-up)" or ""), matrix.status_text(r, man.runs),
@@ -51,16 +54,21 @@ local function report(m)
   if #placed > 1 then doc:add(page.section("Trials on the cluster", page.table(placed, { align = { "l", "l", "r", "l" } }))) end
   if c.overlap_warning then doc:add(page.p(page.join { page.strong("Warning:"), " ", c.overlap_warning })) end
   if #man.comparisons > 0 then
-    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why", "interference" } }
+    local confirmed = type(man.comparison_summary) == "table" and man.comparison_summary.confirmed == true
+    local cmp = { { "run", "metric", "previous", "current", "ratio", "verdict", "why", "interference",
+      confirmed and "confirmed by an interleaved re-run" or nil } }
     for _, row in ipairs(man.comparisons) do
       local ratio = opt(row.ratio)
       local itf = opt(row.interference)
       cmp[#cmp + 1] = { row.run_name, row.metric, wb.report.number(row.previous_value),
         wb.report.number(row.current_value), ratio and string.format("%.3f", ratio) or "–",
-        row.verdict == "regression" and page.strong("regression") or row.verdict, row.reason, itf and itf.text or "" }
+        row.verdict == "regression" and page.strong("regression") or row.verdict, row.reason, itf and itf.text or "",
+        confirmed and wb.confirm.text(row) or nil }
     end
+    local env = m.c.previous_path and matrix_confirm.environment_text(wb.util.dirname(m.c.previous_path), m.c.dir)
     doc:add(page.section("Comparison with the previous run", {
-      page.table(cmp, { align = { "l", "l", "r", "r", "r", "l", "l", "l" } }), page.p(man.comparison_summary.text) }))
+      page.table(cmp, { align = { "l", "l", "r", "r", "r", "l", "l", "l", "l" } }), page.p(man.comparison_summary.text),
+      env and page.p("The environment differs from the previous run's: " .. env .. ".") or nil }))
   end
   doc:write(c, "report", { md = true })
   return doc:md()
@@ -79,6 +87,8 @@ return wb.recipe {
       report(m)
       return 0
     end
+    local previous = m.c:compare_previous()
+    if previous and ctx.cfg.confirm then matrix_confirm.run(m, previous) end -- before finish records it
     local result = m.c:finish()
     io.write(report(m), "\nreport: ", m.c.dir, "/report.md\n")
     if result.regressions > 0 then

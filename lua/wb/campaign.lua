@@ -177,6 +177,7 @@ local function preflight(spec)
     inputs[#inputs + 1] = { path = path, size = st and st.size or json.null, mtime = st and st.mtime or json.null }
   end
   p.inputs = inputs
+  p.environment = require("wb.environ").capture() -- what a confirmation sets back (wb.matrix_confirm)
   return p
 end
 
@@ -709,7 +710,7 @@ function Campaign:finish(status)
   local m = self.manifest
   local failed = false
   for _, r in ipairs(m.runs) do
-    if r.status == "failed" then failed = true end
+    if r.status == "failed" and r.role ~= "confirmation" then failed = true end -- a failed re-run is said in its row
   end
   m.status = status or (failed and "failed" or "complete")
   local regressions = 0

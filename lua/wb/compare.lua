@@ -326,12 +326,13 @@ local function load_bench(set, doc)
 end
 
 -- Successful runs; a trial or warm-up record of a run is left out (the run carries its trials'
--- samples).
+-- samples), and so are a confirmation's (wb.matrix_confirm: judged on their own).
+local NOT_COMPARED = { trial = true, warmup = true, confirmation = true }
 local function load_manifest(set, doc)
   set.load_average = is_object(doc.load_average) and doc.load_average or nil
   local seen = {}
   for i, rec in ipairs(is_array(doc.runs) and doc.runs or {}) do
-    if is_object(rec) and rec.status == "success" and rec.role ~= "trial" and rec.role ~= "warmup" then
+    if is_object(rec) and rec.status == "success" and not NOT_COMPARED[rec.role] then
       add_run(set, record_name(rec, i, seen), rec)
     end
   end
@@ -717,7 +718,7 @@ function M.summary_object(result)
   for _, k in ipairs(SUMMARY_KEYS) do s[k] = or_null(result.summary[k]) end
   s.notes = json.array(result.summary.notes or {})
   if result.confirmed then -- with --confirm: regressions and improvements are the confirmed ones
-    s.confirmed, s.unconfirmed = true, result.summary.unconfirmed
+    s.confirmed, s.unconfirmed, s.unconfirmable = true, result.summary.unconfirmed, result.summary.unconfirmable or 0
   end
   return s
 end

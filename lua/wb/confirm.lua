@@ -14,9 +14,10 @@ local M = {}
 -- The verdicts a confirmation re-runs: a change, or one the load may have made or hidden.
 M.TO_CONFIRM = { regression = true, improvement = true, confounded = true, interference = true }
 
--- Whether row r is re-run: a verdict of TO_CONFIRM, or a time whose sides ran under materially
--- different load (its "unchanged" may be a real change the load hid: more work on the quieter side).
-local function needs(r)
+-- yes = confirm.needs(row) : whether a comparison row is re-run: a verdict of TO_CONFIRM, or a
+-- time whose sides ran under materially different load (its "unchanged" may be a real change the
+-- load hid: more work on the quieter side).
+function M.needs(r)
   return M.TO_CONFIRM[r.verdict] or (r.kind == "time" and r.tested and r.load ~= nil and r.load.heavier ~= nil)
 end
 
@@ -81,17 +82,17 @@ local function rerun(name, b, n, opts, threshold)
 end
 
 -- confirm.run(result, base_doc, new_doc [, {runs, warmup, seed, timeout}]) : every row of the
--- wb.compare result that needs it (needs), confirmed by a re-run of its record's two
+-- wb.compare result that needs it (confirm.needs), confirmed by a re-run of its record's two
 -- commands (from the wb.bench summaries base_doc and new_doc). Each such row gets confirmation
--- {verdict ("not confirmed" when it could not run), reason, ratio}; result.confirmed is set and
--- the summary's regressions and improvements count the confirmed ones only (unconfirmed: the
--- changes the re-run did not bear out or could not run).
+-- {verdict ("not confirmable" when it could not run), reason, ratio}; result.confirmed is set and
+-- the summary's regressions and improvements count the confirmed changes and, failing closed,
+-- those that could not be re-run (unconfirmable); unconfirmed: the changes a re-run did not bear out.
 function M.run(result, base_doc, new_doc, opts)
   opts = opts or {}
   local bases, news = commands_of(base_doc), commands_of(new_doc)
   local reruns = {}
   for _, r in ipairs(result.rows) do
-    if needs(r) and r.record ~= nil and reruns[r.record] == nil then
+    if M.needs(r) and r.record ~= nil and reruns[r.record] == nil then
       local b, n = bases[r.record], news[r.record]
       local why = cannot(b, n)
       local rows
@@ -99,31 +100,45 @@ function M.run(result, base_doc, new_doc, opts)
       reruns[r.record] = rows or why
     end
   end
-  local counts = { regression = 0, improvement = 0, unconfirmed = 0 }
+  return M.apply(result, reruns)
+end
+
+-- result = confirm.apply(result, reruns) : each row that needs it (confirm.needs) confirmed by
+-- reruns[its record] (the re-run's rows by name, or why there is none) as confirm.run says: a
+-- change that could not be re-run keeps its verdict in the counts (a gate must not pass on a
+-- change nothing disproved)
+function M.apply(result, reruns)
+  local counts = { regression = 0, improvement = 0, unconfirmed = 0, unconfirmable = 0 }
+  local called = { regression = true, improvement = true }
   for _, r in ipairs(result.rows) do
-    if needs(r) then
+    if M.needs(r) then
       local got = reruns[r.record]
       local row = type(got) == "table" and got[r.name]
       local conf = json.object()
       if row then
         conf.verdict, conf.reason, conf.ratio = row.verdict, row.reason, row.ratio or json.null
+        if called[conf.verdict] then counts[conf.verdict] = counts[conf.verdict] + 1 end
+        if called[r.verdict] and conf.verdict ~= r.verdict then counts.unconfirmed = counts.unconfirmed + 1 end
       else
-        conf.verdict = "not confirmed"
+        conf.verdict = "not confirmable"
         conf.reason = type(got) == "string" and got or "the re-run has no such metric"
         conf.ratio = json.null
+        if called[r.verdict] then
+          counts[r.verdict] = counts[r.verdict] + 1
+          counts.unconfirmable = counts.unconfirmable + 1
+        end
       end
       r.confirmation = conf
-      if counts[conf.verdict] then counts[conf.verdict] = counts[conf.verdict] + 1 end
-      if (r.verdict == "regression" or r.verdict == "improvement") and conf.verdict ~= r.verdict then
-        counts.unconfirmed = counts.unconfirmed + 1
-      end
     end
   end
   local s = result.summary
-  s.regressions, s.improvements, s.unconfirmed = counts.regression, counts.improvement, counts.unconfirmed
-  s.text = s.text .. string.format("; confirmed by an interleaved re-run: %d regression%s, %d improvement%s " ..
-    "(%d change%s not confirmed)", counts.regression, counts.regression == 1 and "" or "s", counts.improvement,
-    counts.improvement == 1 and "" or "s", counts.unconfirmed, counts.unconfirmed == 1 and "" or "s")
+  s.regressions, s.improvements = counts.regression, counts.improvement
+  s.unconfirmed, s.unconfirmable = counts.unconfirmed, counts.unconfirmable
+  local function n(k, what) return string.format("%d %s%s", counts[k], what, counts[k] == 1 and "" or "s") end
+  s.text = s.text .. "; confirmed by an interleaved re-run: " .. n("regression", "regression") .. ", " ..
+      n("improvement", "improvement") .. " (" .. n("unconfirmed", "change") .. " not confirmed" ..
+      (counts.unconfirmable > 0 and ("; " .. n("unconfirmable", "change") .. " that could not be re-run, counted as called")
+        or "") .. ")"
   result.confirmed = true
   return result
 end
@@ -132,7 +147,7 @@ end
 function M.text(r)
   local c = r.confirmation
   if not c then return "" end
-  if c.verdict == "not confirmed" then return "not confirmed: " .. c.reason end
+  if c.verdict == "not confirmed" or c.verdict == "not confirmable" then return c.verdict .. ": " .. c.reason end
   return c.reason
 end
 

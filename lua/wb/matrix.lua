@@ -22,7 +22,7 @@ M.TYPES = {
   ["matrix.tools"] = "list", ["matrix.telemetry"] = "boolean",
   ["tool.threshold"] = "number>=0", ["tool.fail_on_regression"] = "boolean",
   ["tool.max_subprocess_runs"] = "integer>=0|null", ["tool.max_major_profiler_runs"] = "integer>=0|null",
-  ["tool.allow_over_budget"] = "boolean",
+  ["tool.allow_over_budget"] = "boolean", confirm = "boolean",
 }
 
 local CACHE_MODES = { disabled = true, cold = true, warm = true }
@@ -329,6 +329,7 @@ local function planned(rec, cs, root, role)
   rec.role = role
   rec.parameters = merge(json.object(), cs.run.params)
   rec.command_arguments = json.array(util.deep_copy(cs.argv))
+  rec.command_files = require("wb.matrix_confirm").identity(cs.argv) -- what a confirmation checks
   rec.output_run_directory = relative(root, cs.out)
   rec.event_log_path = cs.event_log and relative(root, cs.event_log) or null
   rec.cache_enabled = cs.cache_dir ~= nil
@@ -386,10 +387,10 @@ local function merge_trials(rec, run, trials, root)
   rec.profiles.trials_diff = m.diff and rel(m.diff.svg) or null
 end
 
--- With trials > 1: the run's record from its trial records (medians; samples for comparison);
--- with telemetry, their merged profile (merge_trials).
-local function aggregate(c, run, names, s, root)
-  local rec = c:record(run.name)
+-- With trials > 1: the run's record (rec_name, default the run's name) from its trial records
+-- (medians; samples for comparison); with telemetry, their merged profile (merge_trials).
+local function aggregate(c, run, names, s, root, rec_name)
+  local rec = c:record(rec_name or run.name)
   local trials = {}
   for i, n in ipairs(names) do trials[i] = c:record(n) end
   local first = trials[1]
@@ -492,8 +493,9 @@ local function watch_progress(c, waves)
 end
 
 -- Runs the waves one after another through the machine's executor (on --dry-run: nothing, or
--- the Slurm batch scripts).
-local function run_waves(c, s, ex, waves, root, dry)
+-- the Slurm batch scripts); one_at_a_time: each wave's cases one after another whatever
+-- machine.array_parallelism says (a confirmation's alternating sides).
+local function run_waves(c, s, ex, waves, root, dry, one_at_a_time)
   for _, wave in ipairs(dry and {} or waves) do
     for _, cs in ipairs(wave) do wb.check(fs.mkdir_p(cs.out)) end
   end
@@ -507,11 +509,17 @@ local function run_waves(c, s, ex, waves, root, dry)
     if not dry then c:event("matrix_wave", { wave = w, cases = #wave }) end
     ex:run_cases(wave, {
       exclusive = s.trials > 1, -- on Slurm trials run one at a time unless array_parallelism says otherwise
+      one_at_a_time = one_at_a_time,
       collect = function(rec, cs) return measure(c, s, root, rec, by_name[cs.name], before[cs.name]) end,
     })
   end
 end
 
+
+-- What wb.matrix_confirm runs its cases with: planned(rec, case, root, role) fills a record's
+-- planned fields; run_waves(c, s, executor, waves, root, dry, one_at_a_time) runs and measures cases;
+-- aggregate(c, run, trial_names, s, root, rec_name) folds trials into one record.
+M.planned, M.run_waves, M.aggregate = planned, run_waves, aggregate
 
 -- ---- a matrix run ----------------------------------------------------------------------------
 

@@ -20,7 +20,9 @@ function M.totals(plan)
   return t
 end
 
-local function budget_of(cfg)
+-- budget = plan.budget(cfg) : {max_subprocess_runs, max_major_profiler_runs, allow_over_budget}
+-- from the config's tool block
+function M.budget(cfg)
   local tool = type(cfg.tool) == "table" and cfg.tool or {}
   return {
     max_subprocess_runs = tool.max_subprocess_runs,
@@ -75,7 +77,7 @@ end
 -- raises exit 1 when over budget unless tool.allow_over_budget=true.
 function M.write(c, plan)
   local totals = M.totals(plan)
-  local budget = budget_of(c.ctx.cfg)
+  local budget = M.budget(c.ctx.cfg)
   local over = M.check_budget(totals, budget)
   local doc = json.object()
   doc.schema_name = "wb.plan"

@@ -69,6 +69,8 @@
 ---@field regress wb.regress
 ---@field baseline wb.baseline
 ---@field confirm wb.confirm
+---@field environ wb.environ
+---@field matrix_confirm wb.matrix_confirm
 ---@field scaling wb.scaling
 ---@field vep wb.vep
 local wb = {}
@@ -505,12 +507,17 @@ function fs.confine(dir) end
 ---@param text string what the file holds while this process has the lock
 ---@return wb.fs.Lock? lock, string? previous_or_err, integer? errno, string? holder
 function fs.lock(path, text) end
----@return {type: string, size: integer, mtime: number, mode: integer, ino: integer}?, string? err
+---@return {type: string, size: integer, mtime: number, mode: integer, ino: integer, uid: integer}?, string? err
 function fs.stat(path) end
 ---@return boolean
 function fs.exists(path) end
 ---@return string[]
 function fs.glob(pattern) end
+---BLAKE2b-256 of a regular file's contents (read in pieces; no FIFO waited on, no device opened);
+---nil, err, errno for anything else, and with EFBIG for a file over max_bytes (default 1 GiB)
+---@param max_bytes integer?
+---@return string? hex, integer|string size_or_err, integer? errno
+function fs.hash(path, max_bytes) end
 ---@return string[]?, string? err
 function fs.list(dir) end
 ---@param prefix string?
@@ -1629,6 +1636,95 @@ function matrix.top_stages(stage_seconds, n) end
 ---@param ctx wb.Context
 ---@return wb.Matrix
 function matrix.open(ctx) end
+---Fills a record's planned fields (parameters, command and its files, directories) for case cs.
+---@param rec table
+---@param cs table a case of matrix.cases
+---@param root string the run directory (paths are recorded relative to it)
+---@param role string
+function matrix.planned(rec, cs, root, role) end
+---Runs the waves of cases one after another through the executor, each finished case measured.
+---@param c wb.Campaign
+---@param s table matrix.settings'
+---@param executor table wb.executor.new's
+---@param waves table[][]
+---@param root string
+---@param dry boolean
+---@param one_at_a_time boolean? each wave's cases one after another, whatever machine.array_parallelism says
+function matrix.run_waves(c, s, executor, waves, root, dry, one_at_a_time) end
+---Folds a run's trial records into one record (medians; samples for comparison).
+---@param c wb.Campaign
+---@param run table a run of matrix.runs
+---@param trial_names string[]
+---@param s table matrix.settings'
+---@param root string
+---@param rec_name string? default the run's name
+function matrix.aggregate(c, run, trial_names, s, root, rec_name) end
+
+-- wb.matrix_confirm: --confirm for the matrix (docs/compare.md)
+
+---@class wb.matrix_confirm
+---@field MIN_TRIALS integer
+---@field HASH_MAX_BYTES integer
+local matrix_confirm = {}
+---{argument = {size, mtime, blake2b}} for the program (on PATH) and each argument naming a regular file.
+---@param argv string[]
+---@return table
+function matrix_confirm.identity(argv) end
+---How the environment the campaign in dir recorded differs from the previous campaign's (their
+---preflight.json), or nil.
+---@param previous_dir string
+---@param dir string
+---@return string?
+function matrix_confirm.environment_text(previous_dir, dir) end
+---Every run behind a row wb.confirm.needs re-run, the previous side (its environment set back) and
+---this one alternating in this campaign, and judged; rows get their confirmation (wb.confirm.apply).
+---@param m wb.Matrix
+---@param result table the comparison with the previous campaign
+---@return table result
+function matrix_confirm.run(m, result) end
+
+-- wb.environ: the environment a run saw (preflight.json `environment`)
+
+---@class wb.environ
+---@field REDACTED string
+local environ = {}
+---{NAME = value} of this process's environment (or of text in /proc/PID/environ's form), secret
+---values redacted, session variables left out.
+---@param text string?
+---@return table
+function environ.capture(text) end
+---The variables whose values differ, sorted: {name, base, now} (nil: not set).
+---@param base table
+---@param now table
+---@return {name: string, base: string?, now: string?}[]
+function environ.diff(base, now) end
+---"NAME=value (not set before); OTHER a → b", or nil without a difference.
+---@param diffs table[]
+---@return string?
+function environ.text(diffs) end
+---argv run by env(1), the names in unset unset and the NAME=VALUE words of set set; nil, why
+---when the program's name holds '='.
+---@param argv string[]
+---@param unset string[]?
+---@param set string[]?
+---@return string[]? argv, string? why
+function environ.wrap(argv, unset, set) end
+---What environ.restore sets back, "NAME unset; OTHER=value", or nil when nothing.
+---@param diffs table[]
+---@param keep table?
+---@return string?
+function environ.restore_text(diffs, keep) end
+---Whether a variable can choose what code runs (PATH, LD_*, PYTHON*, ...): never set back.
+---@param name string
+---@return boolean
+function environ.chooses_code(name) end
+---argv run by env(1) with the base's values set back (names in keep left alone); nil, why when a
+---base value is redacted or the program's name holds '='.
+---@param argv string[]
+---@param diffs table[]
+---@param keep table?
+---@return string[]? argv, string? why
+function environ.restore(argv, diffs, keep) end
 
 -- wb.regress: the engine of recipes/regress.lua (docs/regress.md)
 
@@ -1855,6 +1951,17 @@ local confirm = {}
 ---@param opts {runs: integer?, warmup: integer?, seed: integer?, timeout: number?}?
 ---@return table result
 function confirm.run(result, base_doc, new_doc, opts) end
+---Whether a comparison row is re-run: its verdict is in TO_CONFIRM, or it is a time whose sides
+---ran under materially different load.
+---@param row table
+---@return boolean
+function confirm.needs(row) end
+---Each row that needs it confirmed by reruns[its record]: the re-run's rows by name, or why there
+---is none (as confirm.run).
+---@param result table
+---@param reruns table<string, table|string>
+---@return table result
+function confirm.apply(result, reruns) end
 ---A row's confirmation as the report's column shows it ("" without one).
 ---@param r table
 ---@return string

@@ -130,8 +130,10 @@ local function median(xs)
   return n % 2 == 1 and xs[(n + 1) / 2] or (xs[n / 2] + xs[n / 2 + 1]) / 2
 end
 
-T.case("a planted 10% compute slowdown is flagged in every run, and nothing else the engine reports", function()
-  local profiles, runs = T.tmpdir(), T.tmpdir()
+-- A profile directory holding the planted engine and its matrix profile; campaign(dir, salt,
+-- factor, ...) runs it with those planted in the environment (and the extra arguments).
+local function planted()
+  local profiles = T.tmpdir()
   assert(fs.write(profiles .. "/planted.sh", PLANTED_ENGINE))
   assert(fs.write(profiles .. "/matrix_test_planted.yaml", [[
 defaults:
@@ -143,10 +145,15 @@ matrix:
   event_log: null
   tools: []
 ]]))
-  local function campaign(dir, salt, factor)
-    return run_wb({ "-o", dir, "--config-name", "matrix_test_planted" },
+  return profiles, function(dir, salt, factor, ...)
+    return run_wb({ "-o", dir, "--config-name", "matrix_test_planted", ... },
       { WB_PROFILE_PATH = profiles, PLANTED_SALT = salt, PLANTED_FACTOR = factor })
   end
+end
+
+T.case("a planted 10% compute slowdown is flagged in every run, and nothing else the engine reports", function()
+  local runs = T.tmpdir()
+  local _, campaign = planted()
   local base = campaign(runs .. "/p1", "first", "1.0")
   T.eq(base.code, 0, base.stderr)
   local res = campaign(runs .. "/p2", "second", "1.10")
@@ -190,6 +197,114 @@ matrix:
     T.match(fs.read(runs .. "/p2/report.md"), "%*%*regression%*%*")
   end
 end)
+
+T.case("--confirm: the planted slowdown confirmed by a re-run of both sides, the previous one's environment set back",
+  function()
+    local runs = T.tmpdir()
+    local _, campaign = planted()
+    T.eq(campaign(runs .. "/p1", "first", "1.0", "tool.max_subprocess_runs=150").code, 0)
+    -- 48 runs planned and 96 to confirm: beyond the profile's budget of 100 unless raised
+    local res = campaign(runs .. "/p2", "second", "1.10", "--confirm", "tool.max_subprocess_runs=150")
+    local m = T.manifest(runs .. "/p2")
+    T.eq(m.status, "complete", res.stderr)
+    T.eq(m.comparison_summary.confirmed, true)
+    T.match(res.stderr, "confirm: .*alternating, 8 trials each; the previous side with PLANTED_FACTOR=1%.0; PLANTED_SALT=first")
+    local by, recs = {}, runs_by_name(m)
+    for _, c in ipairs(m.comparisons) do by[c.run_name .. " " .. c.metric] = c end
+    local confirmed = 0
+    for _, name in ipairs(SIX) do
+      local c = by[name .. " stage_compute_seconds"]
+      -- the previous side ran with PLANTED_SALT=first PLANTED_FACTOR=1.0 again: the engine wrote
+      -- exactly what it wrote in p1, trial by trial, so the re-run's ratio is the original one
+      T.eq(c.confirmation.verdict, "regression", name .. ": " .. tostring(c.confirmation.reason))
+      T.near(c.confirmation.ratio, c.ratio, 1e-9, name)
+      for t = 1, 8 do
+        T.near(planted_stage(runs .. "/p2/confirm/base", name, t, "compute"), planted_stage(runs .. "/p1", name, t, "compute"),
+          1e-9, name .. " trial " .. t)
+      end
+      for _, stage in ipairs({ "load", "compile", "write" }) do
+        local u = by[name .. " stage_" .. stage .. "_seconds"]
+        T.ok(not u.confirmation or u.confirmation.verdict ~= "regression", name .. " " .. stage)
+      end
+      local side = recs["confirm.base." .. name .. ".t1"]
+      T.eq(side.role, "confirmation")
+      T.eq({ side.command_arguments[2], side.command_arguments[3], side.command_arguments[4] },
+        { "--", "PLANTED_FACTOR=1.0", "PLANTED_SALT=first" })
+      local new_side = recs["confirm.new." .. name .. ".t1"].command_arguments
+      T.eq({ new_side[1], new_side[2], new_side[3] }, { side.command_arguments[1], "--", "sh" },
+        "the new side runs as this campaign did, through env(1) as the previous side does")
+      T.eq(recs["confirm.base." .. name].role, "confirmation")
+      confirmed = confirmed + 1
+    end
+    T.eq(m.comparison_summary.regressions, confirmed)
+    T.eq(res.code, 1, "the gate counts the confirmed regressions")
+    local report = fs.read(runs .. "/p2/report.md")
+    T.ok(report:find("| confirmed by an interleaved re-run ", 1, true), "the report's column")
+    T.match(report, "The environment differs from the previous run's: PLANTED_FACTOR 1%.0 → 1%.10")
+    T.ok(not report:find("| confirm.base", 1, true), "the report's run table leaves the confirmation out")
+    -- a third campaign compares with the second's runs, never with its confirmation's
+    local third = campaign(runs .. "/p3", "second", "1.10", "tool.max_subprocess_runs=150")
+    T.eq(third.code, 0, third.stderr)
+    for _, c in ipairs(T.manifest(runs .. "/p3").comparisons) do
+      T.ok(not tostring(c.run_name):find("^confirm"), c.run_name)
+    end
+    -- within the budget of 100, the re-run is refused and said; the changes count as called
+    -- (improvements here: they do not fail the gate)
+    local held = campaign(runs .. "/p4", "first", "1.0", "--confirm", "--baseline", runs .. "/p2")
+    T.eq(held.code, 0, held.stderr)
+    for _, c in ipairs(T.manifest(runs .. "/p4").comparisons) do
+      if c.metric == "stage_compute_seconds" then
+        T.eq(c.confirmation.verdict, "not confirmable")
+        T.match(c.confirmation.reason, "the re%-run's 96 runs beside the 48 planned would make 144 subprocess runs > " ..
+          "max_subprocess_runs 100")
+      end
+    end
+    T.eq(fs.exists(runs .. "/p4/confirm"), false)
+  end)
+
+-- The campaign in dir: its stage_compute rows' confirmations all "not confirmable" with a reason
+-- matching pattern, nothing re-run, and the changes counted as called (failing closed).
+local function unconfirmable(dir, res, pattern)
+  local m = T.manifest(dir)
+  local called = { regression = 0, improvement = 0 }
+  for _, c in ipairs(m.comparisons) do
+    if c.metric == "stage_compute_seconds" then
+      T.eq(c.confirmation.verdict, "not confirmable")
+      T.match(c.confirmation.reason, pattern)
+    end
+    if called[c.verdict] then called[c.verdict] = called[c.verdict] + 1 end
+  end
+  local s = m.comparison_summary
+  T.eq({ s.regressions, s.improvements, s.unconfirmed, s.unconfirmable },
+    { called.regression, called.improvement, 0, called.regression + called.improvement })
+  T.eq(res.code, called.regression > 0 and 1 or 0, "the gate fails on what could not be disproved: " .. res.stderr)
+  T.eq(fs.exists(dir .. "/confirm"), false, "nothing re-run")
+end
+
+T.case("--confirm: a run whose program changed since the previous run is not confirmable, and still counts", function()
+  local runs = T.tmpdir()
+  local profiles, campaign = planted()
+  T.eq(campaign(runs .. "/p1", "first", "1.0").code, 0)
+  assert(fs.write(profiles .. "/planted.sh", PLANTED_ENGINE .. "# rebuilt\n"))
+  local res = campaign(runs .. "/p2", "second", "1.10", "confirm=true")
+  unconfirmable(runs .. "/p2", res, "code is not there to run: " .. profiles:gsub("%p", "%%%0") .. "/planted%.sh changed since")
+end)
+
+T.case("--confirm: no environment is set back from a previous run directory another user owns or can write",
+  function()
+    if not T.is_root() then T.skip("needs root (to give the previous run directory to another user)") end
+    local runs = T.tmpdir()
+    local _, campaign = planted()
+    T.eq(campaign(runs .. "/p1", "first", "1.0").code, 0)
+    T.eq(proc.run({ argv = { "chown", "-R", "65534", runs .. "/p1" } }).code, 0)
+    local res = campaign(runs .. "/p2", "second", "1.10", "--confirm")
+    unconfirmable(runs .. "/p2", res, "its environment is not set back from a run directory others could have written: " ..
+      runs:gsub("%p", "%%%0") .. "/p1 belongs to another user %(uid 65534%)")
+    T.eq(proc.run({ argv = { "chown", "-R", "0", runs .. "/p1" } }).code, 0)
+    T.eq(proc.run({ argv = { "chmod", "o+w", runs .. "/p1/preflight.json" } }).code, 0)
+    res = campaign(runs .. "/p3", "second", "1.10", "--confirm", "--baseline", runs .. "/p1")
+    unconfirmable(runs .. "/p3", res, "/p1/preflight%.json can be written by others")
+  end)
 
 T.case("--dry-run writes the plan, the commands and the budget, and runs nothing", function()
   local dir = parent .. "/dry"
