@@ -202,9 +202,9 @@ T.case("--confirm: the planted slowdown confirmed by a re-run of both sides, the
   function()
     local runs = T.tmpdir()
     local _, campaign = planted()
-    T.eq(campaign(runs .. "/p1", "first", "1.0", "tool.max_subprocess_runs=150").code, 0)
-    -- 48 runs planned and 96 to confirm: beyond the profile's budget of 100 unless raised
-    local res = campaign(runs .. "/p2", "second", "1.10", "--confirm", "tool.max_subprocess_runs=150")
+    T.eq(campaign(runs .. "/p1", "first", "1.0").code, 0)
+    -- 48 runs planned and 96 to confirm: within the profile's budget of 250
+    local res = campaign(runs .. "/p2", "second", "1.10", "--confirm")
     local m = T.manifest(runs .. "/p2")
     T.eq(m.status, "complete", res.stderr)
     T.eq(m.comparison_summary.confirmed, true)
@@ -243,14 +243,15 @@ T.case("--confirm: the planted slowdown confirmed by a re-run of both sides, the
     T.match(report, "The environment differs from the previous run's: PLANTED_FACTOR 1%.0 → 1%.10")
     T.ok(not report:find("| confirm.base", 1, true), "the report's run table leaves the confirmation out")
     -- a third campaign compares with the second's runs, never with its confirmation's
-    local third = campaign(runs .. "/p3", "second", "1.10", "tool.max_subprocess_runs=150")
+    local third = campaign(runs .. "/p3", "second", "1.10")
     T.eq(third.code, 0, third.stderr)
     for _, c in ipairs(T.manifest(runs .. "/p3").comparisons) do
       T.ok(not tostring(c.run_name):find("^confirm"), c.run_name)
     end
-    -- within the budget of 100, the re-run is refused and said; the changes count as called
+    -- within a budget of 100, the re-run is refused and said; the changes count as called
     -- (improvements here: they do not fail the gate)
-    local held = campaign(runs .. "/p4", "first", "1.0", "--confirm", "--baseline", runs .. "/p2")
+    local held = campaign(runs .. "/p4", "first", "1.0", "--confirm", "--baseline", runs .. "/p2",
+      "tool.max_subprocess_runs=100")
     T.eq(held.code, 0, held.stderr)
     for _, c in ipairs(T.manifest(runs .. "/p4").comparisons) do
       if c.metric == "stage_compute_seconds" then
