@@ -5,7 +5,8 @@
 -- Writes summary.json (+ .md, .csv, hyperfine.json, report.html) into the run directory and
 -- prints the Markdown summary. Exit 1 if a command fails (unless ignore_failure=true). With
 -- confirm=true (--confirm) the changes found against the previous compatible run are re-run, its
--- commands and these interleaved (wb.confirm), and only confirmed ones count.
+-- commands and these interleaved (wb.confirm): a change the re-run does not bear out no longer
+-- counts.
 local wb = require "wb"
 
 return wb.recipe {

@@ -4,7 +4,8 @@
 --   wb matrix --config-name matrix_plink2 ...        another saved profile (default matrix_chr22)
 --
 -- With confirm=true (--confirm) the runs behind a change against the previous run are re-run,
--- the previous side and this one alternating, and only confirmed changes count (wb.matrix_confirm).
+-- the previous side and this one alternating; a change the re-run does not bear out no longer
+-- counts (one that could not be re-run still does: wb.matrix_confirm).
 -- Each run is the profile's command template with the run's parameters filled in; the machine
 -- profile's executor runs it (locally or as a Slurm array). After each run wb.matrix reads the
 -- child's events.jsonl and profile_summary.json, counts output rows, files and bytes, and the

@@ -1,8 +1,8 @@
 -- Confirm before alarming (docs/compare.md): the commands behind a comparison's changes run
 -- again, base and new interleaved in one wb.bench run on this machine now, so that whatever the
 -- machine does (other jobs, a slower host, drift between the two original runs) hits both
--- alike; each changed row gets the verdict of that re-run beside its own, and only confirmed
--- changes count.
+-- alike; each changed row gets the verdict of that re-run beside its own, and a change the
+-- re-run does not bear out no longer counts (one that could not be re-run still does).
 --
 --   local result = compare.compare(base_set, new_set)
 --   confirm.run(result, base_doc, new_doc)  -- wb.bench summaries of both sides
