@@ -57,10 +57,12 @@ local function differences(old, new, label)
   return out
 end
 
-local function preflight_of(dir)
+-- pre = baseline.preflight(dir) : the run directory's preflight.json, or nil
+function M.preflight(dir)
   local p = json.read(dir .. "/preflight.json")
   return type(p) == "table" and p or nil
 end
+local preflight_of = M.preflight
 
 -- The tools' versions and the inputs' sizes of a preflight, as a flat map.
 local function environment(p)

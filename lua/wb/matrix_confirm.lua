@@ -156,8 +156,8 @@ end
 
 -- The environment a campaign recorded (preflight.json in its directory), or nil.
 local function environment_of(dir)
-  local pre = json.read(dir .. "/preflight.json")
-  return type(pre) == "table" and type(pre.environment) == "table" and pre.environment or nil
+  local pre = require("wb.baseline").preflight(dir)
+  return pre and type(pre.environment) == "table" and pre.environment or nil
 end
 
 -- text = matrix_confirm.environment_text(previous_dir, dir) : how the environment the campaign in

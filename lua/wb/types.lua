@@ -1936,6 +1936,10 @@ function baseline.find(dir, manifest, explicit, read_manifest) end
 ---@param dir string
 ---@return string
 function baseline.incompatibility(other, other_dir, manifest, dir) end
+---The run directory's preflight.json, or nil.
+---@param dir string
+---@return table?
+function baseline.preflight(dir) end
 
 -- wb.confirm: a comparison's changes confirmed by an interleaved re-run
 
