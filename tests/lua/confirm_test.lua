@@ -111,7 +111,11 @@ T.case("wb bench --confirm: the previous run's commands and these re-run interle
   m, res = bench("r3", "b", "--baseline", root .. "/runs/r1", "--confirm")
   local wall
   for _, c in ipairs(m.comparisons) do if c.metric == "wall mean" then wall = c end end
-  T.eq({ wall.verdict, wall.confirmation.verdict }, { "regression", "regression" })
+  -- the original verdict is across two runs minutes apart: beside load that changed between them
+  -- it may be "interference"; the interleaved re-run settles it, and the counts follow the re-run
+  T.ok(wall.verdict == "regression" or wall.verdict == "interference" or wall.verdict == "confounded",
+    wall.verdict .. ": " .. tostring(wall.reason))
+  T.eq(wall.confirmation.verdict, "regression", tostring(wall.confirmation.reason))
   T.eq(m.comparison_summary.regressions, 2)
   T.match(res.stdout, "confirmed by an interleaved re%-run: 2 regressions, 0 improvements %(0 changes not confirmed%)")
 end)

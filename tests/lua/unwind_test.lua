@@ -613,16 +613,30 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     near_share(alpha, alpha + beta, truth, "outer_alpha's share of the split (joiner's thread spins too)", res)
     T.ok((under(on, "main") + under(on, "start_thread")) / total >= 0.95, "on-CPU samples reach main or start_thread")
     local off = res.offcpu.folded_text
+    local lost_n = (res.oncpu.lost or 0) + (res.offcpu.lost or 0)
     local lost = string.format("lost: %s records of the ring, %s switch-outs of the map", tostring(res.oncpu.lost),
       tostring(res.offcpu.lost))
-    T.near(under_call(off, "sleeper", "nanosleep"), slept, 0.05 * slept,
-      "seconds blocked in nanosleep under sleeper (within 5% of the program's measurement; " .. lost .. ")")
-    T.near(under_call(off, "pipe_reader", "^read"), read_wait, 0.1 * read_wait,
-      "seconds blocked in read under pipe_reader (within 10%)")
-    T.near(under_call(off, "joiner", "pthread_%a*join"), join_wait, 0.1 * join_wait,
-      "seconds blocked in pthread_join under joiner (within 10%)")
-    T.near(under_call(off, "reap", "wait"), reap_wait, 0.1 * reap_wait,
-      "seconds blocked in waitpid under reap (within 10%)")
+    -- within tolerance of the program's own measurement; or, when wb lost records (a ring it could
+    -- not drain in time beside load), short of it and saying so
+    local function blocked(fn, callee, truth, share, what)
+      local got = under_call(off, fn, callee)
+      local lines = {}
+      for line in off:gmatch("[^\n]+") do
+        if line:find(";" .. fn .. ";", 1, true) then lines[#lines + 1] = line end
+      end
+      local msg = string.format("seconds blocked in %s under %s (within %d%%; %s); its stacks:\n%s", what, fn,
+        share * 100, lost, table.concat(lines, "\n"))
+      if lost_n > 0 and got < truth then
+        T.ok(got <= truth * (1 + share), msg)
+        T.ok(table.concat(res.warnings, "\n"):find("lost", 1, true), "the loss is said: " .. msg)
+      else
+        T.near(got, truth, share * truth, msg)
+      end
+    end
+    blocked("sleeper", "nanosleep", slept, 0.05, "nanosleep")
+    blocked("pipe_reader", "^read", read_wait, 0.1, "read")
+    blocked("joiner", "pthread_%a*join", join_wait, 0.1, "pthread_join")
+    blocked("reap", "wait", reap_wait, 0.1, "waitpid")
     local main_pid = tostring(res.processes[1])
     local mine
     for root, text in pairs(by_root(off)) do

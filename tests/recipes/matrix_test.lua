@@ -243,11 +243,16 @@ T.case("--confirm: the planted slowdown confirmed by a re-run of both sides, the
     T.match(report, "The environment differs from the previous run's: PLANTED_FACTOR 1%.0 → 1%.10")
     T.ok(not report:find("| confirm.base", 1, true), "the report's run table leaves the confirmation out")
     -- a third campaign compares with the second's runs, never with its confirmation's
+    -- (its planted stages are the second's exactly; what it measures itself, the wall time of a
+    -- few milliseconds of sh and awk, may move with the machine, so the gate is only consistent)
     local third = campaign(runs .. "/p3", "second", "1.10")
-    T.eq(third.code, 0, third.stderr)
-    for _, c in ipairs(T.manifest(runs .. "/p3").comparisons) do
+    local m3 = T.manifest(runs .. "/p3")
+    T.eq(m3.status, "complete", third.stderr)
+    for _, c in ipairs(m3.comparisons) do
       T.ok(not tostring(c.run_name):find("^confirm"), c.run_name)
+      if tostring(c.metric):find("^stage_") then T.eq(c.verdict, "unchanged", c.run_name .. " " .. c.metric) end
     end
+    T.eq(third.code, m3.comparison_summary.regressions > 0 and 1 or 0, third.stderr)
     -- within a budget of 100, the re-run is refused and said; the changes count as called
     -- (improvements here: they do not fail the gate)
     local held = campaign(runs .. "/p4", "first", "1.0", "--confirm", "--baseline", runs .. "/p2",
