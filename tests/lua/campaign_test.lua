@@ -92,7 +92,8 @@ T.case("the second run compares against the first compatible one", function()
       for _, w in ipairs(base) do T.ok(w >= 0.1, "no trial shorter than its sleep") end
       for _, w in ipairs(new) do T.ok(w >= 0.2, "no trial shorter than its sleep") end
       T.ok(row.p_value < 0.01 and row.ci_lo > 1.2, row.reason)
-      T.match(row.reason, "^[12]%.%d%d× slower: p = [%d.e-]+, CI [12]%.%d%d–[12]%.%d%d×: regression$")
+      -- (the interval is the medians' under whatever load came: 1.93-5.34x once beside four busy loops)
+      T.match(row.reason, "^%d+%.%d%d× slower: p = [%d.e-]+, CI %d+%.%d%d–%d+%.%d%d×: regression$")
     end
   end
   T.eq(slower, 2, "sleep 0.1 -> 0.2 is a time regression")
@@ -101,7 +102,7 @@ T.case("the second run compares against the first compatible one", function()
   for _, row in ipairs(T.manifest(d .. "/f").comparisons) do
     if row.metric == "wall_seconds" then
       T.eq({ row.verdict, row.tested }, { "not tested", false })
-      T.match(row.reason, "^[12]%.%d%d× slower: no repeated samples on the new side$")
+      T.match(row.reason, "^%d+%.%d%d× slower: no repeated samples on the new side$")
     end
   end
 end)
