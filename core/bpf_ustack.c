@@ -308,6 +308,13 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
   return entry_of(a, &h, py, pcs, (size_t)n, nk, total);
 }
 
+/* The entry of the process's off-CPU time of h's kind whose switch-out record the ring had no room
+ * for, or whose walk failed (its only pc WB_UNW_LOST_PC); 0 when out of memory. */
+static size_t lost_entry(wb_ustacks *a, const struct wb_ustack_hdr *h) {
+  uint64_t pc = WB_UNW_LOST_PC;
+  return entry_of(a, h, 0, &pc, 1, 0, 1);
+}
+
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   struct wb_ustack_hdr h;
   if (size < sizeof h) return 0;
@@ -321,11 +328,12 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     return 0;
   }
   if (h.type == WB_REC_IN) {
+    if (h.ts < h.ts_out) return 0;
     pending *p = pending_of(a, h.tid, 0);
-    if (p && p->ts_out == h.ts_out && h.ts >= h.ts_out) {
-      if (p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
-      else if (p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
-    }
+    size_t lost = 0;
+    if (p && p->ts_out == h.ts_out && p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
+    else if (p && p->ts_out == h.ts_out && p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
+    else if ((lost = lost_entry(a, &h))) a->e[lost - 1].count += h.ts - h.ts_out;
     if (p) p->entry = 0, p->later = 0;
     return 0;
   }

@@ -62,6 +62,13 @@ struct {
 } switched_out SEC(".maps");
 
 struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, WB_LOST_ENTRIES);
+  __type(key, struct wb_stack_key);
+  __type(value, __u64);
+} offcpu_lost SEC(".maps");
+
+struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, WB_NSTATS);
   __type(key, __u32);
@@ -303,7 +310,7 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
   }
   r->h.size = err ? 0 : size & (WB_USTACK_MAX - 1);
   if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
-    stat_add(WB_STAT_LOST_USTACKS, 1);
+    stat_add(type == WB_REC_ONCPU ? WB_STAT_LOST_USTACKS : WB_STAT_LOST_OUTS, 1);
 }
 
 /* Unwind mode: a fork, exec or exit of a tracked process, in order with its samples: the loader
@@ -311,7 +318,16 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
 static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
   if (!ustack_size) return;
   struct wb_ustack_hdr h = {.type = type, .tgid = tgid, .tid = tgid, .ts = bpf_ktime_get_ns(), .arg0 = parent};
-  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_USTACKS, 1);
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_IMAGES, 1);
+}
+
+/* An off-CPU interval whose stack is not known: its time counted per process and kind; a full
+ * offcpu_lost too is counted (lost_switches) */
+static __always_inline void add_lost(const struct wb_stack_key *from, __u64 ns, __u32 slot) {
+  struct wb_stack_key key = *from;
+  key.user_stack_id = key.kern_stack_id = -1;
+  stat_add(slot, 1);
+  if (add_count(&offcpu_lost, &key, ns) != 0) stat_add(WB_STAT_LOST_SWITCHES, 1);
 }
 
 SEC("perf_event")
@@ -397,11 +413,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (back->ts >= armed_ns && ustack_size) {
     struct wb_ustack_hdr in = {.type = WB_REC_IN, .tgid = back->key.tgid, .tid = next_tid,
                                .kind = back->key.kind, .ts = now, .ts_out = back->ts};
+    __builtin_memcpy(in.comm, back->key.comm, WB_COMM_LEN); /* for an interval whose stack was lost */
     stat_add(WB_STAT_SWITCHES, 1);
-    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, 0) != 0) stat_add(WB_STAT_LOST_USTACKS, 1);
+    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, 0) != 0) add_lost(&back->key, now - back->ts, WB_STAT_LOST_INS);
   } else if (back->ts >= armed_ns) {
     stat_add(WB_STAT_SWITCHES, 1);
-    if (add_count(&offcpu_counts, &back->key, now - back->ts) != 0) stat_add(WB_STAT_LOST_SWITCHES, 1);
+    if (add_count(&offcpu_counts, &back->key, now - back->ts) != 0)
+      add_lost(&back->key, now - back->ts, WB_STAT_LOST_OFFCPU);
   }
   bpf_map_delete_elem(&switched_out, &next_tid);
   return 0;

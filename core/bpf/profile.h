@@ -21,6 +21,10 @@ struct wb_stack_key {
   char comm[WB_COMM_LEN];
 };
 
+/* offcpu_lost: the time of off-CPU intervals whose stack is not known, per process and kind
+ * (key's stack ids -1): a switch-in record the ring had no room for, or a full counts map. */
+#define WB_LOST_ENTRIES 4096
+
 /* A thread switched out and not yet back: where and when it left the CPU. */
 struct wb_switch_out {
   __u64 ts;
@@ -35,8 +39,14 @@ enum wb_stat {
   WB_STAT_LOST_SWITCHES,    /* off-CPU intervals not counted: a map was full */
   WB_STAT_OFFCPU_STACK_ERR, /* off-CPU stacks the stack map could not take */
   WB_STAT_FORKS,            /* processes added to the tracked set by fork */
-  WB_STAT_LOST_USTACKS,     /* user-stack records the ring buffer had no room for (unwind mode) */
+  WB_STAT_LOST_USTACKS,     /* on-CPU sample records the ring buffer had no room for (unwind mode) */
   WB_STAT_LOST_USERS,       /* samples of a user the users map had no room for */
+  WB_STAT_LOST_OUTS,        /* switch-out records the ring had no room for: their intervals are
+                             * still counted, without their stack (unwind mode) */
+  WB_STAT_LOST_INS,         /* switch-in records the ring had no room for: their intervals are
+                             * counted in offcpu_lost */
+  WB_STAT_LOST_IMAGES,      /* fork, exec and exit records the ring had no room for */
+  WB_STAT_LOST_OFFCPU,      /* off-CPU intervals counted in offcpu_lost for a full counts map */
   WB_NSTATS,
 };
 
@@ -53,7 +63,7 @@ enum wb_stat {
 enum wb_rec {
   WB_REC_ONCPU = 0, /* an on-CPU sample */
   WB_REC_OUT = 1,   /* a tracked thread left the CPU (kind: blocked or run queue) */
-  WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack */
+  WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack (comm: the process's) */
   WB_REC_FORK = 3,  /* tracked process arg0 forked tgid (before the child runs); no stack */
   WB_REC_EXEC = 4,  /* tgid exec'd (its records after this one are of the new image); no stack */
   WB_REC_EXIT = 5,  /* tgid's last thread exited (its records all came before this one); no stack */
