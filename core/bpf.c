@@ -664,13 +664,13 @@ static int push_ustacks(lua_State *L, session *s, int offcpu) {
  * {addrs}, count (samples)}}, offcpu = {... kind = "blocked"|"runqueue", count (ns)}, pids =
  * {tracked process ids}, stats = {samples, lost_samples, oncpu_stack_errors, switches,
  * lost_switches, offcpu_stack_errors, forks, lost_ustacks, lost_users, lost_switch_outs,
- * lost_switch_ins, lost_images, lost_offcpu}}: lost_samples were not counted for a full map,
+ * lost_switch_ins, lost_images, stack_lost}}: lost_samples were not counted for a full map,
  * lost_switches not at all (a full map of threads switched out, or of lost time),
  * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
- * (counted without it). An off-CPU interval whose stack is not known (lost_offcpu: a full counts
- * map; lost_switch_outs, lost_switch_ins: the ring had no room for its switch-out or its switch-in
- * record) is kept in offcpu with user = {WB_UNW_LOST_PC}, kernel = {}, summed per process and
- * kind. In unwind mode (after a last drain) the user stacks were walked with CFI, and t.unwind
+ * (counted without it). The stack_lost off-CPU intervals whose stack is not known (a full counts
+ * map; or the ring had no room for the switch-out or the switch-in record: lost_switch_outs,
+ * lost_switch_ins count those records) are kept in offcpu with user = {WB_UNW_LOST_PC}, kernel =
+ * {}, summed per process and kind. In unwind mode (after a last drain) the user stacks were walked with CFI, and t.unwind
  * holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size); stats.lost_ustacks
  * counts on-CPU samples the ring buffer had no room for, lost_images fork, exec and exit records,
  * stats.lost_users the samples of users past those s:users() lists. With python, a record of a
@@ -719,12 +719,13 @@ static int l_read(lua_State *L) {
                                                "switches", "lost_switches", "offcpu_stack_errors",
                                                "forks", "lost_ustacks", "lost_users",
                                                "lost_switch_outs", "lost_switch_ins", "lost_images",
-                                               "lost_offcpu"};
+                                               "stack_lost"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;
     if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals) == 0)
       for (int c = 0; c < ncpu; c++) sum += vals[c];
+    if (k == WB_STAT_STACK_LOST && s->us) sum += wb_ustacks_stack_lost(s->us);
     wb_set_int(L, names[k], (lua_Integer)sum);
   }
   free(vals);

@@ -58,6 +58,7 @@ struct wb_ustacks {
   pending *pend;
   size_t npend, cappend;
   uint64_t bytes;
+  uint64_t stack_lost; /* switch-ins placed in a lost entry (lost_entry) */
   uint64_t own[16][2]; /* [start, end) of wb's own BPF code */
   size_t nown;
   deferred *later;
@@ -308,10 +309,12 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
   return entry_of(a, &h, py, pcs, (size_t)n, nk, total);
 }
 
-/* The entry of the process's off-CPU time of h's kind whose switch-out record the ring had no room
- * for, or whose walk failed (its only pc WB_UNW_LOST_PC); 0 when out of memory. */
+/* The entry of the process's off-CPU time of h's kind for a switch-in without its switch-out
+ * record (not placed, or the pending table out of memory): its only pc WB_UNW_LOST_PC, as the
+ * kernel's offcpu_lost; 0 when out of memory. */
 static size_t lost_entry(wb_ustacks *a, const struct wb_ustack_hdr *h) {
   uint64_t pc = WB_UNW_LOST_PC;
+  a->stack_lost++;
   return entry_of(a, h, 0, &pc, 1, 0, 1);
 }
 
@@ -397,3 +400,4 @@ int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid) { return a->py && pyt
 uint64_t wb_ustacks_py_records(const wb_ustacks *a) { return a->py_records; }
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a) { return a->u; }
 uint64_t wb_ustacks_bytes(const wb_ustacks *a) { return a->bytes; }
+uint64_t wb_ustacks_stack_lost(const wb_ustacks *a) { return a->stack_lost; }

@@ -22,13 +22,16 @@ struct wb_stack_key {
 };
 
 /* offcpu_lost: the time of off-CPU intervals whose stack is not known, per process and kind
- * (key's stack ids -1): a switch-in record the ring had no room for, or a full counts map. */
+ * (key's stack ids -1): its switch-out or switch-in record had no room in the ring, or the counts
+ * map was full. */
 #define WB_LOST_ENTRIES 4096
 
-/* A thread switched out and not yet back: where and when it left the CPU. */
+/* A thread switched out and not yet back: where and when it left the CPU (stack_lost: unwind
+ * mode's record of it had no room in the ring; its interval goes to offcpu_lost). */
 struct wb_switch_out {
   __u64 ts;
   struct wb_stack_key key;
+  __u32 stack_lost, pad;
 };
 
 enum wb_stat {
@@ -41,12 +44,11 @@ enum wb_stat {
   WB_STAT_FORKS,            /* processes added to the tracked set by fork */
   WB_STAT_LOST_USTACKS,     /* on-CPU sample records the ring buffer had no room for (unwind mode) */
   WB_STAT_LOST_USERS,       /* samples of a user the users map had no room for */
-  WB_STAT_LOST_OUTS,        /* switch-out records the ring had no room for: their intervals are
-                             * still counted, without their stack (unwind mode) */
-  WB_STAT_LOST_INS,         /* switch-in records the ring had no room for: their intervals are
-                             * counted in offcpu_lost */
+  WB_STAT_LOST_OUTS,        /* switch-out records the ring had no room for (unwind mode) */
+  WB_STAT_LOST_INS,         /* switch-in records the ring had no room for (unwind mode) */
   WB_STAT_LOST_IMAGES,      /* fork, exec and exit records the ring had no room for */
-  WB_STAT_LOST_OFFCPU,      /* off-CPU intervals counted in offcpu_lost for a full counts map */
+  WB_STAT_STACK_LOST,       /* off-CPU intervals counted in offcpu_lost: their switch-out or
+                             * switch-in record had no room in the ring, or the counts map was full */
   WB_NSTATS,
 };
 

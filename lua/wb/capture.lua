@@ -842,7 +842,7 @@ local function profiles(res, r, o, off_skip)
     local st = data.stats
     res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = st.lost_switches,
       stack_errors = st.offcpu_stack_errors, intervals = st.switches,
-      stack_lost = st.lost_switch_outs + st.lost_switch_ins + st.lost_offcpu }, views.offcpu)
+      stack_lost = st.stack_lost }, views.offcpu)
     if data.unwind then
       res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
     end
