@@ -30,7 +30,7 @@
 
 /* What open() was asked for: read from Lua before the load, used by it (maybe on its thread). */
 typedef struct load_opts {
-  lua_Integer freq, stack_entries, count_entries;
+  lua_Integer freq, stack_entries, count_entries, ring_mib;
   int oncpu, offcpu, python;
   uint32_t ustack;
   char btf[4200]; /* the BTF the programs are relocated against ("": the kernel's own) */
@@ -196,8 +196,9 @@ static void tell_own_code(session *s) {
 /* The ring buffer of unwind mode: room for 4x what every CPU's samples write between two drains
  * (0.05 s apart, lua/wb/capture.lua) at full records, 8 MiB at least (switch-outs are not bounded
  * by the rate: the floor holds some 900 full ones per drain, 18,000 a second; allocating the
- * pages costs ~0.5 ms per MiB at each load), 256 MiB at most. */
+ * pages costs ~0.5 ms per MiB at each load), 256 MiB at most; or opts.ring_mib. */
 static uint32_t ring_bytes(const load_opts *o) {
+  if (o->ring_mib > 0) return (uint32_t)o->ring_mib << 20;
   int ncpu = libbpf_num_possible_cpus();
   double need = 4.0 * (ncpu > 0 ? ncpu : 1) * (double)o->freq * 0.05 *
                 (double)(o->ustack + sizeof(struct wb_ustack) - WB_USTACK_MAX);
@@ -352,10 +353,11 @@ static int l_make_btf(lua_State *L) {
  * map size), count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's
  * messages on stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes
  * of user stack, a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a
- * ring buffer, walked with CFI as s:drain() reads them), python = true (unwind mode: the Python
- * frames of CPython 3.11+ processes are read with each record, see s:read()), async = false (the
- * load, some 20 ms of verifier, BTF and map set-up, runs on a thread of its own: open returns at
- * once and s:ready() waits for it and says whether it worked; no other method may be called
+ * ring buffer, walked with CFI as s:drain() reads them), ring_mib = 0 (unwind mode: the ring
+ * buffer's size, a power of two; 0: room for 4 drains of samples, 8..256 MiB), python = true
+ * (unwind mode: the Python frames of CPython 3.11+ processes are read with each record, see
+ * s:read()), async = false (the load, some 20 ms of verifier, BTF and map set-up, runs on a
+ * thread of its own: open returns at once and s:ready() waits for it and says whether it worked; no other method may be called
  * before it said true), btf = true (the kernel types the programs are relocated against: true, this
  * boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the kernel's; a
  * path, that file, dropped for the kernel's if it does not serve: s:btf()). nil, "bpf: ...", errno
@@ -366,6 +368,9 @@ static int l_open(lua_State *L) {
   o.freq = wb_opt_int(L, t, "freq", 99, 1, 100000);
   o.stack_entries = wb_opt_int(L, t, "stack_entries", 16384, 64, 1 << 22);
   o.count_entries = wb_opt_int(L, t, "count_entries", 16384, 64, 1 << 22);
+  o.ring_mib = wb_opt_int(L, t, "ring_mib", 0, 0, 2048);
+  if (o.ring_mib & (o.ring_mib - 1)) return luaL_error(L, "wb.bpf.open: ring_mib must be a power of two (got %d)",
+                                                        (int)o.ring_mib);
   o.oncpu = wb_opt_bool(L, t, "oncpu", 1);
   o.offcpu = wb_opt_bool(L, t, "offcpu", 1);
   o.python = wb_opt_bool(L, t, "python", 1);
@@ -542,9 +547,19 @@ static void push_stack(lua_State *L, int stacks_fd, int32_t id, int cache) {
   lua_rawseti(L, cache, id);
 }
 
-static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache) {
+/* Pushes n addresses as a list. */
+static void push_pcs(lua_State *L, const uint64_t *pcs, uint32_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t k = 0; k < n; k++) {
+    lua_pushinteger(L, (lua_Integer)pcs[k]);
+    lua_rawseti(L, -2, k + 1);
+  }
+}
+
+static const char *const KINDS[] = {"oncpu", "blocked", "runqueue"};
+
+static int push_counts(lua_State *L, session *s, struct bpf_map *map, int cache) {
   int fd = bpf_map__fd(map), stacks_fd = bpf_map__fd(s->skel->maps.stacks);
-  static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
   struct wb_stack_key key, next;
   int n = 0, more = bpf_map_get_next_key(fd, NULL, &next) == 0;
   lua_newtable(L);
@@ -559,13 +574,40 @@ static void push_counts(lua_State *L, session *s, struct bpf_map *map, int cache
     memcpy(comm, key.comm, WB_COMM_LEN);
     lua_pushstring(L, comm);
     lua_setfield(L, -2, "comm");
-    lua_pushstring(L, key.kind < 3 ? kinds[key.kind] : "?");
+    lua_pushstring(L, key.kind < 3 ? KINDS[key.kind] : "?");
     lua_setfield(L, -2, "kind");
     push_stack(L, stacks_fd, key.user_stack_id, cache);
     lua_setfield(L, -2, "user");
     push_stack(L, stacks_fd, key.kern_stack_id, cache);
     lua_setfield(L, -2, "kernel");
     wb_set_int(L, "count", (lua_Integer)count);
+    lua_rawseti(L, -2, ++n);
+  }
+  return n;
+}
+
+/* Appends to the list at the top, after its n records, offcpu_lost's: the time of intervals whose
+ * stack is not known, per process and kind, each with user = {WB_UNW_LOST_PC}, kernel = {}. */
+static void push_lost(lua_State *L, session *s, int n) {
+  int fd = bpf_map__fd(s->skel->maps.offcpu_lost);
+  struct wb_stack_key key, next;
+  for (int more = bpf_map_get_next_key(fd, NULL, &next) == 0; more;) {
+    key = next;
+    more = bpf_map_get_next_key(fd, &key, &next) == 0;
+    uint64_t ns;
+    if (bpf_map_lookup_elem(fd, &key, &ns) != 0 || ns == 0) continue;
+    lua_createtable(L, 0, 6);
+    wb_set_int(L, "pid", key.tgid);
+    char comm[WB_COMM_LEN + 1] = {0};
+    memcpy(comm, key.comm, WB_COMM_LEN);
+    wb_set_str(L, "comm", comm);
+    wb_set_str(L, "kind", key.kind < 3 ? KINDS[key.kind] : "?");
+    uint64_t pc = WB_UNW_LOST_PC;
+    push_pcs(L, &pc, 1);
+    lua_setfield(L, -2, "user");
+    lua_newtable(L);
+    lua_setfield(L, -2, "kernel");
+    wb_set_int(L, "count", (lua_Integer)ns);
     lua_rawseti(L, -2, ++n);
   }
 }
@@ -592,18 +634,8 @@ static void push_python(lua_State *L, session *s, const wb_ustack_entry *e, cons
   if (e->py & WB_PY_GIL_WAIT) wb_set_bool(L, "gil_wait", 1);
 }
 
-/* Pushes n addresses as a list. */
-static void push_pcs(lua_State *L, const uint64_t *pcs, uint32_t n) {
-  lua_createtable(L, (int)n, 0);
-  for (uint32_t k = 0; k < n; k++) {
-    lua_pushinteger(L, (lua_Integer)pcs[k]);
-    lua_rawseti(L, -2, k + 1);
-  }
-}
-
 /* The aggregated stacks of unwind mode: on-CPU (kind 0) or off-CPU, as push_counts does. */
-static void push_ustacks(lua_State *L, session *s, int offcpu) {
-  static const char *const kinds[] = {"oncpu", "blocked", "runqueue"};
+static int push_ustacks(lua_State *L, session *s, int offcpu) {
   int n = 0;
   size_t count;
   const wb_ustack_entry *e = wb_ustacks_entries(s->us, &count);
@@ -616,7 +648,7 @@ static void push_ustacks(lua_State *L, session *s, int offcpu) {
     char comm[WB_COMM_LEN + 1] = {0};
     memcpy(comm, e[i].comm, WB_COMM_LEN);
     wb_set_str(L, "comm", comm);
-    wb_set_str(L, "kind", e[i].kind < 3 ? kinds[e[i].kind] : "?");
+    wb_set_str(L, "kind", e[i].kind < 3 ? KINDS[e[i].kind] : "?");
     push_pcs(L, pool + e[i].pcs, e[i].nu);
     lua_setfield(L, -2, "user");
     push_pcs(L, pool + e[i].pcs + e[i].nu + e[i].np, e[i].nk);
@@ -625,17 +657,23 @@ static void push_ustacks(lua_State *L, session *s, int offcpu) {
     if (e[i].py & WB_PYF_PROCESS) push_python(L, s, &e[i], pool + e[i].pcs + e[i].nu);
     lua_rawseti(L, -2, ++n);
   }
+  return n;
 }
 
 /* -- t = s:read() : {oncpu = {{pid, comm, kind = "oncpu", user = {addrs, leaf first}, kernel =
  * {addrs}, count (samples)}}, offcpu = {... kind = "blocked"|"runqueue", count (ns)}, pids =
  * {tracked process ids}, stats = {samples, lost_samples, oncpu_stack_errors, switches,
- * lost_switches, offcpu_stack_errors, forks}}: lost_* were not counted for a full map,
+ * lost_switches, offcpu_stack_errors, forks, lost_ustacks, lost_users, lost_switch_outs,
+ * lost_switch_ins, lost_images, stack_lost}}: lost_samples were not counted for a full map,
+ * lost_switches not at all (a full map of threads switched out, or of lost time),
  * *_stack_errors are events whose stack the stack map could not take, full or a hash collision
- * (counted without it). In unwind mode (after a last drain) the user stacks were walked with CFI,
- * and t.unwind holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size);
- * stats.lost_ustacks counts records the ring buffer had no room for, stats.lost_users the samples
- * of users past those s:users() lists. With python, a record of a
+ * (counted without it). The stack_lost off-CPU intervals whose stack is not known (a full counts
+ * map; or the ring had no room for the switch-out or the switch-in record: lost_switch_outs,
+ * lost_switch_ins count those records) are kept in offcpu with user = {WB_UNW_LOST_PC}, kernel =
+ * {}, summed per process and kind. In unwind mode (after a last drain) the user stacks were walked with CFI, and t.unwind
+ * holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size); stats.lost_ustacks
+ * counts on-CPU samples the ring buffer had no room for, lost_images fork, exec and exit records,
+ * stats.lost_users the samples of users past those s:users() lists. With python, a record of a
  * CPython process also has python = {{"func (file.py:12)", ... the frames one
  * _PyEval_EvalFrameDefault call runs, innermost first}, ... innermost call first} (read at the
  * instant of the sample; each frame at the line it executes), python_truncated when its chain was
@@ -651,8 +689,7 @@ static int l_read(lua_State *L) {
   if (s->us) push_ustacks(L, s, 0);
   else push_counts(L, s, s->skel->maps.oncpu_counts, cache);
   lua_setfield(L, -2, "oncpu");
-  if (s->us) push_ustacks(L, s, 1);
-  else push_counts(L, s, s->skel->maps.offcpu_counts, cache);
+  push_lost(L, s, s->us ? push_ustacks(L, s, 1) : push_counts(L, s, s->skel->maps.offcpu_counts, cache));
   lua_setfield(L, -2, "offcpu");
   if (s->us) {
     wb_unwind_push_stats(L, wb_ustacks_unwinder(s->us));
@@ -680,12 +717,15 @@ static int l_read(lua_State *L) {
   uint64_t *vals = calloc(ncpu > 0 ? (size_t)ncpu : 1, sizeof *vals);
   static const char *const names[WB_NSTATS] = {"samples",  "lost_samples",  "oncpu_stack_errors",
                                                "switches", "lost_switches", "offcpu_stack_errors",
-                                               "forks", "lost_ustacks", "lost_users"};
+                                               "forks", "lost_ustacks", "lost_users",
+                                               "lost_switch_outs", "lost_switch_ins", "lost_images",
+                                               "stack_lost"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;
     if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stats), &k, vals) == 0)
       for (int c = 0; c < ncpu; c++) sum += vals[c];
+    if (k == WB_STAT_STACK_LOST && s->us) sum += wb_ustacks_stack_lost(s->us);
     wb_set_int(L, names[k], (lua_Integer)sum);
   }
   free(vals);

@@ -58,6 +58,7 @@ struct wb_ustacks {
   pending *pend;
   size_t npend, cappend;
   uint64_t bytes;
+  uint64_t stack_lost; /* switch-ins placed in a lost entry (lost_entry) */
   uint64_t own[16][2]; /* [start, end) of wb's own BPF code */
   size_t nown;
   deferred *later;
@@ -308,6 +309,15 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
   return entry_of(a, &h, py, pcs, (size_t)n, nk, total);
 }
 
+/* The entry of the process's off-CPU time of h's kind for a switch-in without its switch-out
+ * record (not placed, or the pending table out of memory): its only pc WB_UNW_LOST_PC, as the
+ * kernel's offcpu_lost; 0 when out of memory. */
+static size_t lost_entry(wb_ustacks *a, const struct wb_ustack_hdr *h) {
+  uint64_t pc = WB_UNW_LOST_PC;
+  a->stack_lost++;
+  return entry_of(a, h, 0, &pc, 1, 0, 1);
+}
+
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   struct wb_ustack_hdr h;
   if (size < sizeof h) return 0;
@@ -321,11 +331,12 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     return 0;
   }
   if (h.type == WB_REC_IN) {
+    if (h.ts < h.ts_out) return 0;
     pending *p = pending_of(a, h.tid, 0);
-    if (p && p->ts_out == h.ts_out && h.ts >= h.ts_out) {
-      if (p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
-      else if (p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
-    }
+    size_t lost = 0;
+    if (p && p->ts_out == h.ts_out && p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
+    else if (p && p->ts_out == h.ts_out && p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
+    else if ((lost = lost_entry(a, &h))) a->e[lost - 1].count += h.ts - h.ts_out;
     if (p) p->entry = 0, p->later = 0;
     return 0;
   }
@@ -389,3 +400,4 @@ int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid) { return a->py && pyt
 uint64_t wb_ustacks_py_records(const wb_ustacks *a) { return a->py_records; }
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a) { return a->u; }
 uint64_t wb_ustacks_bytes(const wb_ustacks *a) { return a->bytes; }
+uint64_t wb_ustacks_stack_lost(const wb_ustacks *a) { return a->stack_lost; }

@@ -63,3 +63,5 @@ uint64_t wb_ustacks_py_records(const wb_ustacks *a);
 /* The unwinder (its statistics, wb_unwind_push_stats) and the bytes of stack copied. */
 wb_unwinder *wb_ustacks_unwinder(wb_ustacks *a);
 uint64_t wb_ustacks_bytes(const wb_ustacks *a);
+/* Switch-ins counted under WB_UNW_LOST_PC: their switch-out record was not placed. */
+uint64_t wb_ustacks_stack_lost(const wb_ustacks *a);

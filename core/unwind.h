@@ -180,6 +180,9 @@ typedef struct wb_unw_objstat {
  * its max), so that aggregation and the folded output keep it apart as truncated: no user pc is
  * all ones. */
 #define WB_UNW_TRUNCATED_PC UINT64_MAX
+/* The only pc of an off-CPU interval whose stack was not recorded (its switch-out record lost):
+ * its time is kept, apart, under the process. */
+#define WB_UNW_LOST_PC (UINT64_MAX - 1)
 
 const wb_unw_objstat *wb_unwinder_objects(const wb_unwinder *u, size_t *n);
 const uint64_t *wb_unwinder_reasons(const wb_unwinder *u); /* [WB_UNW_NREASONS] walks */

@@ -62,6 +62,13 @@ struct {
 } switched_out SEC(".maps");
 
 struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, WB_LOST_ENTRIES);
+  __type(key, struct wb_stack_key);
+  __type(value, __u64);
+} offcpu_lost SEC(".maps");
+
+struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, WB_NSTATS);
   __type(key, __u32);
@@ -263,11 +270,12 @@ static __always_inline __u32 py_frames(struct wb_ustack *r, __u64 now) {
 
 /* Sends the current task's kernel stack, Python frames, user registers and user stack copy (up to
  * the process's start_stack, else halved until readable: the stack may end sooner). A kernel stack
- * that cannot be had is counted as a stack error, except -EFAULT: none (a sample in user mode). */
-static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64 now) {
+ * that cannot be had is counted as a stack error, except -EFAULT: none (a sample in user mode).
+ * -1 (counted) when the ring had no room for the record. */
+static __always_inline int send_ustack(void *ctx, __u32 type, __u32 kind, __u64 now) {
   __u32 zero = 0;
   struct wb_ustack *r = bpf_map_lookup_elem(&scratch, &zero);
-  if (!r) return;
+  if (!r) return -1;
   struct task_struct *task = bpf_get_current_task_btf();
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -302,8 +310,10 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
     size >>= 1;
   }
   r->h.size = err ? 0 : size & (WB_USTACK_MAX - 1);
-  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) != 0)
-    stat_add(WB_STAT_LOST_USTACKS, 1);
+  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) == 0)
+    return 0;
+  stat_add(type == WB_REC_ONCPU ? WB_STAT_LOST_USTACKS : WB_STAT_LOST_OUTS, 1);
+  return -1;
 }
 
 /* Unwind mode: a fork, exec or exit of a tracked process, in order with its samples: the loader
@@ -311,7 +321,16 @@ static __always_inline void send_ustack(void *ctx, __u32 type, __u32 kind, __u64
 static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
   if (!ustack_size) return;
   struct wb_ustack_hdr h = {.type = type, .tgid = tgid, .tid = tgid, .ts = bpf_ktime_get_ns(), .arg0 = parent};
-  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_USTACKS, 1);
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_IMAGES, 1);
+}
+
+/* An off-CPU interval whose stack is not known: its time counted per process and kind
+ * (WB_STAT_STACK_LOST), or, offcpu_lost full, not at all (lost_switches) */
+static __always_inline void add_lost(const struct wb_stack_key *from, __u64 ns) {
+  struct wb_stack_key key = *from;
+  key.user_stack_id = key.kern_stack_id = -1;
+  if (add_count(&offcpu_lost, &key, ns) == 0) stat_add(WB_STAT_STACK_LOST, 1);
+  else stat_add(WB_STAT_LOST_SWITCHES, 1);
 }
 
 SEC("perf_event")
@@ -387,21 +406,28 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     out.key.kind = BPF_CORE_READ(prev, __state) == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
     out.key.user_stack_id = out.key.kern_stack_id = -1;
     BPF_CORE_READ_STR_INTO(&out.key.comm, prev, group_leader, comm);
-    if (ustack_size) send_ustack(ctx, WB_REC_OUT, out.key.kind, now); /* prev is the current task */
+    if (ustack_size) out.stack_lost = send_ustack(ctx, WB_REC_OUT, out.key.kind, now) != 0; /* prev: current */
     else fill_stacks(ctx, &out.key, WB_STAT_OFFCPU_STACK_ERR);
     if (bpf_map_update_elem(&switched_out, &prev_tid, &out, BPF_ANY) != 0)
       stat_add(WB_STAT_LOST_SWITCHES, 1);
   }
   struct wb_switch_out *back = bpf_map_lookup_elem(&switched_out, &next_tid);
   if (!back) return 0;
-  if (back->ts >= armed_ns && ustack_size) {
+  if (back->ts >= armed_ns && ustack_size && back->stack_lost) { /* no record of where it waited */
+    stat_add(WB_STAT_SWITCHES, 1);
+    add_lost(&back->key, now - back->ts);
+  } else if (back->ts >= armed_ns && ustack_size) {
     struct wb_ustack_hdr in = {.type = WB_REC_IN, .tgid = back->key.tgid, .tid = next_tid,
                                .kind = back->key.kind, .ts = now, .ts_out = back->ts};
+    __builtin_memcpy(in.comm, back->key.comm, WB_COMM_LEN); /* for an interval whose stack was lost */
     stat_add(WB_STAT_SWITCHES, 1);
-    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, 0) != 0) stat_add(WB_STAT_LOST_USTACKS, 1);
+    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, 0) != 0) {
+      stat_add(WB_STAT_LOST_INS, 1);
+      add_lost(&back->key, now - back->ts);
+    }
   } else if (back->ts >= armed_ns) {
     stat_add(WB_STAT_SWITCHES, 1);
-    if (add_count(&offcpu_counts, &back->key, now - back->ts) != 0) stat_add(WB_STAT_LOST_SWITCHES, 1);
+    if (add_count(&offcpu_counts, &back->key, now - back->ts) != 0) add_lost(&back->key, now - back->ts);
   }
   bpf_map_delete_elem(&switched_out, &next_tid);
   return 0;

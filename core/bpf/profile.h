@@ -21,10 +21,17 @@ struct wb_stack_key {
   char comm[WB_COMM_LEN];
 };
 
-/* A thread switched out and not yet back: where and when it left the CPU. */
+/* offcpu_lost: the time of off-CPU intervals whose stack is not known, per process and kind
+ * (key's stack ids -1): its switch-out or switch-in record had no room in the ring, or the counts
+ * map was full. */
+#define WB_LOST_ENTRIES 4096
+
+/* A thread switched out and not yet back: where and when it left the CPU (stack_lost: unwind
+ * mode's record of it had no room in the ring; its interval goes to offcpu_lost). */
 struct wb_switch_out {
   __u64 ts;
   struct wb_stack_key key;
+  __u32 stack_lost, pad;
 };
 
 enum wb_stat {
@@ -35,8 +42,13 @@ enum wb_stat {
   WB_STAT_LOST_SWITCHES,    /* off-CPU intervals not counted: a map was full */
   WB_STAT_OFFCPU_STACK_ERR, /* off-CPU stacks the stack map could not take */
   WB_STAT_FORKS,            /* processes added to the tracked set by fork */
-  WB_STAT_LOST_USTACKS,     /* user-stack records the ring buffer had no room for (unwind mode) */
+  WB_STAT_LOST_USTACKS,     /* on-CPU sample records the ring buffer had no room for (unwind mode) */
   WB_STAT_LOST_USERS,       /* samples of a user the users map had no room for */
+  WB_STAT_LOST_OUTS,        /* switch-out records the ring had no room for (unwind mode) */
+  WB_STAT_LOST_INS,         /* switch-in records the ring had no room for (unwind mode) */
+  WB_STAT_LOST_IMAGES,      /* fork, exec and exit records the ring had no room for */
+  WB_STAT_STACK_LOST,       /* off-CPU intervals counted in offcpu_lost: their switch-out or
+                             * switch-in record had no room in the ring, or the counts map was full */
   WB_NSTATS,
 };
 
@@ -53,7 +65,7 @@ enum wb_stat {
 enum wb_rec {
   WB_REC_ONCPU = 0, /* an on-CPU sample */
   WB_REC_OUT = 1,   /* a tracked thread left the CPU (kind: blocked or run queue) */
-  WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack */
+  WB_REC_IN = 2,    /* it came back: ts_out .. ts is its time away; no stack (comm: the process's) */
   WB_REC_FORK = 3,  /* tracked process arg0 forked tgid (before the child runs); no stack */
   WB_REC_EXEC = 4,  /* tgid exec'd (its records after this one are of the new image); no stack */
   WB_REC_EXIT = 5,  /* tgid's last thread exited (its records all came before this one); no stack */

@@ -7,7 +7,8 @@
 --   res.method                   "bpf" | "perf_event" | "perf_cli" | "none"
 --   res.counters["task-clock"]   {available, value, unit, scaled, running_fraction} | {available = false, reason}
 --   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
---   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds
+--   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds,
+--                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]")
 --   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
 --                                seconds, addresses}}}, the most costly object first (not for perf_cli)
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
@@ -456,6 +457,13 @@ local function quality(res, side, sampled, denied)
       w[#w + 1] = string.format("%d %s lost (a full map or ring buffer); the profile undercounts",
         prof.lost, prof.unit == "ns" and "off-CPU intervals" or "samples")
     end
+    if prof and (prof.stack_lost or 0) > 0 then
+      w[#w + 1] = string.format("%d off-CPU intervals (%s, %.1f%% of the off-CPU time) are under %s: the ring buffer " ..
+        "had no room for their records (wb's drain fell behind: raise ring_mib) or the counts map for their stack " ..
+        "(raise count_entries)",
+        prof.stack_lost, require("wb.util").format_seconds(prof.stack_lost_seconds), 100 * prof.stack_lost_seconds /
+        math.max(prof.total_seconds, 1e-9), fold.STACK_LOST)
+    end
     if prof and (prof.stack_errors or 0) > 0 then
       w[#w + 1] = string.format("%d %s counted without their stack: the kernel's stack map was full, or the stack " ..
         "hashed to a bucket another stack holds (raise stack_entries: more buckets, fewer collisions)", prof.stack_errors,
@@ -515,6 +523,7 @@ local function profile_of(kind, text, info, opts, extra)
     t.total_seconds = info.total / 1e9
     t.blocked_seconds = (info.by_kind.blocked or 0) / 1e9
     t.runqueue_seconds = (info.by_kind.runqueue or 0) / 1e9
+    t.stack_lost_seconds = info.stack_lost / 1e9
   end
   return t
 end
@@ -557,6 +566,10 @@ local function options(spec)
   if math.type(o.stack_size) ~= "integer" or o.stack_size < 512 or o.stack_size > unwind_q.STACK_MAX
     or o.stack_size % 8 ~= 0 then
     error("wb.capture: stack_size must be a multiple of 8 in 512.." .. unwind_q.STACK_MAX, 3)
+  end
+  local ring = spec.ring_mib or 0
+  if math.type(ring) ~= "integer" or ring < 0 or ring > 2048 or ring & (ring - 1) ~= 0 then
+    error("wb.capture: ring_mib must be 0 (sized for the sample rate) or a power of two up to 2048", 3)
   end
   local words = type(spec.argv) == "table" and spec.argv or { spec.cmd or spec.argv }
   o.title = spec.title or table.concat(words, " ")
@@ -826,10 +839,16 @@ local function profiles(res, r, o, off_skip)
   end
   if off_records then
     views.offcpu = data.python and pyframes.collector() or nil
-    res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = data.stats.lost_switches,
-      stack_errors = data.stats.offcpu_stack_errors, intervals = data.stats.switches }, views.offcpu)
+    local st = data.stats
+    res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = st.lost_switches,
+      stack_errors = st.offcpu_stack_errors, intervals = st.switches,
+      stack_lost = st.stack_lost }, views.offcpu)
     if data.unwind then
       res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
+    end
+    if (st.lost_images or 0) > 0 then
+      res.warnings[#res.warnings + 1] = string.format("%d fork, exec or exit records lost (the ring buffer had no " ..
+        "room): those processes' stacks may have been walked with another image's mappings", st.lost_images)
     end
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
@@ -846,7 +865,7 @@ end
 -- offcpu = true, freq = 99, method = "auto" | "bpf" | "perf_event" | "perf_cli" | "none", dir
 -- (outputs are written there when given), name = "capture", title, root = "auto" | "comm" | "pid"
 -- (the root frame: "comm-PID" when auto finds several processes), top = 20, verbose (libbpf's
--- messages), stack_entries and count_entries (wb.bpf map sizes), unwind = "auto" (= "dwarf": user
+-- messages), stack_entries, count_entries and ring_mib (wb.bpf map sizes), unwind = "auto" (= "dwarf": user
 -- stacks walked with each object's CFI from a copy of stack_size bytes per sample (16376 with eBPF,
 -- 8192 with perf_event and perf_cli) and, with
 -- eBPF, per switch-out; perf_cli records --call-graph dwarf) | "fp" (frame pointers, walked by the
@@ -873,7 +892,7 @@ function M.run(spec)
   if method == "bpf" then -- loaded on a thread while the command is spawned and its counters opened
     local err
     st.session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
-      stack_entries = spec.stack_entries, count_entries = spec.count_entries,
+      stack_entries = spec.stack_entries, count_entries = spec.count_entries, ring_mib = spec.ring_mib,
       ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python, async = true }
     if not st.session then fall_back(st, o, err) end
   end

@@ -11,6 +11,10 @@
 local M = {}
 
 M.RUN_QUEUE = "[run queue]"
+-- An off-CPU interval whose stack was not recorded (the ring buffer or a map had no room: wb.bpf's
+-- record with user = {M.STACK_LOST_PC}) keeps its time under the process in this frame.
+M.STACK_LOST = "[stack lost]"
+M.STACK_LOST_PC = -2
 -- A user stack whose walk stopped before its end (core/lunwind.h's WB_UNW_TRUNCATED_PC closes
 -- its pcs), or one the kernel cut at its frame limit, gets this frame above its outermost one,
 -- with its depth.
@@ -104,7 +108,8 @@ end
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
--- {kind = total}, symbols = {name = {mangled?, file?, line?}} from a dwarf symbolizer, else nil,
+-- {kind = total}, stack_lost (the count under M.STACK_LOST), symbols = {name = {mangled?, file?,
+-- line?}} from a dwarf symbolizer, else nil,
 -- located = the stacks kept apart by the source position of their sampled user address:
 -- {{frames, count, leaf (the index of the deepest user frame), file, line}}, file and line nil
 -- where the symbolizer had none, leaves = {[pid] = {{name, file?, line?, count}}}: each process's
@@ -151,12 +156,16 @@ function M.fold(records, sym, opts)
   end
   local counts, order = {}, {}
   local located, lorder = {}, {} -- the stacks again, apart by the source line of their user leaf
-  local total, unresolved, by_kind = 0, 0, {}
+  local total, unresolved, by_kind, stack_lost = 0, 0, {}, 0
   local leaves = {} -- pid -> position key -> {name, file, line, count}
   for _, r in ipairs(records) do
     if r.count > 0 then
       local frames = { by_pid and (r.comm .. "-" .. r.pid) or r.comm }
       local addrs, depth = r.user, #r.user
+      if addrs[1] == M.STACK_LOST_PC then
+        frames[2], addrs, depth = M.STACK_LOST, {}, 0
+        stack_lost = stack_lost + r.count
+      end
       if addrs[depth] == M.TRUNCATED_PC then
         depth = depth - 1
         addrs = table.move(addrs, 1, depth, 1, {})
@@ -226,10 +235,10 @@ function M.fold(records, sym, opts)
   end
   return table.concat(lines, "\n") .. (#lines > 0 and "\n" or ""),
     { stacks = stacks, total = total, unresolved = unresolved, by_kind = by_kind, symbols = symbols, located = lorder,
-      leaves = leaves }
+      leaves = leaves, stack_lost = stack_lost }
 end
 
-local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE end
+local function is_function(name) return not name:find("_%[k%]$") and name ~= M.RUN_QUEUE and name ~= M.STACK_LOST end
 
 -- M.module_of(frame) : the module of an unresolved frame ("liblzma.so.5+0x15bc9" ->
 -- "liblzma.so.5"), or nil for a named one

@@ -102,8 +102,8 @@ function M.text(res, opts)
               table.concat(most, ", "))
           end
         else
-          add("off-CPU: %s (blocked %s, run queue %s); top functions (self, total share of off-CPU time)",
-            seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
+          add("off-CPU: %s (blocked %s, run queue %s%s); top functions (self, total share of off-CPU time)",
+            seconds(p.total_seconds), seconds(p.blocked_seconds), seconds(p.runqueue_seconds), M.stack_lost_text(p))
         end
         top_lines(add, p.top, n)
       end
@@ -215,6 +215,13 @@ function M.memory_sections(res, n)
   return out
 end
 
+-- text = M.stack_lost_text(offcpu) : "; without their stack 12.3 ms" when some off-CPU time was
+-- kept without its stack (under wb.capture_fold's STACK_LOST), else ""
+function M.stack_lost_text(p)
+  if (p.stack_lost_seconds or 0) <= 0 then return "" end
+  return "; without their stack " .. seconds(p.stack_lost_seconds)
+end
+
 -- blocks = capture_report.quality_blocks(res) : the profile's quality as the report shows it (empty
 -- without CFI unwinding figures): a table of the whole-profile figures, then one row per object
 -- with how its frames were unwound, where walks stopped there and why, and what naming its
@@ -234,6 +241,14 @@ function M.quality_blocks(res)
   rows[#rows + 1] = { "truncated walks", share(u.truncated_fraction)
     .. (u.truncated > 0 and (" (" .. reasons(u.reasons) .. ")") or "") }
   rows[#rows + 1] = { "on-CPU samples with an unresolved frame", share(res.oncpu.unresolved_fraction) }
+  rows[#rows + 1] = { "on-CPU samples lost", grouped(res.oncpu.lost or 0) }
+  local o = res.offcpu
+  if o and not o.skipped then
+    rows[#rows + 1] = { "off-CPU intervals lost (time and stack)", grouped(o.lost or 0) }
+    rows[#rows + 1] = { "off-CPU intervals without their stack ([stack lost])", string.format("%s, %s (%s of the off-CPU time)",
+      grouped(o.stack_lost or 0), seconds(o.stack_lost_seconds or 0),
+      share((o.stack_lost_seconds or 0) / math.max(o.total_seconds or 0, 1e-9))) }
+  end
   rows[#rows + 1] = { "walking", string.format("%s, %.1f µs per stack", seconds(u.seconds), u.ns_per_sample / 1000) }
   local c = res.symbolize
   if c then
@@ -282,8 +297,8 @@ function M.html(res, opts)
       doc:add(section(name, meta("skipped: " .. p.skipped)))
     elseif p then
       local lead = kind == "oncpu" and string.format("%s samples", grouped(p.samples)) or
-        string.format("%s off the CPU: blocked %s, waiting on the run queue %s", seconds(p.total_seconds),
-          seconds(p.blocked_seconds), seconds(p.runqueue_seconds))
+        string.format("%s off the CPU: blocked %s, waiting on the run queue %s%s", seconds(p.total_seconds),
+          seconds(p.blocked_seconds), seconds(p.runqueue_seconds), M.stack_lost_text(p))
       doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
     end
   end

@@ -16,12 +16,13 @@ M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per reco
 M.STACK_MAX = 65528       -- the most bytes perf_event copies per sample (PERF_SAMPLE_STACK_USER)
 
 -- fraction = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
--- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34")
+-- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34"),
+-- time kept without its stack ("[stack lost]") left out
 function M.reach_entry(text)
   local total, reach = 0, 0
   for line in text:gmatch("[^\n]+") do
     local stack, n = line:match("^(.*) (%d+)$")
-    if stack then
+    if stack and not stack:find(";[stack lost]", 1, true) then
       n = tonumber(n)
       total = total + n
       local first = true

@@ -53,7 +53,8 @@ end
 -- profile.record(r, res, argv, out, dir) : fills the manifest record r from the wb.capture result
 -- res: arguments, method, exit, metrics (times, task-clock, samples, off-CPU time, unwinding
 -- reach, the tree's peak RSS, estimated bytes allocated), the profiles written (paths relative to the run directory dir) or why each was skipped,
--- what naming the frames cost (r.symbolize), how the Python frames were read (r.python), warnings
+-- what the capture lost (r.loss), what naming the frames cost (r.symbolize), how the Python frames
+-- were read (r.python), warnings
 function M.record(r, res, argv, out, dir)
   r.command_arguments = wb.json.array(argv)
   r.method = res.method
@@ -77,6 +78,12 @@ function M.record(r, res, argv, out, dir)
       profiles[kind] = { skipped = p.skipped }
     end
   end
+  -- what the capture could not keep, each apart: samples, off-CPU intervals, and intervals whose
+  -- time was kept without their stack
+  local on, off = res.oncpu or {}, res.offcpu or {}
+  r.loss = { oncpu_samples = on.lost or wb.null, offcpu_intervals = off.lost or wb.null,
+    offcpu_intervals_without_stack = off.stack_lost or wb.null,
+    offcpu_seconds_without_stack = off.stack_lost_seconds or wb.null }
   r.symbolize = res.symbolize -- what naming the frames cost, per object
   if res.oncpu and res.oncpu.unwind then
     r.unwind = res.oncpu.unwind
@@ -103,7 +110,7 @@ end
 
 -- The recipe's options a capture case carries to its job.
 local CAPTURE_KEYS = { "counters", "oncpu", "offcpu", "freq", "method", "root", "top", "unwind", "stack_size",
-  "stack_entries", "count_entries", "alloc", "alloc_interval", "stage_pattern" }
+  "stack_entries", "count_entries", "ring_mib", "alloc", "alloc_interval", "stage_pattern" }
 
 -- case = profile.case(cfg, argv, command) : the executor's case of the profile: the command under
 -- wb.capture with the recipe's options (profiles/profile.*), as cfg.tasks tasks of one step

@@ -22,7 +22,7 @@ local M = {}
 
 -- The wb.capture options a case may set (values a cases file can hold).
 M.OPTIONS = { "counters", "oncpu", "offcpu", "freq", "method", "unwind", "stack_size", "stack_entries",
-  "count_entries", "memory", "memory_hz", "alloc", "alloc_interval", "python", "stage_pattern", "root", "top",
+  "count_entries", "ring_mib", "memory", "memory_hz", "alloc", "alloc_interval", "python", "stage_pattern", "root", "top",
   "title" }
 local KNOWN = { name = true, dir = true }
 for _, k in ipairs(M.OPTIONS) do KNOWN[k] = true end

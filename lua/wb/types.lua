@@ -927,7 +927,8 @@ local bpf = {}
 function bpf.available() end
 ---s, err, errno = wb.bpf.open([opts]) : loads and attaches the programs. opts: freq = 99 (on-CPU
 ---samples per second per CPU), oncpu = true, offcpu = true, stack_entries = 16384 (stack map size),
----count_entries = 16384 (distinct stacks kept per kind), verbose = false (libbpf's messages on
+---count_entries = 16384 (distinct stacks kept per kind), ring_mib = 0 (unwind mode: the ring buffer's
+---size in MiB, a power of two; 0: sized for the sample rate), verbose = false (libbpf's messages on
 ---stderr), ustack = 0 (unwind mode: > 0 sends the user registers and this many bytes of user stack,
 ---a multiple of 8 in 512..16376, of each on-CPU sample and switch-out through a ring buffer, walked
 ---with CFI as s:drain() reads them), python = true (unwind mode: the Python frames of CPython 3.11+

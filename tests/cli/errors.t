@@ -164,6 +164,16 @@ wb: profile: tasks=4 is one srun step of a Slurm job: needs a machine profile wh
 exit 2
 nothing written
 
+$ wb profile ring_mib=3 -o $T/s_r3 -- true; echo "exit $?"; test ! -e $T/s_r3 && echo nothing written
+wb: profile: ring_mib=3: the ring buffer is 0 (sized for the sample rate) or a power of two up to 2048 MiB
+exit 2
+nothing written
+
+$ wb profile stack_size=100 -o $T/s_s100 -- true; echo "exit $?"; test ! -e $T/s_s100 && echo nothing written
+wb: profile: stack_size=100: the bytes of stack copied per sample are a multiple of 8 in 512..65528
+exit 2
+nothing written
+
 $ wb bench true runs=2 '.=v' -o $T/x20; echo "exit $?"; test ! -e $T/x20 && echo nothing written
 wb: override '.=v': bad key '.'
 exit 2

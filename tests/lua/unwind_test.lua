@@ -613,11 +613,11 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     near_share(alpha, alpha + beta, truth, "outer_alpha's share of the split (joiner's thread spins too)", res)
     T.ok((under(on, "main") + under(on, "start_thread")) / total >= 0.95, "on-CPU samples reach main or start_thread")
     local off = res.offcpu.folded_text
-    local lost_n = (res.oncpu.lost or 0) + (res.offcpu.lost or 0)
-    local lost = string.format("lost: %s records of the ring, %s switch-outs of the map", tostring(res.oncpu.lost),
-      tostring(res.offcpu.lost))
-    -- within tolerance of the program's own measurement; or, when wb lost records (a ring it could
-    -- not drain in time beside load), short of it and saying so
+    local lost = string.format("%s s of it under [stack lost] (%s intervals), %s intervals lost",
+      tostring(res.offcpu.stack_lost_seconds), tostring(res.offcpu.stack_lost), tostring(res.offcpu.lost))
+    -- within tolerance of the program's own measurement; or, when the ring had no room for some
+    -- records (a drain that fell behind beside load), short of it by no more than the time wb kept
+    -- under [stack lost], and said
     local function blocked(fn, callee, truth, share, what)
       local got = under_call(off, fn, callee)
       local lines = {}
@@ -626,9 +626,9 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
       end
       local msg = string.format("seconds blocked in %s under %s (within %d%%; %s); its stacks:\n%s", what, fn,
         share * 100, lost, table.concat(lines, "\n"))
-      if lost_n > 0 and got < truth then
-        T.ok(got <= truth * (1 + share), msg)
-        T.ok(table.concat(res.warnings, "\n"):find("lost", 1, true), "the loss is said: " .. msg)
+      if res.offcpu.stack_lost > 0 and got < truth then
+        T.ok(got <= truth * (1 + share) and got + res.offcpu.stack_lost_seconds >= truth * (1 - share), msg)
+        T.match(table.concat(res.warnings, "\n"), "off%-CPU intervals %(.-%) are under %[stack lost%]")
       else
         T.near(got, truth, share * truth, msg)
       end
@@ -646,14 +646,18 @@ for _, variant in ipairs({ { "-O2 -g", {} }, { "-O2 -g -fno-omit-frame-pointer",
     for _, fn in ipairs({ "sleeper", "pipe_reader", "joiner", "reap" }) do named = named + under(mine, fn) end
     local blocked = 0
     for line in mine:gmatch("[^\n]+") do
-      if not line:find("[run queue]", 1, true) then blocked = blocked + tonumber(line:match(" (%d+)$")) end
+      if not line:find("[run queue]", 1, true) and not line:find("[stack lost]", 1, true) then
+        blocked = blocked + tonumber(line:match(" (%d+)$"))
+      end
     end
     T.ok(named / blocked >= 0.95, string.format("%.1f%% of the blocked time names the user function", 100 * named / blocked))
     local probe = T.probe_frame(off .. "\n" .. on)
     T.ok(not probe, "no frame of wb's own probes: " .. tostring(probe))
     T.ok(res.offcpu.unwind.reach_entry_fraction >= 0.95, "off-CPU stacks reach main")
     T.ok(res.oncpu.unwind.truncated_fraction <= 0.05)
-    T.eq(res.oncpu.lost, 0)
+    if res.oncpu.lost > 0 then -- a drain that fell behind beside load: said
+      T.match(table.concat(res.warnings, "\n"), res.oncpu.lost .. " samples lost %(a full map or ring buffer%)")
+    end
   end)
 end
 
