@@ -323,8 +323,8 @@ local function run_perf_cli(spec, res, o, users)
   if spec.on_ended then spec.on_ended(p.pid, res.result) end
   res.counters = counters and counters:read()
   if counters then res.warnings[#res.warnings + 1] = "counters include the perf CLI's own work" end
-  local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso" },
-    stdout = "capture", stderr = "null" }
+  local script = proc.run { argv = { M.profiler("perf").path, "script", "-i", data, "-F", "comm,pid,ip,sym,dso",
+    "--max-stack", tostring(fold.PERF_SCRIPT_MAX_STACK) }, stdout = "capture", stderr = "null" }
   if tmp then fs.remove_tree(tmp) end
   if not script or not script.ok then return nil, "perf script failed" end
   return fold.parse_perf_script(script.stdout, function(path) return users:readable(path) end)
@@ -912,7 +912,9 @@ function M.run(spec)
     if not records then
       res.oncpu = { skipped = err }
     else
-      local text, info = fold.fold_named(records, { root = auto_root(o.root, records) })
+      -- a stack at its limit is marked truncated: the kernel's frame-pointer walk, or perf script's
+      local cut = o.unwind == "fp" and fold.KERNEL_MAX_DEPTH or fold.PERF_SCRIPT_MAX_STACK
+      local text, info = fold.fold_named(records, { root = auto_root(o.root, records), cut = cut })
       res.oncpu = profile_of("oncpu", text, info, o)
     end
     res.offcpu = o.want_off and { skipped = st.off_skip } or nil

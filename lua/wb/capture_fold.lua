@@ -21,6 +21,7 @@ M.STACK_LOST_PC = -2
 M.TRUNCATED = "[truncated after %d frames]"
 M.TRUNCATED_PC = -1
 M.KERNEL_MAX_DEPTH = 127 -- the kernel's frame-pointer walks (perf_event_max_stack) stop there
+M.PERF_SCRIPT_MAX_STACK = 1024 -- `perf script --max-stack` for the perf CLI's DWARF unwinding
 -- What follows "module+0xoffset" in a frame of a file the profiled user could not read
 -- (core/sym.c, docs/security.md).
 M.NOT_READABLE = "[not readable by the profiled user]"

@@ -282,6 +282,48 @@ T.case("perf CLI method: perf record + perf script folded the same way", functio
   T.eq(res.offcpu, nil)
 end)
 
+T.case("perf CLI method: a 300-deep recursion complete with DWARF (perf script's 127-frame default raised); " ..
+  "frame-pointer stacks cut at the kernel's 127 are marked truncated", function()
+  if not capture.profiler("perf").available then T.skip("perf: " .. capture.profiler("perf").notes) end
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/deep.c", [[
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void recurse(int n) {
+  if (n > 0) recurse(n - 1);
+  else for (clock_t end = clock() + CLOCKS_PER_SEC / 3; clock() < end;) sink++;
+  sink++; /* not a tail call */
+}
+int main(void) { recurse(300); return 0; }
+]]))
+  T.ok(proc.run({ argv = { "gcc", "-O2", "-g", "-fno-omit-frame-pointer", "-o", dir .. "/deep", dir .. "/deep.c" } }).ok)
+  local function depths(unwind, stack_size)
+    local res = assert(wb.capture { argv = { dir .. "/deep" }, freq = 199, method = "perf_cli", unwind = unwind,
+      stack_size = stack_size, offcpu = false, counters = false })
+    T.eq(res.method, "perf_cli")
+    local out = { samples = 0, complete = 0, marked = 0 }
+    for line in res.oncpu.folded_text:gmatch("[^\n]+") do
+      local stack, n = line:match("^(.*) (%d+)$")
+      n = tonumber(n)
+      local _, recursions = stack:gsub(";recurse", "")
+      if recursions > 0 then
+        out.samples = out.samples + n
+        if recursions >= 301 and stack:find(";main;", 1, true) then out.complete = out.complete + n end
+        if stack:find(";%[truncated after %d+ frames%];") then out.marked = out.marked + n end
+      end
+    end
+    return out
+  end
+  local d = depths("dwarf", 65528)
+  T.ok(d.samples >= 20, "samples in recurse: " .. d.samples)
+  T.ok(d.complete >= 0.9 * d.samples, string.format("%d of %d stacks reach main through 301 frames of recurse",
+    d.complete, d.samples))
+  local fp = depths("fp")
+  T.ok(fp.samples >= 20, "samples in recurse: " .. fp.samples)
+  T.ok(fp.marked >= 0.9 * fp.samples, string.format("%d of %d frame-pointer stacks marked truncated", fp.marked,
+    fp.samples))
+end)
+
 T.case("unprivileged (runuser nobody): BPF skipped with the reason, a user-space perf_event profile", function()
   if not T.is_root() then T.skip("needs root to run a capture as nobody") end
   local dir = T.tmpdir()
