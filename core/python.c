@@ -18,22 +18,42 @@
 
 #define PY_MAX_THREADS 256
 
-/* 'R' when the thread is running or runnable, its state letter otherwise, 0 when gone. */
-static char thread_state(pid_t pid, int64_t tid) {
+/* 'R' when the thread is running or runnable, its state letter otherwise, 0 when gone; *cpu_ns
+ * its time on a CPU so far (schedstat's first field; else utime + stime at the clock tick's
+ * resolution; -1 when neither can be read). */
+static char thread_state(pid_t pid, int64_t tid, int64_t *cpu_ns) {
   char path[80], buf[512];
   snprintf(path, sizeof path, "/proc/%d/task/%lld/stat", (int)pid, (long long)tid);
+  *cpu_ns = -1;
   if (wb_read_small(path, buf, sizeof buf) <= 0) return 0;
   char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' ? rp[2] : 0;
+  if (!rp || rp[1] != ' ') return 0;
+  char state = rp[2];
+  unsigned long long utime, stime, ns;
+  /* after ") S ": ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime */
+  if (sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) == 2) {
+    static long hz;
+    if (!hz) hz = sysconf(_SC_CLK_TCK);
+    if (hz > 0) *cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)hz));
+  }
+  snprintf(path, sizeof path, "/proc/%d/task/%lld/schedstat", (int)pid, (long long)tid);
+  if (wb_read_small(path, buf, sizeof buf) > 0 && sscanf(buf, "%llu", &ns) == 1) *cpu_ns = (int64_t)ns;
+  return state;
 }
+
+/* The CPU time of each thread seen, at its previous sample: what it ran in between is its on-CPU
+ * weight (a runnable thread waiting for a CPU is not running). Open addressing by tid. */
+typedef struct thread_cpu {
+  int64_t tid; /* 0: free */
+  int64_t cpu_ns;
+} thread_cpu;
 
 /* ---- the sampler ---------------------------------------------------------------------- */
 
 typedef struct stack_count {
   char *key;
   uint64_t hash;
-  int64_t oncpu;
-  double offcpu;
+  double oncpu, offcpu; /* seconds: on a CPU; off it (blocked, or waiting on the run queue) */
 } stack_count;
 
 typedef struct sampler {
@@ -42,8 +62,11 @@ typedef struct sampler {
   double last; /* when the previous sample was taken */
   wb_pyres *res;
   wb_proctree tree; /* the ticker thread's: the tree under root, scanned every 10 samples */
+  double hz;
   stack_count *stacks;
   size_t cap, n;
+  thread_cpu *threads;
+  size_t tcap, tn;
   int64_t ticks, thread_samples, truncated;
   wb_pythread scratch[PY_MAX_THREADS];
 } sampler;
@@ -54,7 +77,31 @@ static uint64_t hash_key(const char *s) {
   return h ? h : 1;
 }
 
-/* Adds weight to the folded stack key (copied). */
+/* The slot of tid in s->threads (made when new; NULL when out of memory). */
+static thread_cpu *thread_slot(sampler *s, int64_t tid) {
+  if ((s->tn + 1) * 2 > s->tcap) {
+    size_t cap = s->tcap ? s->tcap * 2 : 256;
+    thread_cpu *t = calloc(cap, sizeof *t);
+    if (!t) return NULL;
+    for (size_t i = 0; i < s->tcap; i++) {
+      if (!s->threads[i].tid) continue;
+      size_t j = (uint64_t)s->threads[i].tid * 2654435761u & (cap - 1);
+      while (t[j].tid) j = (j + 1) & (cap - 1);
+      t[j] = s->threads[i];
+    }
+    free(s->threads);
+    s->threads = t, s->tcap = cap;
+  }
+  size_t j = (uint64_t)tid * 2654435761u & (s->tcap - 1);
+  while (s->threads[j].tid && s->threads[j].tid != tid) j = (j + 1) & (s->tcap - 1);
+  if (!s->threads[j].tid) {
+    s->threads[j] = (thread_cpu){.tid = tid, .cpu_ns = -1};
+    s->tn++;
+  }
+  return &s->threads[j];
+}
+
+/* Adds seconds on a CPU, or off it, to the folded stack key (copied). */
 static void count_stack(sampler *s, const char *key, int oncpu, double seconds) {
   if (s->n * 2 >= s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 1024;
@@ -77,7 +124,7 @@ static void count_stack(sampler *s, const char *key, int oncpu, double seconds) 
     s->stacks[j].hash = h;
     s->n++;
   }
-  if (oncpu) s->stacks[j].oncpu++;
+  if (oncpu) s->stacks[j].oncpu += seconds;
   else s->stacks[j].offcpu += seconds;
 }
 
@@ -88,26 +135,39 @@ static void discover(sampler *s) {
   for (int i = 0; i < n; i++) wb_pyres_attach(s->res, tree[i]);
 }
 
-/* One sample of every thread of every attached process, each weighted by dt seconds off-CPU. */
+/* One sample of every thread of every attached process: the dt seconds since the previous one
+ * go to the thread's stack now, split as it spent them: its CPU time since then on-CPU, the rest
+ * off-CPU (blocked, or under "[run queue]" when it is runnable). A thread seen for the first time,
+ * or whose CPU time cannot be read, is on-CPU for dt when runnable. */
 static void tick(sampler *s, double dt) {
   char key[8192];
+  static const char run_queue[] = ";[run queue]";
   for (size_t i = 0; i < wb_pyres_count(s->res); i++) {
     wb_pyproc *p = (wb_pyproc *)wb_pyres_proc(s->res, i);
     pid_t pid = wb_pyproc_pid(p);
     int n = wb_pyproc_stacks(s->res, p, s->scratch, PY_MAX_THREADS);
     for (int t = 0; t < n; t++) {
       wb_pythread *th = &s->scratch[t];
-      char st = thread_state(pid, th->tid);
+      int64_t cpu_ns;
+      char st = thread_state(pid, th->tid, &cpu_ns);
       if (!st) continue;
       size_t o = (size_t)snprintf(key, sizeof key, "python %d;%s %lld", (int)pid,
                                   th->tid == pid ? "main thread" : "thread", (long long)th->tid);
       if (th->truncated) o += (size_t)snprintf(key + o, sizeof key - o, ";[truncated]");
       for (int f = th->nframes - 1; f >= 0 && o < sizeof key; f--)
         o += (size_t)snprintf(key + o, sizeof key - o, ";%s", wb_pyres_text(s->res, th->frames[f]));
-      if (o >= sizeof key) continue;
+      if (o + sizeof run_queue > sizeof key) continue;
       s->thread_samples++;
       s->truncated += th->truncated;
-      count_stack(s, key, st == 'R', dt);
+      thread_cpu *tc = thread_slot(s, th->tid);
+      double ran = st == 'R' ? dt : 0;
+      if (tc && tc->cpu_ns >= 0 && cpu_ns >= tc->cpu_ns) ran = (double)(cpu_ns - tc->cpu_ns) / 1e9;
+      if (tc) tc->cpu_ns = cpu_ns;
+      if (ran > dt) ran = dt;
+      if (ran > 0) count_stack(s, key, 1, ran);
+      if (dt - ran <= 0) continue;
+      if (st == 'R') memcpy(key + o, run_queue, sizeof run_queue);
+      count_stack(s, key, 0, dt - ran);
     }
   }
   s->ticks++;
@@ -128,6 +188,8 @@ static void sampler_free(sampler *s) {
   for (size_t i = 0; i < s->cap; i++) free(s->stacks[i].key);
   free(s->stacks);
   s->stacks = NULL, s->cap = s->n = 0;
+  free(s->threads);
+  s->threads = NULL, s->tcap = s->tn = 0;
 }
 
 /* ---- Lua API -------------------------------------------------------------------------- */
@@ -242,6 +304,7 @@ static int l_sampler(lua_State *L) {
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, PYTHON_SAMPLER_MT);
   s->root = pid;
+  s->hz = hz;
   if (!(s->res = wb_pyres_new())) return luaL_error(L, "not enough memory");
   int e = wb_ticker_start(&s->ticker, hz, sample, s);
   if (e) return wb_push_error(L, e, "python sampler");
@@ -251,8 +314,9 @@ static int l_sampler(lua_State *L) {
 /* -- r = s:stop() : {oncpu = {[folded] = samples}, offcpu = {[folded] = seconds}, ticks,
  * thread_samples, truncated, processes = {{pid, version, binary}}, skipped = {{pid, reason}}}.
  * A folded stack is "python PID;main thread TID|thread TID;outer (f.py:1);...;inner (f.py:9)".
- * On-CPU: the thread was running or runnable (state R) when sampled; off-CPU: any other state,
- * weighted by the time since the previous sample. */
+ * Each sample gives the time since the previous one to the thread's stack then: its CPU time in
+ * between on-CPU (in samples: seconds x hz, rounded), the rest off-CPU, under "...;[run queue]"
+ * when the thread was runnable (waiting for a CPU). */
 static int l_sampler_stop(lua_State *L) {
   sampler *s = luaL_checkudata(L, 1, PYTHON_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
@@ -262,8 +326,9 @@ static int l_sampler_stop(lua_State *L) {
   for (size_t i = 0; i < s->cap; i++) {
     const stack_count *c = &s->stacks[i];
     if (!c->key) continue;
-    if (c->oncpu) {
-      lua_pushinteger(L, c->oncpu);
+    lua_Integer samples = (lua_Integer)(c->oncpu * s->hz + 0.5);
+    if (samples > 0) {
+      lua_pushinteger(L, samples);
       lua_setfield(L, -3, c->key);
     }
     if (c->offcpu > 0) {

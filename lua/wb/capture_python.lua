@@ -144,7 +144,7 @@ function M.profiles(res, r, o, views, outputs)
       stacks = flame.parse(text)
       local t = outputs(kind, text, { total = total, unresolved = 0, stacks = stacks }, po)
       -- after the root (merged: the process; the sampler's: the process and the thread)
-      t.top = fold.top(stacks, o.top, { first = merged and 2 or 3 })
+      t.top = fold.top(stacks, o.top, { first = merged and 2 or 3, user_only = kind == "offcpu" })
       if kind == "offcpu" then t.total_seconds = total / 1e9 end
       res.python[kind] = t
     end

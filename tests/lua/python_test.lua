@@ -83,7 +83,45 @@ T.case("off-CPU: 0.3 s asleep under the function that sleeps, within 10%", funct
   local slept = under(r, "offcpu", ";sleeper (script.py:3)")
   T.ok(math.abs(slept - 0.3) <= 0.03, string.format("%.3f s off-CPU under sleeper, planted 0.300", slept))
   T.ok(under(r, "oncpu", ";spinner (script.py:") >= 0.25 * 199, "the spinner is on-CPU")
-  T.eq(under(r, "offcpu", ";spinner ("), 0, "never off-CPU while spinning") -- it holds the GIL
+  -- it holds the GIL: never blocked while spinning (waiting for a CPU, beside other work, is
+  -- "[run queue]")
+  local blocked = 0
+  for stack, w in pairs(r.offcpu) do
+    if stack:find(";spinner (", 1, true) and not stack:find(";[run queue]", 1, true) then blocked = blocked + w end
+  end
+  T.eq(blocked, 0, "never blocked while spinning")
+end)
+
+T.case("a spinner sharing one CPU with a busy loop: on-CPU samples follow its CPU time, not its wall time; " ..
+  "the wait is under [run queue]", function()
+  local hog = assert(proc.spawn { argv = { "taskset", "-c", "0", "sh", "-c", "while :; do :; done" } })
+  -- spin prints the CPU and wall time it took itself (the interpreter's start is not under it)
+  local path = script("import time\ndef spin():\n    t = time.time()\n    while time.time() - t < 1.0:\n" ..
+    "        pass\nc, w = time.process_time(), time.time()\nspin()\n" ..
+    "print(time.process_time() - c, time.time() - w)\n")
+  local p = assert(proc.spawn { argv = { "taskset", "-c", "0", DEBIAN, path }, stdout = "capture", stderr = "capture",
+    timeout = 60 })
+  local s = assert(py.sampler(p.pid, { hz = 199 }))
+  local res = p:wait()
+  local r = s:stop()
+  hog:kill()
+  hog:wait()
+  T.eq(res.code, 0, res.stderr)
+  local cpu, wall = res.stdout:match("^(%S+) (%S+)\n$")
+  cpu, wall = tonumber(cpu), tonumber(wall)
+  T.ok(cpu < 0.8 * wall, string.format("the busy loop took its share of the CPU: %.3f s CPU in %.3f s", cpu, wall))
+  local on = under(r, "oncpu", ";spin (script.py:")
+  T.near(on / 199, cpu, 0.1 * cpu + 2 / 199, string.format("%d samples under spin at 199 Hz, its CPU time %.3f s " ..
+    "(wall %.3f s)", on, cpu, wall))
+  local waited, blocked = 0, 0
+  for stack, w in pairs(r.offcpu) do
+    if stack:find(";spin (script.py:", 1, true) then
+      waited = waited + w
+      if not stack:find(";[run queue]", 1, true) then blocked = blocked + w end
+    end
+  end
+  T.near(waited, wall - cpu, 0.1 * (wall - cpu) + 2 / 199, "seconds off the CPU under spin")
+  T.ok(blocked <= 0.05 * waited, string.format("%.3f s of them blocked, not waiting for the CPU", blocked))
 end)
 
 T.case("threads: each thread's own Python stack", function()
