@@ -314,8 +314,9 @@ static size_t place(wb_ustacks *a, const void *data, size_t size, struct wb_usta
  * kernel's offcpu_lost; 0 when out of memory. */
 static size_t lost_entry(wb_ustacks *a, const struct wb_ustack_hdr *h) {
   uint64_t pc = WB_UNW_LOST_PC;
-  a->stack_lost++;
-  return entry_of(a, h, 0, &pc, 1, 0, 1);
+  size_t at = entry_of(a, h, 0, &pc, 1, 0, 1);
+  if (at) a->stack_lost++;
+  return at;
 }
 
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {

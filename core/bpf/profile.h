@@ -24,7 +24,7 @@ struct wb_stack_key {
 /* offcpu_lost: the time of off-CPU intervals whose stack is not known, per process and kind
  * (key's stack ids -1): its switch-out or switch-in record had no room in the ring, or the counts
  * map was full. */
-#define WB_LOST_ENTRIES 4096
+#define WB_LOST_ENTRIES 16384 /* both kinds of each of the 8192 processes `tracked` holds */
 
 /* A thread switched out and not yet back: where and when it left the CPU (stack_lost: unwind
  * mode's record of it had no room in the ring; its interval goes to offcpu_lost). */

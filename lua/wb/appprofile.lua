@@ -300,12 +300,13 @@ end
 local function amdahl(f) return f < 1 and 1 / (1 - f) or math.huge end
 
 -- waits = appprofile.blocked_waits(folded_text) : blocked (not run-queue) off-CPU time by the
--- innermost user-space frame, {name, seconds}, largest first
+-- innermost user-space frame, {name, seconds}, largest first; time kept without its stack
+-- ("[stack lost]") is no wait of the program's and is left out
 function M.blocked_waits(folded_text)
   local by = {}
   for line in (folded_text or ""):gmatch("[^\n]+") do
     local stack, count = line:match("^(.*) (%d+)$")
-    if stack and not stack:find("[run queue]", 1, true) then
+    if stack and not stack:find("[run queue]", 1, true) and not stack:find(";[stack lost]", 1, true) then
       local leaf
       for frame in stack:gmatch("[^;]+") do
         if not frame:find("_%[k%]$") then leaf = frame end

@@ -454,15 +454,16 @@ local function quality(res, side, sampled, denied)
   end
   for _, prof in ipairs({ res.oncpu, res.offcpu }) do
     if prof and (prof.lost or 0) > 0 then
-      w[#w + 1] = string.format("%d %s lost (a full map or ring buffer); the profile undercounts",
-        prof.lost, prof.unit == "ns" and "off-CPU intervals" or "samples")
+      w[#w + 1] = prof.unit == "ns" and string.format("%d off-CPU intervals lost (the map of threads switched out, "
+        .. "or of time without a stack, was full); the profile undercounts", prof.lost)
+        or string.format("%d samples lost (a full map or ring buffer); the profile undercounts", prof.lost)
     end
     if prof and (prof.stack_lost or 0) > 0 then
-      w[#w + 1] = string.format("%d off-CPU intervals (%s, %.1f%% of the off-CPU time) are under %s: the ring buffer " ..
-        "had no room for their records (wb's drain fell behind: raise ring_mib) or the counts map for their stack " ..
-        "(raise count_entries)",
+      w[#w + 1] = string.format("%d off-CPU intervals (%s, %.1f%% of the off-CPU time) are under %s: %s",
         prof.stack_lost, require("wb.util").format_seconds(prof.stack_lost_seconds), 100 * prof.stack_lost_seconds /
-        math.max(prof.total_seconds, 1e-9), fold.STACK_LOST)
+        math.max(prof.total_seconds, 1e-9), fold.STACK_LOST, prof.unwound and "the ring buffer had no room for their "
+        .. "records (wb's drain fell behind: raise ring_mib)" or "the counts map had no room for their stack (raise "
+        .. "count_entries)")
     end
     if prof and (prof.stack_errors or 0) > 0 then
       w[#w + 1] = string.format("%d %s counted without their stack: the kernel's stack map was full, or the stack " ..
@@ -842,16 +843,17 @@ local function profiles(res, r, o, off_skip)
     local st = data.stats
     res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = st.lost_switches,
       stack_errors = st.offcpu_stack_errors, intervals = st.switches,
-      stack_lost = st.stack_lost }, views.offcpu)
-    if data.unwind then
-      res.offcpu.unwind = { reach_entry_fraction = unwind_q.reach_entry(res.offcpu.folded_text) }
-    end
-    if (st.lost_images or 0) > 0 then
-      res.warnings[#res.warnings + 1] = string.format("%d fork, exec or exit records lost (the ring buffer had no " ..
-        "room): those processes' stacks may have been walked with another image's mappings", st.lost_images)
-    end
+      stack_lost = st.stack_lost, unwound = data.unwind ~= nil }, views.offcpu)
+    local reach, looked = unwind_q.reach_entry(res.offcpu.folded_text)
+    if data.unwind and looked > 0 then res.offcpu.unwind = { reach_entry_fraction = reach } end
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
+  end
+  res.lost_images = data and data.stats.lost_images or nil
+  if (res.lost_images or 0) > 0 then
+    res.warnings[#res.warnings + 1] = string.format("%d fork, exec or exit records lost (the ring buffer had no " ..
+      "room: raise ring_mib): those processes' stacks may have been walked with another image's mappings",
+      res.lost_images)
   end
   processes(res, r, o, on_records)
   pyframes.profiles(res, r, o, views, outputs)

@@ -249,6 +249,7 @@ function M.quality_blocks(res)
       grouped(o.stack_lost or 0), seconds(o.stack_lost_seconds or 0),
       share((o.stack_lost_seconds or 0) / math.max(o.total_seconds or 0, 1e-9))) }
   end
+  rows[#rows + 1] = { "fork, exec and exit records lost", grouped(res.lost_images or 0) }
   rows[#rows + 1] = { "walking", string.format("%s, %.1f µs per stack", seconds(u.seconds), u.ns_per_sample / 1000) }
   local c = res.symbolize
   if c then

@@ -15,9 +15,9 @@ M.NO_CFI_SHARE = 0.01     -- name an object without CFI or frame pointers that s
 M.BPF_STACK_MAX = 16376   -- the most bytes of user stack wb.bpf copies per record
 M.STACK_MAX = 65528       -- the most bytes perf_event copies per sample (PERF_SAMPLE_STACK_USER)
 
--- fraction = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
+-- fraction, total = M.reach_entry(folded_text) : the share of counts whose stack holds an entry frame
 -- (the root frame, the process name, is not looked at; versioned names as "name@@GLIBC_2.34"),
--- time kept without its stack ("[stack lost]") left out
+-- time kept without its stack ("[stack lost]") left out; total: the counts looked at
 function M.reach_entry(text)
   local total, reach = 0, 0
   for line in text:gmatch("[^\n]+") do
@@ -35,7 +35,7 @@ function M.reach_entry(text)
       end
     end
   end
-  return total > 0 and reach / total or 0
+  return total > 0 and reach / total or 0, total
 end
 
 -- figures = M.figures(stats, folded_text) : stats is a sampler's read().unwind; figures =

@@ -83,7 +83,7 @@ function M.record(r, res, argv, out, dir)
   local on, off = res.oncpu or {}, res.offcpu or {}
   r.loss = { oncpu_samples = on.lost or wb.null, offcpu_intervals = off.lost or wb.null,
     offcpu_intervals_without_stack = off.stack_lost or wb.null,
-    offcpu_seconds_without_stack = off.stack_lost_seconds or wb.null }
+    offcpu_seconds_without_stack = off.stack_lost_seconds or wb.null, image_records = res.lost_images or wb.null }
   r.symbolize = res.symbolize -- what naming the frames cost, per object
   if res.oncpu and res.oncpu.unwind then
     r.unwind = res.oncpu.unwind

@@ -46,12 +46,13 @@ T.case("parse_callgrind: the total and the first functions, named with their fil
   T.eq({ none, empty }, { 0, {} })
 end)
 
-T.case("blocked_waits: seconds by the innermost user frame, kernel frames and the run queue left out", function()
+T.case("blocked_waits: seconds by the innermost user frame, kernel frames, the run queue and time without its " ..
+  "stack left out", function()
   local folded = table.concat({
     "main;read_input;__read;entry_SYSCALL_64_[k];vfs_read_[k] 300000000",
     "main;read_input;__read 100000000",
     "main;sleep_a_bit;clock_nanosleep 250000000",
-    "main;compute;[run queue] 900000000", "" }, "\n")
+    "main;compute;[run queue] 900000000", "main;[stack lost] 700000000", "" }, "\n")
   local w = app.blocked_waits(folded)
   T.eq(#w, 2)
   T.eq(w[1].name, "__read")

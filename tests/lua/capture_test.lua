@@ -168,8 +168,8 @@ T.case("eBPF: full maps are counted and reported, not silent", function()
   T.match(res.offcpu.folded_text, "%-%d+;%[stack lost%] %d+\n")
   T.ok(res.offcpu.stack_errors > 0, "stacks that did not fit: " .. res.offcpu.stack_errors)
   local text = table.concat(res.warnings, "\n")
-  T.match(text, "%d+ off%-CPU intervals %([^)]+ of the off%-CPU time%) are under %[stack lost%]: the ring buffer " ..
-    "had no room for their records %(wb's drain fell behind: raise ring_mib%) or the counts map for their stack")
+  T.match(text, "%d+ off%-CPU intervals %([^)]+ of the off%-CPU time%) are under %[stack lost%]: the counts map " ..
+    "had no room for their stack %(raise count_entries%)")
   T.match(text, "%d+ off%-CPU intervals counted without their stack: the kernel's stack map was full")
   -- with CFI unwinding (the default) every stack, the kernel's too, travels in its record: the
   -- stack map is not used, so however small, nothing is lost to it
@@ -240,16 +240,20 @@ T.case("eBPF: a ring buffer too small for the switching loses no off-CPU time: w
   local truth = tonumber(res.result.stdout:match("^(%S+)\n$"))
   local off = res.offcpu
   local said = table.concat(res.warnings, "\n")
-  T.ok(off.stack_lost > 0 and off.stack_lost_seconds > 0, "a 1 MiB ring overflows under this switching: " .. said)
   T.eq(off.lost, 0, "every interval's time kept")
   -- the process's time off the CPU, whether its stack was recorded or not, is the threads' own
   -- measurement (which also holds what the two clock reads cost)
   T.near(off.total_seconds, truth, 0.1 * truth, string.format("off-CPU seconds (%.3f under [stack lost])",
     off.stack_lost_seconds))
-  T.match(off.folded_text, "ping_pong;%[stack lost%] %d+\n")
-  T.match(said, string.format("%d off%%-CPU intervals %%([^)]+ of the off%%-CPU time%%) are under %%[stack lost%%]",
-    off.stack_lost))
   T.ok(not said:find("off-CPU intervals lost", 1, true), said)
+  -- tens of thousands of switch-outs a second at ~16 KB each overflow a 1 MiB ring drained every
+  -- 50 ms (on a machine so loaded that the threads barely switch, it may not)
+  if off.stack_lost > 0 then
+    T.ok(off.stack_lost_seconds > 0)
+    T.match(off.folded_text, "ping_pong;%[stack lost%] %d+\n")
+    T.match(said, string.format("%d off%%-CPU intervals %%([^)]+ of the off%%-CPU time%%) are under %%[stack lost%%]: "
+      .. "the ring buffer had no room for their records", off.stack_lost))
+  end
   -- on-CPU samples lost are samples (99 a second per CPU, for some 1 s): the switch records the ring
   -- had no room for are not among them
   T.ok(res.oncpu.lost + res.oncpu.samples <= 99 * proc.cpus() * 3,
