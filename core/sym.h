@@ -110,6 +110,6 @@ int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_
 
 /* perf's JIT maps, /tmp/perf-PID.map (core/sym_perfmap.c). */
 typedef struct wb_perfmap wb_perfmap;
-wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old);
+wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old, const uint32_t *uids, size_t nuids);
 const char *wb_perfmap_lookup(const wb_perfmap *m, uint64_t addr, uint64_t *off);
 void wb_perfmap_free(wb_perfmap *m);

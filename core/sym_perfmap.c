@@ -64,19 +64,32 @@ void wb_perfmap_free(wb_perfmap *m) {
 
 #define PERFMAP_MAX (256 << 20) /* bytes: a larger file is not read */
 
+/* Whether a perf map owned by uid may name pid's code: root's, or its user's as perf requires;
+ * once the process is gone (wb names its frames after the run), the user of one of the uids the
+ * profiled tree ran as. */
+static int owner_ok(int pid, uid_t uid, const uint32_t *uids, size_t nuids) {
+  char proc[32];
+  struct stat owner;
+  if (uid == 0) return 1;
+  snprintf(proc, sizeof proc, "/proc/%d", pid);
+  if (stat(proc, &owner) == 0) return uid == owner.st_uid;
+  for (size_t i = 0; i < nuids; i++)
+    if (uids[i] == uid) return 1;
+  return 0;
+}
+
 /* The map of pid, read again when the file grew since *old was read (*old is freed then); NULL
  * when there is none. /tmp is anyone's: the file is taken only when it is a regular file (not a
- * FIFO that would block, not a symbolic link) owned by the process's user or by root, as perf
- * requires, and at most PERFMAP_MAX bytes. */
-wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old) {
-  char path[64], proc[32];
+ * FIFO that would block, not a symbolic link) whose owner passes owner_ok (uids: the tree's users),
+ * and at most PERFMAP_MAX bytes. */
+wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old, const uint32_t *uids, size_t nuids) {
+  char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", pid);
-  snprintf(proc, sizeof proc, "/proc/%d", pid);
-  struct stat st, owner;
+  struct stat st;
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return old;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX || stat(proc, &owner) != 0 ||
-      (st.st_uid != owner.st_uid && st.st_uid != 0) || (old && old->size == st.st_size)) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > PERFMAP_MAX ||
+      !owner_ok(pid, st.st_uid, uids, nuids) || (old && old->size == st.st_size)) {
     close(fd);
     return old;
   }

@@ -265,6 +265,33 @@ T.case("eBPF: a ring buffer too small for the switching loses no off-CPU time: w
   T.ok(named > 0, "the intervals that had room are under their callers")
 end)
 
+T.case("node --perf-basic-prof: its JIT code named from /tmp/perf-PID.map after it exited", function()
+  need_bpf()
+  local node = proc.which("node")
+  if not node then T.skip("no node (nodejs, tools/deps.sh)") end
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/hot.js", [[
+function hot(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i) * (i & 7); return s; }
+const end = Date.now() + 1000;
+let acc = 0;
+while (Date.now() < end) acc += hot(100000);
+]]))
+  local res = assert(wb.capture { argv = { node, "--perf-basic-prof", dir .. "/hot.js" }, freq = 199,
+    offcpu = false, counters = false })
+  T.ok(res.result.ok, "node ran")
+  fs.remove("/tmp/perf-" .. res.processes[1] .. ".map")
+  local hot, unknown = 0, 0
+  for line in res.oncpu.folded_text:gmatch("[^\n]+") do
+    local stack, n = line:match("^(.*) (%d+)$")
+    if stack:find(";JS:%*?hot [^;]*hot%.js") then hot = hot + tonumber(n) end
+    if stack:match(";%[unknown%]$") then unknown = unknown + tonumber(n) end
+  end
+  -- the loop is most of the run: its samples are named hot (JS:*hot, the optimized code)
+  T.ok(hot >= 0.5 * res.oncpu.samples, string.format("%d of %d samples under hot (%d with an unknown leaf)", hot,
+    res.oncpu.samples, unknown))
+  T.ok(hot >= 9 * unknown, string.format("%d samples named hot, %d with an unknown leaf", hot, unknown))
+end)
+
 T.case("perf_event fallback: the same attribution from ring buffers; off-CPU skipped", function()
   local res = assert(wb.capture { argv = { SPLIT, "--fork", "2", "--cpu", "0.8", "--sleep", "0" }, freq = 499,
     method = "perf_event", stdout = "capture" })
