@@ -460,3 +460,34 @@ T.case("MiniDebugInfo: a stripped file's .gnu_debugdata names its local function
   end
   T.eq(sym.lookup(stripped, want.leaf + 1), nil, "without it, the stripped file has no name for leaf")
 end)
+T.case("/tmp/perf-PID.map names code outside every file only when it is a regular file of root or of the " ..
+  "process's user; after the process exited, of a user the tree ran as", function()
+  if not T.is_root() then T.skip("needs root (files of another user)") end
+  local function named(pid, owner, link, alive_user)
+    local map = "/tmp/perf-" .. pid .. ".map"
+    fs.remove(map)
+    if link then
+      local target = T.tmpdir() .. "/map"
+      assert(fs.write(target, "10000 100 planted_fn\n"))
+      assert(proc.run({ argv = { "ln", "-s", target, map } }).ok)
+    else
+      assert(fs.write(map, "10000 100 planted_fn\n"))
+      assert(proc.run({ argv = { "chown", tostring(owner), map } }).ok)
+    end
+    local s <close> = sym.new()
+    if alive_user then s:add_user(alive_user, alive_user) end
+    local names = s:frames(pid, { 0x10040 })
+    fs.remove(map)
+    return names[1] == "planted_fn"
+  end
+  local p = assert(proc.spawn { argv = { "sleep", "30" } })
+  T.eq(named(p.pid, 0), true, "root's map of root's live process")
+  T.eq(named(p.pid, 65534), false, "another user's map")
+  T.eq(named(p.pid, 0, true), false, "a symbolic link")
+  p:kill(9)
+  p:wait()
+  T.eq(named(p.pid, 0), true, "root's map, the process gone")
+  T.eq(named(p.pid, 65534, false, 0), false, "another user's map, the process gone, the tree ran as root")
+  T.eq(named(p.pid, 65534, false, 65534), true, "the map of the user the tree ran as, the process gone")
+end)
+
