@@ -132,7 +132,7 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py
     wb_ustack_entry *e = &a->e[a->slots[j] - 1];
     if (e->hash == hv && e->tgid == h->tgid && e->kind == h->kind && e->nu == nu && e->nk == nk &&
         e->nu + e->np + e->nk == n && e->py == py && memcmp(e->comm, h->comm, sizeof e->comm) == 0 &&
-        memcmp(a->pool + e->pcs, pcs, n * sizeof *pcs) == 0)
+        (n == 0 || memcmp(a->pool + e->pcs, pcs, n * sizeof *pcs) == 0))
       return a->slots[j];
   }
   if (a->n == a->cap) {
@@ -150,7 +150,7 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py
     a->pool = p;
     a->cappool = cap;
   }
-  memcpy(a->pool + a->npool, pcs, n * sizeof *pcs);
+  if (n) memcpy(a->pool + a->npool, pcs, n * sizeof *pcs); /* an empty stack: the pool may be NULL */
   wb_ustack_entry *e = &a->e[a->n];
   *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .nu = (uint32_t)nu, .np = (uint32_t)(n - nu - nk),
                          .nk = (uint32_t)nk, .py = py, .pcs = a->npool, .hash = hv};
