@@ -58,7 +58,33 @@ function M.python_source(res)
     .. "reads no Python frames at sample time; eBPF with unwind=dwarf merges them)", res.method)
 end
 
--- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary
+-- lines = capture_report.loss_lines(res) : what was lost beyond 1 point of a profile's shares
+-- (M.LOSS_POINTS), each saying how far its shares may be off: the worst case, all of the lost
+-- share in one function
+M.LOSS_POINTS = 1
+function M.loss_lines(res)
+  local out = {}
+  local on, off = res.oncpu, res.offcpu
+  if on and not on.skipped and (on.lost or 0) > 0 then
+    local share = 100 * on.lost / (on.samples + on.lost)
+    if share > M.LOSS_POINTS then
+      out[#out + 1] = string.format("LOSS: %s of %s on-CPU samples were lost (%.1f%%): each share below may be off " ..
+        "by up to %.1f points", grouped(on.lost), grouped(on.samples + on.lost), share, share)
+    end
+  end
+  if off and not off.skipped and off.total_seconds and off.total_seconds > 0 then
+    local share = 100 * (off.stack_lost_seconds or 0) / off.total_seconds
+    if share > M.LOSS_POINTS then
+      out[#out + 1] = string.format("LOSS: %s of %s off-CPU (%.1f%%) has no stack ([stack lost]): each off-CPU " ..
+        "share below may be off by up to %.1f points", seconds(off.stack_lost_seconds), seconds(off.total_seconds),
+        share, share)
+    end
+  end
+  return out
+end
+
+-- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary, its losses
+-- (M.loss_lines) first
 function M.text(res, opts)
   opts = opts or {}
   local n = opts.top or 15
@@ -68,6 +94,7 @@ function M.text(res, opts)
   add("wb profile: %s (method %s, %d Hz, %s wall, %s)", opts.command or "", res.method, res.freq or 0,
     seconds(r.wall or 0), r.exited and ("exit " .. r.code) or ("signal " .. tostring(r.signal)))
   if res.fallback then add("  fallback: %s", res.fallback) end
+  for _, line in ipairs(M.loss_lines(res)) do add("%s", line) end
   if res.counters then
     add("")
     add("counters")
@@ -281,6 +308,8 @@ function M.html(res, opts)
     res.fallback and { "fallback: " .. res.fallback } or nil,
   } }
   local section = page.section
+  local loss = M.loss_lines(res)
+  if #loss > 0 then doc:add(section("Loss", page.list(loss), { class = "warnings" })) end
   if #res.warnings > 0 then doc:add(section("Warnings", page.list(res.warnings), { class = "warnings" })) end
   if res.counters then
     local rows = { { "event", "value" } }

@@ -248,8 +248,15 @@ T.case("eBPF: a ring buffer too small for the switching loses no off-CPU time: w
   T.ok(not said:find("off-CPU intervals lost", 1, true), said)
   -- tens of thousands of switch-outs a second at ~16 KB each overflow a 1 MiB ring drained every
   -- 50 ms (on a machine so loaded that the threads barely switch, it may not)
+  local report = require "wb.capture_report"
   if off.stack_lost > 0 then
     T.ok(off.stack_lost_seconds > 0)
+    if off.stack_lost_seconds > 0.01 * off.total_seconds then
+      -- the summary's first lines say how far the off-CPU shares may be off
+      local head = report.text(res, { command = "ping_pong" }):match("^wb profile: [^\n]*\n(.-)\n\n")
+      T.match(head, "LOSS: [^\n]+ of [^\n]+ off%-CPU %([%d.]+%%%) has no stack %(%[stack lost%]%): " ..
+        "each off%-CPU share below may be off by up to [%d.]+ points")
+    end
     T.match(off.folded_text, "ping_pong;%[stack lost%] %d+\n")
     T.match(said, string.format("%d off%%-CPU intervals %%([^)]+ of the off%%-CPU time%%) are under %%[stack lost%%]: "
       .. "the ring buffer had no room for their records", off.stack_lost))
@@ -290,6 +297,21 @@ while (Date.now() < end) acc += hot(100000);
   T.ok(hot >= 0.5 * res.oncpu.samples, string.format("%d of %d samples under hot (%d with an unknown leaf)", hot,
     res.oncpu.samples, unknown))
   T.ok(hot >= 9 * unknown, string.format("%d samples named hot, %d with an unknown leaf", hot, unknown))
+end)
+
+T.case("capture_report.loss_lines: a loss beyond 1 point of the shares is said first, with its bound", function()
+  local report = require "wb.capture_report"
+  local function lines(on_lost, stack_lost_seconds)
+    return report.loss_lines({ oncpu = { samples = 990, lost = on_lost },
+      offcpu = { total_seconds = 2.0, stack_lost_seconds = stack_lost_seconds } })
+  end
+  T.eq(lines(0, 0), {})
+  T.eq(lines(10, 0.02), {}, "1.0% of each: within a point")
+  T.eq(lines(90, 0), { "LOSS: 90 of 1,080 on-CPU samples were lost (8.3%): each share below may be off by up to " ..
+    "8.3 points" })
+  T.eq(lines(0, 0.5), { "LOSS: 500.0 ms of 2.000 s off-CPU (25.0%) has no stack ([stack lost]): each off-CPU share " ..
+    "below may be off by up to 25.0 points" })
+  T.eq(report.loss_lines({ oncpu = { skipped = "x" }, offcpu = { skipped = "y" } }), {})
 end)
 
 T.case("perf_event fallback: the same attribution from ring buffers; off-CPU skipped", function()
