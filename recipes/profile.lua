@@ -32,15 +32,17 @@ return wb.recipe {
     tasks = 1, -- tasks of the step (Slurm): one profile per task and a merged one
     freq = 99, counters = true, oncpu = true, offcpu = true, method = "auto", top = 15,
     shell = false, timeout = wb.null, root = "auto", stdout = "tee", unwind = "auto", stack_size = wb.null,
-    stack_entries = 16384, count_entries = 16384, ring_mib = 0, alloc = false, alloc_interval = 524288, stage_pattern = wb.null,
+    stack_entries = 16384, count_entries = 16384, ring_mib = wb.null, alloc = false, alloc_interval = 524288, stage_pattern = wb.null,
   },
   types = {
     freq = "integer>=1", counters = "boolean", oncpu = "boolean", offcpu = "boolean",
     method = "auto|bpf|perf_event|perf_cli", top = "integer>=1", shell = "boolean", timeout = "number>0|null",
     stdout = "null|string", -- tee (the terminal and logs/profile.stdout.log), inherit, null, or a file
-    unwind = "auto|dwarf|fp", stack_size = "integer>=1|null", -- null: the method's (16376 eBPF, 8192 perf_event)
+    unwind = "auto|dwarf|fp",
+    stack_size = "integer 512.." .. require("wb.capture_unwind").STACK_MAX .. " %8|null", -- null: the method's
+    -- (16376 eBPF, 8192 perf_event)
     stack_entries = "integer>=64", count_entries = "integer>=64",
-    ring_mib = "integer>=0", -- the eBPF ring buffer in MiB, a power of two; 0: sized for the sample rate
+    ring_mib = "integer 1..2048 pow2|null", -- the eBPF ring buffer in MiB; null: sized for the sample rate
     alloc = "boolean", alloc_interval = "integer>=1", stage_pattern = "string|null", tasks = "integer>=1",
   },
   run = function(ctx)
@@ -52,14 +54,10 @@ return wb.recipe {
       wb.usage("profile: tasks=" .. cfg.tasks .. " is one srun step of a Slurm job: needs a machine profile whose "
         .. "executor is slurm (machine=slurm_cpu)", 0)
     end
-    if cfg.ring_mib & (cfg.ring_mib - 1) ~= 0 or cfg.ring_mib > 2048 then
-      wb.usage("profile: ring_mib=" .. cfg.ring_mib .. ": the ring buffer is 0 (sized for the sample rate) or a power " ..
-        "of two up to 2048 MiB", 0)
-    end
-    local stack_max = require("wb.capture_unwind").STACK_MAX
-    if cfg.stack_size ~= wb.null and (cfg.stack_size % 8 ~= 0 or cfg.stack_size < 512 or cfg.stack_size > stack_max) then
-      wb.usage("profile: stack_size=" .. cfg.stack_size .. ": the bytes of stack copied per sample are a multiple of 8 " ..
-        "in 512.." .. stack_max, 0)
+    local bpf_max = require("wb.capture_unwind").BPF_STACK_MAX
+    if cfg.method == "bpf" and cfg.stack_size ~= wb.null and cfg.stack_size > bpf_max then
+      wb.usage("profile: stack_size=" .. cfg.stack_size .. " with method=bpf: eBPF copies at most " .. bpf_max ..
+        " bytes per sample (method=perf_event copies more)", 0)
     end
     if cfg.shell and #argv > 1 then argv = { table.concat(argv, " ") } end
     cfg.command = argv -- part of the run's scope: only a profile of the same command is its baseline
@@ -97,7 +95,7 @@ return wb.recipe {
         counters = cfg.counters, oncpu = cfg.oncpu, offcpu = cfg.offcpu, freq = cfg.freq,
         method = cfg.method, root = cfg.root, top = cfg.top, dir = c.dir .. "/profiles", name = "profile",
         title = command, verbose = ctx.opts.verbose, unwind = cfg.unwind, stack_size = wb.util.opt(cfg.stack_size),
-        stack_entries = cfg.stack_entries, count_entries = cfg.count_entries, ring_mib = cfg.ring_mib,
+        stack_entries = cfg.stack_entries, count_entries = cfg.count_entries, ring_mib = wb.util.opt(cfg.ring_mib),
         alloc = cfg.alloc, alloc_interval = cfg.alloc_interval, stage_pattern = wb.util.opt(cfg.stage_pattern),
       }
       local closed, close_err = pcall(out.close) -- a short log fails the run, after its record

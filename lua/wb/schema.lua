@@ -2,8 +2,9 @@
 -- the composed config before anything runs or any directory is made.
 --
 -- TYPE is alternatives separated by `|`: null, integer, number (finite), string, boolean, list, mapping,
--- a numeric type with one bound (integer>=1, number>0, integer<=64), or a bare word, which is
--- an allowed string value (interleaved|random). A key without a declared type keeps the type of
+-- a numeric type with one bound (integer>=1, number>0, integer<=64), an integer range, of
+-- multiples of N or of powers of two (integer 1..64, integer 512..65528 %8, integer 1..2048 pow2),
+-- or a bare word, which is an allowed string value (interleaved|random). A key without a declared type keeps the type of
 -- its default (the override rules of lua/wb/config.lua).
 --
 --   schema.check(cfg, types [, where])  raises exit 2: "<where>: runs must be an integer >= 1 or
@@ -26,7 +27,15 @@ local function parse(text)
   for alt in text:gmatch("[^|]+") do
     alt = alt:match("^%s*(.-)%s*$")
     local kind, op, bound = alt:match("^(%a+)%s*([<>]=?)%s*(%-?[%d.]+)$")
-    if kind then
+    local rkind, lo, hi, mod = alt:match("^(%a+)%s+(%-?%d+)%.%.(%-?%d+)%s*(.-)$")
+    if rkind then
+      local step = mod:match("^%%(%d+)$")
+      if rkind ~= "integer" or not (mod == "" or mod == "pow2" or step) then
+        error("schema: bad range '" .. text .. "'", 3)
+      end
+      alts[#alts + 1] = { kind = "integer", lo = tonumber(lo), hi = tonumber(hi), step = tonumber(step),
+        pow2 = mod == "pow2" }
+    elseif kind then
       if kind ~= "integer" and kind ~= "number" then error("schema: a bound needs a numeric type: " .. text, 3) end
       alts[#alts + 1] = { kind = kind, op = op, bound = tonumber(bound) }
     elseif KINDS[alt] then
@@ -44,6 +53,9 @@ local function describe_alt(a)
   if a.word then return "'" .. a.word .. "'" end
   local s = ARTICLE[a.kind]
   if a.op then s = s .. " " .. a.op .. " " .. override.format(a.bound) end
+  if a.lo then
+    s = (a.pow2 and "a power of two" or a.step and ("a multiple of " .. a.step) or s) .. " in " .. a.lo .. ".." .. a.hi
+  end
   return s
 end
 
@@ -56,6 +68,9 @@ function M.describe(text)
 end
 
 local function in_bound(a, v)
+  if a.lo then
+    return v >= a.lo and v <= a.hi and (not a.step or v % a.step == 0) and (not a.pow2 or (v > 0 and v & (v - 1) == 0))
+  end
   if a.op == ">=" then return v >= a.bound end
   if a.op == ">" then return v > a.bound end
   if a.op == "<=" then return v <= a.bound end
@@ -117,7 +132,7 @@ function M.check(cfg, types, where)
         errors.raise(2, (at and (at .. ": ") or "") .. key .. " must be " .. M.describe(types[key]) ..
           ", got " .. show(v), 0)
       end
-      if conv ~= v then t[last] = conv end
+      if conv ~= v or math.type(conv) ~= math.type(v) then t[last] = conv end -- 3.0 == 3 in Lua
     end
   end
 end

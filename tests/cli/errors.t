@@ -165,12 +165,17 @@ exit 2
 nothing written
 
 $ wb profile ring_mib=3 -o $T/s_r3 -- true; echo "exit $?"; test ! -e $T/s_r3 && echo nothing written
-wb: profile: ring_mib=3: the ring buffer is 0 (sized for the sample rate) or a power of two up to 2048 MiB
+wb: override 'ring_mib=3': ring_mib must be a power of two in 1..2048 or null, got integer 3
 exit 2
 nothing written
 
 $ wb profile stack_size=100 -o $T/s_s100 -- true; echo "exit $?"; test ! -e $T/s_s100 && echo nothing written
-wb: profile: stack_size=100: the bytes of stack copied per sample are a multiple of 8 in 512..65528
+wb: override 'stack_size=100': stack_size must be a multiple of 8 in 512..65528 or null, got integer 100
+exit 2
+nothing written
+
+$ wb profile method=bpf stack_size=20000 -o $T/s_s20k -- true; echo "exit $?"; test ! -e $T/s_s20k && echo nothing written
+wb: profile: stack_size=20000 with method=bpf: eBPF copies at most 16376 bytes per sample (method=perf_event copies more)
 exit 2
 nothing written
 

@@ -506,3 +506,24 @@ T.case("open mappings: keys the user chooses, comma values as lists, everything 
   T.eq(config.multirun_overrides({ "scan.t=1,2", "runs=3,4" }, { "scan" }),
     { { "scan.t=1,2", "runs=3" }, { "scan.t=1,2", "runs=4" } })
 end)
+
+T.case("schema ranges: integer LO..HI, multiples (%N) and powers of two (pow2), said in words", function()
+  local schema = require "wb.schema"
+  T.eq(schema.describe("integer 512..65528 %8|null"), "a multiple of 8 in 512..65528 or null")
+  T.eq(schema.describe("integer 1..2048 pow2|null"), "a power of two in 1..2048 or null")
+  T.eq(schema.describe("integer 1..64"), "an integer in 1..64")
+  local types = { a = "integer 512..65528 %8|null", b = "integer 1..2048 pow2|null", c = "integer 1..64" }
+  local cfg = { a = 16376, b = 64, c = 64.0 }
+  schema.check(cfg, types)
+  T.eq({ cfg.a, cfg.b, math.type(cfg.c) }, { 16376, 64, "integer" })
+  schema.check({ a = null, b = null, c = 1 }, types)
+  fails("a must be a multiple of 8 in 512..65528 or null, got integer 100", schema.check, { a = 100 }, types)
+  fails("a must be a multiple of 8 in 512..65528 or null, got integer 1001", schema.check, { a = 1001 }, types)
+  fails("a must be a multiple of 8 in 512..65528 or null, got integer 65536", schema.check, { a = 65536 }, types)
+  fails("b must be a power of two in 1..2048 or null, got integer 3", schema.check, { b = 3 }, types)
+  fails("b must be a power of two in 1..2048 or null, got integer 0", schema.check, { b = 0 }, types)
+  fails("b must be a power of two in 1..2048 or null, got integer 4096", schema.check, { b = 4096 }, types)
+  fails("c must be an integer in 1..64, got float 1.5", schema.check, { c = 1.5 }, types)
+  T.raises(function() schema.describe("number 1..2") end, "schema: bad range")
+  T.raises(function() schema.describe("integer 1..2 odd") end, "schema: bad range")
+end)
