@@ -114,7 +114,7 @@ return wb.recipe {
     if res then
       local diffs = profile.differential(c, res)
       c:write("report.html", view.html(res, { title = "Profile of " .. command, command = command, diffs = diffs,
-        sections = merged and tasks.report_sections(merged, c.dir) }))
+        sections = merged and tasks.report_sections(merged, c.dir), base = c.dir }))
       for _, d in ipairs(diffs) do io.write("differential flame graph: ", d.path, "\n") end
       if res.stopped then
         io.write(string.format("stopped by Ctrl-C after %s; the profile covers the command until then\n",

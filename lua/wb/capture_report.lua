@@ -201,17 +201,29 @@ local function top_table(rows, n)
   return page.table(t, { align = { "l", "r", "r" } })
 end
 
-local function flame_frame(path, title)
+local function meta(x) return page.p(x, { class = "meta" }) end
+
+-- A flame graph of more than this many bytes is linked, not embedded: a browser opening a page of
+-- tens of megabytes of SVG stalls (a clang++ compile's report was 28.7 MB).
+M.EMBED_MAX = 8 * 1024 * 1024
+
+-- The flame graph at path embedded in the page, or, over M.EMBED_MAX, a link to it (relative to
+-- base, the page's directory, when it is below it) and why it was left out.
+local function flame_frame(path, title, base)
+  local st = path and fs.stat(path)
+  if st and st.size > M.EMBED_MAX then
+    local href = base and path:sub(1, #base + 1) == base .. "/" and path:sub(#base + 2) or ("file://" .. path)
+    return meta(page.join { string.format("%s: %s, not embedded (over %s): ", title, util.format_bytes(st.size),
+      util.format_bytes(M.EMBED_MAX)), page.link(href, href) })
+  end
   local text = path and fs.read(path)
   return text and page.frame(text, title) or nil
 end
 
-local function meta(x) return page.p(x, { class = "meta" }) end
-
--- sections = capture_report.memory_sections(res [, n = 25]) : the Memory section (the timeline chart
--- and the largest processes' peaks) and the Allocations section of a wb.capture result, as page kit
--- sections, those it has
-function M.memory_sections(res, n)
+-- sections = capture_report.memory_sections(res [, n = 25 [, base]]) : the Memory section (the
+-- timeline chart and the largest processes' peaks) and the Allocations section of a wb.capture
+-- result, as page kit sections, those it has (base: as capture_report.html's)
+function M.memory_sections(res, n, base)
   n = n or 25
   local section, out = page.section, {}
   local mem = res.memory
@@ -237,7 +249,8 @@ function M.memory_sections(res, n)
     out[#out + 1] = section("Memory", blocks)
   end
   if res.alloc then
-    out[#out + 1] = require("wb.alloc_report").html(res.alloc, { flame = flame_frame, top = top_table, n = n })
+    local function frame(path, title) return flame_frame(path, title, base) end
+    out[#out + 1] = require("wb.alloc_report").html(res.alloc, { flame = frame, top = top_table, n = n })
   end
   return out
 end
@@ -294,9 +307,11 @@ function M.quality_blocks(res)
   return { page.table(rows, { align = { "l", "l" } }), page.table(objs, { align = { "l", "l", "r", "l", "r" } }) }
 end
 
--- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}, sections}])
--- : the whole page; diffs are differential flame graphs (path read and embedded, href linked);
--- sections, page-kit blocks added before them (a step's tasks: wb.slurm_capture.report_sections)
+-- html = capture_report.html(res [, {title, command, top = 25, diffs = {{title, path, href}}, sections,
+-- base}]) : the whole page; diffs are differential flame graphs (path read and embedded, href
+-- linked); sections, page-kit blocks added before them (a step's tasks:
+-- wb.slurm_capture.report_sections); base, the directory the page is written to (a flame graph
+-- over M.EMBED_MAX is linked relative to it)
 function M.html(res, opts)
   opts = opts or {}
   local n = opts.top or 25
@@ -329,7 +344,7 @@ function M.html(res, opts)
       local lead = kind == "oncpu" and string.format("%s samples", grouped(p.samples)) or
         string.format("%s off the CPU: blocked %s, waiting on the run queue %s%s", seconds(p.total_seconds),
           seconds(p.blocked_seconds), seconds(p.runqueue_seconds), M.stack_lost_text(p))
-      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
+      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph", opts.base) }))
     end
   end
   local py = res.python
@@ -340,14 +355,14 @@ function M.html(res, opts)
       if kind == "oncpu" then doc:add(meta(M.python_source(res))) end
       local lead = kind == "oncpu" and string.format("%s samples of Python stacks", grouped(p.samples)) or
         string.format("%s off the CPU in Python code", seconds(p.total_seconds))
-      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph") }))
+      doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph", opts.base) }))
     end
   end
-  for _, b in ipairs(M.memory_sections(res, n)) do doc:add(b) end
+  for _, b in ipairs(M.memory_sections(res, n, opts.base)) do doc:add(b) end
   for _, b in ipairs(opts.sections or {}) do doc:add(b) end
   for _, d in ipairs(opts.diffs or {}) do
     doc:add(section(d.title, { meta(page.join { page.link(d.href), " (red: more than before, blue: less)" }),
-      flame_frame(d.path, d.title) }))
+      flame_frame(d.path, d.title, opts.base) }))
   end
   local prof = { { "profiler", "available", "version", "notes" } }
   for _, e in ipairs(res.profilers or {}) do

@@ -314,6 +314,27 @@ T.case("capture_report.loss_lines: a loss beyond 1 point of the shares is said f
   T.eq(report.loss_lines({ oncpu = { skipped = "x" }, offcpu = { skipped = "y" } }), {})
 end)
 
+T.case("capture_report.html: a flame graph over EMBED_MAX is linked, not embedded, and said", function()
+  local report = require "wb.capture_report"
+  local dir = T.tmpdir()
+  local svg = '<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><text>spin_a</text></svg>'
+  assert(fs.mkdir_p(dir .. "/profiles"))
+  assert(fs.write(dir .. "/profiles/p.oncpu.svg", svg .. string.rep(" ", 2000)))
+  local res = { method = "bpf", freq = 99, result = { wall = 1, exited = true, code = 0 }, warnings = {},
+    oncpu = { samples = 10, lost = 0, top = {}, svg = dir .. "/profiles/p.oncpu.svg" } }
+  local whole = report.html(res, { base = dir })
+  T.ok(whole:find("spin_a", 1, true), "embedded")
+  local saved = report.EMBED_MAX
+  report.EMBED_MAX = 1000
+  local ok, page = pcall(report.html, res, { base = dir })
+  local outside = report.html(res)
+  report.EMBED_MAX = saved
+  assert(ok, page)
+  T.ok(not page:find("spin_a", 1, true), "not embedded")
+  T.match(page, 'On%-CPU flame graph: 2%.%d KiB, not embedded %(over 1,000 B%): <a href="profiles/p%.oncpu%.svg">')
+  T.match(outside, '<a href="file://' .. dir:gsub("%p", "%%%0") .. '/profiles/p%.oncpu%.svg">')
+end)
+
 T.case("perf_event fallback: the same attribution from ring buffers; off-CPU skipped", function()
   local res = assert(wb.capture { argv = { SPLIT, "--fork", "2", "--cpu", "0.8", "--sleep", "0" }, freq = 499,
     method = "perf_event", stdout = "capture" })
