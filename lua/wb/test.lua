@@ -121,12 +121,17 @@ end
 -- A fresh temporary directory, removed when the run ends.
 local tmpdirs = {}
 -- line = test.probe_frame(folded) : the first folded line holding a frame of wb's own BPF probes
--- (run from a perf_event overflow and the sched raw tracepoints), or nil; another tool's BPF
--- trampoline (__bpf_prog_enter_recur) is the program's own time and may show
+-- (run from a perf_event overflow and the sched raw tracepoints: a frame that starts with one of
+-- their names), or nil; another tool's BPF trampoline (__bpf_prog_enter_recur) is the program's
+-- own time and may show
 function M.probe_frame(text)
-  for _, probe in ipairs({ "bpf_prog_", "bpf_overflow_handler", "bpf_trace_run", "__bpf_trace_" }) do
-    local line = text:match("[^\n]*" .. probe:gsub("%p", "%%%0") .. "[^\n]*")
-    if line then return line end
+  local probes = { "bpf_prog_", "bpf_overflow_handler", "bpf_trace_run", "__bpf_trace_" }
+  for line in text:gmatch("[^\n]+") do
+    for frame in line:gmatch("[^;]+") do
+      for _, probe in ipairs(probes) do
+        if frame:sub(1, #probe) == probe then return line end
+      end
+    end
   end
   return nil
 end

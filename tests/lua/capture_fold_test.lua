@@ -96,3 +96,12 @@ T.case("by_name: processes matched by name, not by pid", function()
   -- a comm that ends in -digits itself, and a root frame with no stack above it
   T.eq(fold.by_name("w-1-5 2\nw-1-9;f 3\n"), "w-1 2\nw-1;f 3\n")
 end)
+
+T.case("test.probe_frame: frames of wb's own probes, not another tool's trampoline or kernel bpf_* code", function()
+  T.eq(T.probe_frame("app;start_thread;do_exit_[k];switch_task_namespaces_[k];__bpf_prog_enter_recur_[k] 1\n"), nil)
+  T.eq(T.probe_frame("app;reap;wait4;release_task_[k];security_inode_free_[k];bpf_inode_storage_free_[k] 5\n"), nil)
+  T.eq(T.probe_frame("a;main 3\napp;spin;asm_sysvec_[k];bpf_overflow_handler_[k];bpf_prog_6deef7357e7b4530_on_cpu_[k] 2\n"),
+    "app;spin;asm_sysvec_[k];bpf_overflow_handler_[k];bpf_prog_6deef7357e7b4530_on_cpu_[k] 2")
+  T.eq(T.probe_frame("app;x;__bpf_trace_sched_switch_[k] 1"), "app;x;__bpf_trace_sched_switch_[k] 1")
+  T.eq(T.probe_frame(""), nil)
+end)
