@@ -441,6 +441,8 @@ static const luaL_Reg samples_meta[] = {{"__close", samples_close},
                                         {NULL, NULL}};
 
 static const luaL_Reg stats_functions[] = {{"bootstrap_ci", wb_stats_bootstrap_ci},
+                                           {"confseq", wb_stats_confseq},
+                                           {"eprocess", wb_stats_eprocess},
                                            {"mad", l_mad},
                                            {"mann_whitney", wb_stats_mann_whitney},
                                            {"mean", l_mean},

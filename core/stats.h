@@ -40,3 +40,7 @@ double *wb_stats_check_nonempty(lua_State *L, int arg, size_t *n);
 int wb_stats_bootstrap_ci(lua_State *L);
 int wb_stats_mann_whitney(lua_State *L);
 int wb_stats_steps(lua_State *L);
+
+/* Confidence sequences (core/stats_seq.c). */
+int wb_stats_confseq(lua_State *L);
+int wb_stats_eprocess(lua_State *L);

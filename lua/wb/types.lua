@@ -56,6 +56,7 @@
 ---@field perf wb.perf
 ---@field scan wb.scan
 ---@field slurm wb.slurm
+---@field tune_race wb.tune_race
 ---@field svg wb.svg
 ---@field sym wb.sym
 ---@field trace wb.trace
@@ -281,6 +282,24 @@ function stats.bootstrap_ci(xs, ys, opts) end
 function stats.mann_whitney(xs, ys) end
 ---@return {index: integer, before: number, after: number, ratio: number}[]
 function stats.steps(series, opts) end
+---A confidence sequence for the mean of xs, each in [opts.lo or 0, opts.hi or 1]: valid at every
+---length of xs at once (predictable-mixture empirical Bernstein; core/stats_seq.c).
+---@return number lower, number upper
+function stats.confseq(xs, alpha, opts) end
+---The capital of betting that the mean of xs is above m (an e-process while it is not): its
+---largest value reached and its last.
+---@return number best, number last
+function stats.eprocess(xs, m, opts) end
+
+-- wb.tune_race ---------------------------------------------------------------------------------
+
+---@class wb.tune_race
+local tune_race = {}
+---A screening race of tuning candidates (lua/wb/tune_race.lua): race:order(rand), race:add(block),
+---race:alive(), race:leader(), race:cap_seconds(), race:interval(a, b), race:eliminated().
+---@param spec {candidates: string[], alpha: number?, delta: number?, cap: number?}
+---@return table race
+function tune_race.new(spec) end
 
 -- wb.campaign ---------------------------------------------------------------------------------
 
