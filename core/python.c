@@ -4,6 +4,7 @@
  * sample time (method perf_event or perf_cli); with eBPF the frames come with each native sample
  * (core/bpf_ustack.c). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,9 @@
 #define PY_MAX_THREADS 256
 
 /* 'R' when the thread is running or runnable, its state letter otherwise, 0 when gone; *cpu_ns
- * its time on a CPU so far (schedstat's first field; else utime + stime at the clock tick's
- * resolution; -1 when neither can be read). */
+ * its time on a CPU so far (schedstat's first field, unless 0: a kernel without schedstats or
+ * delay accounting; else utime + stime at the clock tick's resolution; -1 when neither can be
+ * read). */
 static char thread_state(pid_t pid, int64_t tid, int64_t *cpu_ns) {
   char path[80], buf[512];
   snprintf(path, sizeof path, "/proc/%d/task/%lld/stat", (int)pid, (long long)tid);
@@ -37,7 +39,7 @@ static char thread_state(pid_t pid, int64_t tid, int64_t *cpu_ns) {
     if (hz > 0) *cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)hz));
   }
   snprintf(path, sizeof path, "/proc/%d/task/%lld/schedstat", (int)pid, (long long)tid);
-  if (wb_read_small(path, buf, sizeof buf) > 0 && sscanf(buf, "%llu", &ns) == 1) *cpu_ns = (int64_t)ns;
+  if (wb_read_small(path, buf, sizeof buf) > 0 && sscanf(buf, "%llu", &ns) == 1 && ns > 0) *cpu_ns = (int64_t)ns;
   return state;
 }
 
@@ -161,8 +163,14 @@ static void tick(sampler *s, double dt) {
       s->truncated += th->truncated;
       thread_cpu *tc = thread_slot(s, th->tid);
       double ran = st == 'R' ? dt : 0;
-      if (tc && tc->cpu_ns >= 0 && cpu_ns >= tc->cpu_ns) ran = (double)(cpu_ns - tc->cpu_ns) / 1e9;
-      if (tc) tc->cpu_ns = cpu_ns;
+      if (tc && tc->cpu_ns >= 0 && cpu_ns >= tc->cpu_ns) {
+        /* the kernel adds CPU time at ticks and switches: what overflows this interval is the
+         * next one's (the baseline advances by what was counted) */
+        ran = fmin((double)(cpu_ns - tc->cpu_ns) / 1e9, dt);
+        tc->cpu_ns += (int64_t)(ran * 1e9);
+      } else if (tc) {
+        tc->cpu_ns = cpu_ns;
+      }
       if (ran > dt) ran = dt;
       if (ran > 0) count_stack(s, key, 1, ran);
       if (dt - ran <= 0) continue;
@@ -190,6 +198,43 @@ static void sampler_free(sampler *s) {
   s->stacks = NULL, s->cap = s->n = 0;
   free(s->threads);
   s->threads = NULL, s->tcap = s->tn = 0;
+}
+
+typedef struct share_left {
+  double frac;
+  size_t at;
+} share_left;
+
+static int by_frac(const void *a, const void *b) {
+  const share_left *x = a, *y = b;
+  return x->frac < y->frac ? 1 : x->frac > y->frac ? -1 : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The on-CPU seconds of each slot of s->stacks in samples (seconds x hz), rounded so that they add
+ * up to the rounded total (largest remainders): stacks of less than half a sample each do not all
+ * vanish. malloc'd, s->cap entries; NULL when out of memory. */
+static int64_t *on_samples(const sampler *s) {
+  int64_t *out = calloc(s->cap ? s->cap : 1, sizeof *out);
+  share_left *r = calloc(s->cap ? s->cap : 1, sizeof *r);
+  if (!out || !r) {
+    free(out), free(r);
+    return NULL;
+  }
+  double total = 0;
+  int64_t given = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < s->cap; i++) {
+    if (!s->stacks[i].key || s->stacks[i].oncpu <= 0) continue;
+    double x = s->stacks[i].oncpu * s->hz;
+    out[i] = (int64_t)x;
+    given += out[i];
+    total += x;
+    r[n++] = (share_left){x - (double)out[i], i};
+  }
+  qsort(r, n, sizeof *r, by_frac);
+  for (size_t k = 0; k < n && given < (int64_t)(total + 0.5); k++, given++) out[r[k].at]++;
+  free(r);
+  return out;
 }
 
 /* ---- Lua API -------------------------------------------------------------------------- */
@@ -315,20 +360,21 @@ static int l_sampler(lua_State *L) {
  * thread_samples, truncated, processes = {{pid, version, binary}}, skipped = {{pid, reason}}}.
  * A folded stack is "python PID;main thread TID|thread TID;outer (f.py:1);...;inner (f.py:9)".
  * Each sample gives the time since the previous one to the thread's stack then: its CPU time in
- * between on-CPU (in samples: seconds x hz, rounded), the rest off-CPU, under "...;[run queue]"
+ * between on-CPU (in samples: seconds x hz, by largest remainders), the rest off-CPU, under "...;[run queue]"
  * when the thread was runnable (waiting for a CPU). */
 static int l_sampler_stop(lua_State *L) {
   sampler *s = luaL_checkudata(L, 1, PYTHON_SAMPLER_MT);
   wb_ticker_stop(&s->ticker);
+  int64_t *samples = on_samples(s);
+  if (!samples && s->n) return luaL_error(L, "not enough memory");
   lua_createtable(L, 0, 7);
   lua_newtable(L);
   lua_newtable(L);
   for (size_t i = 0; i < s->cap; i++) {
     const stack_count *c = &s->stacks[i];
     if (!c->key) continue;
-    lua_Integer samples = (lua_Integer)(c->oncpu * s->hz + 0.5);
-    if (samples > 0) {
-      lua_pushinteger(L, samples);
+    if (samples[i] > 0) {
+      lua_pushinteger(L, samples[i]);
       lua_setfield(L, -3, c->key);
     }
     if (c->offcpu > 0) {
@@ -336,6 +382,7 @@ static int l_sampler_stop(lua_State *L) {
       lua_setfield(L, -2, c->key);
     }
   }
+  free(samples);
   lua_setfield(L, -3, "offcpu");
   lua_setfield(L, -2, "oncpu");
   wb_set_int(L, "ticks", s->ticks);

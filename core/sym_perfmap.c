@@ -81,7 +81,7 @@ static int owner_ok(int pid, uid_t uid, const uint32_t *uids, size_t nuids) {
 /* The map of pid, read again when the file grew since *old was read (*old is freed then); NULL
  * when there is none. /tmp is anyone's: the file is taken only when it is a regular file (not a
  * FIFO that would block, not a symbolic link) whose owner passes owner_ok (uids: the tree's users),
- * and at most PERFMAP_MAX bytes. */
+ * and at most PERFMAP_MAX bytes: its size when opened, however it grows while read. */
 wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old, const uint32_t *uids, size_t nuids) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", pid);
@@ -101,7 +101,9 @@ wb_perfmap *wb_perfmap_load(int pid, wb_perfmap *old, const uint32_t *uids, size
   wb_perfmap *m = calloc(1, sizeof *m);
   size_t cap = 0;
   char line[1024];
-  while (m && fgets(line, sizeof line, f)) {
+  off_t left = st.st_size; /* what fstat saw: a file its owner keeps extending is read no further */
+  while (m && left > 0 && fgets(line, sizeof line, f)) {
+    left -= (off_t)strlen(line);
     unsigned long long start, size;
     int at = 0;
     if (sscanf(line, "%llx %llx %n", &start, &size, &at) < 2 || !at) continue;

@@ -72,6 +72,10 @@ function M.loss_lines(res)
         "by up to %.1f points", grouped(on.lost), grouped(on.samples + on.lost), share, share)
     end
   end
+  if off and not off.skipped and (off.lost or 0) > 0 then
+    out[#out + 1] = string.format("LOSS: %s off-CPU intervals were lost with their time (a full map): the off-CPU " ..
+      "profile undercounts by an unknown amount", grouped(off.lost))
+  end
   if off and not off.skipped and off.total_seconds and off.total_seconds > 0 then
     local share = 100 * (off.stack_lost_seconds or 0) / off.total_seconds
     if share > M.LOSS_POINTS then
