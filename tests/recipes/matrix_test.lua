@@ -253,18 +253,21 @@ T.case("--confirm: the planted slowdown confirmed by a re-run of both sides, the
       if tostring(c.metric):find("^stage_") then T.eq(c.verdict, "unchanged", c.run_name .. " " .. c.metric) end
     end
     T.eq(third.code, m3.comparison_summary.regressions > 0 and 1 or 0, third.stderr)
-    -- within a budget of 100, the re-run is refused and said; the changes count as called
-    -- (improvements here: they do not fail the gate)
+    -- within a budget of 100, the re-run is refused and said; the changes count as called (the
+    -- planted compute stage's are improvements here; the campaign's own wall times, which the
+    -- machine may move, fail the gate only if they were called regressions)
     local held = campaign(runs .. "/p4", "first", "1.0", "--confirm", "--baseline", runs .. "/p2",
       "tool.max_subprocess_runs=100")
-    T.eq(held.code, 0, held.stderr)
-    for _, c in ipairs(T.manifest(runs .. "/p4").comparisons) do
+    local m4 = T.manifest(runs .. "/p4")
+    for _, c in ipairs(m4.comparisons) do
       if c.metric == "stage_compute_seconds" then
+        T.ok(c.verdict ~= "regression", c.run_name .. ": 10% faster by construction, " .. c.verdict)
         T.eq(c.confirmation.verdict, "not confirmable")
         T.match(c.confirmation.reason, "the re%-run's 96 runs beside the 48 planned would make 144 subprocess runs > " ..
           "max_subprocess_runs 100")
       end
     end
+    T.eq(held.code, m4.comparison_summary.regressions > 0 and 1 or 0, held.stderr)
     T.eq(fs.exists(runs .. "/p4/confirm"), false)
   end)
 
