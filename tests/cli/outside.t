@@ -139,7 +139,7 @@ wb: override 'stack_entries=10': stack_entries must be an integer >= 64, got int
 [2]
 
 $ cd $T && ${WB_BIN:-wb} profile stack_size=abc -o $T/t7 -- true
-wb: override 'stack_size=abc': stack_size must be an integer >= 1 or null, got string 'abc'
+wb: override 'stack_size=abc': stack_size must be a multiple of 8 in 512..65528 or null, got string 'abc'
 [2]
 
 $ cd $T && ${WB_BIN:-wb} vep_breakdown top=0 -o $T/t7
