@@ -558,58 +558,38 @@ static void push_pcs(lua_State *L, const uint64_t *pcs, uint32_t n) {
 
 static const char *const KINDS[] = {"oncpu", "blocked", "runqueue"};
 
-static int push_counts(lua_State *L, session *s, struct bpf_map *map, int cache) {
+/* Pushes a record's table with its pid, comm and kind set. */
+static void push_head(lua_State *L, uint32_t tgid, const char *comm16, uint32_t kind) {
+  lua_createtable(L, 0, 6);
+  wb_set_int(L, "pid", tgid);
+  char comm[WB_COMM_LEN + 1] = {0};
+  memcpy(comm, comm16, WB_COMM_LEN);
+  wb_set_str(L, "comm", comm);
+  wb_set_str(L, "kind", kind < 3 ? KINDS[kind] : "?");
+}
+
+/* Appends to the list at the top, after its n records, those of a counts map (stacks from the
+ * stack map); with lost (offcpu_lost: the time of intervals whose stack is not known, per process
+ * and kind), each with user = {WB_UNW_LOST_PC}, kernel = {}. The new count. */
+static int push_counts(lua_State *L, session *s, struct bpf_map *map, int cache, int n, int lost) {
   int fd = bpf_map__fd(map), stacks_fd = bpf_map__fd(s->skel->maps.stacks);
   struct wb_stack_key key, next;
-  int n = 0, more = bpf_map_get_next_key(fd, NULL, &next) == 0;
-  lua_newtable(L);
-  while (more) {
+  for (int more = bpf_map_get_next_key(fd, NULL, &next) == 0; more;) {
     key = next;
     more = bpf_map_get_next_key(fd, &key, &next) == 0;
     uint64_t count;
-    if (bpf_map_lookup_elem(fd, &key, &count) != 0) continue;
-    lua_createtable(L, 0, 6);
-    wb_set_int(L, "pid", key.tgid);
-    char comm[WB_COMM_LEN + 1] = {0};
-    memcpy(comm, key.comm, WB_COMM_LEN);
-    lua_pushstring(L, comm);
-    lua_setfield(L, -2, "comm");
-    lua_pushstring(L, key.kind < 3 ? KINDS[key.kind] : "?");
-    lua_setfield(L, -2, "kind");
-    push_stack(L, stacks_fd, key.user_stack_id, cache);
+    if (bpf_map_lookup_elem(fd, &key, &count) != 0 || count == 0) continue;
+    push_head(L, key.tgid, key.comm, key.kind);
+    uint64_t pc = WB_UNW_LOST_PC;
+    if (lost) push_pcs(L, &pc, 1);
+    else push_stack(L, stacks_fd, key.user_stack_id, cache);
     lua_setfield(L, -2, "user");
-    push_stack(L, stacks_fd, key.kern_stack_id, cache);
+    push_stack(L, stacks_fd, lost ? -1 : key.kern_stack_id, cache);
     lua_setfield(L, -2, "kernel");
     wb_set_int(L, "count", (lua_Integer)count);
     lua_rawseti(L, -2, ++n);
   }
   return n;
-}
-
-/* Appends to the list at the top, after its n records, offcpu_lost's: the time of intervals whose
- * stack is not known, per process and kind, each with user = {WB_UNW_LOST_PC}, kernel = {}. */
-static void push_lost(lua_State *L, session *s, int n) {
-  int fd = bpf_map__fd(s->skel->maps.offcpu_lost);
-  struct wb_stack_key key, next;
-  for (int more = bpf_map_get_next_key(fd, NULL, &next) == 0; more;) {
-    key = next;
-    more = bpf_map_get_next_key(fd, &key, &next) == 0;
-    uint64_t ns;
-    if (bpf_map_lookup_elem(fd, &key, &ns) != 0 || ns == 0) continue;
-    lua_createtable(L, 0, 6);
-    wb_set_int(L, "pid", key.tgid);
-    char comm[WB_COMM_LEN + 1] = {0};
-    memcpy(comm, key.comm, WB_COMM_LEN);
-    wb_set_str(L, "comm", comm);
-    wb_set_str(L, "kind", key.kind < 3 ? KINDS[key.kind] : "?");
-    uint64_t pc = WB_UNW_LOST_PC;
-    push_pcs(L, &pc, 1);
-    lua_setfield(L, -2, "user");
-    lua_newtable(L);
-    lua_setfield(L, -2, "kernel");
-    wb_set_int(L, "count", (lua_Integer)ns);
-    lua_rawseti(L, -2, ++n);
-  }
 }
 
 /* Sets python = {{frames of one _PyEval_EvalFrameDefault call, innermost first}, ... innermost
@@ -634,21 +614,16 @@ static void push_python(lua_State *L, session *s, const wb_ustack_entry *e, cons
   if (e->py & WB_PY_GIL_WAIT) wb_set_bool(L, "gil_wait", 1);
 }
 
-/* The aggregated stacks of unwind mode: on-CPU (kind 0) or off-CPU, as push_counts does. */
+/* The aggregated stacks of unwind mode, on-CPU (kind 0) or off-CPU, appended to the list at the
+ * top as push_counts does (from no records); their count. */
 static int push_ustacks(lua_State *L, session *s, int offcpu) {
   int n = 0;
   size_t count;
   const wb_ustack_entry *e = wb_ustacks_entries(s->us, &count);
   const uint64_t *pool = wb_ustacks_pool(s->us);
-  lua_newtable(L);
   for (size_t i = 0; i < count; i++) {
     if ((e[i].kind != WB_KIND_ONCPU) != offcpu || e[i].count == 0) continue;
-    lua_createtable(L, 0, 6);
-    wb_set_int(L, "pid", e[i].tgid);
-    char comm[WB_COMM_LEN + 1] = {0};
-    memcpy(comm, e[i].comm, WB_COMM_LEN);
-    wb_set_str(L, "comm", comm);
-    wb_set_str(L, "kind", e[i].kind < 3 ? KINDS[e[i].kind] : "?");
+    push_head(L, e[i].tgid, e[i].comm, e[i].kind);
     push_pcs(L, pool + e[i].pcs, e[i].nu);
     lua_setfield(L, -2, "user");
     push_pcs(L, pool + e[i].pcs + e[i].nu + e[i].np, e[i].nk);
@@ -686,10 +661,13 @@ static int l_read(lua_State *L) {
   lua_newtable(L);
   int cache = lua_gettop(L);
   lua_createtable(L, 0, 5);
+  lua_newtable(L);
   if (s->us) push_ustacks(L, s, 0);
-  else push_counts(L, s, s->skel->maps.oncpu_counts, cache);
+  else push_counts(L, s, s->skel->maps.oncpu_counts, cache, 0, 0);
   lua_setfield(L, -2, "oncpu");
-  push_lost(L, s, s->us ? push_ustacks(L, s, 1) : push_counts(L, s, s->skel->maps.offcpu_counts, cache));
+  lua_newtable(L);
+  int off = s->us ? push_ustacks(L, s, 1) : push_counts(L, s, s->skel->maps.offcpu_counts, cache, 0, 0);
+  push_counts(L, s, s->skel->maps.offcpu_lost, cache, off, 1);
   lua_setfield(L, -2, "offcpu");
   if (s->us) {
     wb_unwind_push_stats(L, wb_ustacks_unwinder(s->us));

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "opt.h"
+#include "pidindex.h"
 #include "proctree.h"
 #include "python.h"
 #include "ticker.h"
@@ -44,9 +45,10 @@ static char thread_state(pid_t pid, int64_t tid, int64_t *cpu_ns) {
 }
 
 /* The CPU time of each thread seen, at its previous sample: what it ran in between is its on-CPU
- * weight (a runnable thread waiting for a CPU is not running). Open addressing by tid. */
+ * weight (a runnable thread waiting for a CPU is not running). Found by tid through a
+ * wb_pidindex (the tid first, as it requires). */
 typedef struct thread_cpu {
-  int64_t tid; /* 0: free */
+  int tid;
   int64_t cpu_ns;
 } thread_cpu;
 
@@ -69,6 +71,7 @@ typedef struct sampler {
   size_t cap, n;
   thread_cpu *threads;
   size_t tcap, tn;
+  wb_pidindex tindex;
   int64_t ticks, thread_samples, truncated;
   wb_pythread scratch[PY_MAX_THREADS];
 } sampler;
@@ -79,28 +82,20 @@ static uint64_t hash_key(const char *s) {
   return h ? h : 1;
 }
 
-/* The slot of tid in s->threads (made when new; NULL when out of memory). */
-static thread_cpu *thread_slot(sampler *s, int64_t tid) {
-  if ((s->tn + 1) * 2 > s->tcap) {
-    size_t cap = s->tcap ? s->tcap * 2 : 256;
-    thread_cpu *t = calloc(cap, sizeof *t);
+/* The record of tid in s->threads (made when new, with no CPU time read yet; NULL when out of
+ * memory). */
+static thread_cpu *thread_slot(sampler *s, int tid) {
+  ptrdiff_t at = wb_pidindex_find(&s->tindex, s->threads, sizeof *s->threads, tid);
+  if (at >= 0) return &s->threads[at];
+  if (s->tn == s->tcap) {
+    size_t cap = s->tcap ? s->tcap * 2 : 64;
+    thread_cpu *t = realloc(s->threads, cap * sizeof *t);
     if (!t) return NULL;
-    for (size_t i = 0; i < s->tcap; i++) {
-      if (!s->threads[i].tid) continue;
-      size_t j = (uint64_t)s->threads[i].tid * 2654435761u & (cap - 1);
-      while (t[j].tid) j = (j + 1) & (cap - 1);
-      t[j] = s->threads[i];
-    }
-    free(s->threads);
     s->threads = t, s->tcap = cap;
   }
-  size_t j = (uint64_t)tid * 2654435761u & (s->tcap - 1);
-  while (s->threads[j].tid && s->threads[j].tid != tid) j = (j + 1) & (s->tcap - 1);
-  if (!s->threads[j].tid) {
-    s->threads[j] = (thread_cpu){.tid = tid, .cpu_ns = -1};
-    s->tn++;
-  }
-  return &s->threads[j];
+  s->threads[s->tn] = (thread_cpu){.tid = tid, .cpu_ns = -1};
+  if (wb_pidindex_add(&s->tindex, s->threads, sizeof *s->threads, s->tn) != 0) return NULL;
+  return &s->threads[s->tn++];
 }
 
 /* Adds seconds on a CPU, or off it, to the folded stack key (copied). */
@@ -161,7 +156,7 @@ static void tick(sampler *s, double dt) {
       if (o + sizeof run_queue > sizeof key) continue;
       s->thread_samples++;
       s->truncated += th->truncated;
-      thread_cpu *tc = thread_slot(s, th->tid);
+      thread_cpu *tc = thread_slot(s, (int)th->tid);
       double ran = st == 'R' ? dt : 0;
       if (tc && tc->cpu_ns >= 0 && cpu_ns >= tc->cpu_ns) {
         /* the kernel adds CPU time at ticks and switches: what overflows this interval is the
@@ -198,6 +193,7 @@ static void sampler_free(sampler *s) {
   s->stacks = NULL, s->cap = s->n = 0;
   free(s->threads);
   s->threads = NULL, s->tcap = s->tn = 0;
+  wb_pidindex_free(&s->tindex);
 }
 
 typedef struct share_left {

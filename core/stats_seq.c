@@ -14,19 +14,42 @@
 #include "opt.h"
 #include "stats.h"
 
+/* The running mean and variance of the observations so far, with one prior observation of mean
+ * 1/2 and variance 1/4: what the bets may use (only earlier observations). */
+typedef struct moments {
+  double n, sum, sq, mu, s2;
+} moments;
+
+static moments moments_prior(void) { return (moments){0, 0, 0.25, 0.5, 0.25}; }
+
+static void moments_add(moments *m, double x) {
+  m->n++, m->sum += x;
+  m->mu = (0.5 + m->sum) / (m->n + 1);
+  m->sq += (x - m->mu) * (x - m->mu);
+  m->s2 = m->sq / (m->n + 1);
+}
+
+/* The numbers at argument 1 (a scratch copy, pushed) scaled from [lo, hi] to [0, 1]; raises
+ * "<fn>: value ... outside [lo, hi]". */
+static double *unit_xs(lua_State *L, const char *fn, double lo, double hi, size_t *n) {
+  double *x = wb_stats_check_xs(L, 1, n);
+  for (size_t i = 0; i < *n; i++) {
+    if (!(x[i] >= lo && x[i] <= hi))
+      luaL_error(L, "%s: value %f (#%d) outside [%f, %f]", fn, x[i], (int)i + 1, lo, hi);
+    x[i] = (x[i] - lo) / (hi - lo);
+  }
+  return x;
+}
+
 /* The one-sided lower bound at level a of the mean of x[0..n), each in [0, 1]. */
 static double lower_bound(const double *x, size_t n, double a, int flip) {
-  double log1a = log(1 / a), sum = 0, sq = 0.25, mu = 0.5, s2 = 0.25;
-  double num = 0, den = 0, pen = 0;
+  double log1a = log(1 / a), num = 0, den = 0, pen = 0;
+  moments m = moments_prior();
   for (size_t i = 0; i < n; i++) {
     double t = (double)(i + 1), xi = flip ? 1 - x[i] : x[i];
-    double l = fmin(sqrt(2 * log1a / (s2 * t * log(1 + t))), 0.5);
-    double v = (xi - mu) * (xi - mu);
-    num += l * xi, den += l, pen += v * (-log1p(-l) - l);
-    sum += xi;
-    mu = (0.5 + sum) / (t + 1);
-    sq += (xi - mu) * (xi - mu);
-    s2 = sq / (t + 1);
+    double l = fmin(sqrt(2 * log1a / (m.s2 * t * log(1 + t))), 0.5);
+    num += l * xi, den += l, pen += (xi - m.mu) * (xi - m.mu) * (-log1p(-l) - l);
+    moments_add(&m, xi);
   }
   return den > 0 ? fmax((num - log1a - pen) / den, 0) : 0;
 }
@@ -42,14 +65,9 @@ int wb_stats_confseq(lua_State *L) {
   double lo = wb_opt_number(L, t, "lo", 0), hi = wb_opt_number(L, t, "hi", 1);
   double alpha = luaL_checknumber(L, 2);
   if (!(alpha > 0 && alpha < 1)) return luaL_argerror(L, 2, "alpha must be in (0, 1)");
-  size_t n;
-  double *x = wb_stats_check_xs(L, 1, &n);
   if (!(lo < hi)) return luaL_argerror(L, 3, "lo must be below hi");
-  for (size_t i = 0; i < n; i++) {
-    if (!(x[i] >= lo && x[i] <= hi))
-      return luaL_error(L, "wb.stats.confseq: value %f (#%d) outside [%f, %f]", x[i], (int)i + 1, lo, hi);
-    x[i] = (x[i] - lo) / (hi - lo);
-  }
+  size_t n;
+  double *x = unit_xs(L, "wb.stats.confseq", lo, hi, &n);
   double low = lower_bound(x, n, alpha / 2, 0), up = 1 - lower_bound(x, n, alpha / 2, 1);
   lua_pushnumber(L, lo + low * (hi - lo));
   lua_pushnumber(L, lo + up * (hi - lo));
@@ -73,20 +91,15 @@ int wb_stats_eprocess(lua_State *L) {
   if (!(m > lo && m < hi)) return luaL_argerror(L, 2, "m must be inside (lo, hi)");
   m = (m - lo) / (hi - lo);
   size_t n;
-  double *x = wb_stats_check_xs(L, 1, &n);
-  double log_k = 0, best = 0, sum = 0, sq = 0.25, mu = 0.5, s2 = 0.25;
+  double *x = unit_xs(L, "wb.stats.eprocess", lo, hi, &n);
+  double log_k = 0, best = 0;
+  moments mo = moments_prior();
   for (size_t i = 0; i < n; i++) {
-    if (!(x[i] >= lo && x[i] <= hi))
-      return luaL_error(L, "wb.stats.eprocess: value %f (#%d) outside [%f, %f]", x[i], (int)i + 1, lo, hi);
-    double xi = (x[i] - lo) / (hi - lo), gap = mu - m;
-    double l = fmin(fmax(gap / (s2 + gap * gap), 0), 0.9 / m);
-    log_k += log1p(l * (xi - m));
+    double gap = mo.mu - m;
+    double l = fmin(fmax(gap / (mo.s2 + gap * gap), 0), 0.9 / m);
+    log_k += log1p(l * (x[i] - m));
     best = fmax(best, log_k);
-    double ti = (double)(i + 1);
-    sum += xi;
-    mu = (0.5 + sum) / (ti + 1);
-    sq += (xi - mu) * (xi - mu);
-    s2 = sq / (ti + 1);
+    moments_add(&mo, x[i]);
   }
   lua_pushnumber(L, exp(best));
   lua_pushnumber(L, exp(log_k));

@@ -189,12 +189,13 @@ static struct frame resolve_user(symbolizer *s, int pid, uint64_t addr) {
   mapping *m = a ? find_mapping(a, addr) : NULL;
   if (!m || strncmp(m->path, "//anon", 6) == 0) { /* generated code: the program's own perf map */
     uint64_t off;
-    if (a) {
+    f.name = a ? wb_perfmap_lookup(a->perfmap, addr, &off) : NULL;
+    if (a && !f.name) { /* not in the map read so far: read it again if it grew */
       uint32_t uids[WB_USERS_MAX];
       for (size_t i = 0; i < s->users.n; i++) uids[i] = s->users.u[i].uid;
       a->perfmap = wb_perfmap_load(pid, a->perfmap, uids, s->users.n);
+      f.name = wb_perfmap_lookup(a->perfmap, addr, &off);
     }
-    f.name = a ? wb_perfmap_lookup(a->perfmap, addr, &off) : NULL;
     if (f.name) f.offset = off;
     return f;
   }

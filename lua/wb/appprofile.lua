@@ -12,6 +12,7 @@ local opt = util.opt
 local page = require "wb.page"
 local html = require "wb.html"
 local interference = require "wb.interference"
+local fold = require "wb.capture_fold"
 
 local M = {}
 
@@ -306,7 +307,7 @@ function M.blocked_waits(folded_text)
   local by = {}
   for line in (folded_text or ""):gmatch("[^\n]+") do
     local stack, count = line:match("^(.*) (%d+)$")
-    if stack and not stack:find("[run queue]", 1, true) and not stack:find(";[stack lost]", 1, true) then
+    if stack and not stack:find(fold.RUN_QUEUE, 1, true) and not stack:find(";" .. fold.STACK_LOST, 1, true) then
       local leaf
       for frame in stack:gmatch("[^;]+") do
         if not frame:find("_%[k%]$") then leaf = frame end

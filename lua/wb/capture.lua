@@ -27,6 +27,7 @@ local perf = require "wb.perf"
 local proc = require "wb.proc"
 local sym = require "wb.sym"
 local unwind_q = require "wb.capture_unwind"
+local util = require "wb.util"
 
 local M = {}
 
@@ -460,7 +461,7 @@ local function quality(res, side, sampled, denied)
     end
     if prof and (prof.stack_lost or 0) > 0 then
       w[#w + 1] = string.format("%d off-CPU intervals (%s, %.1f%% of the off-CPU time) are under %s: %s",
-        prof.stack_lost, require("wb.util").format_seconds(prof.stack_lost_seconds), 100 * prof.stack_lost_seconds /
+        prof.stack_lost, util.format_seconds(prof.stack_lost_seconds), 100 * prof.stack_lost_seconds /
         math.max(prof.total_seconds, 1e-9), fold.STACK_LOST, prof.unwound and "the ring buffer had no room for their "
         .. "records (wb's drain fell behind: raise ring_mib)" or "the counts map had no room for their stack (raise "
         .. "count_entries)")

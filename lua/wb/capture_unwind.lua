@@ -4,6 +4,8 @@
 -- entry, the share of walks that stopped early and why, the cost.
 local M = {}
 
+local STACK_LOST = ";" .. require("wb.capture_fold").STACK_LOST
+
 -- Frames that only a complete stack holds: the process's entry (through libc's start-up) and a
 -- thread's (glibc's start_thread, called from clone3/clone).
 M.ENTRY = { main = true, _start = true, __libc_start_main = true, __libc_start_call_main = true,
@@ -22,7 +24,7 @@ function M.reach_entry(text)
   local total, reach = 0, 0
   for line in text:gmatch("[^\n]+") do
     local stack, n = line:match("^(.*) (%d+)$")
-    if stack and not stack:find(";[stack lost]", 1, true) then
+    if stack and not stack:find(STACK_LOST, 1, true) then
       n = tonumber(n)
       total = total + n
       local first = true
