@@ -44,3 +44,6 @@ int wb_stats_steps(lua_State *L);
 /* Confidence sequences (core/stats_seq.c). */
 int wb_stats_confseq(lua_State *L);
 int wb_stats_eprocess(lua_State *L);
+
+/* Paired inference (core/stats_paired.c). */
+int wb_stats_signed_rank(lua_State *L);

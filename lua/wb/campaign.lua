@@ -306,6 +306,7 @@ function M.open(ctx, spec)
     m.configuration = ctx.cfg
     m.overrides = json.array(util.redact_overrides(ctx.opts.overrides or {}))
     m.arguments = json.array(util.deep_copy(ctx.args or {})) -- the positional ones (commands)
+    m.config_name = ctx.opts.config_name or json.null -- --config-name: what --resume composes again
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null
     m.runs = json.array()
@@ -429,6 +430,12 @@ end
 function Campaign:record(name)
   if not self.index[name] then self:declare({ name }) end
   return self.manifest.runs[self.index[name]]
+end
+
+-- rec = c:find(name) : the manifest record of a run, or nil when it was never declared
+function Campaign:find(name)
+  local i = self.index[name]
+  return i and self.manifest.runs[i]
 end
 
 function Campaign:is_complete(name)

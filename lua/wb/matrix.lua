@@ -516,6 +516,10 @@ local function run_waves(c, s, ex, waves, root, dry, one_at_a_time)
 end
 
 
+-- argv = matrix.argv(template, params) : a command template (matrix.command's form: {placeholders},
+-- nested lists dropped when one of theirs is empty) filled with params; exit 2 on a mistake
+M.argv = command
+
 -- What wb.matrix_confirm runs its cases with: planned(rec, case, root, role) fills a record's
 -- planned fields; run_waves(c, s, executor, waves, root, dry, one_at_a_time) runs and measures cases;
 -- aggregate(c, run, trial_names, s, root, rec_name) folds trials into one record.

@@ -2,7 +2,11 @@
 -- checked against the budget in the config's tool block.
 --
 -- plan = { sections = { { name = "timing", cases = { { name = "a", argv = {...} }, ... },
---                         subprocess_runs = N, profiler_runs = N }, ... } }
+--                         subprocess_runs = N, profiler_runs = N [, note = "..."] }, ... }
+--          [, budget = {max_subprocess_runs, max_major_profiler_runs, allow_over_budget, runs_key}]
+--          [, over = "why it is over budget"] }
+-- budget defaults to the config's tool block (plan.budget); runs_key names the key of the runs
+-- budget (default tool.max_subprocess_runs); over adds to what plan.check_budget finds.
 local json = require "wb.json"
 local util = require "wb.util"
 local errors = require "wb.errors"
@@ -37,13 +41,19 @@ function M.markdown(plan, totals, budget, over)
     out[#out + 1] = string.format("## %s — %d cases, %d subprocess runs, %d profiler runs", s.name,
       #(s.cases or {}), s.subprocess_runs or #(s.cases or {}), s.profiler_runs or 0)
     out[#out + 1] = ""
-    out[#out + 1] = "| case | command |"
-    out[#out + 1] = "| --- | --- |"
-    for _, c in ipairs(s.cases or {}) do
-      local cmd = c.argv and util.shell_join(c.argv) or (c.command or "")
-      out[#out + 1] = string.format("| %s | `%s` |", c.name, (cmd:gsub("|", "\\|")))
+    if s.note then
+      out[#out + 1] = s.note
+      out[#out + 1] = ""
     end
-    out[#out + 1] = ""
+    if #(s.cases or {}) > 0 then
+      out[#out + 1] = "| case | command |"
+      out[#out + 1] = "| --- | --- |"
+      for _, c in ipairs(s.cases) do
+        local cmd = c.argv and util.shell_join(c.argv) or (c.command or "")
+        out[#out + 1] = string.format("| %s | `%s` |", c.name, (cmd:gsub("|", "\\|")))
+      end
+      out[#out + 1] = ""
+    end
   end
   out[#out + 1] = "## Budget"
   out[#out + 1] = ""
@@ -62,8 +72,8 @@ end
 function M.check_budget(totals, budget)
   local parts = {}
   if budget.max_subprocess_runs and totals.subprocess_runs > budget.max_subprocess_runs then
-    parts[#parts + 1] = string.format("%d subprocess runs > max_subprocess_runs %d",
-      totals.subprocess_runs, budget.max_subprocess_runs)
+    parts[#parts + 1] = string.format("%d subprocess runs > %s %d",
+      totals.subprocess_runs, budget.runs_key or "max_subprocess_runs", budget.max_subprocess_runs)
   end
   if budget.max_major_profiler_runs and totals.profiler_runs > budget.max_major_profiler_runs then
     parts[#parts + 1] = string.format("%d heavy-profiler runs > max_major_profiler_runs %d",
@@ -77,8 +87,9 @@ end
 -- raises exit 1 when over budget unless tool.allow_over_budget=true.
 function M.write(c, plan)
   local totals = M.totals(plan)
-  local budget = M.budget(c.ctx.cfg)
+  local budget = plan.budget or M.budget(c.ctx.cfg)
   local over = M.check_budget(totals, budget)
+  if plan.over then over = over and (plan.over .. "; " .. over) or plan.over end
   local doc = json.object()
   doc.schema_name = "wb.plan"
   doc.schema_version = 1
@@ -90,7 +101,7 @@ function M.write(c, plan)
       cases[#cases + 1] = { name = cs.name, argv = cs.argv and json.array(util.deep_copy(cs.argv)) or nil,
         command = cs.argv and util.shell_join(cs.argv) or cs.command }
     end
-    sections[#sections + 1] = { name = s.name, cases = cases,
+    sections[#sections + 1] = { name = s.name, cases = cases, note = s.note,
       subprocess_runs = s.subprocess_runs or #(s.cases or {}), profiler_runs = s.profiler_runs or 0 }
   end
   doc.sections = sections

@@ -241,6 +241,12 @@ local function resumed(opts)
   end
   o.overrides = take("overrides", opts.overrides or {}, "the overrides")
   o.positional = take("arguments", opts.positional or {}, "the arguments")
+  local stored = type(m.config_name) == "string" and m.config_name or nil
+  if opts.config_name and stored and opts.config_name ~= stored then
+    raise(2, string.format("--resume: %s ran with --config-name %s, not %s (resume without it, or start a new run)",
+      dir, stored, opts.config_name), 0)
+  end
+  o.config_name = opts.config_name or stored
   return o
 end
 

@@ -73,6 +73,18 @@ function M.near(actual, expected, tol, msg)
   return actual
 end
 
+-- u, normal = T.seeded(seed) : generators of [0, 1) floats and of standard normals (Box-Muller)
+-- from a 64-bit LCG, apart from math.random: the same figures on every run
+function M.seeded(seed)
+  local s = seed
+  local function u()
+    s = (s * 6364136223846793005 + 1442695040888963407) -- wraps modulo 2^64
+    return ((s >> 11) & ((1 << 53) - 1)) / (1 << 53)
+  end
+  local function normal() return math.sqrt(-2 * math.log(1 - u())) * math.cos(2 * math.pi * u()) end
+  return u, normal
+end
+
 -- T.between(actual, lo, hi [, msg]) : lo <= actual <= hi, all finite (lo or hi may be
 -- -math.huge/math.huge for an open side; actual must still be finite unless {nonfinite = true}).
 function M.between(actual, lo, hi, msg)

@@ -60,16 +60,20 @@ function Race:alive()
   return out
 end
 
--- list = race:order(rand) : the surviving candidates in the order of the next block, shuffled
--- with rand() in [0, 1) (math.random, or a seeded generator for a journaled campaign)
-function Race:order(rand)
-  local list = self:alive()
-  for i = #list, 2, -1 do
+-- out = tune_race.shuffled(list, rand) : a copy of list in a random order (Fisher-Yates with
+-- rand() in [0, 1): math.random, or a seeded generator for a journaled campaign)
+function M.shuffled(list, rand)
+  local out = table.move(list, 1, #list, 1, {})
+  for i = #out, 2, -1 do
     local j = math.floor(rand() * i) + 1
-    list[i], list[j] = list[j], list[i]
+    out[i], out[j] = out[j], out[i]
   end
-  return list
+  return out
 end
+
+-- list = race:order(rand) : the surviving candidates in the order of the next block, shuffled
+-- with rand() (tune_race.shuffled)
+function Race:order(rand) return M.shuffled(self:alive(), rand) end
 
 local function mean_log(xs)
   local s = 0
@@ -153,11 +157,12 @@ function Race:add(block)
       for i, d in ipairs(ds) do signs[i] = d > margin and 1 or 0 end
       local e = #ds > 0 and stats.eprocess(signs, 0.5) or 0
       if e >= 1 / self.pair_alpha then
-        local sum = 0
-        for _, d in ipairs(ds) do sum = sum + d end
+        local sum, wins = 0, 0
+        for i, d in ipairs(ds) do sum, wins = sum + d, wins + signs[i] end
         local lo, up = self:interval(a, b)
         gone[#gone + 1] = { name = a, block = self.blocks, slower_than = b, ratio = math.exp(sum / #ds),
-          ratio_lower = lo, ratio_upper = up, evalue = e, trials = #self.times[a] }
+          ratio_lower = lo, ratio_upper = up, evalue = e, trials = #self.times[a], slower_blocks = wins,
+          met_blocks = #ds }
         break
       end
     end
@@ -174,9 +179,17 @@ function Race:add(block)
   end
 end
 
+-- race:drop(name, why) : a surviving candidate leaves the race without a time (its trial failed:
+-- why, e.g. "exit 3"); it goes into race:eliminated() with failed = why
+function Race:drop(name, why)
+  if not self.live[name] then misuse("drop: " .. tostring(name) .. " is not a surviving candidate") end
+  self.live[name] = false
+  self.out[#self.out + 1] = { name = name, block = self.blocks + 1, failed = tostring(why), trials = #self.times[name] }
+end
+
 -- list = race:eliminated() : {name, block, slower_than, ratio (its mean clipped ratio to
 -- slower_than), ratio_lower, ratio_upper (race:interval), evalue (the capital that eliminated it),
--- trials}, in the order of elimination
+-- trials, slower_blocks (the blocks it was slower than slower_than by more than delta in), met_blocks} (a dropped one: {name, block, failed, trials}), in the order of elimination
 function Race:eliminated() return self.out end
 
 return M

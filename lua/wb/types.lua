@@ -57,6 +57,7 @@
 ---@field scan wb.scan
 ---@field slurm wb.slurm
 ---@field tune_race wb.tune_race
+---@field tune wb.tune
 ---@field svg wb.svg
 ---@field sym wb.sym
 ---@field trace wb.trace
@@ -290,6 +291,13 @@ function stats.confseq(xs, alpha, opts) end
 ---largest value reached and its last.
 ---@return number best, number last
 function stats.eprocess(xs, m, opts) end
+---The Wilcoxon signed-rank test of paired differences ds (zeros dropped; exact up to 50) and the
+---Hodges-Lehmann estimate with its distribution-free interval at opts.level (default 0.95;
+---absent above 2000 differences).
+---@param ds number[]|wb.Samples
+---@param opts {level: number?}?
+---@return {n: number, w_plus: number, p_less: number, p_greater: number, estimate: number, lower: number?, upper: number?, exact: boolean}
+function stats.signed_rank(ds, opts) end
 
 -- wb.tune_race ---------------------------------------------------------------------------------
 
@@ -300,6 +308,57 @@ local tune_race = {}
 ---@param spec {candidates: string[], alpha: number?, delta: number?, cap: number?}
 ---@return table race
 function tune_race.new(spec) end
+---A copy of list in a random order (Fisher-Yates with rand() in [0, 1)).
+---@param list any[]
+---@param rand fun(): number
+---@return any[]
+function tune_race.shuffled(list, rand) end
+
+-- wb.tune: the engine of recipes/tune.lua (docs/tune.md) ----------------------------------------
+
+---@class wb.tune
+---@field DEFAULTS table the tune keys' defaults
+---@field TYPES table<string, string> override types of the keys the engine reads
+local tune = {}
+---The keys every tune profile has, as wb.recipe's `defaults`.
+---@return table
+function tune.config_defaults() end
+---A generator of numbers in [0, 1) that depends only on its three integers (splitmix64).
+---@param seed integer
+---@param stage integer
+---@param index integer
+---@return fun(): number
+function tune.rng(seed, stage, index) end
+---The profile's tune block checked (exit 2 naming the key), with defaults.
+---@param cfg table
+---@return table s
+function tune.settings(cfg) end
+---The candidates of the axes in grid order (or a seeded sample, the default always in).
+---@param s table tune.settings'
+---@return {name: string, params: table, axes: table, default: boolean?}[]
+function tune.candidates(s) end
+---The fewest blocks after which the race can eliminate one of k candidates at alpha.
+---@param k integer
+---@param alpha number
+---@return integer
+function tune.blocks_to_eliminate(k, alpha) end
+---Planned runs per stage, the least screening can do, and why the plan is over budget.
+---@param s table
+---@param cands table[]
+---@return {stages: {stage: string, runs: integer, least: integer?, note: string}[], runs: integer, over: string?, too_few_blocks: string?}
+function tune.plan(s, cands) end
+---The campaign: screening, finalists, headline, each block or round run by run_block(stage,
+---index, order, cap) -> {[name] = {seconds, capped} | {failed}}.
+---@param s table
+---@param cands table[]
+---@param run_block fun(stage: string, index: integer, order: string[], cap: number?): table
+---@return {race: table, plan: table, winner: table, chosen: table, default: table, finalists: table[], headline: table?, ledger: table}
+function tune.run(s, cands, run_block) end
+---The recommended configuration as overrides (tune.override filled, else axis=value ...).
+---@param s table
+---@param cand table
+---@return string
+function tune.override_line(s, cand) end
 
 -- wb.campaign ---------------------------------------------------------------------------------
 
@@ -319,6 +378,9 @@ function Campaign:run(name, fn) end
 function Campaign:spawn(name, spec) end
 ---@return table record
 function Campaign:record(name) end
+---The record of a run, or nil when it was never declared (c:record declares it).
+---@return table?
+function Campaign:find(name) end
 ---@return boolean
 function Campaign:is_complete(name) end
 ---True, with a run_skipped event, when the run already ended (resume).
@@ -1650,6 +1712,12 @@ function matrix.status_text(record, records) end
 ---@param n integer
 ---@return string
 function matrix.top_stages(stage_seconds, n) end
+---A command template filled with params (nested lists dropped when one of their placeholders is
+---empty); exit 2 on a mistake.
+---@param template table
+---@param params table
+---@return string[]
+function matrix.argv(template, params) end
 ---The recipe context's matrix checked (bad input, missing inputs: exit 2 before a run directory
 ---exists; with --dry-run missing inputs are only reported), the campaign opened and the records
 ---declared.

@@ -5,18 +5,7 @@ local T = require "wb.test"
 local wb = require "wb"
 local race_mod = require "wb.tune_race"
 
--- A seeded generator of [0, 1) floats and of standard normals (Box-Muller), apart from math.random.
-local function generator(seed)
-  local s = seed
-  local function u()
-    s = (s * 6364136223846793005 + 1442695040888963407) -- wraps modulo 2^64
-    return ((s >> 11) & ((1 << 53) - 1)) / (1 << 53)
-  end
-  local function normal()
-    return math.sqrt(-2 * math.log(1 - u())) * math.cos(2 * math.pi * u())
-  end
-  return u, normal
-end
+local generator = T.seeded
 
 -- result = campaign(truth, seed, opts) : a race over the candidates of truth ({name = seconds}),
 -- until one survives or opts.blocks blocks ran; noise opts.noise (log sd of a trial, default 3%),

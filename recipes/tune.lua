@@ -1,0 +1,259 @@
+-- Tuning campaign: which configuration of a program is fastest, with an error rate that holds
+-- however often wb looks (wb.tune; keys and statistics: docs/tune.md).
+--
+--   wb tune [key=value ...] [--dry-run] [-o DIR] [--resume DIR]
+--   wb tune --config-name tune_gwas tune.budget_runs=400 ...
+--
+-- Screening races the candidates of tune.axes in blocks, finalists compares the best few with
+-- the default in interleaved rounds (Holm-corrected), the headline measures the winner against
+-- the default on new trials. Every trial is a record of the run directory's manifest, journaled
+-- as it ends: `--resume DIR` after a kill or a timeout continues the same campaign. DIR holds
+-- summary.json (winner, default, headline, ledger), report.md and report.html.
+-- What is yours to change here: the default profile, the report, the exit policy.
+local wb = require "wb"
+local tune = require "wb.tune"
+local matrix = require "wb.matrix"
+local page = require "wb.page"
+
+local json, util, fs = wb.json, wb.util, wb.fs
+local null = wb.null
+
+local function seconds(x) return type(x) == "number" and util.format_seconds(x) or "–" end
+local function ratio(x) return type(x) == "number" and string.format("%.3f", x) or "–" end
+local function interval(lo, up) return (lo and up) and string.format("%.3f – %.3f", lo, up) or "–" end
+
+-- The trial name of candidate `name` in a stage's block or round: "screening.007.chunk=256,threads=2".
+local function trial_name(stage, index, name) return string.format("%s.%03d.%s", stage, index, name) end
+
+-- A candidate's argv for one trial (its parameters, and {out}, {trial}, {name}, {run_dir}).
+local function trial_case(s, cand, tname, root)
+  local p = {}
+  for k, v in pairs(cand.params) do p[k] = v end
+  p.name, p.trial, p.run_dir = cand.name, tname, root
+  p.out = root .. "/runs/" .. util.safe_name(tname)
+  local env = {}
+  for k, v in pairs(s.env) do env[k] = tostring(v):gsub("{([%a_][%w_]*)}", function(x) return tostring(p[x] or "") end) end
+  return { name = tname, argv = matrix.argv(s.command, p), env = env, out = p.out }
+end
+
+-- What a finished trial's record says, as wb.tune reads it.
+local function result_of(rec)
+  if rec.status ~= "success" then
+    local why = util.opt(rec.error) or (rec.signal and ("signal " .. tostring(rec.signal)))
+        or (rec.timed_out and "timed out at tune.timeout") or ("exit " .. tostring(util.opt(rec.return_code)))
+    return { failed = tostring(why) }
+  end
+  return { seconds = rec.wall_time_seconds, capped = rec.capped == true }
+end
+
+-- run_block for wb.tune: each trial a campaign record, run unless the resumed directory has it.
+local function block_runner(c, s, cands, root)
+  local by = {}
+  for _, cd in ipairs(cands) do by[cd.name] = cd end
+  return function(stage, index, order, cap)
+    local names = {}
+    for i, name in ipairs(order) do names[i] = trial_name(stage, index, name) end
+    c:declare(names)
+    local out = {}
+    for i, name in ipairs(order) do
+      local cs = trial_case(s, by[name], names[i], root)
+      local limit = cap and (s.timeout and math.min(cap, s.timeout) or cap) or s.timeout
+      local rec = c:run(cs.name, function(r)
+        r.role, r.stage, r.index, r.candidate = "trial", stage, index, name
+        r.cap_seconds = cap or null
+        wb.check(fs.mkdir_p(cs.out))
+        local res = c:spawn(cs.name, { argv = cs.argv, env = cs.env, timeout = limit })
+        if res and res.timed_out and cap and limit == cap then
+          r.capped, r.status, r.error = true, "running", nil -- stopped at the cap: counts as the cap
+          return true
+        end
+        return res ~= nil and res.ok
+      end)
+      out[name] = result_of(rec)
+      if out[name].capped then out[name].seconds = cap or rec.cap_seconds end
+    end
+    return out
+  end
+end
+
+-- ---- summary.json and the report ---------------------------------------------------------------
+
+local function axes_object(s, cand)
+  local o = json.object()
+  for _, axis in ipairs(wb.override.keys(s.axes)) do o[axis] = cand.axes[axis] end
+  return o
+end
+
+local function summary(c, s, res, pre)
+  local doc = json.object()
+  doc.schema_name, doc.schema_version = "wb.tune", 1
+  doc.winner = axes_object(s, res.winner)
+  doc.winner_name = res.winner.name
+  doc.default = axes_object(s, res.default)
+  doc.finalists_choice = axes_object(s, res.chosen)
+  doc.recommended_overrides = tune.override_line(s, res.winner)
+  local h = res.headline
+  local head = json.object()
+  if h then
+    head.candidate = res.chosen.name
+    head.ratio, head.ratio_lower, head.ratio_upper = h.ratio or null, h.ratio_lower or null, h.ratio_upper or null
+    head.level, head.n, head.p = h.level or null, h.n, h.p or null
+    head.confirmed = h.confirmed == true
+    head.failed = h.failed or null
+  end
+  head.node = type(pre) == "table" and pre.host or null
+  head.commit = type(pre) == "table" and type(pre.git) == "table" and pre.git.commit or null
+  doc.headline = h and head or null
+  local finals = json.array()
+  for _, row in ipairs(res.finalists) do
+    finals[#finals + 1] = { candidate = row.name, n = row.n or null, ratio = row.ratio or null,
+      ratio_lower = row.ratio_lower or null, ratio_upper = row.ratio_upper or null, p = row.p or null,
+      p_holm = row.p_holm or null, faster = row.faster == true, failed = row.failed or null }
+  end
+  doc.finalists = finals
+  local L = res.ledger
+  local stages = json.array()
+  for _, st in ipairs(L.stages) do
+    stages[#stages + 1] = { stage = st.stage, planned_runs = st.planned_runs, runs = st.runs, seconds = st.seconds,
+      blocks = st.blocks, stopped = st.stopped or null }
+  end
+  local cands = json.array()
+  for _, l in ipairs(L.candidates) do
+    cands[#cands + 1] = { name = l.name, axes = axes_object(s, { axes = l.axes }), default = l.default,
+      status = l.status, trials = l.trials, block = l.block or null, spent_seconds = l.spent_seconds or null,
+      why = l.why or null, slower_than = l.slower_than or null, ratio = l.ratio or null,
+      ratio_lower = l.ratio_lower or null, ratio_upper = l.ratio_upper or null,
+      slower_blocks = l.slower_blocks or null, met_blocks = l.met_blocks or null, evalue = l.evalue or null }
+  end
+  doc.ledger = { budget = { runs = L.budget.runs or null, seconds = L.budget.seconds or null }, stages = stages,
+    spent = { runs = L.spent.runs, seconds = L.spent.seconds },
+    remaining = { runs = L.remaining.runs or null, seconds = L.remaining.seconds or null }, candidates = cands }
+  doc.settings = { alpha = s.alpha, delta = s.delta, cap = s.cap, finalists = s.finalists,
+    finalist_rounds = s.finalist_rounds, headline_trials = s.headline_trials, max_blocks = s.max_blocks, seed = s.seed }
+  c:write_json("summary.json", doc)
+  return doc
+end
+
+-- The race as a table: a row per candidate, its time in each block (capped marked, its
+-- elimination where it happened), and a chart of the survivors block by block.
+local function race_section(c, res)
+  local race, blocks = res.race, res.ledger.stages[1].blocks
+  local gone = {}
+  for _, e in ipairs(race:eliminated()) do gone[e.name] = e end
+  local head = { "candidate" }
+  for b = 1, blocks do head[#head + 1] = tostring(b) end
+  local rows, alive_after = { head }, {}
+  for b = 1, blocks do alive_after[b] = #race.names end
+  for _, name in ipairs(race.names) do
+    local row, t, e = { name }, race.times[name], gone[name]
+    for b = 1, blocks do
+      local rec = c:find(trial_name("screening", b, name))
+      local cell = t[b] and string.format("%.3g", t[b]) or ""
+      if t[b] and rec and rec.capped then cell = cell .. "⌃" end
+      if e and e.block == b then cell = cell .. (e.failed and " ✗" or " ✕") end
+      row[#row + 1] = cell
+      if e and b >= e.block then alive_after[b] = alive_after[b] - 1 end
+    end
+    rows[#rows + 1] = row
+  end
+  local points = {}
+  for b = 1, blocks do points[b] = { x = b, y = alive_after[b] } end
+  local chart = #points > 1 and wb.svg.line_chart { series = { { label = "surviving candidates", points = points } },
+    x_label = "block", y_label = "candidates", title = "Survivors by block",
+    y_format = function(v) return string.format("%d", v) end }
+  local align = { "l" }
+  for b = 1, blocks do align[b + 1] = "r" end
+  return page.section("Screening race", {
+    page.p("Trial seconds per block (⌃ stopped at the cap, ✕ eliminated after that block, ✗ its trial failed)."),
+    page.table(rows, { align = align }), chart and page.figure(chart, "Surviving candidates after each block") or nil })
+end
+
+local function report(c, s, res, doc)
+  local d = page.document { title = "Tuning campaign" }
+  local L = res.ledger
+  local h = res.headline
+  local verdict
+  if res.winner ~= res.default then
+    verdict = string.format("%s is faster than the default %s: %s × its time (%g%% interval %s) on %d new paired rounds.",
+      res.winner.name, res.default.name, ratio(h.ratio), 100 * h.level, interval(h.ratio_lower, h.ratio_upper), h.n)
+  elseif h then
+    verdict = string.format("The finalists chose %s, but its headline did not confirm it (%s × the default's time, "
+      .. "interval %s): keep the default %s.", res.chosen.name, ratio(h.ratio), interval(h.ratio_lower, h.ratio_upper),
+      res.default.name)
+  else
+    verdict = "No finalist was faster than the default " .. res.default.name .. ": keep it."
+  end
+  d:add(page.p(page.join { "Run directory ", page.code(c.dir), ". ", verdict }))
+  d:add(page.p(page.join { "Recommended: ", page.code(doc.recommended_overrides) }))
+  local ledger = { { "stage", "planned runs", "runs", "seconds", "blocks/rounds", "stopped because" } }
+  for _, st in ipairs(L.stages) do
+    ledger[#ledger + 1] = { st.stage, tostring(st.planned_runs), tostring(st.runs), seconds(st.seconds),
+      tostring(st.blocks), st.stopped or "" }
+  end
+  ledger[#ledger + 1] = { "total", tostring(L.budget.runs or "no budget"), tostring(L.spent.runs),
+    seconds(L.spent.seconds), "", L.remaining.runs and (L.remaining.runs .. " runs left" ..
+      (L.remaining.seconds and (", " .. seconds(L.remaining.seconds) .. " left") or "")) or "" }
+  d:add(page.section("Budget ledger", page.table(ledger, { align = { "l", "r", "r", "r", "r", "l" } })))
+  if h then
+    d:add(page.section("Headline", page.table({ { "candidate", "ratio to the default", "interval", "rounds", "p", "node",
+      "commit" }, { res.chosen.name, ratio(h.ratio), interval(h.ratio_lower, h.ratio_upper), tostring(h.n),
+      h.p and string.format("%.3g", h.p) or "–", tostring(util.opt(doc.headline.node) or "–"),
+      tostring(util.opt(doc.headline.commit) or "–"):sub(1, 12) } })))
+  end
+  if #res.finalists > 0 then
+    local rows = { { "finalist", "ratio to the default", "interval (simultaneous)", "rounds", "p", "p (Holm)", "faster" } }
+    for _, row in ipairs(res.finalists) do
+      rows[#rows + 1] = { row.name, ratio(row.ratio), interval(row.ratio_lower, row.ratio_upper), tostring(row.n or "–"),
+        row.p and string.format("%.3g", row.p) or "–", row.p_holm and string.format("%.3g", row.p_holm) or "–",
+        row.failed and ("failed: " .. row.failed) or (row.faster and "yes" or "no") }
+    end
+    d:add(page.section("Finalists against the default", page.table(rows)))
+  end
+  local out = { { "candidate", "status", "trials", "left after block", "seconds spent then", "why" } }
+  for _, l in ipairs(L.candidates) do
+    local why = l.why or (l.slower_than and string.format("slower than %s by more than %g%% in %d of %d blocks "
+      .. "(mean ratio %s, e-value %.0f)", l.slower_than, 100 * s.delta, l.slower_blocks, l.met_blocks, ratio(l.ratio),
+      l.evalue)) or ""
+    out[#out + 1] = { l.name .. (l.default and " (default)" or ""), l.status, tostring(l.trials),
+      l.block and tostring(l.block) or "", l.spent_seconds and seconds(l.spent_seconds) or "", why }
+  end
+  d:add(page.section("Candidates", page.table(out, { align = { "l", "l", "r", "r", "r", "l" } })))
+  d:add(race_section(c, res))
+  d:write(c, "report", { md = true })
+  return verdict
+end
+
+return wb.recipe {
+  plans = true,
+  config = "tune_gwas",
+  executors = { "local" },
+  types = tune.TYPES,
+  defaults = tune.config_defaults(),
+  description = "Tuning campaign: screening race, finalists, headline trials (docs/tune.md)",
+  run = function(ctx)
+    local s = tune.settings(ctx.cfg)
+    local cands = tune.candidates(s)
+    for _, cd in ipairs(cands) do trial_case(s, cd, "check", "/run-directory") end -- template mistakes: exit 2 now
+    local p = tune.plan(s, cands)
+    local c = wb.campaign.open(ctx, {})
+    local root = wb.check(fs.realpath(c.dir))
+    local first = {}
+    for i, cd in ipairs(cands) do first[i] = trial_case(s, cd, trial_name("screening", 1, cd.name), root) end
+    local sections = {}
+    for i, st in ipairs(p.stages) do
+      sections[i] = { name = st.stage, cases = i == 1 and first or {}, subprocess_runs = st.runs,
+        note = st.note .. (st.least and string.format(" (at least %d runs)", st.least) or "") }
+    end
+    if c:plan { sections = sections, over = p.too_few_blocks,
+          budget = { max_subprocess_runs = s.budget_runs, allow_over_budget = s.allow_over_budget,
+            runs_key = "tune.budget_runs" } } then
+      return 0
+    end
+    local res = tune.run(s, cands, block_runner(c, s, cands, root))
+    local doc = summary(c, s, res, json.read(c.dir .. "/preflight.json"))
+    local verdict = report(c, s, res, doc)
+    local done = c:finish()
+    io.write(verdict, "\nrecommended: ", doc.recommended_overrides, "\nreport: ", c.dir, "/report.md\n")
+    return done.status == "complete" and 0 or 1
+  end,
+}
