@@ -1,8 +1,9 @@
 /* A GWAS-style association engine for wb's benchmark matrix (recipes/matrix.lua, docs/matrix.md).
  *
  *   gwas_engine --trait binary|linear --out DIR [--device cpu|gpu] [--cache-dir DIR]
- *               [--variants N] [--samples N] [--chunk-size N] [--threads N] [--iterations N]
- *               [--compile-work N] [--seed N] [--run-id ID] [--chrom C] [--fail-after-chunks N]
+ *               [--variants N] [--samples N] [--chunk-size N] [--threads N] [--writers N]
+ *               [--iterations N] [--compile-work N] [--seed N] [--run-id ID] [--chrom C]
+ *               [--fail-after-chunks N]
  *   gwas_engine --version
  *
  * Stages, each timed: load (a seeded genotype matrix, allele dosages 0/1/2, and a phenotype
@@ -10,12 +11,14 @@
  * integration: real work standing in for JIT compilation, cached as files in --cache-dir so a
  * warm cache makes it cheap), compute (per variant: least squares for a linear trait, logistic
  * regression by Newton iterations for a binary one; chunks of variants spread over --threads),
- * write (DIR/results.tsv, a header and one row per variant, REGENIE-like columns).
+ * write (DIR/results.tsv, a header and one row per variant, REGENIE-like columns; the rows
+ * formatted by --writers threads, each a contiguous slice, written in order).
  *
  * There is no GPU: --device gpu selects the batched code path (blocks of variants accumulated
  * sample by sample, as a device kernel would; the same sums in the same order, so the estimates
  * are identical) and a finer, costlier compiled kernel (p-values agree to its precision). Cache
- * keys hold trait, device, block size and kernel resolution. Results do not depend on --threads.
+ * keys hold trait, device, block size and kernel resolution. Results do not depend on --threads
+ * or --writers.
  *
  * Telemetry: DIR/events.jsonl (run_started, compile_finished, progress_tick on the first chunk,
  * then every >= 10 chunks or >= 5 s, and on the last; writer_finished, run_failed) and
@@ -50,7 +53,7 @@ static long stage_counts[NSTAGES];
 
 typedef struct {
   const char *trait, *device, *cache_dir, *out, *run_id, *chrom;
-  long variants, samples, chunk, threads, iterations, compile_work, fail_after;
+  long variants, samples, chunk, threads, writers, iterations, compile_work, fail_after;
   uint64_t seed;
   double slowdown;
 } options;
@@ -60,7 +63,7 @@ typedef struct {
   long n;
 } result;
 
-static options opt = {"", "cpu", NULL, NULL, NULL, "22", 20000, 2000, 256, 1, 6, 1, -1, 1, 1.0};
+static options opt = {"", "cpu", NULL, NULL, NULL, "22", 20000, 2000, 256, 1, 1, 6, 1, -1, 1, 1.0};
 static FILE *events;
 static uint8_t *geno;     /* variants x samples, variant-major */
 static double *pheno;     /* samples */
@@ -402,21 +405,65 @@ static void run_parallel(void *(*fn)(void *)) {
 
 /* ---- write ---------------------------------------------------------------------------------- */
 
+/* A writer's slice of the rows, formatted into its own growing buffer. */
+typedef struct {
+  long j0, j1;
+  char *buf;
+  size_t len, cap;
+  int failed;
+} writer;
+
+static void *format_rows(void *arg) {
+  writer *w = arg;
+  static const char bases[] = "ACGT";
+  for (long j = w->j0; j < w->j1 && !w->failed; j++) {
+    const result *r = &results[j];
+    long pos = 16000000 + 97 * j;
+    uint64_t h = mix((uint64_t)j);
+    int a0 = (int)(h & 3), a1 = (a0 + 1 + (int)((h >> 2) % 3)) & 3;
+    if (w->cap - w->len < 512) {
+      size_t cap = w->cap ? 2 * w->cap : 1 << 16;
+      char *b = realloc(w->buf, cap);
+      if (!b) {
+        w->failed = 1;
+        break;
+      }
+      w->buf = b, w->cap = cap;
+    }
+    int n = snprintf(w->buf + w->len, w->cap - w->len, "%s\t%ld\t%s:%ld\t%c\t%c\t%.6g\t%ld\tADD\t%.6g\t%.6g\t%.6g\t%.6g\n",
+                     opt.chrom, pos, opt.chrom, pos, bases[a0], bases[a1], r->freq, r->n, r->beta, r->se, r->chisq,
+                     r->log10p);
+    if (n < 0 || (size_t)n >= w->cap - w->len) w->failed = 1;
+    else w->len += (size_t)n;
+  }
+  return NULL;
+}
+
+/* results.tsv: the rows formatted by --writers threads (each a contiguous slice), written in order;
+ * the file is the same for any number of writers. */
 static void write_results(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/results.tsv", opt.out);
   FILE *f = fopen(path, "w");
   if (!f) fail("write", "%s: %s", path, strerror(errno));
-  static const char bases[] = "ACGT";
   fputs("CHROM\tGENPOS\tID\tALLELE0\tALLELE1\tA1FREQ\tN\tTEST\tBETA\tSE\tCHISQ\tLOG10P\n", f);
-  for (long j = 0; j < opt.variants; j++) {
-    const result *r = &results[j];
-    long pos = 16000000 + 97 * j;
-    uint64_t h = mix((uint64_t)j);
-    int a0 = (int)(h & 3), a1 = (a0 + 1 + (int)((h >> 2) % 3)) & 3;
-    fprintf(f, "%s\t%ld\t%s:%ld\t%c\t%c\t%.6g\t%ld\tADD\t%.6g\t%.6g\t%.6g\t%.6g\n", opt.chrom, pos, opt.chrom,
-            pos, bases[a0], bases[a1], r->freq, r->n, r->beta, r->se, r->chisq, r->log10p);
+  long n = opt.writers < opt.variants ? opt.writers : opt.variants;
+  writer *ws = calloc((size_t)n, sizeof *ws);
+  pthread_t *tids = calloc((size_t)n, sizeof *tids);
+  if (!ws || !tids) fail("write", "out of memory");
+  for (long i = 0; i < n; i++) {
+    ws[i].j0 = opt.variants * i / n, ws[i].j1 = opt.variants * (i + 1) / n;
+    if (i > 0 && pthread_create(&tids[i], NULL, format_rows, &ws[i]) != 0) format_rows(&ws[i]);
   }
+  format_rows(&ws[0]);
+  for (long i = 1; i < n; i++) pthread_join(tids[i], NULL);
+  for (long i = 0; i < n; i++) {
+    if (ws[i].failed) fail("write", "formatting rows: out of memory");
+    if (fwrite(ws[i].buf, 1, ws[i].len, f) != ws[i].len) fail("write", "%s: %s", path, strerror(errno));
+    free(ws[i].buf);
+  }
+  free(ws);
+  free(tids);
   long bytes = ftell(f);
   if (fclose(f) != 0) fail("write", "%s: %s", path, strerror(errno));
   event("INFO", "writer_finished", "\"output_row_count\":%ld,\"output_bytes\":%ld,\"path\":\"results.tsv\"",
@@ -429,7 +476,7 @@ static void usage(const char *msg) {
   fprintf(stderr,
           "gwas_engine: %s\nusage: gwas_engine --trait binary|linear --out DIR [--device cpu|gpu] "
           "[--cache-dir DIR] [--variants N] [--samples N] [--chunk-size N] [--threads N] "
-          "[--iterations N] [--compile-work N] [--seed N] [--run-id ID] [--chrom C] "
+          "[--writers N] [--iterations N] [--compile-work N] [--seed N] [--run-id ID] [--chrom C] "
           "[--fail-after-chunks N]\n",
           msg);
   exit(2);
@@ -466,6 +513,7 @@ static void parse(int argc, char **argv) {
     else if (strcmp(a, "--samples") == 0) opt.samples = number(a, v, 3);
     else if (strcmp(a, "--chunk-size") == 0) opt.chunk = number(a, v, 1);
     else if (strcmp(a, "--threads") == 0) opt.threads = number(a, v, 1);
+    else if (strcmp(a, "--writers") == 0) opt.writers = number(a, v, 1);
     else if (strcmp(a, "--iterations") == 0) opt.iterations = number(a, v, 1);
     else if (strcmp(a, "--compile-work") == 0) opt.compile_work = number(a, v, 1);
     else if (strcmp(a, "--seed") == 0) opt.seed = (uint64_t)number(a, v, 0);
@@ -480,6 +528,7 @@ static void parse(int argc, char **argv) {
   if (strcmp(opt.device, "cpu") != 0 && strcmp(opt.device, "gpu") != 0) usage("--device must be cpu or gpu");
   if (!opt.out) usage("--out is required");
   if (opt.threads > MAX_THREADS) opt.threads = MAX_THREADS;
+  if (opt.writers > MAX_THREADS) opt.writers = MAX_THREADS;
   const char *slow = getenv("GWAS_ENGINE_SLOWDOWN");
   if (slow && *slow) {
     char *end;
@@ -525,8 +574,8 @@ int main(int argc, char **argv) {
   chunk_count = (opt.variants + opt.chunk - 1) / opt.chunk;
   event("INFO", "run_started",
         "\"trait\":\"%s\",\"device\":\"%s\",\"variants\":%ld,\"samples\":%ld,\"chunk_size\":%ld,"
-        "\"chunk_count\":%ld,\"threads\":%ld,\"cache_enabled\":%s",
-        opt.trait, opt.device, opt.variants, opt.samples, opt.chunk, chunk_count, opt.threads,
+        "\"chunk_count\":%ld,\"threads\":%ld,\"writers\":%ld,\"cache_enabled\":%s",
+        opt.trait, opt.device, opt.variants, opt.samples, opt.chunk, chunk_count, opt.threads, opt.writers,
         opt.cache_dir ? "true" : "false");
 
   double t0 = now();

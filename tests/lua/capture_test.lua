@@ -155,9 +155,10 @@ T.case("eBPF: full maps are counted and reported, not silent", function()
   T.eq(res.offcpu.lost, 0, "no interval's time lost")
   -- the shell waits for its children the whole run but for its own CPU time: no less than the
   -- run's wall time less the whole tree's CPU time
-  local by_sh = {} -- the shell's forks are "sh" too until their exec
+  local by_sh = {} -- the shell's forks are "sh" too until their exec; "sh-PID N" is time whose
+  -- stack the full stack map did not keep (the process frame alone)
   for line in res.offcpu.folded_text:gmatch("[^\n]+") do
-    local pid = line:match("^sh%-(%d+);")
+    local pid = line:match("^sh%-(%d+)[; ]")
     if pid then by_sh[pid] = (by_sh[pid] or 0) + tonumber(line:match("(%d+)$")) end
   end
   local shell = 0
