@@ -66,11 +66,12 @@ static size_t critical(lua_State *L, size_t n, double tail) {
  * differences ds (a sequence or a wb.stats.samples): an ordered table {n (the nonzero ones),
  * w_plus (the rank sum of the positive ones, midranks for ties), p_less (one-sided p of "the
  * differences tend to be negative"), p_greater, estimate (Hodges–Lehmann: the median of the Walsh
- * averages), lower, upper (its distribution-free interval at level: exact without ties), exact}.
- * Zeros are dropped (Wilcoxon's rule). p is exact, given the observed midranks, up to 50 nonzero
+ * averages), lower, upper (its distribution-free interval at level: exact without ties; absent
+ * when too few differences can reach level: 2 P(W+ = 0) = 2^(1-n) > 1 - level), exact}.
+ * Zeros are dropped from the test and the estimate (Wilcoxon's rule, as R's wilcox.test). p is exact, given the observed midranks, up to 50 nonzero
  * differences; beyond, the normal approximation with tie and continuity corrections. Without
  * nonzero differences: n = 0, both p = 1, estimate 0. Above 2000 differences lower and upper are
- * absent. Raises on an empty ds, NaN, or level outside (0, 1). */
+ * absent too. Raises on an empty ds, NaN, or level outside (0, 1). */
 int wb_stats_signed_rank(lua_State *L) {
   lua_settop(L, 2);
   int t = wb_opt_table(L, 2);
@@ -125,8 +126,7 @@ int wb_stats_signed_rank(lua_State *L) {
     wb_stats_sort(walsh, pairs);
     est = wb_stats_quantile_sorted(walsh, pairs, 0.5);
     size_t c = critical(L, n, (1 - level) / 2);
-    /* too few differences for this level (c = 0): the whole range */
-    lower = walsh[c >= 1 ? c - 1 : 0], upper = walsh[c >= 1 ? pairs - c : pairs - 1];
+    if (c >= 1) lower = walsh[c - 1], upper = walsh[pairs - c]; /* c = 0: no interval reaches level */
   } else if (n > 0) {
     est = wb_stats_median_inplace(x, n);
   }

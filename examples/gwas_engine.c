@@ -421,8 +421,21 @@ static void *format_rows(void *arg) {
     long pos = 16000000 + 97 * j;
     uint64_t h = mix((uint64_t)j);
     int a0 = (int)(h & 3), a1 = (a0 + 1 + (int)((h >> 2) % 3)) & 3;
-    if (w->cap - w->len < 512) {
+    for (;;) { /* formats the row, growing the buffer until it fits */
+      size_t room = w->cap - w->len;
+      int n = snprintf(w->buf ? w->buf + w->len : NULL, room, "%s\t%ld\t%s:%ld\t%c\t%c\t%.6g\t%ld\tADD\t%.6g\t%.6g\t%.6g\t%.6g\n",
+                       opt.chrom, pos, opt.chrom, pos, bases[a0], bases[a1], r->freq, r->n, r->beta, r->se, r->chisq,
+                       r->log10p);
+      if (n < 0) {
+        w->failed = 1;
+        break;
+      }
+      if ((size_t)n < room) {
+        w->len += (size_t)n;
+        break;
+      }
       size_t cap = w->cap ? 2 * w->cap : 1 << 16;
+      while (cap - w->len <= (size_t)n) cap *= 2;
       char *b = realloc(w->buf, cap);
       if (!b) {
         w->failed = 1;
@@ -430,11 +443,6 @@ static void *format_rows(void *arg) {
       }
       w->buf = b, w->cap = cap;
     }
-    int n = snprintf(w->buf + w->len, w->cap - w->len, "%s\t%ld\t%s:%ld\t%c\t%c\t%.6g\t%ld\tADD\t%.6g\t%.6g\t%.6g\t%.6g\n",
-                     opt.chrom, pos, opt.chrom, pos, bases[a0], bases[a1], r->freq, r->n, r->beta, r->se, r->chisq,
-                     r->log10p);
-    if (n < 0 || (size_t)n >= w->cap - w->len) w->failed = 1;
-    else w->len += (size_t)n;
   }
   return NULL;
 }
@@ -450,13 +458,17 @@ static void write_results(void) {
   long n = opt.writers < opt.variants ? opt.writers : opt.variants;
   writer *ws = calloc((size_t)n, sizeof *ws);
   pthread_t *tids = calloc((size_t)n, sizeof *tids);
-  if (!ws || !tids) fail("write", "out of memory");
+  char *started = calloc((size_t)n, 1);
+  if (!ws || !tids || !started) fail("write", "out of memory");
   for (long i = 0; i < n; i++) {
     ws[i].j0 = opt.variants * i / n, ws[i].j1 = opt.variants * (i + 1) / n;
-    if (i > 0 && pthread_create(&tids[i], NULL, format_rows, &ws[i]) != 0) format_rows(&ws[i]);
+    started[i] = i > 0 && pthread_create(&tids[i], NULL, format_rows, &ws[i]) == 0;
+    if (i > 0 && !started[i]) format_rows(&ws[i]); /* no thread: this one formats it */
   }
   format_rows(&ws[0]);
-  for (long i = 1; i < n; i++) pthread_join(tids[i], NULL);
+  for (long i = 1; i < n; i++)
+    if (started[i]) pthread_join(tids[i], NULL);
+  free(started);
   for (long i = 0; i < n; i++) {
     if (ws[i].failed) fail("write", "formatting rows: out of memory");
     if (fwrite(ws[i].buf, 1, ws[i].len, f) != ws[i].len) fail("write", "%s: %s", path, strerror(errno));

@@ -9,6 +9,8 @@
 -- the default on new trials. Every trial is a record of the run directory's manifest, journaled
 -- as it ends: `--resume DIR` after a kill or a timeout continues the same campaign. DIR holds
 -- summary.json (winner, default, headline, ledger), report.md and report.html.
+-- Exit 0 with a verdict (candidates whose trials failed are listed in the report, not a failure),
+-- 1 when a trial of the default failed, 2 on bad input.
 -- What is yours to change here: the default profile, the report, the exit policy.
 local wb = require "wb"
 local tune = require "wb.tune"
@@ -74,6 +76,35 @@ local function block_runner(c, s, cands, root)
     end
     return out
   end
+end
+
+-- The campaign's identity: its candidates' commands and the settings the engine reads. A resumed
+-- campaign must have the same, or the journal's trials belong to another campaign.
+local function identity(s, cands)
+  local doc = json.object()
+  local list = json.array()
+  for _, cd in ipairs(cands) do
+    list[#list + 1] = { name = cd.name, default = cd.default == true,
+      argv = json.array(trial_case(s, cd, "{trial}", "{run_dir}").argv) }
+  end
+  doc.candidates = list
+  for _, k in ipairs({ "alpha", "delta", "cap", "seed", "max_blocks", "finalists", "finalist_rounds", "headline_trials",
+    "budget_runs", "budget_seconds", "timeout" }) do
+    doc[k] = s[k] == nil and null or s[k]
+  end
+  return doc
+end
+
+-- tune.json's text for this campaign; on --resume DIR, exit 2 (before DIR is touched) when DIR's
+-- differs: the journal's trials would belong to another campaign.
+local function check_identity(ctx, s, cands)
+  local now = json.encode(identity(s, cands)) .. "\n"
+  local was = ctx.opts.resume and fs.read(ctx.opts.resume:gsub("/+$", "") .. "/tune.json")
+  if was and was ~= now then
+    wb.usage("--resume: the campaign's candidates or settings changed since it started (a profile edited?); "
+      .. ctx.opts.resume .. "/tune.json holds what it ran with", 0)
+  end
+  return now
 end
 
 -- ---- summary.json and the report ---------------------------------------------------------------
@@ -173,7 +204,12 @@ local function report(c, s, res, doc)
   local L = res.ledger
   local h = res.headline
   local verdict
-  if res.winner ~= res.default then
+  if res.default_failed then
+    verdict = string.format("A trial of the default %s failed (%s): nothing can be compared with it.", res.default.name,
+      res.default_failed)
+  elseif #res.race:alive() == 0 and #res.finalists == 0 then
+    verdict = "Every candidate failed: see the candidates' reasons."
+  elseif res.winner ~= res.default then
     verdict = string.format("%s is faster than the default %s: %s × its time (%g%% interval %s) on %d new paired rounds.",
       res.winner.name, res.default.name, ratio(h.ratio), 100 * h.level, interval(h.ratio_lower, h.ratio_upper), h.n)
   elseif h then
@@ -235,7 +271,9 @@ return wb.recipe {
     local cands = tune.candidates(s)
     for _, cd in ipairs(cands) do trial_case(s, cd, "check", "/run-directory") end -- template mistakes: exit 2 now
     local p = tune.plan(s, cands)
+    local ident = check_identity(ctx, s, cands)
     local c = wb.campaign.open(ctx, {})
+    if not fs.exists(c.dir .. "/tune.json") then c:write("tune.json", ident) end
     local root = wb.check(fs.realpath(c.dir))
     local first = {}
     for i, cd in ipairs(cands) do first[i] = trial_case(s, cd, trial_name("screening", 1, cd.name), root) end
@@ -252,7 +290,8 @@ return wb.recipe {
     local res = tune.run(s, cands, block_runner(c, s, cands, root))
     local doc = summary(c, s, res, json.read(c.dir .. "/preflight.json"))
     local verdict = report(c, s, res, doc)
-    local done = c:finish()
+    -- a candidate whose trial failed is an answer (it cannot be used); a default that failed is not
+    local done = c:finish(res.default_failed and "failed" or "complete")
     io.write(verdict, "\nrecommended: ", doc.recommended_overrides, "\nreport: ", c.dir, "/report.md\n")
     return done.status == "complete" and 0 or 1
   end,

@@ -306,7 +306,7 @@ function M.open(ctx, spec)
     m.configuration = ctx.cfg
     m.overrides = json.array(util.redact_overrides(ctx.opts.overrides or {}))
     m.arguments = json.array(util.deep_copy(ctx.args or {})) -- the positional ones (commands)
-    m.config_name = ctx.opts.config_name or json.null -- --config-name: what --resume composes again
+    m.config_name = ctx.config_name or json.null -- the profile composed (--config-name or the recipe's): what --resume composes again
     m.compatibility_scope = scope_hash(ctx.cfg, pre)
     m.previous_manifest_path = json.null
     m.runs = json.array()

@@ -10,6 +10,7 @@
 --   ctx.args     positional arguments (words that are not key=value, and all after --)
 --   ctx.opts     parsed command-line options (dry_run, output, resume, baseline, verbose, ...)
 --   ctx.name     the recipe name; ctx.path its file
+--   ctx.config_name  the profile composed (--config-name, else the recipe's config), or nil
 -- and returns an exit status (default 0).
 
 local M = {}
@@ -241,12 +242,13 @@ local function resumed(opts)
   end
   o.overrides = take("overrides", opts.overrides or {}, "the overrides")
   o.positional = take("arguments", opts.positional or {}, "the arguments")
-  local stored = type(m.config_name) == "string" and m.config_name or nil
-  if opts.config_name and stored and opts.config_name ~= stored then
-    raise(2, string.format("--resume: %s ran with --config-name %s, not %s (resume without it, or start a new run)",
-      dir, stored, opts.config_name), 0)
+  -- the profile it composed (absent in manifests older than this field: then what is given)
+  local stored = m.config_name
+  if stored ~= nil and opts.config_name and opts.config_name ~= stored then
+    raise(2, string.format("--resume: %s ran with %s, not --config-name %s (resume without it, or start a new run)",
+      dir, type(stored) == "string" and ("profile " .. stored) or "the recipe's own defaults", opts.config_name), 0)
   end
-  o.config_name = opts.config_name or stored
+  o.config_name = opts.config_name or (type(stored) == "string" and stored or nil)
   return o
 end
 
@@ -303,7 +305,7 @@ function M.run(recipe, opts)
   end
   local ctx = {
     cfg = cfg, args = opts.positional or {}, opts = opts, name = recipe.name, path = recipe.path,
-    config_info = info,
+    config_info = info, config_name = opts.config_name or recipe.config, -- the profile composed, or nil
   }
   local function on_error(e)
     local campaign = package.loaded["wb.campaign"]

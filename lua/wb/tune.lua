@@ -94,9 +94,6 @@ function M.settings(cfg)
   for _, k in ipairs({ "finalists", "finalist_rounds", "headline_trials", "max_blocks", "seed" }) do
     if math.type(s[k]) ~= "integer" then bad("tune." .. k .. " must be an integer, not " .. tostring(s[k])) end
   end
-  if s.finalist_rounds < 5 or s.headline_trials < 5 then
-    bad("tune.finalist_rounds and tune.headline_trials must be at least 5 (a signed-rank test of fewer rounds cannot reach alpha 0.05)")
-  end
   local tool = type(cfg.tool) == "table" and cfg.tool or {}
   s.allow_over_budget = opt(tool.allow_over_budget) == true
   return s
@@ -122,7 +119,13 @@ function M.candidates(s)
       for _, x in ipairs(s.axes[axis]) do found = found or same_value(x, v) end
       if not found then bad(string.format("tune.default.%s: %s is not one of tune.axes.%s", axis, tostring(v), axis)) end
     end
-    default[axis] = v == nil and s.axes[axis][1] or v
+    default[axis] = s.axes[axis][1]
+    for _, x in ipairs(s.axes[axis]) do
+      if v ~= nil and same_value(x, v) then
+        default[axis] = x -- the axis's own value (1 for "1")
+        break
+      end
+    end
   end
   for k in pairs(s.default or {}) do
     if s.axes[k] == nil then bad("tune.default." .. k .. ": not an axis") end
@@ -139,7 +142,7 @@ function M.candidates(s)
       if type(mapped) == "table" then
         for k, x in pairs(mapped) do params[k] = x end
       end
-      is_default = is_default and same_value(v, default[axis])
+      is_default = is_default and v == default[axis]
     end
     for k, v in pairs(axes) do params[k] = v end
     out[#out + 1] = { name = sc.name, params = params, axes = axes, default = is_default or nil }
@@ -159,6 +162,16 @@ function M.candidates(s)
     out = picked
   end
   if #out < 2 then bad("tune.axes: at least two candidates are needed, got " .. #out) end
+  local names, files = {}, {}
+  for _, cd in ipairs(out) do
+    if names[cd.name] then bad("tune.axes: two candidates are both " .. cd.name .. " (a value twice on an axis?)") end
+    local file = util.safe_name(cd.name)
+    if files[file] then
+      bad(string.format("tune.axes: candidates %s and %s would share their files (%s): change one value", files[file],
+        cd.name, file))
+    end
+    names[cd.name], files[file] = true, cd.name
+  end
   return out
 end
 
@@ -181,6 +194,17 @@ end
 function M.plan(s, cands)
   local k = #cands
   local final_n = math.min(s.finalists, k - 1) + 1
+  -- the smallest p of n rounds is 2^-n: Holm's first step needs alpha / m, the headline's
+  -- interval (two-sided at 1 - alpha) alpha / 2
+  local need_f, need_h = math.ceil(math.log((final_n - 1) / s.alpha, 2) - 1e-9), math.ceil(math.log(2 / s.alpha, 2) - 1e-9)
+  if s.finalist_rounds < need_f then
+    bad(string.format("tune.finalist_rounds %d cannot show one of %d finalists faster at alpha %g: at least %d "
+      .. "(2^-n <= alpha / finalists)", s.finalist_rounds, final_n - 1, s.alpha, need_f))
+  end
+  if s.headline_trials < need_h then
+    bad(string.format("tune.headline_trials %d cannot confirm a winner at alpha %g: at least %d (2^-n <= alpha / 2)",
+      s.headline_trials, s.alpha, need_h))
+  end
   local finals = final_n * s.finalist_rounds
   local headline = 2 * s.headline_trials
   local first = M.blocks_to_eliminate(k, s.alpha)
@@ -215,8 +239,9 @@ local function stage_ledger(name, planned)
   return { stage = name, planned_runs = planned, runs = 0, seconds = 0, blocks = 0 }
 end
 
-local function charge(ledger, total, results)
-  for _, r in pairs(results) do
+local function charge(ledger, total, results, order)
+  for _, name in ipairs(order) do -- in the order run: the same sum on every resume
+    local r = results[name]
     ledger.runs, total.runs = ledger.runs + 1, total.runs + 1
     local secs = r.seconds or 0
     ledger.seconds, total.seconds = ledger.seconds + secs, total.seconds + secs
@@ -245,10 +270,10 @@ local function screen(s, cands, run_block, plan, total)
   local ledger = stage_ledger("screening", plan.stages[1].runs)
   local reserve = plan.stages[2].runs + plan.stages[3].runs
   local when = {} -- the seconds spent when each candidate left the race
-  local stopped
+  local stopped, default_failed
   for b = 1, s.max_blocks do
     local alive = race:alive()
-    if #alive <= 1 then stopped = "one candidate left" break end
+    if #alive <= 1 then stopped = #alive == 1 and "one candidate left" or "no candidate left" break end
     if ledger.runs + #alive > ledger.planned_runs then stopped = "its share of tune.budget_runs spent" break end
     if s.budget_seconds and total.seconds + expected(total, #alive + reserve) > s.budget_seconds then
       stopped = "its share of tune.budget_seconds spent"
@@ -258,16 +283,21 @@ local function screen(s, cands, run_block, plan, total)
     local cap = race:cap_seconds()
     local results = run_block("screening", b, order, cap)
     check_results(results, order, "screening", b)
-    charge(ledger, total, results)
+    charge(ledger, total, results, order)
     local block = {}
     for _, name in ipairs(order) do
       local r = results[name]
       if r.failed then
         race:drop(name, r.failed)
         when[name] = total.seconds
+        if by_name[name].default then default_failed = r.failed end
       else
         block[name] = r.capped and { seconds = cap or r.seconds, capped = true } or r.seconds
       end
+    end
+    if default_failed then
+      stopped = "the default failed: " .. default_failed
+      break
     end
     if next(block) then
       local before = #race:eliminated()
@@ -276,7 +306,7 @@ local function screen(s, cands, run_block, plan, total)
     end
   end
   ledger.stopped = stopped or ("tune.max_blocks " .. s.max_blocks .. " reached")
-  return race, ledger, when
+  return race, ledger, when, default_failed
 end
 
 -- The candidates' standing after screening: the survivors by mean log time, best first.
@@ -311,7 +341,7 @@ local function paired_rounds(s, stage_no, stage, names, default, rounds, run_blo
     local order = shuffled(live, M.rng(s.seed, stage_no, r))
     local results = run_block(stage, r, order, nil)
     check_results(results, order, stage, r)
-    charge(ledger, total, results)
+    charge(ledger, total, results, order)
     if results[default].failed then
       failed[default] = results[default].failed
     else
@@ -349,7 +379,10 @@ local function holm(ratios, failed, alpha)
     still = still and row.p <= alpha / (m - i + 1)
     row.faster = still
   end
-  for name, why in pairs(failed) do rows[#rows + 1] = { name = name, failed = why, faster = false } end
+  local gone = {}
+  for name, why in pairs(failed) do gone[#gone + 1] = { name = name, failed = why, faster = false } end
+  table.sort(gone, function(a, b) return a.name < b.name end)
+  table.move(gone, 1, #gone, #rows + 1, rows)
   return rows
 end
 
@@ -358,7 +391,8 @@ end
 -- candidate names in the order to run them; cap: seconds after which a trial is stopped, or nil)
 -- and returns {[name] = {seconds = s, capped = bool} | {failed = why}}.
 -- result = {race, chosen (the finalists' choice: the default unless one was faster), winner (the
--- chosen one if the headline confirmed it faster, else the default), default, finalists = {rows},
+-- chosen one if the headline confirmed it faster, else the default), default, default_failed (why
+-- a trial of the default failed: then nothing is compared with it), finalists = {rows},
 -- headline = {n, ratio, ratio_lower, ratio_upper, level, p, confirmed, failed} | nil,
 -- ledger = {budget, stages, spent, remaining, candidates}}
 function M.run(s, cands, run_block)
@@ -369,21 +403,24 @@ function M.run(s, cands, run_block)
     if cd.default then default = cd end
   end
   local total = { runs = 0, seconds = 0 }
-  local race, screening, when = screen(s, cands, run_block, plan, total)
+  local race, screening, when, default_failed = screen(s, cands, run_block, plan, total)
 
   local finalists = {}
   for _, row in ipairs(ranked_survivors(race)) do
     if row.name ~= default.name and #finalists < s.finalists then finalists[#finalists + 1] = row.name end
   end
   local rows, finals_ledger = {}, stage_ledger("finalists", plan.stages[2].runs)
-  if #finalists > 0 then
+  if default_failed then
+    finals_ledger.stopped = "the default failed in screening: " .. default_failed
+  elseif #finalists > 0 then
     local names = table.move(finalists, 1, #finalists, 1, {})
     names[#names + 1] = default.name
     local ratios, failed
     ratios, failed, finals_ledger = paired_rounds(s, 2, "finalists", names, default.name, s.finalist_rounds,
       run_block, total, plan.stages[2].runs)
     if failed[default.name] then
-      finals_ledger.stopped = "the default failed: " .. failed[default.name]
+      default_failed = failed[default.name]
+      finals_ledger.stopped = "the default failed: " .. default_failed
     else
       rows = holm(ratios, failed, s.alpha)
     end
@@ -411,7 +448,7 @@ function M.run(s, cands, run_block)
       headline.confirmed = headline.ratio_upper ~= nil and headline.ratio_upper < 1 and not headline.failed
     end
   else
-    head_ledger.stopped = "no finalist was faster than the default"
+    head_ledger.stopped = default_failed and "the default failed" or "no finalist was faster than the default"
   end
   local chosen = winner
   if headline and not headline.confirmed then winner = default end
@@ -447,23 +484,28 @@ function M.run(s, cands, run_block)
   local remaining = { runs = s.budget_runs and (s.budget_runs - total.runs) or nil,
     seconds = s.budget_seconds and (s.budget_seconds - total.seconds) or nil }
   return { race = race, plan = plan, winner = winner, chosen = chosen, default = default, finalists = rows,
-    headline = headline,
+    headline = headline, default_failed = default_failed,
     ledger = { budget = { runs = s.budget_runs, seconds = s.budget_seconds }, stages = stages, spent = total,
       remaining = remaining, candidates = lines } }
 end
 
 -- text = tune.override_line(s, cand) : the recommended configuration as overrides: tune.override
--- with the candidate's axis values filled in ("workload.chunk_size={chunk_size}"), else axis=value
+-- with the candidate's axis values filled in ("workload.chunk_size={chunk_size}"), else axis=value;
+-- values in override form, each word shell-quoted when it needs it (a line to paste)
 function M.override_line(s, cand)
+  local override = require "wb.override"
+  local words = {}
   if s.override then
-    return (s.override:gsub("{([%a_][%w_]*)}", function(k)
-      local v = cand.axes[k]
-      return v ~= nil and tostring(v) or "{" .. k .. "}"
-    end))
+    for word in s.override:gmatch("%S+") do
+      words[#words + 1] = (word:gsub("{([%a_][%w_]*)}", function(k)
+        local v = cand.axes[k]
+        return v ~= nil and override.format(v) or "{" .. k .. "}"
+      end))
+    end
+  else
+    for _, axis in ipairs(axis_names(s.axes)) do words[#words + 1] = axis .. "=" .. override.format(cand.axes[axis]) end
   end
-  local parts = {}
-  for _, axis in ipairs(axis_names(s.axes)) do parts[#parts + 1] = axis .. "=" .. tostring(cand.axes[axis]) end
-  return table.concat(parts, " ")
+  return util.shell_join(words)
 end
 
 return M

@@ -173,27 +173,59 @@ T.case("resume: a campaign interrupted at any trial and continued from its journ
   end
 end)
 
-T.case("failed trials: a candidate whose trial fails leaves the race with its reason; a failing default stops the finalists", function()
+-- tune.run over the noise model (seed 5, 15 blocks at most) with mutate(stage, index, results)
+-- changing what each block returns.
+local function run_mutated(mutate)
   local s = settings({ max_blocks = 15 })
   local cands = tune.candidates(s)
   local inner = model(cands, truth_grid, 5)
-  local r = tune.run(s, cands, function(stage, index, order, cap)
+  return tune.run(s, cands, function(stage, index, order, cap)
     local out = inner(stage, index, order, cap)
-    if out["a=4,b=6"] and index == 2 then out["a=4,b=6"] = { failed = "exit 3" } end
+    mutate(stage, index, out)
     return out
+  end)
+end
+
+T.case("failed trials: a candidate whose trial fails leaves the race with its reason; a failing default stops the finalists", function()
+  local r = run_mutated(function(_, index, out)
+    if out["a=4,b=6"] and index == 2 then out["a=4,b=6"] = { failed = "exit 3" } end
   end)
   local line
   for _, l in ipairs(r.ledger.candidates) do
     if l.name == "a=4,b=6" then line = l end
   end
   T.eq({ line.status, line.why, line.block }, { "failed", "exit 3", 2 })
-  local r2 = tune.run(s, cands, function(stage, index, order, cap)
-    local out = inner(stage, index, order, cap)
+  local r2 = run_mutated(function(stage, _, out)
     if stage == "finalists" then out["a=1,b=1"] = { failed = "signal 9" } end
-    return out
   end)
   T.eq(r2.winner.name, "a=1,b=1")
   T.match(r2.ledger.stages[2].stopped, "the default failed: signal 9")
+end)
+
+T.case("a default whose trial fails in screening ends the comparison; every candidate failing is said", function()
+  local r = run_mutated(function(_, index, out)
+    if index == 3 and out["a=1,b=1"] then out["a=1,b=1"] = { failed = "exit 1" } end
+  end)
+  T.eq(r.default_failed, "exit 1")
+  T.eq(r.ledger.stages[1].stopped, "the default failed: exit 1")
+  T.eq({ r.ledger.stages[2].runs, r.ledger.stages[3].runs }, { 0, 0 })
+  T.eq(r.winner.name, "a=1,b=1")
+  local all = run_mutated(function(_, _, out)
+    for name in pairs(out) do out[name] = { failed = "exit 2" } end
+  end)
+  T.eq(all.ledger.stages[1].stopped, "the default failed: exit 2")
+  local gone = 0
+  for _, l in ipairs(all.ledger.candidates) do gone = gone + (l.status == "failed" and 1 or 0) end
+  T.eq(gone, 24)
+end)
+
+T.case("signed_rank: too few differences for the level give no interval, not a narrower one", function()
+  local r = wb.stats.signed_rank({ -0.1, -0.2, -0.3, -0.4, -0.5 }, { level = 0.95 })
+  T.eq({ r.lower, r.upper }, { nil, nil }) -- 2 P(W+ = 0) = 1/16 > 0.05
+  T.near(r.p_less, 1 / 32, 1e-12)
+  local six = wb.stats.signed_rank({ -0.1, -0.2, -0.3, -0.4, -0.5, -0.6 }, { level = 0.95 })
+  T.near(six.upper, -0.1, 1e-12) -- 2/64 <= 0.05: the widest interval, (min, max) of the Walsh averages
+  T.near(six.lower, -0.6, 1e-12)
 end)
 
 T.case("settings and plan: bad keys are exit 2 naming the key; a budget the race cannot work in is over budget", function()
@@ -204,7 +236,23 @@ T.case("settings and plan: bad keys are exit 2 naming the key; a budget the race
   end
   T.match(err({ alpha = 1.5 }), "tune.alpha must be in")
   T.match(err({ cap = 1.01 }), "tune.cap")
-  T.match(err({ headline_trials = 3 }), "at least 5")
+  local function plan_err(extra)
+    local st = settings(extra)
+    local ok, e = pcall(tune.plan, st, tune.candidates(st))
+    T.ok(not ok, "refused")
+    return tostring(type(e) == "table" and (e.msg or e.message) or e)
+  end
+  T.match(plan_err({ headline_trials = 5 }), "tune.headline_trials 5 cannot confirm a winner at alpha 0.05: at least 6")
+  T.match(plan_err({ finalist_rounds = 5 }), "tune.finalist_rounds 5 cannot show one of 3 finalists faster at alpha 0.05: at least 6")
+  local dup = settings({ axes = { a = { 1, 1, 2 }, b = { 1 } }, default = { a = 1, b = 1 } })
+  local okd, ed = pcall(tune.candidates, dup)
+  T.ok(not okd)
+  T.match(tostring(type(ed) == "table" and (ed.msg or ed.message) or ed), "two candidates are both a=1,b=1")
+  local clash = settings({ axes = { a = { "x y", "x_y" } }, default = { a = "x y" } })
+  local okc, ec = pcall(tune.candidates, clash)
+  T.ok(not okc)
+  T.match(tostring(type(ec) == "table" and (ec.msg or ec.message) or ec), "would share their files")
+  T.eq(tune.override_line(clash, { axes = { a = "x y" } }), "'a=x y'") -- one shell word
   local ok, e = pcall(function() return tune.candidates(settings({ default = { a = 9, b = 1 } })) end)
   T.ok(not ok)
   T.match(tostring(type(e) == "table" and e.message or e), "tune.default.a: 9 is not one of tune.axes.a")

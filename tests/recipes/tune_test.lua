@@ -177,7 +177,9 @@ T.case("bad input: one line naming the key, exit 2, no run directory", function(
     { "tune.alpha=2", "tune.alpha must be in %(0, 1%)" },
     { "tune.default.a=7", "tune.default.a: 7 is not one of tune.axes.a" },
     { "tune.cap=1.01", "tune.cap %(1.01%) must be above 1 %+ tune.delta" },
-    { "tune.finalist_rounds=2", "at least 5" },
+    { "tune.finalist_rounds=2", "tune.finalist_rounds must be an integer >= 5" },
+    { "tune.headline_trials=5", "tune.headline_trials 5 cannot confirm a winner at alpha 0.05: at least 6" },
+    { "tune.axes={a: [1, 1], b: [2]}", "two candidates are both a=1,b=2" },
   }) do
     local dir = parent .. "/bad"
     local res = T.wb(tune_args(dir, case[1]), { env = ENV })
@@ -186,4 +188,28 @@ T.case("bad input: one line naming the key, exit 2, no run directory", function(
     T.eq(select(2, res.stderr:gsub("\n", "")), 1, "one line: " .. res.stderr)
     T.eq(fs.exists(dir), false, case[1] .. ": no run directory")
   end
+end)
+
+T.case("--resume refuses a campaign whose profile changed, or another --config-name, before running anything", function()
+  local dir = parent .. "/changed"
+  local res = T.wb(tune_args(dir, "tune.max_blocks=10"), { env = ENV, timeout = 300 })
+  T.eq(res.code, 0, res.stderr)
+  local before = assert(fs.read(dir .. "/manifest.json"))
+  -- the same profile name, other contents: another campaign's candidates
+  local other = parent .. "/profiles2"
+  assert(fs.mkdir_p(other))
+  local text = assert(fs.read(PROFILES .. "/tune_synthetic.yaml")):gsub("slope: 0%.3", "slope: 0.5")
+  assert(fs.write(other .. "/tune_synthetic.yaml", text))
+  res = T.wb({ "run", "recipes/tune.lua", "--resume", dir }, { env = { WB_PROFILE_PATH = other, WB_NO_PROGRESS = "1" } })
+  T.eq(res.code, 2, res.stderr)
+  T.match(res.stderr, "^wb: %-%-resume: the campaign's candidates or settings changed since it started")
+  T.eq(assert(fs.read(dir .. "/manifest.json")), before, "the run directory untouched")
+  res = T.wb({ "run", "recipes/tune.lua", "--resume", dir, "--config-name", "tune_gwas" }, { env = ENV })
+  T.eq(res.code, 2, res.stderr)
+  T.match(res.stderr, "ran with profile tune_synthetic, not %-%-config%-name tune_gwas")
+  -- the same profile: nothing left to run, the same summary
+  local summary_before = assert(fs.read(dir .. "/summary.json"))
+  res = T.wb({ "run", "recipes/tune.lua", "--resume", dir }, { env = ENV, timeout = 120 })
+  T.eq(res.code, 0, res.stderr)
+  T.eq(json.read(dir .. "/summary.json").ledger.spent.runs, json.decode(summary_before).ledger.spent.runs)
 end)
