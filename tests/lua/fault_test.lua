@@ -603,6 +603,9 @@ T.case("three planted secrets (a token in a command, a config password, a secret
     regress = { "repo=" .. tiny_repo(d), "range=HEAD~1..HEAD", "build=[true]", "bench=" .. list, "runs=2",
       "warmup=0", "results_dir=" .. d .. "/regress-results", pw },
     scaling = { "command=[sh, -c, '" .. cmd .. " {workers}']", "workers=[1,2]", "runs=2", "warmup=0", pw },
+    tune = { "tune.command=[sh, -c, '" .. cmd .. " {a}']", "tune.axes={a: [1, 2]}", "tune.default=null",
+      "tune.override=null", "tune.max_blocks=8", "tune.finalist_rounds=6", "tune.headline_trials=6",
+      "+tune.env.NOTE=tok-AAAA1111", pw },
     vep_breakdown = { "emit.bytes=64k", "+env.SERVICE_TOKEN=tok-AAAA1111", pw },
   }
   local names = {}
