@@ -114,17 +114,15 @@ function M.candidates(s)
   for _, axis in ipairs(names) do
     local v = s.default and s.default[axis]
     if s.default and v == nil then bad("tune.default: no value for axis '" .. axis .. "'") end
-    if v ~= nil then
-      local found = false
-      for _, x in ipairs(s.axes[axis]) do found = found or same_value(x, v) end
-      if not found then bad(string.format("tune.default.%s: %s is not one of tune.axes.%s", axis, tostring(v), axis)) end
-    end
-    default[axis] = s.axes[axis][1]
-    for _, x in ipairs(s.axes[axis]) do
-      if v ~= nil and same_value(x, v) then
+    default[axis] = v == nil and s.axes[axis][1] or nil
+    for _, x in ipairs(v ~= nil and s.axes[axis] or {}) do
+      if same_value(x, v) then
         default[axis] = x -- the axis's own value (1 for "1")
         break
       end
+    end
+    if default[axis] == nil then
+      bad(string.format("tune.default.%s: %s is not one of tune.axes.%s", axis, tostring(v), axis))
     end
   end
   for k in pairs(s.default or {}) do
