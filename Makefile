@@ -14,13 +14,13 @@ OPT     ?= -O2 -g
 CFLAGS_ALL = $(WARN) $(OPT) -fPIC -fvisibility=hidden -fno-omit-frame-pointer $(PKG_CFLAGS) \
              -iquote core -I$(BUILD) -DWB_DATADIR='"$(PREFIX)/share/wb"' \
              -DWB_LIBEXECDIR='"$(PREFIX)/libexec/wb"' $(CFLAGS) $(EXTRA_CFLAGS)
-LIBS    := $(PKG_LIBS) -lreadline -lbpf -ldw -liberty -lelf -llzma -lz -lm
+LIBS    := $(PKG_LIBS) -lsqlite3 -lreadline -lbpf -ldw -liberty -lelf -llzma -lz -lm
 # The wb binary links Lua, libyaml, libbpf, libelf and zlib statically: five fewer shared objects
 # to map and relocate at every start-up (wb's start-up is a benchmarked figure); cJSON, which
 # Debian ships without a static archive, is a shared object like readline. It exports the
 # Lua API, so that compiled Lua modules a recipe requires find it as they find it in lua5.4.
 LUA_EXPORTS := -Wl,--export-dynamic-symbol=lua_*,--export-dynamic-symbol=luaL_*,--export-dynamic-symbol=luaopen_*
-BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -ldw -liberty -lelf -lbz2 -llzma -lz -Wl,-Bdynamic -lcjson -lreadline -lm -ldl -pthread $(LUA_EXPORTS)
+BIN_LIBS := -Wl,-Bstatic -llua5.4 -lyaml -lbpf -ldw -liberty -lelf -lbz2 -llzma -lz -lsqlite3 -Wl,-Bdynamic -lcjson -lreadline -lm -ldl -pthread $(LUA_EXPORTS)
 BPF_CLANG ?= clang
 BPFTOOL   ?= bpftool
 

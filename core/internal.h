@@ -22,6 +22,7 @@ int luaopen_wb_proc(lua_State *L);
 int luaopen_wb_python(lua_State *L);
 int luaopen_wb_scan(lua_State *L);
 int luaopen_wb_stats(lua_State *L);
+int luaopen_wb_sqlite(lua_State *L);
 int luaopen_wb_sym(lua_State *L);
 int luaopen_wb_term(lua_State *L);
 int luaopen_wb_unwind(lua_State *L);

@@ -23,7 +23,7 @@ static const luaL_Reg native_modules[] = {
     {"wb.bpf", luaopen_wb_bpf},     {"wb.clock", luaopen_wb_clock}, {"wb.fs", luaopen_wb_fs},
     {"wb.json", luaopen_wb_json},   {"wb.memory", luaopen_wb_memory},   {"wb.perf", luaopen_wb_perf},   {"wb.proc", luaopen_wb_proc},
     {"wb.python", luaopen_wb_python},
-    {"wb.scan", luaopen_wb_scan},   {"wb.stats", luaopen_wb_stats}, {"wb.sym", luaopen_wb_sym},
+    {"wb.scan", luaopen_wb_scan},   {"wb.sqlite", luaopen_wb_sqlite}, {"wb.stats", luaopen_wb_stats}, {"wb.sym", luaopen_wb_sym},
     {"wb.term", luaopen_wb_term},   {"wb.unwind", luaopen_wb_unwind}, {"wb.yaml", luaopen_wb_yaml},
     {NULL, NULL}};
 

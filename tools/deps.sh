@@ -8,7 +8,7 @@ set -euo pipefail
 for_test=0
 [ "${1:-}" = --test ] && for_test=1
 packages=(
-  gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libcjson-dev libreadline-dev plink2 valgrind
+  gcc make pkg-config liblua5.4-dev lua5.4 libyaml-dev libcjson-dev libreadline-dev libsqlite3-dev plink2 valgrind
   libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev linux-perf luajit hyperfine
   slurmctld slurmd slurm-client munge slurmdbd mariadb-server chromium
   procps util-linux xz-utils libclang-rt-14-dev strace libdw-dev libiberty-dev libbz2-dev liblzma-dev libc6-dbg

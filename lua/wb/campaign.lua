@@ -163,8 +163,15 @@ local function preflight(spec)
     local ok, res = pcall(require("wb.proc").run,
       { argv = { "git", "status", "--porcelain", "--untracked-files=no" }, stdout = "capture", stderr = "null" })
     git.dirty = ok and res and res.ok and res.stdout ~= "" or false
+    local branch = first_line({ "git", "symbolic-ref", "--quiet", "--short", "HEAD" })
+    git.branch = branch ~= "" and branch or nil -- none on a detached HEAD
   end
   p.git = git
+  -- the CPU frequency governor (absent in most VMs) and the Slurm allocation: the machine class
+  -- of a history record (wb.history)
+  p.governor = (fs.read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") or ""):match("[^\n]+")
+  local partition, node = os.getenv("SLURM_JOB_PARTITION"), os.getenv("SLURMD_NODENAME")
+  if partition or node then p.slurm = { partition = partition, node = node } end
   local tools = json.object()
   for _, t in ipairs(spec.tools or {}) do
     local argv = type(t) == "table" and t or { t, "--version" }

@@ -58,6 +58,8 @@
 ---@field slurm wb.slurm
 ---@field tune_race wb.tune_race
 ---@field tune wb.tune
+---@field history wb.history
+---@field sqlite wb.sqlite
 ---@field svg wb.svg
 ---@field sym wb.sym
 ---@field trace wb.trace
@@ -359,6 +361,79 @@ function tune.run(s, cands, run_block) end
 ---@param cand table
 ---@return string
 function tune.override_line(s, cand) end
+
+-- wb.sqlite: SQLite for wb's results index (core/sqlite.c) --------------------------------------
+
+---@class wb.sqlite
+---@field version string the library's version
+local sqlite = {}
+---Opens (creating unless readonly) a database; symlinks are refused, never written through.
+---SQL errors raise; busy, I/O and permission failures return nil, message, code.
+---@param path string
+---@param opts {readonly: boolean?, timeout_ms: integer?}?
+---@return wb.SqliteDb? db
+---@return string? err
+---@return integer? code
+function sqlite.open(path, opts) end
+
+---@class wb.SqliteDb
+local SqliteDb = {}
+---@param sql string statements without parameters or results
+---@return boolean? ok
+---@return string? err
+function SqliteDb:exec(sql) end
+---@param sql string one statement
+---@return wb.SqliteStmt
+function SqliteDb:prepare(sql) end
+---@param sql string one statement
+---@param ... any its parameters (nil and wb.null bind NULL)
+---@return table[]? rows tables keyed by column name (NULL columns absent)
+---@return string? err
+function SqliteDb:query(sql, ...) end
+---@return integer
+function SqliteDb:changes() end
+---@return integer
+function SqliteDb:last_insert_rowid() end
+function SqliteDb:close() end
+
+---@class wb.SqliteStmt
+local SqliteStmt = {}
+---@param ... any the parameters
+---@return table[]? rows
+---@return string? err
+function SqliteStmt:run(...) end
+function SqliteStmt:finalize() end
+
+-- wb.history: the results history (docs/history.md) ---------------------------------------------
+
+---@class wb.history
+---@field SCHEMA_VERSION integer
+---@field DEFAULT_DB string the index's file name in the first root
+---@field BATCH integer records written per transaction
+local history = {}
+---The history record of a run directory: commit, dirty, branch, machine {class, ...},
+---config_hash, report, profiles, metrics {name, metric, unit, value, samples, evidence, ...}.
+---@param dir string
+---@return table? rec
+---@return string? err
+function history.record(dir) end
+---The index at path (created when missing; one of another schema emptied).
+---@param path string
+---@return table? index index:update(roots), index:records(filter), index:series(filter), index:close()
+---@return string? err
+function history.open(path) end
+---Unix seconds of "YYYY-MM-DDTHH:MM:SSZ".
+---@param utc string
+---@return integer?
+function history.epoch_of(utc) end
+---"AMD EPYC, 2 CPUs, 24 GiB[, slurm partition P]" of a record's machine.
+---@param machine table
+---@return string
+function history.machine_class(machine) end
+---`wb history ...`: the exit status.
+---@param args string[]
+---@return integer
+function history.main(args) end
 
 -- wb.campaign ---------------------------------------------------------------------------------
 

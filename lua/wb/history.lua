@@ -1,0 +1,502 @@
+-- wb.history: the results history (docs/history.md).
+--
+-- The run directories are the truth: each one is a self-contained record (history.record: its
+-- manifest, preflight and summaries give the commit, the machine, the configuration's hash, every
+-- metric with its raw samples and its interference evidence). The index is a SQLite file built
+-- from them (index:update) in the rollback-journal mode, never WAL: it can be deleted and built
+-- again at any time with the same answers, which is what makes it safe beside NFS and Lustre
+-- run roots. Updates are idempotent and go in short transactions: a killed update loses nothing
+-- the records hold, and the next one finishes the work.
+local fs = require "wb.fs"
+local json = require "wb.json"
+local util = require "wb.util"
+
+local M = {}
+M.SCHEMA_VERSION = 1
+M.DEFAULT_DB = "history.sqlite"
+-- Records written per transaction: a kill loses at most one batch of index work, never a record.
+M.BATCH = 200
+
+---- records ---------------------------------------------------------------------------------
+
+local function str(v) return type(v) == "string" and v ~= "" and v or nil end
+local function num(v) return type(v) == "number" and v == v and v or nil end
+
+-- Unix seconds of an ISO-8601 UTC time "YYYY-MM-DDTHH:MM:SSZ", or nil.
+function M.epoch_of(utc)
+  local y, mo, d, h, mi, s = tostring(utc or ""):match("^(%d%d%d%d)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)")
+  if not y then return nil end
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y, mo = y - 1, mo + 12 end -- days from the civil date, March-based year
+  local days = 365 * y + y // 4 - y // 100 + y // 400 + (153 * (mo - 3) + 2) // 5 + tonumber(d) - 719469
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s)
+end
+
+-- "AMD EPYC, 2 CPUs, 24 GiB" (+ ", slurm partition P"): the machines whose results are one
+-- series. The host is not part of it: a cluster's nodes of one partition are one class.
+function M.machine_class(m)
+  local parts = { m.cpu_model or "unknown CPU" }
+  if m.cpu_count then parts[#parts + 1] = string.format("%d CPU%s", m.cpu_count, m.cpu_count == 1 and "" or "s") end
+  if m.memory_bytes then parts[#parts + 1] = string.format("%d GiB", math.floor(m.memory_bytes / 2 ^ 30 + 0.5)) end
+  if m.slurm_partition then parts[#parts + 1] = "slurm partition " .. m.slurm_partition end
+  return table.concat(parts, ", ")
+end
+
+-- The files of DIR a reader opens from a record: the report and the profiles (flame graphs,
+-- speedscope and trace files), relative to DIR.
+local function links_of(dir)
+  local report = fs.lstat(util.join(dir, "report.html"))
+  local profiles = {}
+  local names = fs.list(util.join(dir, "profiles")) or {}
+  for _, name in ipairs(names) do
+    if name:match("%.svg$") or name:match("%.html$") or name:match("%.json$") or name:match("%.folded$") then
+      profiles[#profiles + 1] = "profiles/" .. name
+    end
+  end
+  return report and report.type == "file" and "report.html" or nil, profiles
+end
+
+local function mean(xs)
+  if type(xs) ~= "table" or #xs == 0 then return nil end
+  local sum = 0
+  for _, x in ipairs(xs) do sum = sum + (tonumber(x) or 0) end
+  return sum / #xs
+end
+
+-- The metrics of a manifest as wb compare reads them (wb.compare.from_document: one reader), each
+-- {name (the run or command), metric, kind, unit, stat, value, samples, evidence (the wall
+-- samples' interference evidence, wb.interference), runq_mean, others_cpu}; nil, err when the
+-- manifest holds a value that is no measurement.
+local function metrics_of(doc, path)
+  local ok, set = pcall(require("wb.compare").from_document, doc, path)
+  if not ok then return nil, tostring(type(set) == "table" and set.message or set) end
+  local out = {}
+  for _, name in ipairs(util.sorted_keys(set.metrics)) do
+    local m = set.metrics[name]
+    local ev = m.evidence
+    out[#out + 1] = { name = m.record or "", metric = m.metric, kind = m.kind, unit = m.unit, stat = m.stat,
+      value = m.value, samples = m.samples, evidence = ev, runq_mean = ev and mean(ev.runq),
+      others_cpu = ev and mean(ev.others) }
+  end
+  return out
+end
+
+-- rec, err = history.record(dir) : the history record of run directory DIR (its manifest.json,
+-- with the journal of an unfinished run applied, and preflight.json): nil, err when DIR holds
+-- no manifest wb wrote
+function M.record(dir)
+  local campaign = require "wb.campaign"
+  local path = util.join(dir, "manifest.json")
+  local m, err = campaign.read_manifest(path)
+  if not m then return nil, err end
+  if m.schema_name ~= campaign.SCHEMA_NAME then return nil, path .. ": not a wb manifest" end
+  local pre = json.read(util.join(dir, "preflight.json"))
+  pre = type(pre) == "table" and pre or {}
+  local git = type(pre.git) == "table" and pre.git or {}
+  local machine = {
+    host = str(pre.host), cpu_model = str(pre.cpu_model), cpu_count = math.tointeger(pre.cpu_count),
+    memory_bytes = math.tointeger(pre.memory_bytes), kernel = str(pre.kernel), governor = str(pre.governor),
+    slurm_partition = str(pre.slurm and pre.slurm.partition), slurm_node = str(pre.slurm and pre.slurm.node),
+  }
+  machine.class = M.machine_class(machine)
+  local load = type(m.load_average) == "table" and m.load_average or {}
+  local report, profiles = links_of(dir)
+  local rec = {
+    dir = dir, recipe = str(m.recipe), status = str(m.status), created_at = str(m.created_at_utc),
+    finished_at = str(m.finished_at_utc), commit = str(git.commit), dirty = git.dirty == true,
+    branch = str(git.branch), machine = machine, config_hash = str(m.compatibility_scope),
+    config_name = str(m.config_name), load_start = num(load.start), load_finish = num(load.finish),
+    report = report, profiles = profiles,
+  }
+  rec.epoch = M.epoch_of(rec.created_at)
+  rec.metrics, rec.error = metrics_of(m, path)
+  rec.metrics = rec.metrics or {}
+  return rec
+end
+
+---- the index -------------------------------------------------------------------------------
+
+local SCHEMA = [[
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS records(
+  id INTEGER PRIMARY KEY, dir TEXT NOT NULL UNIQUE, root TEXT NOT NULL, stamp TEXT NOT NULL,
+  recipe TEXT, status TEXT, created_at TEXT, finished_at TEXT, epoch INTEGER,
+  git_commit TEXT, dirty INTEGER, branch TEXT,
+  host TEXT, machine_class TEXT, cpu_model TEXT, cpu_count INTEGER, memory_bytes INTEGER,
+  kernel TEXT, governor TEXT, slurm_partition TEXT, slurm_node TEXT,
+  config_hash TEXT, config_name TEXT, load_start REAL, load_finish REAL,
+  report TEXT, profiles TEXT, error TEXT);
+CREATE TABLE IF NOT EXISTS metrics(
+  record_id INTEGER NOT NULL REFERENCES records(id) ON DELETE CASCADE,
+  name TEXT NOT NULL, metric TEXT NOT NULL, kind TEXT, unit TEXT, stat TEXT, value REAL NOT NULL,
+  n INTEGER NOT NULL, samples TEXT, evidence TEXT, runq_mean REAL, others_cpu REAL,
+  PRIMARY KEY(record_id, name, metric));
+CREATE INDEX IF NOT EXISTS metrics_series ON metrics(metric, name);
+CREATE INDEX IF NOT EXISTS records_recipe ON records(recipe, machine_class, epoch);
+CREATE VIEW IF NOT EXISTS points AS
+  SELECT r.recipe, m.name, m.metric, r.machine_class, r.epoch, r.created_at, r.git_commit, r.dirty,
+         r.branch, r.host, m.value, m.unit, m.stat, m.n, m.samples, m.evidence, m.runq_mean, m.others_cpu,
+         r.dir, r.report, r.id AS record_id
+  FROM metrics m JOIN records r ON r.id = m.record_id
+  WHERE r.status = 'complete';
+]]
+
+local Index = {}
+Index.__index = Index
+
+local function check(ok, err)
+  if not ok then error(err, 0) end
+  return ok
+end
+
+-- index, err = history.open(path) : the index at PATH, created when missing; one whose schema
+-- this wb does not write is emptied (it is rebuilt from the records by the next update)
+function M.open(path)
+  local st = fs.lstat(path)
+  if st and st.type ~= "file" then return nil, path .. ": not a regular file (" .. st.type .. "); not opened" end
+  local db, err = require("wb.sqlite").open(path)
+  if not db then return nil, err end
+  local ok, e = pcall(function()
+    check(db:exec("PRAGMA journal_mode = DELETE; PRAGMA foreign_keys = ON"))
+    check(db:exec("BEGIN IMMEDIATE"))
+    local have = db:query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+    local version = have and have[1] and check(db:query("SELECT value FROM meta WHERE key = 'schema_version'"))[1]
+    if version and tonumber(version.value) ~= M.SCHEMA_VERSION then
+      check(db:exec("DROP VIEW IF EXISTS points; DROP TABLE IF EXISTS metrics; DROP TABLE IF EXISTS records; DROP TABLE meta"))
+      version = nil
+    end
+    check(db:exec(SCHEMA))
+    if not version then
+      check(db:query("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", tostring(M.SCHEMA_VERSION)))
+    end
+    check(db:exec("COMMIT"))
+  end)
+  if not ok then
+    pcall(db.exec, db, "ROLLBACK")
+    db:close()
+    return nil, path .. ": " .. tostring(e)
+  end
+  return setmetatable({ db = db, path = path }, Index)
+end
+
+function Index:close() self.db:close() end
+Index.__close = Index.close
+Index.__gc = Index.close
+
+-- A record's identity in the index: its manifest (and journal) as the file system sees them.
+local function stamp_of(dir)
+  local parts = {}
+  for _, name in ipairs({ "manifest.json", require("wb.campaign").JOURNAL, "preflight.json" }) do
+    local st = fs.lstat(util.join(dir, name))
+    parts[#parts + 1] = st and string.format("%s:%d:%.9f:%d", st.type, st.size, st.mtime, st.ino) or "-"
+  end
+  return table.concat(parts, " ")
+end
+
+-- The run directories directly under root (no symlinks followed: runs/latest is one).
+local function run_dirs(root)
+  local names, err = fs.list(root)
+  if not names then return nil, err end
+  local out = {}
+  for _, name in ipairs(names) do
+    local dir = util.join(root, name)
+    local st = fs.lstat(dir)
+    if st and st.type == "dir" then
+      local m = fs.lstat(util.join(dir, "manifest.json"))
+      if m and m.type == "file" then out[#out + 1] = dir end
+    end
+  end
+  return out
+end
+
+local function array_of(xs)
+  local arr = json.array()
+  for i, x in ipairs(xs) do arr[i] = x end
+  return arr
+end
+
+local function samples_text(xs) return xs and json.encode(array_of(xs)) or nil end
+
+local INSERT_RECORD = [[INSERT INTO records(dir, root, stamp, recipe, status, created_at, finished_at, epoch,
+  git_commit, dirty, branch, host, machine_class, cpu_model, cpu_count, memory_bytes, kernel, governor,
+  slurm_partition, slurm_node, config_hash, config_name, load_start, load_finish, report, profiles, error)
+  VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)]]
+local INSERT_METRIC = [[INSERT OR REPLACE INTO metrics(record_id, name, metric, kind, unit, stat, value, n, samples,
+  evidence, runq_mean, others_cpu) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)]]
+
+local function evidence_text(ev)
+  if not ev then return nil end
+  local o = json.object()
+  for _, k in ipairs({ "runq", "cpu", "wall_own", "others" }) do
+    if ev[k] then o[k] = array_of(ev[k]) end
+  end
+  o.scope, o.cpus = ev.scope, ev.cpus
+  return json.encode(o)
+end
+
+local function write_record(self, root, stamp, rec)
+  local db = self.db
+  check(db:query("DELETE FROM records WHERE dir = ?", rec.dir))
+  local m = rec.machine
+  check(self.insert_record:run(rec.dir, root, stamp, rec.recipe, rec.status, rec.created_at, rec.finished_at,
+    rec.epoch, rec.commit, rec.dirty, rec.branch, m.host, m.class, m.cpu_model, m.cpu_count, m.memory_bytes,
+    m.kernel, m.governor, m.slurm_partition, m.slurm_node, rec.config_hash, rec.config_name, rec.load_start,
+    rec.load_finish, rec.report, json.encode(array_of(rec.profiles)), rec.error))
+  local id = db:last_insert_rowid()
+  for _, x in ipairs(rec.metrics) do
+    check(self.insert_metric:run(id, x.name, x.metric, x.kind, x.unit, x.stat, x.value,
+      x.samples and #x.samples or 1, samples_text(x.samples), evidence_text(x.evidence), x.runq_mean, x.others_cpu))
+  end
+end
+
+local function unreadable_record(dir, err)
+  return { dir = dir, machine = { class = "" }, profiles = {}, metrics = {}, error = err }
+end
+
+-- Writes the changed records of one batch in one transaction, checking each stamp again inside
+-- it (another update may have written it meanwhile). Returns added, changed.
+local function write_batch(self, root, batch)
+  local added, changed = 0, 0
+  check(self.db:exec("BEGIN IMMEDIATE"))
+  local ok, err = pcall(function()
+    for _, b in ipairs(batch) do
+      local row = check(self.stamp_of:run(b.dir))[1]
+      if not row or row.stamp ~= b.stamp then
+        write_record(self, root, b.stamp, b.rec)
+        if row then changed = changed + 1 else added = added + 1 end
+      end
+    end
+    check(self.db:exec("COMMIT"))
+  end)
+  if not ok then
+    pcall(self.db.exec, self.db, "ROLLBACK")
+    error(err, 0)
+  end
+  return added, changed
+end
+
+-- summary, err = index:update(roots) : indexes the run directories under each root (a list of
+-- paths): new and changed records written, records whose directory is gone removed. summary =
+-- {records, added, changed, removed, unchanged, unreadable = {{dir, error}...}}; nil, err for a
+-- root that cannot be listed or an index that cannot be written (what was committed stays)
+function Index:update(roots)
+  local sum = { records = 0, added = 0, changed = 0, removed = 0, unchanged = 0, unreadable = {} }
+  self.insert_record = self.insert_record or self.db:prepare(INSERT_RECORD)
+  self.insert_metric = self.insert_metric or self.db:prepare(INSERT_METRIC)
+  self.stamp_of = self.stamp_of or self.db:prepare("SELECT stamp FROM records WHERE dir = ?")
+  local ok, err = pcall(function()
+    for _, given in ipairs(roots) do
+      local root = check(fs.realpath(given))
+      local dirs = check(run_dirs(root))
+      local present, batch = {}, {}
+      for _, dir in ipairs(dirs) do
+        present[dir] = true
+        local stamp = stamp_of(dir)
+        local row = check(self.stamp_of:run(dir))[1]
+        if row and row.stamp == stamp then
+          sum.unchanged = sum.unchanged + 1
+        else
+          local rec, rerr = M.record(dir)
+          rec = rec or unreadable_record(dir, rerr)
+          batch[#batch + 1] = { dir = dir, stamp = stamp, rec = rec }
+          if #batch >= M.BATCH then
+            local a, c = write_batch(self, root, batch)
+            sum.added, sum.changed, batch = sum.added + a, sum.changed + c, {}
+          end
+        end
+      end
+      local a, c = write_batch(self, root, batch)
+      sum.added, sum.changed = sum.added + a, sum.changed + c
+      check(self.db:exec("BEGIN IMMEDIATE"))
+      for _, row in ipairs(check(self.db:query("SELECT dir FROM records WHERE root = ?", root))) do
+        if not present[row.dir] then
+          check(self.db:query("DELETE FROM records WHERE dir = ?", row.dir))
+          sum.removed = sum.removed + 1
+        end
+      end
+      check(self.db:exec("COMMIT"))
+      for _, row in ipairs(check(self.db:query(
+          "SELECT dir, error FROM records WHERE root = ? AND error IS NOT NULL ORDER BY dir", root))) do
+        sum.unreadable[#sum.unreadable + 1] = { dir = row.dir, error = row.error }
+      end
+      sum.records = sum.records + check(self.db:query("SELECT count(*) AS n FROM records WHERE root = ?", root))[1].n
+    end
+  end)
+  if not ok then
+    pcall(self.db.exec, self.db, "ROLLBACK")
+    return nil, tostring(err)
+  end
+  return sum
+end
+
+-- The WHERE clause and values of a filter {recipe, name, metric, machine, status}.
+local function where(filter, alias)
+  local cond, vals = {}, {}
+  local cols = { recipe = "recipe", name = "name", metric = "metric", machine = "machine_class" }
+  for key, col in pairs(cols) do
+    if filter[key] ~= nil then
+      cond[#cond + 1] = (alias and alias .. "." or "") .. col .. " = ?"
+      vals[#vals + 1] = filter[key]
+    end
+  end
+  table.sort(cond)
+  return #cond > 0 and (" WHERE " .. table.concat(cond, " AND ")) or "", vals
+end
+
+-- rows = index:records([filter]) : the indexed records (filter: recipe, machine), oldest first
+function Index:records(filter)
+  filter = filter or {}
+  local w, vals = where({ recipe = filter.recipe, machine = filter.machine })
+  return check(self.db:query("SELECT * FROM records" .. w .. " ORDER BY epoch, dir", table.unpack(vals)))
+end
+
+-- list = index:series([filter]) : every series (one metric of one record name of one recipe on
+-- one machine class) of complete runs matching filter {recipe, name, metric, machine}, each
+-- {recipe, name, metric, machine, unit, points = {{epoch, commit, value, samples, dir, ...}}}
+-- with its points oldest first
+function Index:series(filter)
+  local w, vals = where(filter or {})
+  local rows = check(self.db:query("SELECT * FROM points" .. w ..
+    " ORDER BY recipe, name, metric, machine_class, epoch, dir", table.unpack(vals)))
+  local out, last = {}, nil
+  for _, r in ipairs(rows) do
+    local key = table.concat({ r.recipe or "", r.name, r.metric, r.machine_class or "" }, "\0")
+    if not last or last.key ~= key then
+      last = { key = key, recipe = r.recipe, name = r.name, metric = r.metric, machine = r.machine_class,
+        unit = r.unit, points = {} }
+      out[#out + 1] = last
+    end
+    r.samples = r.samples and json.decode(r.samples) or nil
+    r.evidence = r.evidence and json.decode(r.evidence) or nil
+    r.commit, r.git_commit = r.git_commit, nil
+    last.points[#last.points + 1] = r
+  end
+  for _, s in ipairs(out) do s.key = nil end
+  return out
+end
+
+---- the command: wb history ------------------------------------------------------------------
+
+M.USAGE = [[usage: wb history [update|records|series] [--root DIR]... [--db FILE] [--rebuild]
+                  [--recipe R] [--name N] [--metric M] [--machine CLASS] [--json]
+  update (the default)  index the run directories under each root (default: $WB_HISTORY, a
+                        colon-separated list, else runs/) into the index (default ROOT/history.sqlite)
+  records               the indexed records (after an update)
+  series                the series: one metric of one record name of one recipe on one machine class]]
+
+local function fail(msg) require("wb.errors").raise(2, "history: " .. msg, 0) end
+
+local function parse_args(args)
+  local o = { roots = {}, filter = {}, action = "update" }
+  local VALUED = { ["--root"] = "root", ["--db"] = "db", ["--recipe"] = "recipe", ["--name"] = "name",
+    ["--metric"] = "metric", ["--machine"] = "machine" }
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    local key, value = a:match("^(%-%-[%w-]+)=(.*)$")
+    key = key or a
+    if a == "-h" or a == "--help" then
+      o.help = true
+    elseif VALUED[key] then
+      if not value then
+        i = i + 1
+        value = args[i]
+      end
+      if value == nil or value == "" then fail(key .. " needs a value\n" .. M.USAGE) end
+      local field = VALUED[key]
+      if field == "root" then o.roots[#o.roots + 1] = value
+      elseif field == "db" then o.db = value
+      else o.filter[field] = value end
+    elseif a == "--rebuild" then
+      o.rebuild = true
+    elseif a == "--json" then
+      o.json = true
+    elseif i == 1 and (a == "update" or a == "records" or a == "series") then
+      o.action = a
+    else
+      fail("unknown argument '" .. a .. "'\n" .. M.USAGE)
+    end
+    i = i + 1
+  end
+  if #o.roots == 0 then
+    for root in (os.getenv("WB_HISTORY") or "runs"):gmatch("[^:]+") do o.roots[#o.roots + 1] = root end
+  end
+  for _, root in ipairs(o.roots) do
+    local st, err = fs.stat(root)
+    if not st then fail("root " .. err) end
+    if st.type ~= "dir" then fail("root " .. root .. ": not a directory") end
+  end
+  o.db = o.db or util.join(o.roots[1], M.DEFAULT_DB)
+  return o
+end
+
+local function update_line(o, sum)
+  return string.format("history: %d record%s from %s in %s (%d new, %d changed, %d removed, %d unchanged)\n",
+    sum.records, sum.records == 1 and "" or "s", table.concat(o.roots, ", "), o.db, sum.added, sum.changed,
+    sum.removed, sum.unchanged)
+end
+
+local function print_records(rows)
+  local t = { { "created (UTC)", "recipe", "status", "commit", "machine", "run directory" } }
+  for _, r in ipairs(rows) do
+    t[#t + 1] = { r.created_at or "", r.recipe or "", r.status or (r.error and "unreadable") or "",
+      r.git_commit and (r.git_commit:sub(1, 10) .. (r.dirty == 1 and "+" or "")) or "", r.machine_class or "", r.dir }
+  end
+  io.write(require("wb.page").md_table(t, { "l", "l", "l", "l", "l", "l" }))
+end
+
+local function print_series(list)
+  local t = { { "recipe", "name", "metric", "machine", "points", "first", "last", "last value" } }
+  for _, s in ipairs(list) do
+    local first, last = s.points[1], s.points[#s.points]
+    t[#t + 1] = { s.recipe or "", s.name, s.metric, s.machine or "", #s.points, first.created_at or "",
+      last.created_at or "", require("wb.compare").format_value(last.value, s.unit) }
+  end
+  io.write(require("wb.page").md_table(t, { "l", "l", "l", "l", "r", "l", "l", "r" }))
+end
+
+-- status = history.main(args) : `wb history ...` (exit 0; 2 for bad arguments, a root that is
+-- not a directory, or an index that cannot be opened or written)
+function M.main(args)
+  local o = parse_args(args)
+  if o.help then
+    io.write(M.USAGE, "\n")
+    return 0
+  end
+  if o.rebuild then
+    for _, path in ipairs({ o.db, o.db .. "-journal" }) do
+      local st = fs.lstat(path)
+      if st and st.type ~= "file" then fail(path .. ": not a regular file (" .. st.type .. "); left as it is") end
+      if st then
+        local ok, err = fs.remove(path)
+        if not ok then fail(err) end
+      end
+    end
+  end
+  local index, err = M.open(o.db)
+  if not index then fail(err) end
+  local sum, uerr = index:update(o.roots)
+  if not sum then
+    index:close()
+    fail(uerr)
+  end
+  for _, u in ipairs(sum.unreadable) do
+    io.stderr:write("history: unreadable, left out: ", u.dir, ": ", u.error, "\n")
+  end
+  if o.action == "update" then
+    io.write(update_line(o, sum))
+  else
+    local rows = o.action == "records" and index:records(o.filter) or index:series(o.filter)
+    if o.json then
+      io.write(json.encode(array_of(rows)), "\n")
+    elseif o.action == "records" then
+      print_records(rows)
+    else
+      print_series(rows)
+    end
+  end
+  index:close()
+  return 0
+end
+
+return M
