@@ -26,8 +26,8 @@ tune:
   command: []] .. program .. [[, --a, "{a}", --b, "{b}", --base, "{base}", --slope, "{slope}", --log, "{log}", --trial, "{trial}"]
   max_blocks: 12
   finalists: 2
-  finalist_rounds: 6
-  headline_trials: 6
+  finalist_rounds: 10
+  headline_trials: 12
   budget_runs: 200
   timeout: 30
 ]]))
@@ -73,7 +73,7 @@ T.case("a real campaign finds the best of six (20% ahead), confirms it on new tr
   T.eq(s.headline.confirmed, true)
   T.ok(s.headline.ratio < 0.8 and s.headline.ratio_upper < 1,
     string.format("headline %.3f (%.3f-%.3f), truth 0.625", s.headline.ratio, s.headline.ratio_lower, s.headline.ratio_upper))
-  T.eq(s.headline.n, 6)
+  T.eq(s.headline.n, 12)
   T.ok(type(s.headline.node) == "string" and #s.headline.node > 0, "the node is named")
   -- the ledger adds up: stage runs = spent = the trial records = what the program finished
   local m = T.manifest(dir)
@@ -141,7 +141,7 @@ T.case("kill -9 at random moments in 10 races, then --resume: no finished trial 
     local argv = { T.wb_binary(), table.unpack(tune_args(dir, "tune.params.log=" .. log, "tune.seed=" .. i)) }
     local env = { WB_PROFILE_PATH = PROFILES, WB_NO_PROGRESS = "1", WB_ROOT = T.root() }
     local p = assert(proc.spawn { argv = argv, env = env, stdout = "null", stderr = "null", cwd = T.root() })
-    -- a campaign here runs some 80-100 trials: killed after 1 to 70 of them
+    -- a campaign here runs some 100-125 trials: killed after 1 to 70 of them
     if after_trials(p, dir, 1 + math.floor(70 * rand()), rand) then p:kill(9) end
     local r = p:wait()
     p:close()
@@ -179,8 +179,8 @@ T.case("the plan: --dry-run writes the stages' runs; a budget the race cannot wo
   local plan = assert(fs.read(dir .. "/plan.md"))
   T.match(plan, "## screening — 6 cases")
   T.match(plan, "no elimination is possible before block %d+")
-  T.match(plan, "## finalists — 0 cases, 18 subprocess runs")
-  T.match(plan, "## headline — 0 cases, 12 subprocess runs")
+  T.match(plan, "## finalists — 0 cases, 30 subprocess runs")
+  T.match(plan, "## headline — 0 cases, 24 subprocess runs")
   local over = parent .. "/over"
   res = T.wb(tune_args(over, "tune.budget_runs=40"), { env = ENV })
   T.eq(res.code, 1)
