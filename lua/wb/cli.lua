@@ -13,6 +13,7 @@ usage: wb <command> [args]
   wb repl                                               interactive Lua with `wb` loaded
   wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
   wb history [update|records|series] [--root DIR] ...   index run directories; query series
+  wb trend [-o DIR] [--root DIR] ...                    the history as a dashboard: series and their steps
   wb test FILE_test.lua...                              run Lua test files
   wb help RECIPE | wb RECIPE --help                     a recipe's description, keys and examples
   wb version | wb help
@@ -31,7 +32,7 @@ run options:
   -v, --verbose        tracebacks and more detail
 ]]
 
-local COMMANDS = { "run", "list", "repl", "compare", "history", "test", "help", "version", "job" }
+local COMMANDS = { "run", "list", "repl", "compare", "history", "trend", "test", "help", "version", "job" }
 
 local function usage(msg) require("wb.errors").raise(2, msg, 0) end
 
@@ -308,6 +309,8 @@ function M.main(argv, verbose)
     return require("wb.compare").main({ table.unpack(args, 2) })
   elseif cmd == "history" then
     return require("wb.history").main({ table.unpack(args, 2) })
+  elseif cmd == "trend" then
+    return require("wb.trend").main({ table.unpack(args, 2) })
   elseif cmd == "job" then
     return require("wb.slurm").job_main({ table.unpack(args, 2) })
   elseif cmd:match("^%-") then

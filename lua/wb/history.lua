@@ -384,12 +384,18 @@ M.USAGE = [[usage: wb history [update|records|series] [--root DIR]... [--db FILE
   records               the indexed records (after an update)
   series                the series: one metric of one record name of one recipe on one machine class]]
 
-local function fail(msg) require("wb.errors").raise(2, "history: " .. msg, 0) end
+local function fail(command, msg) require("wb.errors").raise(2, command .. ": " .. msg, 0) end
 
-local function parse_args(args)
-  local o = { roots = {}, filter = {}, action = "update" }
+-- o = history.parse_args(args, command) : the arguments of `wb history` (command "history") or
+-- `wb trend` ("trend": -o DIR, no actions, --json or --rebuild): {action, roots, db, filter,
+-- rebuild, json, out, help}; raises exit 2 naming the argument
+function M.parse_args(args, command)
+  local usage = command == "history" and M.USAGE or require("wb." .. command).USAGE
+  local o = { roots = {}, filter = {}, action = "update", command = command }
   local VALUED = { ["--root"] = "root", ["--db"] = "db", ["--recipe"] = "recipe", ["--name"] = "name",
     ["--metric"] = "metric", ["--machine"] = "machine" }
+  if command == "trend" then VALUED["-o"] = "out" end
+  local own = command == "history"
   local i = 1
   while i <= #args do
     local a = args[i]
@@ -402,32 +408,60 @@ local function parse_args(args)
         i = i + 1
         value = args[i]
       end
-      if value == nil or value == "" then fail(key .. " needs a value\n" .. M.USAGE) end
+      if value == nil or value == "" then fail(command, key .. " needs a value\n" .. usage) end
       local field = VALUED[key]
       if field == "root" then o.roots[#o.roots + 1] = value
-      elseif field == "db" then o.db = value
+      elseif field == "db" or field == "out" then o[field] = value
       else o.filter[field] = value end
-    elseif a == "--rebuild" then
+    elseif own and a == "--rebuild" then
       o.rebuild = true
-    elseif a == "--json" then
+    elseif own and a == "--json" then
       o.json = true
-    elseif i == 1 and (a == "update" or a == "records" or a == "series") then
+    elseif own and i == 1 and (a == "update" or a == "records" or a == "series") then
       o.action = a
     else
-      fail("unknown argument '" .. a .. "'\n" .. M.USAGE)
+      fail(command, "unknown argument '" .. a .. "'\n" .. usage)
     end
     i = i + 1
   end
   if #o.roots == 0 then
     for root in (os.getenv("WB_HISTORY") or "runs"):gmatch("[^:]+") do o.roots[#o.roots + 1] = root end
   end
+  if o.help then return o end
   for _, root in ipairs(o.roots) do
     local st, err = fs.stat(root)
-    if not st then fail("root " .. err) end
-    if st.type ~= "dir" then fail("root " .. root .. ": not a directory") end
+    if not st then fail(command, "root " .. err) end
+    if st.type ~= "dir" then fail(command, "root " .. root .. ": not a directory") end
   end
   o.db = o.db or util.join(o.roots[1], M.DEFAULT_DB)
   return o
+end
+
+-- index, summary = history.updated(o) : the index of parse_args' o, (re)built (o.rebuild) and
+-- updated from its roots, each unreadable record named on stderr; raises exit 2 when it cannot
+-- be opened or written
+function M.updated(o)
+  if o.rebuild then
+    for _, path in ipairs({ o.db, o.db .. "-journal" }) do
+      local st = fs.lstat(path)
+      if st and st.type ~= "file" then fail(o.command, path .. ": not a regular file (" .. st.type .. "); left as it is") end
+      if st then
+        local ok, err = fs.remove(path)
+        if not ok then fail(o.command, err) end
+      end
+    end
+  end
+  local index, err = M.open(o.db)
+  if not index then fail(o.command, err) end
+  local sum, uerr = index:update(o.roots)
+  if not sum then
+    index:close()
+    fail(o.command, uerr)
+  end
+  for _, u in ipairs(sum.unreadable) do
+    io.stderr:write(o.command, ": unreadable, left out: ", u.dir, ": ", u.error, "\n")
+  end
+  return index, sum
 end
 
 local function update_line(o, sum)
@@ -458,31 +492,12 @@ end
 -- status = history.main(args) : `wb history ...` (exit 0; 2 for bad arguments, a root that is
 -- not a directory, or an index that cannot be opened or written)
 function M.main(args)
-  local o = parse_args(args)
+  local o = M.parse_args(args, "history")
   if o.help then
     io.write(M.USAGE, "\n")
     return 0
   end
-  if o.rebuild then
-    for _, path in ipairs({ o.db, o.db .. "-journal" }) do
-      local st = fs.lstat(path)
-      if st and st.type ~= "file" then fail(path .. ": not a regular file (" .. st.type .. "); left as it is") end
-      if st then
-        local ok, err = fs.remove(path)
-        if not ok then fail(err) end
-      end
-    end
-  end
-  local index, err = M.open(o.db)
-  if not index then fail(err) end
-  local sum, uerr = index:update(o.roots)
-  if not sum then
-    index:close()
-    fail(uerr)
-  end
-  for _, u in ipairs(sum.unreadable) do
-    io.stderr:write("history: unreadable, left out: ", u.dir, ": ", u.error, "\n")
-  end
+  local index, sum = M.updated(o)
   if o.action == "update" then
     io.write(update_line(o, sum))
   else

@@ -232,55 +232,27 @@ function M.run(c, commits, h)
   return measured, reused
 end
 
--- The interference evidence of the runs of rows first..last (their wall samples: walls), or nil
--- when a commit's result has none (measured by a wb before it, or unprivileged without any).
-local function segment_evidence(rows, first, last, walls)
-  local runq, cpu, wall_own, others, scope = {}, {}, {}, {}, "tree"
-  for i = first, last do
-    local ev = rows[i].evidence
-    if type(ev) ~= "table" or type(ev.runq) ~= "table" then return nil end
-    if ev.runq_scope ~= "tree" then scope = ev.runq_scope or "leader" end
-    for k, x in ipairs(ev.runq) do
-      runq[#runq + 1] = x
-      cpu[#cpu + 1] = ev.user and ev.sys and ev.user[k] and ev.sys[k] and ev.user[k] + ev.sys[k] or false
-      wall_own[#wall_own + 1] = ev.wall_own and ev.wall_own[k] or false
-      others[#others + 1] = ev.others_cpu and ev.others_cpu[k] or false
-    end
-  end
-  return require("wb.interference").evidence(walls, runq, cpu, wall_own, others, scope)
+-- A result's evidence (evidence_of) as wb.verdict.steps takes a point's.
+local function point_evidence(ev)
+  if type(ev) ~= "table" or type(ev.runq) ~= "table" then return nil end
+  local cpu = {}
+  for k in ipairs(ev.runq) do cpu[k] = ev.user and ev.sys and ev.user[k] and ev.sys[k] and ev.user[k] + ev.sys[k] or false end
+  return { runq = ev.runq, cpu = cpu, wall_own = ev.wall_own, others = ev.others_cpu, scope = ev.runq_scope }
 end
 
--- steps = find_steps(h, rows) : steps of the per-commit means of the measured rows, each
--- named by the first commit of its new level, with the significance test between segments
+-- steps = find_steps(h, rows) : steps of the per-commit means of the measured rows
+-- (wb.verdict.steps), each named by the first commit of its new level
 local function find_steps(h, rows)
-  local series = {}
+  local series, points = {}, {}
   for _, row in ipairs(rows) do
-    if row.status == "success" then series[#series + 1] = row end
-  end
-  -- the levels are of the commits' mean walls net of their runs' wait for a CPU when every
-  -- commit's evidence is known (a busy machine's delays are not the code's), else of the raw means
-  local means, nets = {}, {}
-  for i, row in ipairs(series) do
-    means[i] = row.mean
-    local ev = nets and segment_evidence(series, i, i, row.samples)
-    nets = ev and nets or nil
-    if nets then nets[i] = wb.stats.mean(require("wb.interference").net(row.samples, ev)) end
-  end
-  local raw = #means >= 2 and wb.stats.steps(nets or means, { min_size = h.min_size }) or {}
-  local bounds = { 1 }
-  for _, s in ipairs(raw) do bounds[#bounds + 1] = s.index end
-  bounds[#bounds + 1] = #series + 1
-  local steps, judged = json.array(), {}
-  for k, s in ipairs(raw) do
-    local before, after = {}, {}
-    for i = bounds[k], bounds[k + 1] - 1 do
-      for _, x in ipairs(series[i].samples) do before[#before + 1] = x end
+    if row.status == "success" then
+      series[#series + 1] = row
+      points[#points + 1] = { samples = row.samples, evidence = point_evidence(row.evidence) }
     end
-    for i = bounds[k + 1], bounds[k + 2] - 1 do
-      for _, x in ipairs(series[i].samples) do after[#after + 1] = x end
-    end
-    local base_ev, new_ev = segment_evidence(series, bounds[k], bounds[k + 1] - 1, before),
-      segment_evidence(series, bounds[k + 1], bounds[k + 2] - 1, after)
+  end
+  local steps = json.array()
+  for k, s in ipairs(wb.verdict.steps(points, { metric = "wall mean", kind = "time", stat = "mean",
+      min_size = h.min_size, threshold = h.threshold, alpha = h.alpha, seed = h.seed })) do
     local first, prev = series[s.index], series[s.index - 1]
     local st = json.object()
     st.commit, st.short, st.subject, st.date = first.commit, first.short, first.subject, first.date
@@ -288,21 +260,13 @@ local function find_steps(h, rows)
     st.previous_commit = prev.commit
     st.candidates = json.array()
     for i = prev.index + 1, first.index do st.candidates[#st.candidates + 1] = rows[i].commit end
-    st.before, st.after, st.ratio = s.before, s.after, s.ratio
-    st.kind = s.ratio > 1 and "regression" or "improvement"
-    steps[#steps + 1] = st
-    judged[#judged + 1] = wb.verdict.compare("wall mean", s.before, s.after, { kind = "time", stat = "mean",
-      threshold = h.threshold, alpha = h.alpha, base_samples = before, new_samples = after, seed = h.seed,
-      base_evidence = base_ev, new_evidence = new_ev })
-  end
-  -- every step is judged by the comparison engine, all together (Benjamini–Hochberg over the steps)
-  wb.verdict.judge(judged, { threshold = h.threshold, alpha = h.alpha })
-  for k, st in ipairs(steps) do
-    local row = judged[k]
+    st.before, st.after, st.ratio, st.kind = s.before, s.after, s.ratio, s.kind
+    local row = s.row
     st.p_value, st.q_value = row.p or null, row.q or null
     st.ci_lo, st.ci_hi = row.ci_lo or null, row.ci_hi or null
-    st.significant = row.verdict == "regression" or row.verdict == "improvement"
+    st.significant = s.significant
     st.verdict, st.reason = row.verdict, row.reason
+    steps[k] = st
   end
   return steps
 end
@@ -372,7 +336,7 @@ local function confirm_step(c, h, st, commits)
   local b, n = summary.commands[1], summary.commands[2]
   local function side_evidence(cmd)
     local walls = cmd.samples.wall:totable()
-    local ev = segment_evidence({ { evidence = evidence_of(cmd.samples) } }, 1, 1, walls)
+    local ev = wb.verdict.segment_evidence({ { evidence = point_evidence(evidence_of(cmd.samples)) } }, 1, 1, walls)
     return walls, ev
   end
   local bw, be = side_evidence(b)

@@ -59,6 +59,7 @@
 ---@field tune_race wb.tune_race
 ---@field tune wb.tune
 ---@field history wb.history
+---@field trend wb.trend
 ---@field sqlite wb.sqlite
 ---@field svg wb.svg
 ---@field sym wb.sym
@@ -430,10 +431,56 @@ function history.epoch_of(utc) end
 ---@param machine table
 ---@return string
 function history.machine_class(machine) end
+---The arguments of `wb history` (command "history") or `wb trend` ("trend"); exit 2 on bad ones.
+---@param args string[]
+---@param command string
+---@return table o
+function history.parse_args(args, command) end
+---The index of parse_args' o, rebuilt when asked and updated; unreadable records named on stderr.
+---@param o table
+---@return table index
+---@return table summary
+function history.updated(o) end
 ---`wb history ...`: the exit status.
 ---@param args string[]
 ---@return integer
 function history.main(args) end
+
+-- wb.trend: the trend dashboard (docs/history.md) ----------------------------------------------
+
+---@class wb.trend
+---@field QUANT integer the page's quantization steps per series range
+---@field USAGE string
+local trend = {}
+---A series' history points with consecutive records of one clean commit pooled.
+---@param hpoints table[] index:series points, oldest first
+---@return {commit: string?, samples: number[], evidence: table?, records: table[], median: number, lo: number?, hi: number?}[]
+function trend.pool(hpoints) end
+---A distribution-free ~95% interval of the median (nil below 6 samples).
+---@param xs number[]
+---@return number? lo
+---@return number? hi
+function trend.median_interval(xs) end
+---The dashboard's series with pooled points and their significant steps.
+---@param index table wb.history.open's
+---@param filter table? {recipe, name, metric, machine}
+---@param opts table? {threshold, alpha, min_size, seed}
+---@return table[]
+function trend.series(index, filter, opts) end
+---The dashboard page of trend.series' list.
+---@param list table[]
+---@param o {out_dir: string, title: string?, roots: string[]?, records: integer?}
+---@return string html
+function trend.html(list, o) end
+---One step as a line of text.
+---@param s table a series
+---@param st table one of its steps
+---@return string
+function trend.step_text(s, st) end
+---`wb trend ...`: the exit status.
+---@param args string[]
+---@return integer
+function trend.main(args) end
 
 -- wb.campaign ---------------------------------------------------------------------------------
 
@@ -954,6 +1001,15 @@ function verdict.judge(rows, opts) end
 function verdict.summary_text(info) end
 ---@return string
 function verdict.describe(row) end
+---The interference evidence of points first..last together (as verdict.steps takes them).
+---@return table?
+function verdict.segment_evidence(points, first, last, walls) end
+---The steps of a series (wb.stats.steps over the points' means, net where evidence allows), each
+---judged by the engine on the samples before against those after (Benjamini–Hochberg).
+---@param points {samples: number[], evidence: table?}[]
+---@param opts {metric: string?, kind: string?, stat: string?, min_size: integer?, threshold: number?, alpha: number?, seed: integer?}?
+---@return {index: integer, before: number, after: number, ratio: number, kind: string, row: wb.VerdictRow, significant: boolean}[]
+function verdict.steps(points, opts) end
 ---The threshold a row is judged with: opts.threshold, or BUSY_THRESHOLD beside material other load.
 ---@return number
 function verdict.threshold_of(row, opts) end

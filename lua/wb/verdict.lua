@@ -444,6 +444,82 @@ function M.judge(rows, opts)
   return { tested = #tests, tests = #ps, correction = correction, alpha = opts.alpha or M.ALPHA, counts = counts }
 end
 
+-- ev = verdict.segment_evidence(points, first, last, walls) : the interference evidence of points
+-- first..last together (each point's {runq, cpu, wall_own, others, scope}, as verdict.steps takes
+-- them), for walls, their samples in order; nil when a point has none. The scope is "tree" unless
+-- a point's is weaker.
+local function segment_evidence(points, first, last, walls)
+  local runq, cpu, wall_own, others, scope = {}, {}, {}, {}, "tree"
+  for i = first, last do
+    local ev = points[i].evidence
+    if type(ev) ~= "table" or type(ev.runq) ~= "table" then return nil end
+    if ev.scope ~= "tree" then scope = ev.scope or "leader" end
+    for k, x in ipairs(ev.runq) do
+      runq[#runq + 1] = x
+      cpu[#cpu + 1] = ev.cpu and ev.cpu[k] or false
+      wall_own[#wall_own + 1] = ev.wall_own and ev.wall_own[k] or false
+      others[#others + 1] = ev.others and ev.others[k] or false
+    end
+  end
+  return require("wb.interference").evidence(walls, runq, cpu, wall_own, others, scope)
+end
+
+M.segment_evidence = segment_evidence
+
+local function mean_of(xs)
+  local sum = 0
+  for _, x in ipairs(xs) do sum = sum + x end
+  return sum / #xs
+end
+
+-- steps = verdict.steps(points [, opts]) : the steps of a series, found by wb.stats.steps over
+-- the points' means (of their wall samples net of the runs' wait for a CPU when every point
+-- carries interference evidence: a busy machine's delays are not the code's) and each judged by
+-- this engine on all samples of the segment before against all samples of the segment after,
+-- the steps together (Benjamini–Hochberg).
+-- points[i] = {samples = {...} (non-empty), evidence = {runq, cpu, wall_own, others, scope}?}
+-- opts: metric ("wall mean"), kind, stat ("mean"), min_size, threshold, alpha, seed.
+-- Each step: {index (its first point), before, after, ratio, kind = "regression"|"improvement",
+-- row (the verdict row: verdict, reason, p, q, ci_lo, ci_hi), significant}.
+function M.steps(points, opts)
+  opts = opts or {}
+  local metric = opts.metric or "wall mean"
+  local kind = opts.kind or M.classify(metric)
+  local means, nets = {}, kind == "time" and {} or nil
+  for i, pt in ipairs(points) do
+    means[i] = mean_of(pt.samples)
+    local ev = nets and segment_evidence(points, i, i, pt.samples)
+    nets = ev and nets or nil
+    if nets then nets[i] = mean_of(require("wb.interference").net(pt.samples, ev)) end
+  end
+  local raw = #means >= 2 and require("wb.stats").steps(nets or means, { min_size = opts.min_size }) or {}
+  local bounds = { 1 }
+  for _, st in ipairs(raw) do bounds[#bounds + 1] = st.index end
+  bounds[#bounds + 1] = #points + 1
+  local steps, rows = {}, {}
+  for k, st in ipairs(raw) do
+    local before, after = {}, {}
+    for i = bounds[k], bounds[k + 1] - 1 do
+      for _, x in ipairs(points[i].samples) do before[#before + 1] = x end
+    end
+    for i = bounds[k + 1], bounds[k + 2] - 1 do
+      for _, x in ipairs(points[i].samples) do after[#after + 1] = x end
+    end
+    local evidence = kind == "time"
+    rows[k] = M.compare(metric, st.before, st.after, { kind = kind, stat = opts.stat or "mean",
+      threshold = opts.threshold, alpha = opts.alpha, base_samples = before, new_samples = after, seed = opts.seed,
+      base_evidence = evidence and segment_evidence(points, bounds[k], bounds[k + 1] - 1, before) or nil,
+      new_evidence = evidence and segment_evidence(points, bounds[k + 1], bounds[k + 2] - 1, after) or nil })
+    steps[k] = { index = st.index, before = st.before, after = st.after, ratio = st.ratio,
+      kind = st.ratio > 1 and "regression" or "improvement", row = rows[k] }
+  end
+  M.judge(rows, { threshold = opts.threshold, alpha = opts.alpha })
+  for _, st in ipairs(steps) do
+    st.significant = st.row.verdict == "regression" or st.row.verdict == "improvement"
+  end
+  return steps
+end
+
 local function plural(n, word) return string.format("%d %s%s", n, word, n == 1 and "" or "s") end
 
 -- text = verdict.summary_text(info) : "1 regression, 0 improvements, 6 unchanged, 4 not tested;
