@@ -133,7 +133,7 @@ test-repeat: deps-test all $(C_TESTS)
 LOAD_HOGS   ?= 2
 LOAD_SUITES ?= tests/lua/proc_test.lua tests/lua/bench_test.lua tests/lua/campaign_test.lua \
 	tests/lua/verdict_test.lua tests/lua/verdict_e2e_test.lua tests/lua/capture_test.lua tests/lua/unwind_test.lua \
-	tests/recipes/tune_test.lua
+	tests/recipes/tune_test.lua tests/lua/trend_test.lua tests/recipes/gate_test.lua
 test-load: deps-test all
 	@WB_BUILD=$(BUILD) WB_TEST_LOAD=$(LOAD_HOGS) WB_TEST_ONLY=lua WB_TEST_LUA="$(LOAD_SUITES)" bash tests/run.sh
 

@@ -377,12 +377,13 @@ end
 
 ---- the command: wb history ------------------------------------------------------------------
 
-M.USAGE = [[usage: wb history [update|records|series] [--root DIR]... [--db FILE] [--rebuild]
+M.USAGE = [[usage: wb history [update|records|series|alerts] [--root DIR]... [--db FILE] [--rebuild]
                   [--recipe R] [--name N] [--metric M] [--machine CLASS] [--json]
   update (the default)  index the run directories under each root (default: $WB_HISTORY, a
                         colon-separated list, else runs/) into the index (default ROOT/history.sqlite)
   records               the indexed records (after an update)
-  series                the series: one metric of one record name of one recipe on one machine class]]
+  series                the series: one metric of one record name of one recipe on one machine class
+  alerts                every alert of `wb gate` with its fate, and the gate's false-alarm rate]]
 
 local function fail(command, msg) require("wb.errors").raise(2, command .. ": " .. msg, 0) end
 
@@ -417,7 +418,7 @@ function M.parse_args(args, command)
       o.rebuild = true
     elseif own and a == "--json" then
       o.json = true
-    elseif own and i == 1 and (a == "update" or a == "records" or a == "series") then
+    elseif own and i == 1 and (a == "update" or a == "records" or a == "series" or a == "alerts") then
       o.action = a
     else
       fail(command, "unknown argument '" .. a .. "'\n" .. usage)
@@ -489,6 +490,42 @@ local function print_series(list)
   io.write(require("wb.page").md_table(t, { "l", "l", "l", "l", "r", "l", "l", "r" }))
 end
 
+-- alerts = index:alerts() : every alert of the gate records (their gate.json, wb.gate), oldest
+-- first, each with its gate's directory and time: {gate_dir, gate_at, name, metric, detected,
+-- fate = "confirmed"|"dismissed"|"unconfirmed", reason, ...}
+function Index:alerts()
+  local out = {}
+  for _, r in ipairs(self:records({ recipe = "gate" })) do
+    local doc = json.read(util.join(r.dir, "gate.json"))
+    for _, a in ipairs(type(doc) == "table" and type(doc.alerts) == "table" and doc.alerts or {}) do
+      a.gate_dir, a.gate_at = r.dir, r.created_at
+      out[#out + 1] = a
+    end
+  end
+  return out
+end
+
+-- "12 alerts: 3 confirmed, 8 dismissed by their re-run, 1 unconfirmed; false alarms: 8 of 11
+-- confirmable (73%)"
+function M.alerts_summary(alerts)
+  local n = { confirmed = 0, dismissed = 0, unconfirmed = 0 }
+  for _, a in ipairs(alerts) do n[a.fate] = (n[a.fate] or 0) + 1 end
+  local checked = n.confirmed + n.dismissed
+  return string.format("%d alert%s: %d confirmed, %d dismissed by their re-run, %d unconfirmed; false alarms: %s",
+    #alerts, #alerts == 1 and "" or "s", n.confirmed, n.dismissed, n.unconfirmed,
+    checked > 0 and string.format("%d of %d confirmable (%.0f%%)", n.dismissed, checked, 100 * n.dismissed / checked)
+      or "none confirmable yet")
+end
+
+local function print_alerts(alerts)
+  local t = { { "gate (UTC)", "series", "detected", "head", "fate", "why" } }
+  for _, a in ipairs(alerts) do
+    t[#t + 1] = { a.gate_at or "", tostring(a.name) .. " · " .. tostring(a.metric), a.detected or "",
+      type(a.head_commit) == "string" and a.head_commit:sub(1, 10) or "", a.fate or "", a.reason or "" }
+  end
+  io.write(require("wb.page").md_table(t, { "l", "l", "l", "l", "l", "l" }), "\n", M.alerts_summary(alerts), "\n")
+end
+
 -- status = history.main(args) : `wb history ...` (exit 0; 2 for bad arguments, a root that is
 -- not a directory, or an index that cannot be opened or written)
 function M.main(args)
@@ -501,11 +538,14 @@ function M.main(args)
   if o.action == "update" then
     io.write(update_line(o, sum))
   else
-    local rows = o.action == "records" and index:records(o.filter) or index:series(o.filter)
+    local rows = o.action == "records" and index:records(o.filter) or o.action == "alerts" and index:alerts()
+      or index:series(o.filter)
     if o.json then
       io.write(json.encode(array_of(rows)), "\n")
     elseif o.action == "records" then
       print_records(rows)
+    elseif o.action == "alerts" then
+      print_alerts(rows)
     else
       print_series(rows)
     end

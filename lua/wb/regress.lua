@@ -307,11 +307,13 @@ end
 -- The verdicts a confirmation re-runs: a step called a change, or one the load may have made or hidden.
 local TO_CONFIRM = require("wb.confirm").TO_CONFIRM
 
--- The two commits of step st (the last of the old level, the first of the new) built afresh side
--- by side and benchmarked interleaved in one wb.bench run, so that the machine's drift and other
--- load hit both alike; the step's confirmation (a verdict row as find_steps judges, of these runs).
-local function confirm_step(c, h, st, commits)
-  local base, new = commits[st.previous_commit], commits[st.commit]
+-- conf, base_cmd, new_cmd = regress.confirm_commits(c, h, base, new) : commits base and new
+-- ({sha, short}) built afresh side by side and benchmarked interleaved in one wb.bench run, so that
+-- the machine's drift and other load hit both alike: the confirmation of their wall times (a
+-- verdict row as find_steps judges, of these runs: verdict, reason, ratio, p_value, ci_lo, ci_hi,
+-- before, after, runs, order) and the two wb.bench summary commands (nil when a build or the
+-- benchmark failed: conf says why)
+function M.confirm_commits(c, h, base, new)
   local conf = json.object()
   local wt_base <close> = checkout(h, base)
   local wt_new <close> = checkout(h, new)
@@ -349,7 +351,12 @@ local function confirm_step(c, h, st, commits)
   conf.p_value, conf.ci_lo, conf.ci_hi = row.p or null, row.ci_lo or null, row.ci_hi or null
   conf.before, conf.after, conf.runs = b.stats.wall.mean, n.stats.wall.mean, runs
   conf.order = "interleaved"
-  return conf
+  return conf, b, n
+end
+
+-- The two commits of step st (the last of the old level, the first of the new), confirmed.
+local function confirm_step(c, h, st, commits)
+  return (M.confirm_commits(c, h, commits[st.previous_commit], commits[st.commit]))
 end
 
 -- regress.confirm(c, h, doc) : every step doc calls a regression, an improvement, confounded or

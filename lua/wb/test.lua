@@ -174,6 +174,14 @@ function M.wb(args, opts)
     stdin = opts.stdin, timeout = opts.timeout or 60, stdout = "capture", stderr = "capture" })
 end
 
+-- out = T.sh(cmd [, cwd]) : runs `sh -c cmd` (in cwd) to its end; its stdout without trailing
+-- space; fails the case with its stderr unless it exits 0
+function M.sh(cmd, cwd)
+  local res = assert(proc.run { argv = { "sh", "-c", cmd }, cwd = cwd, stdout = "capture", stderr = "capture", timeout = 120 })
+  if not res.ok then error(cmd .. ": " .. res.stderr, 2) end
+  return (res.stdout:gsub("%s+$", ""))
+end
+
 -- values = T.pluck(list, key) : list[i][key] for each item, in order
 function M.pluck(list, key)
   local out = {}

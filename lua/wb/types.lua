@@ -60,6 +60,7 @@
 ---@field tune wb.tune
 ---@field history wb.history
 ---@field trend wb.trend
+---@field gate wb.gate
 ---@field sqlite wb.sqlite
 ---@field svg wb.svg
 ---@field sym wb.sym
@@ -441,6 +442,10 @@ function history.parse_args(args, command) end
 ---@return table index
 ---@return table summary
 function history.updated(o) end
+---"12 alerts: 3 confirmed, 8 dismissed by their re-run, ...; false alarms: ..."
+---@param alerts table[]
+---@return string
+function history.alerts_summary(alerts) end
 ---`wb history ...`: the exit status.
 ---@param args string[]
 ---@return integer
@@ -481,6 +486,35 @@ function trend.step_text(s, st) end
 ---@param args string[]
 ---@return integer
 function trend.main(args) end
+
+-- wb.gate: the regression gate (recipes/gate.lua, docs/history.md) -------------------------------
+
+---@class wb.gate
+---@field BENCH_SAMPLES table<string, string> a bench record's metric -> its samples in a wb.bench summary command
+local gate = {}
+---The head record: the newest complete one of the filter (or the record of dir).
+---@return table?
+function gate.head(index, filter, dir) end
+---The head against each series' current level (the comparison engine, all series together).
+---@return {series: table, head: table, baseline: table?, row: wb.VerdictRow?, alert: boolean}[]
+function gate.detect(list, head, opts) end
+---The references file (ReFrame-style: class -> recipe -> name -> metric -> [value, lower, upper, unit]).
+---@param path string
+---@return table
+function gate.read_references(path) end
+---The reference of a series, or nil.
+function gate.reference_of(refs, s) end
+---Sets item.reference on each detected item; a head above it is an alert.
+function gate.check_references(items, refs) end
+---The verdict of one metric of two interleaved wb.bench commands.
+---@return wb.VerdictRow?
+function gate.confirm_metric(metric, base_cmd, new_cmd, opts) end
+---"regression, confirmed" and the like.
+---@return string
+function gate.alert_text(item) end
+---The gate's result as Markdown (a CI or pull-request comment).
+---@return string
+function gate.markdown(doc) end
 
 -- wb.campaign ---------------------------------------------------------------------------------
 
@@ -1987,6 +2021,12 @@ local regress = {}
 ---@param doc table
 ---@return table doc
 function regress.confirm(c, h, doc) end
+---Commits base and new ({sha, short}) built afresh and benchmarked interleaved: the wall-time
+---confirmation, and the two wb.bench summary commands (nil when a build or the benchmark failed).
+---@return table conf
+---@return table? base_cmd
+---@return table? new_cmd
+function regress.confirm_commits(c, h, base, new) end
 ---The hunt o with its build and bench words as strings.
 ---@param o table
 ---@return wb.RegressHunt

@@ -8,11 +8,7 @@ local proc = require "wb.proc"
 local history = require "wb.history"
 local sqlite = require "wb.sqlite"
 
-local function sh(cmd, cwd)
-  local res = assert(proc.run { argv = { "sh", "-c", cmd }, cwd = cwd, stdout = "capture", stderr = "capture", timeout = 60 })
-  assert(res.ok, cmd .. ": " .. res.stderr)
-  return (res.stdout:gsub("%s+$", ""))
-end
+local sh = T.sh
 
 -- A git repository with one commit on branch main, and its runs/ directory.
 local function repo()

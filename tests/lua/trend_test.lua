@@ -8,11 +8,7 @@ local json = require "wb.json"
 local proc = require "wb.proc"
 local trend = require "wb.trend"
 
-local function sh(cmd, cwd)
-  local res = assert(proc.run { argv = { "sh", "-c", cmd }, cwd = cwd, stdout = "capture", stderr = "capture", timeout = 120 })
-  assert(res.ok, cmd .. ": " .. res.stderr)
-  return (res.stdout:gsub("%s+$", ""))
-end
+local sh = T.sh
 
 T.case("pool: consecutive records of one clean commit are one point; dirty ones and other commits are not", function()
   local pts = trend.pool({

@@ -1,0 +1,202 @@
+-- wb.gate: the regression gate over the results history (`wb gate`, recipes/gate.lua,
+-- docs/history.md): detect, confirm, alert.
+--
+-- Detect: for every series (wb.trend.series) whose newest point holds the head record, the head's
+-- samples against the samples of the series' current level (the points since its last step,
+-- before the head), judged by the comparison engine (wb.verdict: net of the runs' wait for a CPU
+-- where the evidence is known), all series together (Benjamini–Hochberg); and the head against
+-- the references, ReFrame-style (value, lower, upper, unit per machine class, recipe, name and
+-- metric). Confirm: a detected regression is confirmed by the two commits built and run again
+-- interleaved (wb.regress.confirm_commits) before it counts; where that cannot be done, the alert
+-- says "unconfirmed" and why. The fate of every alert is kept in the gate's run directory
+-- (gate.json), where `wb history alerts` finds it.
+local json = require "wb.json"
+local util = require "wb.util"
+local verdict = require "wb.verdict"
+
+local M = {}
+M.SCHEMA_NAME, M.SCHEMA_VERSION = "wb.gate", 1
+
+-- The samples of a wb.bench summary command that a bench record's metric is made of.
+M.BENCH_SAMPLES = { ["wall mean"] = "wall", ["user mean"] = "user", ["sys mean"] = "sys", ["maxrss_kb mean"] = "maxrss_kb" }
+
+local function mean(xs)
+  local s = 0
+  for _, x in ipairs(xs) do s = s + x end
+  return s / #xs
+end
+
+-- The head record: the newest complete record of the filter's recipes (or dir, when given).
+function M.head(index, filter, dir)
+  if dir then
+    local rows = index.db:query("SELECT * FROM records WHERE dir = ?", dir)
+    return rows and rows[1]
+  end
+  local recs = index:records({ recipe = filter.recipe, machine = filter.machine })
+  for i = #recs, 1, -1 do
+    if recs[i].status == "complete" and recs[i].recipe ~= "gate" then return recs[i] end
+  end
+end
+
+local function holds(pt, dir)
+  for _, r in ipairs(pt.records) do
+    if r.dir == dir then return true end
+  end
+  return false
+end
+
+-- rows = gate.detect(list, head, opts) : a row per series of trend.series' list whose newest
+-- point holds the head record: {series, baseline = {first, last, commit}, row (the verdict row),
+-- alert (true for a regression, or a change the load may have made or hidden)}; the rows judged
+-- together. opts: threshold, alpha, seed.
+function M.detect(list, head, opts)
+  opts = opts or {}
+  local out, rows = {}, {}
+  for _, s in ipairs(list) do
+    local n = #s.points
+    if n >= 1 and holds(s.points[n], head.dir) then
+      local first = 1
+      for _, st in ipairs(s.steps) do
+        if st.index < n then first = st.index end
+      end
+      local item = { series = s, head = s.points[n] }
+      if n >= 2 then
+        local base = {}
+        for i = first, n - 1 do
+          for _, x in ipairs(s.points[i].samples) do base[#base + 1] = x end
+        end
+        local new = s.points[n].samples
+        local kind = verdict.classify(s.metric)
+        local time = kind == "time"
+        item.baseline = { first = first, last = n - 1, commit = s.points[n - 1].commit }
+        item.row = verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
+          threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
+          base_evidence = time and verdict.segment_evidence(s.points, first, n - 1, base) or nil,
+          new_evidence = time and verdict.segment_evidence(s.points, n, n, new) or nil })
+        rows[#rows + 1] = item.row
+      end
+      out[#out + 1] = item
+    end
+  end
+  verdict.judge(rows, { threshold = opts.threshold, alpha = opts.alpha })
+  for _, item in ipairs(out) do
+    local v = item.row and item.row.verdict
+    item.alert = v == "regression" or (item.row and item.row.ratio and item.row.ratio > 1
+      and (v == "confounded" or v == "interference")) or false
+  end
+  return out
+end
+
+-- refs = gate.read_references(path) : the references file (YAML): machine class or "*" ->
+-- recipe -> record name -> metric -> [value, lower, upper, unit] (lower and upper are fractions
+-- of value, as ReFrame's: [0.05, -0.1, 0.1, s] allows 0.045..0.055 s); raises (exit 2) naming the
+-- entry that is not of that shape
+function M.read_references(path)
+  local doc, err = require("wb.yaml").load_file(path)
+  if doc == nil then require("wb.errors").raise(2, "gate: references: " .. tostring(err), 0) end
+  local function bad(where, why) require("wb.errors").raise(2, "gate: " .. path .. ": " .. where .. ": " .. why, 0) end
+  if type(doc) ~= "table" then bad("the document", "not a mapping of machine classes") end
+  for class, recipes in pairs(doc) do
+    if type(recipes) ~= "table" then bad(class, "not a mapping of recipes") end
+    for recipe, names in pairs(recipes) do
+      if type(names) ~= "table" then bad(class .. "." .. recipe, "not a mapping of record names") end
+      for name, metrics in pairs(names) do
+        if type(metrics) ~= "table" then bad(class .. "." .. recipe .. "." .. name, "not a mapping of metrics") end
+        for metric, ref in pairs(metrics) do
+          local where = table.concat({ class, recipe, name, metric }, ".")
+          if type(ref) ~= "table" or type(ref[1]) ~= "number" or type(ref[2]) ~= "number" or type(ref[3]) ~= "number" then
+            bad(where, "expected [value, lower, upper, unit], lower and upper fractions of value")
+          end
+          if ref[2] > 0 or ref[3] < 0 then bad(where, "lower must be <= 0 and upper >= 0 (fractions of value)") end
+        end
+      end
+    end
+  end
+  return doc
+end
+
+-- The reference of a series, or nil: its machine class's entry, else "*"'s.
+function M.reference_of(refs, s)
+  for _, class in ipairs({ s.machine or "", "*" }) do
+    local r = refs[class] and refs[class][s.recipe or ""] and refs[class][s.recipe or ""][s.name]
+    if r and r[s.metric] then return r[s.metric] end
+  end
+end
+
+-- Each detected item gets item.reference {value, lower, upper, unit, head, exceeded} when refs
+-- name its series; an exceeded upper bound is an alert of its own.
+function M.check_references(items, refs)
+  for _, item in ipairs(items) do
+    local ref = refs and M.reference_of(refs, item.series)
+    if ref then
+      local head = mean(item.head.samples)
+      local lo, hi = ref[1] * (1 + ref[2]), ref[1] * (1 + ref[3])
+      item.reference = { value = ref[1], lower = ref[2], upper = ref[3], unit = ref[4], head = head,
+        exceeded = head > hi and "above" or head < lo and "below" or nil }
+      if item.reference.exceeded == "above" then item.alert = true end
+    end
+  end
+end
+
+-- row = gate.confirm_metric(metric, base_cmd, new_cmd, opts) : the verdict of one metric of two
+-- interleaved wb.bench commands, or nil for a metric they do not measure
+function M.confirm_metric(metric, b, n, opts)
+  local key = M.BENCH_SAMPLES[metric]
+  if not key then return nil end
+  local function list(cmd)
+    local xs = cmd.samples[key]
+    return type(xs) == "userdata" and xs:totable() or xs
+  end
+  local bs, ns = list(b), list(n)
+  if not bs or not ns or #bs == 0 or #ns == 0 then return nil end
+  local row = verdict.compare(metric, mean(bs), mean(ns), { kind = verdict.classify(metric), stat = "mean",
+    threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = bs, new_samples = ns,
+    interleaved = true })
+  verdict.judge({ row }, { threshold = opts.threshold, alpha = opts.alpha })
+  return row
+end
+
+local function pct(ratio) return ratio and string.format("%+.1f%%", (ratio - 1) * 100) or "–" end
+
+-- "regression, confirmed" | "regression, not confirmed" | "regression, unconfirmed: why" | ...
+function M.alert_text(item)
+  local what = item.row and item.row.verdict or "reference exceeded"
+  if item.reference and item.reference.exceeded == "above" and not (item.row and item.row.verdict == "regression") then
+    what = "above its reference"
+  end
+  local c = item.confirmation
+  if not c then return what end
+  if c.fate == "confirmed" then return what .. ", confirmed" end
+  if c.fate == "dismissed" then return what .. ", not confirmed (" .. (c.reason or "") .. ")" end
+  return what .. ", unconfirmed: " .. (c.reason or "")
+end
+
+-- md = gate.markdown(doc) : the gate's result as a CI or pull-request comment
+function M.markdown(doc)
+  local out = { "## wb gate: " .. (doc.failed and "regression" or "pass"), "" }
+  out[#out + 1] = string.format("Head: `%s` (%s) on %s, %s; %d series checked against their history.",
+    doc.head.commit and doc.head.commit:sub(1, 10) or "no commit", doc.head.recipe or "?", doc.head.machine or "?",
+    doc.head.created_at or "?", #doc.checks)
+  out[#out + 1] = ""
+  local t = { { "series", "baseline", "head", "change", "verdict" } }
+  for _, ck in ipairs(doc.checks) do
+    t[#t + 1] = { ck.name .. " · " .. ck.metric, ck.baseline or "first record", ck.head_value or "",
+      pct(ck.ratio) .. (ck.ci and (" (" .. ck.ci .. ")") or ""), ck.text }
+  end
+  out[#out + 1] = require("wb.page").md_table(t, { "l", "l", "r", "r", "l" })
+  if #doc.alerts > 0 then
+    out[#out + 1] = ""
+    out[#out + 1] = "### Alerts"
+    out[#out + 1] = ""
+    for _, a in ipairs(doc.alerts) do
+      out[#out + 1] = string.format("- **%s · %s**: %s %s (from %s to %s)%s", a.name, a.metric, a.text, pct(a.ratio),
+        a.baseline_commit and a.baseline_commit:sub(1, 10) or "?", a.head_commit and a.head_commit:sub(1, 10) or "?",
+        a.confirmed_ratio and string.format("; interleaved re-run: %s, p = %.2g", pct(a.confirmed_ratio), a.confirmed_p or 1) or "")
+    end
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = doc.failed and "The gate fails: " .. doc.reason or "The gate passes: " .. doc.reason
+  return table.concat(out, "\n") .. "\n"
+end
+
+return M

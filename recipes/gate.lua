@@ -1,0 +1,168 @@
+-- The regression gate over the results history: detect, confirm, alert (exit 0 pass, 1 regression).
+--
+--   wb gate                                            the newest record in runs/ against its history
+--   wb gate 'build=[make, -s]' repo=.                  confirm alerts by building both commits again
+--   wb gate references=perf-references.yaml            and ReFrame-style references per machine class
+--
+-- The newest complete record (record=DIR to name one) is checked, series by series, against the
+-- current level of its history (wb.gate.detect: the comparison engine, load-aware, all series
+-- together) and against the references. Before a regression fails the gate it is confirmed: the
+-- baseline commit and the head are checked out, built with `build` and their benchmark (`bench`,
+-- else the head record's own command) run interleaved in one campaign; only a regression the
+-- re-run bears out counts ("confirmed"), one it does not is "dismissed". Where that cannot be
+-- done (no build command, a dirty head, a commit that is gone), the alert is "unconfirmed" with
+-- its reason and fails the gate unless fail_unconfirmed=false. Writes gate.json (every alert and
+-- its fate: what `wb history alerts` reads) and gate.md, a comment for CI or a pull request.
+local wb = require "wb"
+local opt, null = wb.util.opt, wb.null
+
+local function list_of(v)
+  if type(v) == "table" then return v end
+  return v ~= nil and v ~= null and { v } or nil
+end
+
+local function short(sha) return sha and sha:sub(1, 10) or "?" end
+
+-- The argv of the head record's command named name (a bench record), or nil.
+local function record_command(head_dir, name)
+  local m = wb.campaign.read_manifest(head_dir .. "/manifest.json")
+  for _, r in ipairs(m and m.runs or {}) do
+    if r.name == name and type(r.command_arguments) == "table" then return r.command_arguments end
+  end
+end
+
+return wb.recipe {
+  defaults = {
+    roots = null, db = null, record = null, recipe = null, name = null, metric = null, machine = null,
+    references = null, repo = ".", build = null, bench = null, confirm = true, fail_unconfirmed = true,
+    runs = 20, warmup = 1, timeout = null, build_timeout = null, threshold = 0.05, seed = 1,
+  },
+  types = {
+    roots = "string|list|null", db = "string|null", record = "string|null", recipe = "string|null",
+    name = "string|null", metric = "string|null", machine = "string|null", references = "string|null",
+    repo = "string", build = "list|null", bench = "list|null", confirm = "boolean", fail_unconfirmed = "boolean",
+    runs = "integer>=2", warmup = "integer>=0", timeout = "number>0|null", build_timeout = "number>0|null",
+    threshold = "number>=0", seed = "integer",
+  },
+  run = function(ctx)
+    local cfg = ctx.cfg
+    local args = {}
+    for _, r in ipairs(list_of(opt(cfg.roots)) or {}) do args[#args + 1] = "--root=" .. tostring(r) end
+    if opt(cfg.db) then args[#args + 1] = "--db=" .. cfg.db end
+    local o = wb.history.parse_args(args, "history")
+    o.command = "gate"
+    o.filter = { recipe = opt(cfg.recipe), name = opt(cfg.name), metric = opt(cfg.metric), machine = opt(cfg.machine) }
+    local refs = opt(cfg.references) and wb.gate.read_references(cfg.references)
+    local record = opt(cfg.record) and wb.check(wb.fs.realpath(cfg.record))
+    local index = wb.history.updated(o)
+    local head = wb.gate.head(index, o.filter, record)
+    if not head then
+      index:close()
+      wb.usage("gate: " .. (record and (cfg.record .. " is not a record of the history under " .. table.concat(o.roots, ", "))
+        or ("no complete record under " .. table.concat(o.roots, ", "))), 0)
+    end
+    local opts = { threshold = cfg.threshold, seed = cfg.seed }
+    local items = wb.gate.detect(wb.trend.series(index, o.filter, opts), head, opts)
+    index:close()
+    wb.gate.check_references(items, refs)
+    local c = wb.campaign.open(ctx)
+
+    -- confirm each alert: one interleaved re-run per pair of commits
+    local repo = wb.fs.realpath(tostring(cfg.repo))
+    local reruns = {}
+    for _, item in ipairs(items) do
+      if item.alert then
+        local conf = { fate = "unconfirmed" }
+        item.confirmation = conf
+        local base_sha, head_sha = item.baseline and item.baseline.commit, head.git_commit
+        local bench = opt(cfg.bench) or record_command(head.dir, item.series.name)
+        if not cfg.confirm then
+          conf.reason = "confirm=false"
+        elseif not item.baseline then
+          conf.reason = "the series has no earlier record"
+        elseif not base_sha or not head_sha then
+          conf.reason = "a record without a commit (not run inside a git repository)"
+        elseif head.dirty == 1 then
+          conf.reason = "the head was measured with uncommitted changes: its code is in no commit"
+        elseif base_sha == head_sha then
+          conf.reason = "the baseline and the head are the same commit: nothing to build apart"
+        elseif not opt(cfg.build) then
+          conf.reason = "no build command (build=[...], or build=[] when nothing needs building)"
+        elseif not bench then
+          conf.reason = "no benchmark command (bench=[...]): the record names none"
+        elseif not wb.gate.BENCH_SAMPLES[item.series.metric] then
+          conf.reason = "an interleaved re-run measures wall, CPU time and peak RSS, not " .. item.series.metric
+        elseif not repo then
+          conf.reason = "repo " .. tostring(cfg.repo) .. " is not a directory"
+        else
+          local key = base_sha .. " " .. head_sha .. " " .. table.concat(bench, "\0")
+          local rr = reruns[key]
+          if not rr then
+            local ok = pcall(wb.regress.git, repo, "cat-file", "-e", base_sha .. "^{commit}")
+            local ok2 = ok and pcall(wb.regress.git, repo, "cat-file", "-e", head_sha .. "^{commit}")
+            if not ok2 then
+              rr = { conf = { reason = "a commit is not in " .. repo } }
+            else
+              io.stderr:write(string.format("gate: confirming %s..%s: both built and run interleaved\n", short(base_sha), short(head_sha)))
+              local h = wb.regress.hunt { repo = repo, build = cfg.build, bench = bench, runs = cfg.runs,
+                warmup = cfg.warmup, seed = cfg.seed, timeout = opt(cfg.timeout), build_timeout = opt(cfg.build_timeout),
+                threshold = cfg.threshold, alpha = wb.verdict.ALPHA }
+              local r, b, n = wb.regress.confirm_commits(c, h, { sha = base_sha, short = short(base_sha) },
+                { sha = head_sha, short = short(head_sha) })
+              rr = { conf = r, b = b, n = n }
+            end
+            reruns[key] = rr
+          end
+          if not rr.b then
+            conf.reason = rr.conf.reason
+          else
+            local row = wb.gate.confirm_metric(item.series.metric, rr.b, rr.n, opts)
+            conf.verdict, conf.ratio, conf.p = row.verdict, row.ratio, row.p
+            conf.fate = row.verdict == "regression" and "confirmed" or "dismissed"
+            conf.reason = wb.verdict.describe(row):gsub("%s+$", "")
+          end
+        end
+      end
+    end
+
+    -- the document
+    local doc = wb.json.object()
+    doc.schema_name, doc.schema_version = wb.gate.SCHEMA_NAME, wb.gate.SCHEMA_VERSION
+    doc.head = { dir = head.dir, commit = head.git_commit, recipe = head.recipe, machine = head.machine_class,
+      created_at = head.created_at }
+    doc.checks, doc.alerts = wb.json.array(), wb.json.array()
+    local confirmed, unconfirmed = 0, 0
+    for _, item in ipairs(items) do
+      local s, r = item.series, item.row
+      local unit = s.unit
+      local ck = { name = s.name, metric = s.metric, machine = s.machine, recipe = s.recipe,
+        verdict = r and r.verdict or "first record", ratio = r and r.ratio,
+        ci = r and r.ci_lo and string.format("95%% CI %.3f–%.3f×", r.ci_lo, r.ci_hi) or nil,
+        baseline = item.baseline and string.format("%s (%d point%s)", wb.compare.format_value(r.base, unit),
+          item.baseline.last - item.baseline.first + 1, item.baseline.last == item.baseline.first and "" or "s") or nil,
+        head_value = r and wb.compare.format_value(r.new, unit) or nil, reference = item.reference }
+      ck.text = item.alert and wb.gate.alert_text(item) or (r and r.verdict or "first record of its series")
+      doc.checks[#doc.checks + 1] = ck
+      if item.alert then
+        local conf = item.confirmation
+        doc.alerts[#doc.alerts + 1] = { name = s.name, metric = s.metric, machine = s.machine, recipe = s.recipe,
+          detected = r and r.verdict or "reference exceeded", ratio = r and r.ratio, p = r and (r.q or r.p),
+          baseline_commit = item.baseline and item.baseline.commit, head_commit = head.git_commit, head_dir = head.dir,
+          fate = conf.fate, reason = conf.reason, confirmed_ratio = conf.ratio, confirmed_p = conf.p, text = ck.text }
+        if conf.fate == "confirmed" then confirmed = confirmed + 1 end
+        if conf.fate == "unconfirmed" then unconfirmed = unconfirmed + 1 end
+      end
+    end
+    doc.failed = confirmed > 0 or (unconfirmed > 0 and cfg.fail_unconfirmed)
+    doc.reason = confirmed > 0 and string.format("%d regression%s confirmed by an interleaved re-run", confirmed, confirmed == 1 and "" or "s")
+      or (doc.failed and string.format("%d regression%s that could not be confirmed (fail_unconfirmed=false to let them pass)",
+        unconfirmed, unconfirmed == 1 and "" or "s"))
+      or (#doc.alerts > 0 and "every alert was dismissed by its interleaved re-run" or "no series changed beyond its noise")
+    local md = wb.gate.markdown(doc)
+    c:write_json("gate.json", doc)
+    c:write("gate.md", md)
+    c:finish()
+    io.write(md, "\ngate: ", c.dir, "/gate.md\n")
+    return doc.failed and 1 or 0
+  end,
+}

@@ -1,0 +1,127 @@
+-- `wb gate` (recipes/gate.lua, lua/wb/gate.lua) on a real history: a small C program whose time is
+-- slept (so that CPU hogs beside the test move it little), benchmarked at every commit with
+-- `wb bench`. A/A commits pass 20 times of 20, a CPU hog running during half of them; a planted
+-- 15% slowdown fails the gate, confirmed by an interleaved re-run of both commits; without a
+-- build command the alert is "unconfirmed" and says why; references; `wb history alerts`.
+local T = require "wb.test"
+local fs = require "wb.fs"
+local json = require "wb.json"
+local proc = require "wb.proc"
+
+local sh = T.sh
+
+local PROGRAM = [[
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <time.h>
+#define SLEEP_US 40000
+int main(void) {
+  struct timespec ts = {0, SLEEP_US * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  puts("done");
+  return 0;
+}
+]]
+
+local repo = T.tmpdir()
+local BUILD = "build=[cc, -O2, -o, app, app.c]"
+local serial = 0
+
+-- A commit of the program sleeping us microseconds, built and benchmarked into runs/.
+local function commit_and_bench(us, hog)
+  serial = serial + 1
+  assert(fs.write(repo .. "/app.c", PROGRAM:gsub("SLEEP_US 40000", "SLEEP_US " .. us) .. "// " .. serial .. "\n"))
+  sh("git add app.c && git commit -qm c" .. serial .. " && cc -O2 -o app app.c", repo)
+  local res = T.wb({ "bench", "-o", string.format("runs/b%03d", serial), "runs=5", "warmup=1", "./app" }, { cwd = repo, timeout = 300 })
+  T.eq(res.code, 0, res.stderr)
+  return sh("git rev-parse HEAD", repo)
+end
+
+local function gate(args, env)
+  return T.wb(args, { cwd = repo, timeout = 600, env = env })
+end
+
+sh("git init -q -b main . && git config user.email t@t && git config user.name t", repo)
+for _ = 1, 6 do commit_and_bench(40000) end
+
+-- The head with the planted 15% slowdown (made once; the cases after the first use it too).
+local planted
+local function plant()
+  if not planted then
+    planted = { base = sh("git rev-parse HEAD", repo) }
+    planted.head = commit_and_bench(46000)
+  end
+  return planted
+end
+
+T.case("A/A commits pass the gate 20 times of 20, a CPU hog running during half of them", function()
+  local failures, alerts = {}, 0
+  for i = 1, 20 do
+    local hog = i % 2 == 0 and assert(proc.spawn { argv = { "sh", "-c", "while :; do :; done" } }) or nil
+    commit_and_bench(40000)
+    local res = gate({ "gate", BUILD })
+    if hog then
+      hog:kill(9)
+      hog:wait()
+    end
+    if res.code ~= 0 then failures[#failures + 1] = i .. ": " .. res.stdout .. res.stderr end
+    alerts = alerts + T.count(res.stdout, "\n- **")
+  end
+  T.eq(failures, {}, "A/A tries that failed the gate")
+  -- every alert (a detection the load or the noise made) was dismissed by its interleaved re-run
+  local res = T.wb({ "history", "alerts" }, { cwd = repo })
+  T.eq(res.code, 0, res.stderr)
+  T.match(res.stdout, string.format("%d alerts?: 0 confirmed, %d dismissed by their re%%-run, 0 unconfirmed", alerts, alerts))
+end)
+
+T.case("a planted 15% slowdown fails the gate, confirmed by an interleaved re-run of both commits", function()
+  local p = plant()
+  local base, head = p.base, p.head
+  local res = gate({ "gate", BUILD })
+  T.eq(res.code, 1, res.stdout .. res.stderr)
+  T.match(res.stdout, "^## wb gate: regression\n")
+  T.match(res.stdout, "%./app · wall mean[^\n]*regression, confirmed")
+  T.match(res.stdout, "from " .. base:sub(1, 10) .. " to " .. head:sub(1, 10) .. "%); interleaved re%-run: %+1[0-9]%.%d%%")
+  T.match(res.stdout, "The gate fails: %d regressions? confirmed by an interleaved re%-run")
+  local dir = res.stdout:match("\ngate: (%S+)/gate%.md\n$")
+  local doc = assert(json.read(repo .. "/" .. dir .. "/gate.json"))
+  local wall
+  for _, a in ipairs(doc.alerts) do
+    if a.metric == "wall mean" then wall = a end
+  end
+  T.eq(wall.fate, "confirmed")
+  T.between(wall.confirmed_ratio, 1.10, 1.20)
+  res = T.wb({ "history", "alerts", "--json" }, { cwd = repo })
+  local last = json.decode(res.stdout)
+  T.eq(last[#last].fate, "confirmed")
+end)
+
+T.case("without a build command the alert is unconfirmed and says why; fail_unconfirmed=false lets it pass", function()
+  plant()
+  local res = gate({ "gate" })
+  T.eq(res.code, 1, res.stdout .. res.stderr)
+  T.match(res.stdout, "unconfirmed: no build command %(build=%[%.%.%.%], or build=%[%] when nothing needs building%)")
+  T.match(res.stdout, "The gate fails: %d regressions? that could not be confirmed")
+  res = gate({ "gate", "fail_unconfirmed=false" })
+  T.eq(res.code, 0, res.stdout .. res.stderr)
+  T.match(res.stdout, "^## wb gate: pass\n")
+end)
+
+T.case("references: a head above its reference is an alert; a malformed file is one line, exit 2", function()
+  local refs = repo .. "/refs.yaml"
+  plant()
+  assert(fs.write(refs, '"*":\n  bench:\n    ./app:\n      wall mean: [0.040, -0.1, 0.05, s]\n'))
+  local res = gate({ "gate", "references=" .. refs, "fail_unconfirmed=false", "metric=wall mean" })
+  T.match(res.stdout, "wall mean")
+  local dir = res.stdout:match("\ngate: (%S+)/gate%.md\n$")
+  local doc = assert(json.read(repo .. "/" .. dir .. "/gate.json"))
+  T.eq(doc.checks[1].reference.exceeded, "above")
+  assert(fs.write(refs, '"*":\n  bench:\n    ./app:\n      wall mean: [0.040, 0.1]\n'))
+  res = gate({ "gate", "references=" .. refs })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "^wb: gate: [^\n]*refs%.yaml: %*%.bench%.%./app%.wall mean: expected %[value, lower, upper, unit%][^\n]*\n$")
+  res = gate({ "gate", "record=" .. T.tmpdir() })
+  T.eq(res.code, 2)
+  T.match(res.stderr, "^wb: gate: [^\n]* is not a record of the history under runs\n$")
+end)
