@@ -11,8 +11,11 @@
 -- else the head record's own command) run interleaved in one campaign; only a regression the
 -- re-run bears out counts ("confirmed"), one it does not is "dismissed". Where that cannot be
 -- done (no build command, a dirty head, a commit that is gone), the alert is "unconfirmed" with
--- its reason and fails the gate unless fail_unconfirmed=false. Writes gate.json (every alert and
--- its fate: what `wb history alerts` reads) and gate.md, a comment for CI or a pull request.
+-- its reason and fails the gate unless fail_unconfirmed=false. A confirmed regression is then
+-- profiled, base and head profile_runs times each, interleaved: the functions whose time changed
+-- beyond run-to-run noise (wb.flame.changed_frames) are named, and the differential flame graphs
+-- colour only them. Writes gate.json (every alert and its fate: what `wb history alerts` reads)
+-- and gate.md, a comment for CI or a pull request.
 local wb = require "wb"
 local opt, null = wb.util.opt, wb.null
 
@@ -31,18 +34,92 @@ local function record_command(head_dir, name)
   end
 end
 
+-- The profiles of base and head, runs times each, interleaved (base, head, base, ...) in their
+-- worktrees: {oncpu = {base = {folded...}, new = {...}}, offcpu = {...}, freq}, or {skipped = why}.
+local function profile_pair(argv, base_dir, new_dir, runs, freq)
+  local out = { oncpu = { base = {}, new = {} }, offcpu = { base = {}, new = {} }, freq = freq }
+  for _ = 1, runs do
+    for _, side in ipairs({ { "base", base_dir }, { "new", new_dir } }) do
+      local res = wb.capture { argv = argv, cwd = side[2], freq = freq, python = false, memory = false,
+        stdout = "null", name = side[1] }
+      for _, kind in ipairs({ "oncpu", "offcpu" }) do
+        local prof = res[kind]
+        if not prof or not prof.folded_text then
+          return { skipped = kind .. ": " .. tostring(prof and prof.skipped or "no profile") }
+        end
+        table.insert(out[kind][side[1]], prof.folded_text)
+      end
+    end
+  end
+  return out
+end
+
+-- The frames a confirmed regression changed beyond run-to-run noise, and the differential flame
+-- graphs (pooled runs, coloured only there) written into the gate's run directory.
+local function explain(c, rr)
+  local p = rr.profiles
+  if not p or p.skipped then return { skipped = p and p.skipped or "profile_runs=0" } end
+  local out = { runs = #p.oncpu.base, frames = wb.json.array(), graphs = {} }
+  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+    local scale = kind == "oncpu" and 1 / p.freq or 1e-9
+    -- coloured: the frames whose inclusive time changed; named: those of them that are not in every
+    -- stack (the spine, main, explains nothing apart), and the functions whose own time changed
+    local only, named = {}, {}
+    local function name_row(row, what)
+      if not named[row.name] or math.abs(row.delta) > math.abs(named[row.name].delta) then
+        named[row.name] = { name = row.name, kind = kind, time = what, base = row.base, new = row.new,
+          delta = row.delta, q = row.q }
+      end
+    end
+    for _, row in ipairs(wb.flame.changed_frames(p[kind].base, p[kind].new, { scale = scale, min = 0.001 })) do
+      if row.significant then
+        only[row.name] = true
+        if not row.everywhere then name_row(row, "inclusive") end
+      end
+    end
+    for _, row in ipairs(wb.flame.changed_frames(p[kind].base, p[kind].new, { scale = scale, min = 0.001, self = true })) do
+      if row.significant then name_row(row, "self") end
+    end
+    for _, f in pairs(named) do out.frames[#out.frames + 1] = f end
+    local rel = string.format("profiles/%s..%s.%s.diff.svg", short(rr.base), short(rr.head), kind)
+    c:write(rel, wb.flame.diff_svg(table.concat(p[kind].base, "\n"), table.concat(p[kind].new, "\n"),
+      { title = string.format("%s, %s → %s (%d runs each)", kind == "oncpu" and "On-CPU" or "Off-CPU", short(rr.base),
+        short(rr.head), out.runs), unit = kind == "oncpu" and "samples" or "ns", only = only }))
+    out.graphs[kind] = rel
+  end
+  -- the most specific first: of the frames carrying at least a tenth of the largest change, those
+  -- whose own time changed most in proportion (a slowed function before the callers and the
+  -- libc and kernel frames it shares with the rest of the program)
+  local biggest, kept = 0, {}
+  for _, f in ipairs(out.frames) do biggest = math.max(biggest, math.abs(f.delta)) end
+  for _, f in ipairs(out.frames) do
+    if math.abs(f.delta) >= 0.1 * biggest then
+      f.relative = math.abs(f.delta) / math.max(f.base, f.new)
+      kept[#kept + 1] = f
+    end
+  end
+  table.sort(kept, function(a, b)
+    if a.relative ~= b.relative then return a.relative > b.relative end
+    return a.name < b.name
+  end)
+  out.frames = wb.json.array()
+  for i = 1, math.min(#kept, 10) do out.frames[i] = kept[i] end
+  return out
+end
+
 return wb.recipe {
   defaults = {
     roots = null, db = null, record = null, recipe = null, name = null, metric = null, machine = null,
     references = null, repo = ".", build = null, bench = null, confirm = true, fail_unconfirmed = true,
     runs = 20, warmup = 1, timeout = null, build_timeout = null, threshold = 0.05, seed = 1,
+    profile_runs = 7, freq = 999,
   },
   types = {
     roots = "string|list|null", db = "string|null", record = "string|null", recipe = "string|null",
     name = "string|null", metric = "string|null", machine = "string|null", references = "string|null",
     repo = "string", build = "list|null", bench = "list|null", confirm = "boolean", fail_unconfirmed = "boolean",
     runs = "integer>=2", warmup = "integer>=0", timeout = "number>0|null", build_timeout = "number>0|null",
-    threshold = "number>=0", seed = "integer",
+    threshold = "number>=0", seed = "integer", profile_runs = "integer>=0", freq = "integer>=1",
   },
   run = function(ctx)
     local cfg = ctx.cfg
@@ -107,9 +184,15 @@ return wb.recipe {
               local h = wb.regress.hunt { repo = repo, build = cfg.build, bench = bench, runs = cfg.runs,
                 warmup = cfg.warmup, seed = cfg.seed, timeout = opt(cfg.timeout), build_timeout = opt(cfg.build_timeout),
                 threshold = cfg.threshold, alpha = wb.verdict.ALPHA }
+              local profiles
+              if cfg.profile_runs > 0 then
+                h.after = function(wt_base, wt_new)
+                  profiles = profile_pair(bench, wt_base.path, wt_new.path, cfg.profile_runs, cfg.freq)
+                end
+              end
               local r, b, n = wb.regress.confirm_commits(c, h, { sha = base_sha, short = short(base_sha) },
                 { sha = head_sha, short = short(head_sha) })
-              rr = { conf = r, b = b, n = n }
+              rr = { conf = r, b = b, n = n, profiles = profiles, base = base_sha, head = head_sha }
             end
             reruns[key] = rr
           end
@@ -120,6 +203,10 @@ return wb.recipe {
             conf.verdict, conf.ratio, conf.p = row.verdict, row.ratio, row.p
             conf.fate = row.verdict == "regression" and "confirmed" or "dismissed"
             conf.reason = wb.verdict.describe(row):gsub("%s+$", "")
+            if conf.fate == "confirmed" then
+              rr.why = rr.why or explain(c, rr)
+              conf.why = rr.why
+            end
           end
         end
       end
@@ -137,7 +224,8 @@ return wb.recipe {
       local unit = s.unit
       local ck = { name = s.name, metric = s.metric, machine = s.machine, recipe = s.recipe,
         verdict = r and r.verdict or "first record", ratio = r and r.ratio,
-        ci = r and r.ci_lo and string.format("95%% CI %.3f–%.3f×", r.ci_lo, r.ci_hi) or nil,
+        ci = r and r.ci_lo and r.ci_hi and r.ci_lo == r.ci_lo and r.ci_hi == r.ci_hi
+          and string.format("95%% CI %.3f–%.3f×", r.ci_lo, r.ci_hi) or nil,
         baseline = item.baseline and string.format("%s (%d point%s)", wb.compare.format_value(r.base, unit),
           item.baseline.last - item.baseline.first + 1, item.baseline.last == item.baseline.first and "" or "s") or nil,
         head_value = r and wb.compare.format_value(r.new, unit) or nil, reference = item.reference }
@@ -148,7 +236,8 @@ return wb.recipe {
         doc.alerts[#doc.alerts + 1] = { name = s.name, metric = s.metric, machine = s.machine, recipe = s.recipe,
           detected = r and r.verdict or "reference exceeded", ratio = r and r.ratio, p = r and (r.q or r.p),
           baseline_commit = item.baseline and item.baseline.commit, head_commit = head.git_commit, head_dir = head.dir,
-          fate = conf.fate, reason = conf.reason, confirmed_ratio = conf.ratio, confirmed_p = conf.p, text = ck.text }
+          fate = conf.fate, reason = conf.reason, confirmed_ratio = conf.ratio, confirmed_p = conf.p, text = ck.text,
+          why = conf.why }
         if conf.fate == "confirmed" then confirmed = confirmed + 1 end
         if conf.fate == "unconfirmed" then unconfirmed = unconfirmed + 1 end
       end

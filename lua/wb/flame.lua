@@ -348,11 +348,12 @@ function M.svg(folded, opts)
   })
 end
 
--- svg_text = flame.diff_svg(base_folded, new_folded [, {title, unit, width, min_width_px}]) : a
--- differential flame graph. Frames and widths come from NEW; each frame is coloured by the change
+-- svg_text = flame.diff_svg(base_folded, new_folded [, {title, unit, width, min_width_px, only}]) :
+-- a differential flame graph. Frames and widths come from NEW; each frame is coloured by the change
 -- of its share of all samples (inclusive) from BASE to NEW: red where NEW has more, blue where
 -- less, neutral grey where equal, intensity proportional to the change relative to the largest
--- change drawn. Tooltips give both counts, the difference and both shares.
+-- change drawn; with only (a set of frame names), frames of other names stay grey. Tooltips give
+-- both counts, the difference and both shares.
 function M.diff_svg(base_folded, new_folded, opts)
   opts = opts or {}
   local unit = check_opts(opts)
@@ -376,8 +377,8 @@ function M.diff_svg(base_folded, new_folded, opts)
     desc = string.format("Differential flame graph: widths from NEW (%s), colours from the change "
       .. "in share against BASE (%s): red more, blue less.", amount(new_total, unit),
       amount(base_total, unit)),
-    subtitle = string.format("width: new (%s) · colour: change in share from base (%s)",
-      amount(new_total, unit), amount(base_total, unit)),
+    subtitle = string.format("width: new (%s) · colour: change in share from base (%s)%s",
+      amount(new_total, unit), amount(base_total, unit), opts.only and ", only where beyond run-to-run noise" or ""),
     legend = legend,
     prepare = function(list)
       for _, f in ipairs(list) do
@@ -385,10 +386,10 @@ function M.diff_svg(base_folded, new_folded, opts)
         biggest = math.max(biggest, math.abs(new - old))
       end
     end,
-    color = function(f)
+    color = function(f, name)
       local new, old = shares(f)
       local d = new - old
-      if math.abs(d) <= 1e-12 then return hex(table.unpack(NEUTRAL)) end
+      if math.abs(d) <= 1e-12 or (opts.only and not opts.only[name]) then return hex(table.unpack(NEUTRAL)) end
       return mix(NEUTRAL, d > 0 and MORE or LESS, math.abs(d) / biggest)
     end,
     tip = function(f, name)
@@ -399,6 +400,98 @@ function M.diff_svg(base_folded, new_folded, opts)
         math.abs(new - old) * 100)
     end,
   })
+end
+
+M.SPINE = 0.95
+
+-- The amount of each frame name in one folded text: inclusive (each stack counted once per
+-- name), or with self, only where the name is the stack's leaf.
+local function amounts_of(text, self)
+  local stacks, total = M.parse(text)
+  local out = { [""] = total } -- "": the whole (no frame has an empty name)
+  for _, st in ipairs(stacks) do
+    if self then
+      local leaf = st.frames[#st.frames]
+      out[leaf] = (out[leaf] or 0) + st.count
+    else
+      local seen = {}
+      for _, f in ipairs(st.frames) do
+        if not seen[f] then
+          seen[f] = true
+          out[f] = (out[f] or 0) + st.count
+        end
+      end
+    end
+  end
+  return out
+end
+
+-- rows = flame.changed_frames(base_texts, new_texts [, {scale = 1, alpha = 0.05, min = 0, self}]) :
+-- the frames whose inclusive (with self: self) time changed beyond run-to-run noise between two sets of repeated
+-- profiles of the same work (folded texts, one per run): for every frame name whose mean amount
+-- (times scale: 1/freq for samples, 1e-9 for ns) reaches min on either side, its amounts per run
+-- on each side compared by the two-sided Mann–Whitney test (wb.verdict.test), the frames together
+-- by Benjamini–Hochberg. Each row {name, base, new (means), delta, p, q, significant, everywhere
+-- (inclusive only: the frame holds at least flame.SPINE of every run's time, as main does)}, the
+-- significant ones first, by |delta|.
+function M.changed_frames(base_texts, new_texts, opts)
+  opts = opts or {}
+  local scale, alpha, min = opts.scale or 1, opts.alpha or 0.05, opts.min or 0
+  local function per_run(texts)
+    local runs = {}
+    for i, t in ipairs(texts) do runs[i] = amounts_of(t, opts.self) end
+    return runs
+  end
+  local b, n = per_run(base_texts), per_run(new_texts)
+  local names = {}
+  for _, side in ipairs({ b, n }) do
+    for _, run in ipairs(side) do
+      for name in pairs(run) do names[name] = true end
+    end
+  end
+  local verdict = require "wb.verdict"
+  local rows, ps = {}, {}
+  local function amounts(side, name)
+    local xs, sum = {}, 0
+    for i, run in ipairs(side) do
+      xs[i] = (run[name] or 0) * scale
+      sum = sum + xs[i]
+    end
+    return xs, sum / math.max(#xs, 1)
+  end
+  names[""] = nil
+  -- a frame in (nearly) every stack of every run, the program's spine (_start, main: all but the
+  -- loader's first samples), explains nothing apart
+  local function everywhere(name)
+    for _, side in ipairs({ b, n }) do
+      for _, run in ipairs(side) do
+        if (run[name] or 0) < M.SPINE * run[""] then return false end
+      end
+    end
+    return true
+  end
+  for name in pairs(names) do
+    local bx, bm = amounts(b, name)
+    local nx, nm = amounts(n, name)
+    if math.max(bm, nm) >= min then
+      local t = verdict.test(bx, nx, { stat = "mean", resamples = 200, seed = 1 })
+      local row = { name = name, base = bm, new = nm, delta = nm - bm, p = t and t.p or 1,
+        everywhere = not opts.self and everywhere(name) }
+      rows[#rows + 1] = row
+      ps[#ps + 1] = row.p
+    end
+  end
+  local q = verdict.bh(ps)
+  for i, row in ipairs(rows) do
+    row.q = q[i]
+    row.significant = row.q < alpha and row.delta ~= 0
+  end
+  table.sort(rows, function(x, y)
+    if x.significant ~= y.significant then return x.significant end
+    if math.abs(x.delta) ~= math.abs(y.delta) then return math.abs(x.delta) > math.abs(y.delta) end
+    return x.name < y.name
+  end)
+  return rows
 end
 
 -- json_text = flame.speedscope(folded [, {name = "profile", unit = "none"|"nanoseconds"|...,

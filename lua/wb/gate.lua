@@ -193,6 +193,30 @@ function M.markdown(doc)
         a.baseline_commit and a.baseline_commit:sub(1, 10) or "?", a.head_commit and a.head_commit:sub(1, 10) or "?",
         a.confirmed_ratio and string.format("; interleaved re-run: %s, p = %.2g", pct(a.confirmed_ratio), a.confirmed_p or 1) or "")
     end
+    local shown = {}
+    for _, a in ipairs(doc.alerts) do
+      local why = a.why
+      if why and not shown[why] then
+        shown[why] = true
+        out[#out + 1] = ""
+        if why.skipped then
+          out[#out + 1] = "Not profiled: " .. why.skipped .. "."
+        else
+          out[#out + 1] = string.format("**Why it got slower**: the functions whose time changed beyond run-to-run "
+            .. "noise (profiled %d times a side, interleaved; Mann–Whitney per function, Benjamini–Hochberg; "
+            .. "frames in every stack, such as main, are named only by their own time):", why.runs)
+          out[#out + 1] = ""
+          if #why.frames == 0 then out[#out + 1] = "- none beyond its noise" end
+          for _, f in ipairs(why.frames) do
+            out[#out + 1] = string.format("- `%s` %s%s %s → %s (%s, q = %.2g)", f.name, f.kind == "oncpu" and "on-CPU" or "off-CPU",
+              f.time == "self" and ", own time" or "", util.format_seconds(f.base), util.format_seconds(f.new),
+              (f.delta >= 0 and "+" or "−") .. util.format_seconds(math.abs(f.delta)), f.q)
+          end
+          out[#out + 1] = ""
+          out[#out + 1] = string.format("Differential flame graphs: `%s`, `%s`", why.graphs.oncpu, why.graphs.offcpu)
+        end
+      end
+    end
   end
   out[#out + 1] = ""
   out[#out + 1] = doc.failed and "The gate fails: " .. doc.reason or "The gate passes: " .. doc.reason

@@ -312,7 +312,8 @@ local TO_CONFIRM = require("wb.confirm").TO_CONFIRM
 -- the machine's drift and other load hit both alike: the confirmation of their wall times (a
 -- verdict row as find_steps judges, of these runs: verdict, reason, ratio, p_value, ci_lo, ci_hi,
 -- before, after, runs, order) and the two wb.bench summary commands (nil when a build or the
--- benchmark failed: conf says why)
+-- benchmark failed: conf says why). h.after(wt_base, wt_new, row), when set, runs while both
+-- worktrees ({path}) still exist, after the benchmark.
 function M.confirm_commits(c, h, base, new)
   local conf = json.object()
   local wt_base <close> = checkout(h, base)
@@ -351,6 +352,7 @@ function M.confirm_commits(c, h, base, new)
   conf.p_value, conf.ci_lo, conf.ci_hi = row.p or null, row.ci_lo or null, row.ci_hi or null
   conf.before, conf.after, conf.runs = b.stats.wall.mean, n.stats.wall.mean, runs
   conf.order = "interleaved"
+  if h.after then h.after(wt_base, wt_new, row) end
   return conf, b, n
 end
 

@@ -702,6 +702,13 @@ local flame = {}
 function flame.svg(folded, opts) end
 ---@return string svg
 function flame.diff_svg(base_folded, new_folded, opts) end
+---The frames whose time changed beyond run-to-run noise between repeated profiles (folded texts,
+---one per run): Mann–Whitney per frame, Benjamini–Hochberg; inclusive, or with self their own time.
+---@param base_texts string[]
+---@param new_texts string[]
+---@param opts {scale: number?, alpha: number?, min: number?, self: boolean?}?
+---@return {name: string, base: number, new: number, delta: number, p: number, q: number, significant: boolean, everywhere: boolean}[]
+function flame.changed_frames(base_texts, new_texts, opts) end
 ---@return string json
 function flame.speedscope(folded, opts) end
 ---@return string json

@@ -369,3 +369,30 @@ T.case("100k unique stacks render: a bounded document, complete, and the top fun
   local top = flame.top(text, 10)
   T.eq(#top, 10)
 end)
+
+T.case("changed_frames: only the frame whose time changed beyond run-to-run noise; the spine marked", function()
+  local base, new = {}, {}
+  for i = 1, 7 do
+    local j = i % 3 -- run-to-run noise, the same on both sides
+    base[i] = string.format("app;main;slow;sleep %d\napp;main;steady;sleep %d\napp;_dl_start 1\n", 100 + j, 50 + j)
+    new[i] = string.format("app;main;slow;sleep %d\napp;main;steady;sleep %d\napp;_dl_start 1\n", 130 + j, 50 + j)
+  end
+  local rows = flame.changed_frames(base, new, { scale = 0.001 })
+  local by = {}
+  for _, r in ipairs(rows) do by[r.name] = r end
+  T.eq(by.slow.significant, true)
+  T.near(by.slow.delta, 0.030, 1e-9)
+  T.eq(by.steady.significant, false)
+  T.eq(by.main.everywhere, true, "main holds over 95% of every run")
+  T.eq(by.slow.everywhere, false)
+  T.eq(rows[1].significant, true)
+  local self = flame.changed_frames(base, new, { scale = 0.001, self = true })
+  local names = {}
+  for _, r in ipairs(self) do
+    if r.significant then names[#names + 1] = r.name end
+  end
+  T.eq(names, { "sleep" }, "the leaf's own time")
+  -- colouring only the significant frames
+  local svg = flame.diff_svg(table.concat(base, "\n"), table.concat(new, "\n"), { only = { slow = true } })
+  T.match(svg, "only where beyond run%-to%-run noise")
+end)

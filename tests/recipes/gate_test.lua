@@ -1,8 +1,10 @@
 -- `wb gate` (recipes/gate.lua, lua/wb/gate.lua) on a real history: a small C program whose time is
 -- slept (so that CPU hogs beside the test move it little), benchmarked at every commit with
 -- `wb bench`. A/A commits pass 20 times of 20, a CPU hog running during half of them; a planted
--- 15% slowdown fails the gate, confirmed by an interleaved re-run of both commits; without a
--- build command the alert is "unconfirmed" and says why; references; `wb history alerts`.
+-- slowdown (9 ms more in wait_for_data, 15% of the whole) fails the gate, confirmed by an
+-- interleaved re-run of both commits and explained by profiles of both (wait_for_data named, its
+-- differential flame graph written); without a build command the alert is "unconfirmed" and says
+-- why; references; `wb history alerts`.
 local T = require "wb.test"
 local fs = require "wb.fs"
 local json = require "wb.json"
@@ -15,24 +17,30 @@ local PROGRAM = [[
 #include <stdio.h>
 #include <time.h>
 #define SLEEP_US 40000
-int main(void) {
-  struct timespec ts = {0, SLEEP_US * 1000L};
+static void sleep_us(long us) {
+  struct timespec ts = {0, us * 1000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
+}
+__attribute__((noinline)) void read_input(void) { sleep_us(20000); }
+__attribute__((noinline)) void wait_for_data(void) { sleep_us(SLEEP_US); }
+int main(void) {
+  read_input();
+  wait_for_data();
   puts("done");
   return 0;
 }
 ]]
 
 local repo = T.tmpdir()
-local BUILD = "build=[cc, -O2, -o, app, app.c]"
+local BUILD = "build=[cc, -O2, -g, -o, app, app.c]"
 local serial = 0
 
 -- A commit of the program sleeping us microseconds, built and benchmarked into runs/.
 local function commit_and_bench(us, hog)
   serial = serial + 1
   assert(fs.write(repo .. "/app.c", PROGRAM:gsub("SLEEP_US 40000", "SLEEP_US " .. us) .. "// " .. serial .. "\n"))
-  sh("git add app.c && git commit -qm c" .. serial .. " && cc -O2 -o app app.c", repo)
+  sh("git add app.c && git commit -qm c" .. serial .. " && cc -O2 -g -o app app.c", repo)
   local res = T.wb({ "bench", "-o", string.format("runs/b%03d", serial), "runs=5", "warmup=1", "./app" }, { cwd = repo, timeout = 300 })
   T.eq(res.code, 0, res.stderr)
   return sh("git rev-parse HEAD", repo)
@@ -50,7 +58,7 @@ local planted
 local function plant()
   if not planted then
     planted = { base = sh("git rev-parse HEAD", repo) }
-    planted.head = commit_and_bench(46000)
+    planted.head = commit_and_bench(49000)
   end
   return planted
 end
@@ -75,9 +83,10 @@ T.case("A/A commits pass the gate 20 times of 20, a CPU hog running during half 
   T.match(res.stdout, string.format("%d alerts?: 0 confirmed, %d dismissed by their re%%-run, 0 unconfirmed", alerts, alerts))
 end)
 
-T.case("a planted 15% slowdown fails the gate, confirmed by an interleaved re-run of both commits", function()
+T.case("a planted slowdown fails the gate, confirmed by an interleaved re-run, the slowed function named", function()
   local p = plant()
   local base, head = p.base, p.head
+  -- (the planted 9 ms are slept in wait_for_data: 60 -> 69 ms, a 15% slowdown of the whole)
   local res = gate({ "gate", BUILD })
   T.eq(res.code, 1, res.stdout .. res.stderr)
   T.match(res.stdout, "^## wb gate: regression\n")
@@ -91,7 +100,17 @@ T.case("a planted 15% slowdown fails the gate, confirmed by an interleaved re-ru
     if a.metric == "wall mean" then wall = a end
   end
   T.eq(wall.fate, "confirmed")
-  T.between(wall.confirmed_ratio, 1.10, 1.20)
+  T.between(wall.confirmed_ratio, 1.05, 1.25)
+  -- why: profiled base and head 7 times each, the slowed function named, its graph written
+  local why = wall.why
+  if why.skipped then T.skip("no profile: " .. why.skipped) end
+  T.eq(why.frames[1].name, "wait_for_data", res.stdout)
+  T.eq(why.frames[1].kind, "offcpu")
+  T.between(why.frames[1].delta, 0.006, 0.012)
+  for _, f in ipairs(why.frames) do T.ok(f.name ~= "read_input", "read_input did not change: " .. res.stdout) end
+  T.match(res.stdout, "%- `wait_for_data` off%-CPU [%d.]+ ms → [%d.]+ ms %(%+[%d.]+ ms, q = ")
+  T.ok(fs.exists(repo .. "/" .. dir .. "/" .. why.graphs.offcpu), "the differential flame graph")
+  T.match(assert(fs.read(repo .. "/" .. dir .. "/" .. why.graphs.offcpu)), "only where beyond run%-to%-run noise")
   res = T.wb({ "history", "alerts", "--json" }, { cwd = repo })
   local last = json.decode(res.stdout)
   T.eq(last[#last].fate, "confirmed")
@@ -111,7 +130,7 @@ end)
 T.case("references: a head above its reference is an alert; a malformed file is one line, exit 2", function()
   local refs = repo .. "/refs.yaml"
   plant()
-  assert(fs.write(refs, '"*":\n  bench:\n    ./app:\n      wall mean: [0.040, -0.1, 0.05, s]\n'))
+  assert(fs.write(refs, '"*":\n  bench:\n    ./app:\n      wall mean: [0.060, -0.1, 0.05, s]\n'))
   local res = gate({ "gate", "references=" .. refs, "fail_unconfirmed=false", "metric=wall mean" })
   T.match(res.stdout, "wall mean")
   local dir = res.stdout:match("\ngate: (%S+)/gate%.md\n$")
