@@ -28,6 +28,10 @@ local function short(sha) return sha and sha:sub(1, 10) or "?" end
 
 -- The argv of the head record's command named name (a bench record), or nil.
 local function record_command(head_dir, name)
+  if head_dir:match("%.json$") then -- a `wb regress` result
+    local rec = wb.history.record(head_dir)
+    return rec and #rec.bench_command > 0 and rec.bench_command or nil
+  end
   local m = wb.campaign.read_manifest(head_dir .. "/manifest.json")
   for _, r in ipairs(m and m.runs or {}) do
     if r.name == name and type(r.command_arguments) == "table" then return r.command_arguments end

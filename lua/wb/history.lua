@@ -81,10 +81,49 @@ local function metrics_of(doc, path)
   return out
 end
 
--- rec, err = history.record(dir) : the history record of run directory DIR (its manifest.json,
--- with the journal of an unfinished run applied, and preflight.json): nil, err when DIR holds
--- no manifest wb wrote
+M.REGRESS_RESULT = "wb.regress.result"
+
+-- The record of one commit's result of `wb regress` (results_dir/<machine>/<sha>.json, beside the
+-- machine's machine.json): recipe "regress", its commit, one metric "wall mean" of the bench
+-- command with its samples and interference evidence.
+local function regress_record(path)
+  local r, err = json.read(path)
+  if type(r) ~= "table" then return nil, err or (path .. ": not a JSON object") end
+  if r.schema_name ~= M.REGRESS_RESULT then return nil, path .. ": not a wb regress result" end
+  local mi = json.read(util.join(util.dirname(path), "machine.json"))
+  mi = type(mi) == "table" and mi or {}
+  local machine = { host = str(mi.machine) or str(r.machine), cpu_model = str(mi.cpu_model),
+    cpu_count = math.tointeger(mi.cpu_count), memory_bytes = math.tointeger(mi.memory_kb) and mi.memory_kb * 1024,
+    kernel = str(mi.kernel) }
+  machine.class = M.machine_class(machine)
+  local rec = { dir = path, recipe = "regress", status = r.status == "success" and "complete" or str(r.status),
+    created_at = str(r.measured_at_utc), finished_at = str(r.measured_at_utc), commit = str(r.commit), dirty = false,
+    machine = machine, profiles = {}, metrics = {} }
+  rec.epoch = M.epoch_of(rec.created_at)
+  local argv = {}
+  for i, a in ipairs(type(r.bench_command) == "table" and r.bench_command or {}) do argv[i] = tostring(a) end
+  rec.bench_command = argv
+  local xs = type(r.samples) == "table" and #r.samples > 0 and r.samples or nil
+  if rec.status == "complete" and xs then
+    local ev = type(r.evidence) == "table" and type(r.evidence.runq) == "table" and r.evidence or nil
+    local evidence
+    if ev then
+      local cpu = {}
+      for k in ipairs(ev.runq) do cpu[k] = ev.user and ev.sys and ev.user[k] and ev.sys[k] and ev.user[k] + ev.sys[k] or false end
+      evidence = require("wb.interference").evidence(xs, ev.runq, cpu, ev.wall_own, ev.others_cpu, ev.runq_scope)
+    end
+    rec.metrics[1] = { name = util.shell_join(argv), metric = "wall mean", kind = "time", unit = "s", stat = "mean",
+      value = num(r.mean) or mean(xs), samples = xs, evidence = evidence, runq_mean = evidence and mean(evidence.runq),
+      others_cpu = evidence and mean(evidence.others) }
+  end
+  return rec
+end
+
+-- rec, err = history.record(path) : the history record of run directory PATH (its manifest.json,
+-- with the journal of an unfinished run applied, and preflight.json), or of a `wb regress` result
+-- file; nil, err when PATH holds no record wb wrote
 function M.record(dir)
+  if dir:match("%.json$") then return regress_record(dir) end
   local campaign = require "wb.campaign"
   local path = util.join(dir, "manifest.json")
   local m, err = campaign.read_manifest(path)
@@ -110,6 +149,9 @@ function M.record(dir)
   }
   rec.epoch = M.epoch_of(rec.created_at)
   rec.metrics, rec.error = metrics_of(m, path)
+  -- a `wb regress` run's runs are its commits, each a record of its own (its result file): the
+  -- run itself adds no series
+  if rec.recipe == "regress" then rec.metrics = {} end
   rec.metrics = rec.metrics or {}
   return rec
 end
@@ -185,6 +227,10 @@ Index.__gc = Index.close
 
 -- A record's identity in the index: its manifest (and journal) as the file system sees them.
 local function stamp_of(dir)
+  if dir:match("%.json$") then
+    local st = fs.lstat(dir)
+    return st and string.format("%s:%d:%.9f:%d", st.type, st.size, st.mtime, st.ino) or "-"
+  end
   local parts = {}
   for _, name in ipairs({ "manifest.json", require("wb.campaign").JOURNAL, "preflight.json" }) do
     local st = fs.lstat(util.join(dir, name))
@@ -193,7 +239,27 @@ local function stamp_of(dir)
   return table.concat(parts, " ")
 end
 
--- The run directories directly under root (no symlinks followed: runs/latest is one).
+local function is_file(path)
+  local st = fs.lstat(path)
+  return st and st.type == "file"
+end
+
+-- The `wb regress` result files under dir (a results_dir: <machine>/<sha>.json beside
+-- <machine>/machine.json), into out.
+local function regress_results(dir, out)
+  for _, machine in ipairs(fs.list(dir) or {}) do
+    local mdir = util.join(dir, machine)
+    local st = fs.lstat(mdir)
+    if st and st.type == "dir" and is_file(util.join(mdir, "machine.json")) then
+      for _, name in ipairs(fs.list(mdir) or {}) do
+        if name:match("^%x+%.json$") and is_file(util.join(mdir, name)) then out[#out + 1] = util.join(mdir, name) end
+      end
+    end
+  end
+end
+
+-- The records directly under root: run directories, and the result files of a `wb regress`
+-- results directory (no symlinks followed: runs/latest is one).
 local function run_dirs(root)
   local names, err = fs.list(root)
   if not names then return nil, err end
@@ -202,8 +268,11 @@ local function run_dirs(root)
     local dir = util.join(root, name)
     local st = fs.lstat(dir)
     if st and st.type == "dir" then
-      local m = fs.lstat(util.join(dir, "manifest.json"))
-      if m and m.type == "file" then out[#out + 1] = dir end
+      if is_file(util.join(dir, "manifest.json")) then
+        out[#out + 1] = dir
+      else
+        regress_results(dir, out)
+      end
     end
   end
   return out

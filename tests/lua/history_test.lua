@@ -225,3 +225,21 @@ T.case("the index is queryable by the sqlite3 shell: the points view and samples
   local out = sh([[sqlite3 runs/history.sqlite "SELECT count(*) FROM points p, json_each(p.samples) WHERE p.metric = 'wall mean'"]], dir)
   T.eq(out, "3")
 end)
+
+T.case("wb regress's per-commit results are history records: the hunt and the history are one store", function()
+  local dir = repo()
+  for i = 2, 3 do sh("echo " .. i .. " > f && git commit -qam c" .. i, dir) end
+  local res = T.wb({ "regress", "bench=[sleep, '0.01']", "build=[]", "runs=3", "warmup=0", "range=HEAD~2..HEAD" }, { cwd = dir, timeout = 300 })
+  T.eq(res.code, 0, res.stderr)
+  res = T.wb({ "history", "series", "--root", ".git/wb/runs", "--json" }, { cwd = dir })
+  T.eq(res.code, 0, res.stderr)
+  local series = json.decode(res.stdout)
+  T.eq(#series, 1, res.stdout)
+  T.eq(series[1].recipe, "regress")
+  T.eq(series[1].name, "sleep 0.01")
+  T.eq(series[1].metric, "wall mean")
+  T.eq(#series[1].points, 2) -- HEAD~2..HEAD: two commits
+  T.eq(series[1].points[2].commit, sh("git rev-parse HEAD", dir))
+  T.eq(#series[1].points[2].samples, 3)
+  T.eq(#series[1].points[2].evidence.runq, 3)
+end)
