@@ -12,7 +12,7 @@ usage: wb <command> [args]
   wb list                                               recipes with their descriptions
   wb repl                                               interactive Lua with `wb` loaded
   wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02]
-  wb history [update|records|series] [--root DIR] ...   index run directories; query series
+  wb history [records|series|alerts] [--root DIR] ...   index run directories; query series
   wb trend [-o DIR] [--root DIR] ...                    the history as a dashboard: series and their steps
   wb test FILE_test.lua...                              run Lua test files
   wb help RECIPE | wb RECIPE --help                     a recipe's description, keys and examples

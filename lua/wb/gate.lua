@@ -26,16 +26,20 @@ local function mean(xs)
   return s / #xs
 end
 
--- The head record: the newest complete record of the filter's recipes (or dir, when given).
+-- rec = gate.head(index, filter [, dir]) : the head record: the newest complete record with
+-- metrics of the filter's recipe and machine class (a gate's own records have none), or the
+-- record of dir
 function M.head(index, filter, dir)
   if dir then
     local rows = index.db:query("SELECT * FROM records WHERE dir = ?", dir)
     return rows and rows[1]
   end
-  local recs = index:records({ recipe = filter.recipe, machine = filter.machine })
-  for i = #recs, 1, -1 do
-    if recs[i].status == "complete" and recs[i].recipe ~= "gate" then return recs[i] end
-  end
+  local cond, vals = { "status = 'complete'", "EXISTS (SELECT 1 FROM metrics m WHERE m.record_id = r.id)" }, {}
+  if filter.recipe then cond[#cond + 1], vals[#vals + 1] = "recipe = ?", filter.recipe end
+  if filter.machine then cond[#cond + 1], vals[#vals + 1] = "machine_class = ?", filter.machine end
+  local rows = index.db:query("SELECT * FROM records r WHERE " .. table.concat(cond, " AND ")
+    .. " ORDER BY epoch DESC, mtime DESC, dir DESC LIMIT 1", table.unpack(vals))
+  return rows and rows[1]
 end
 
 local function holds(pt, dir)

@@ -12,7 +12,7 @@ local json = require "wb.json"
 local util = require "wb.util"
 
 local M = {}
-M.SCHEMA_VERSION = 1
+M.SCHEMA_VERSION = 2
 M.DEFAULT_DB = "history.sqlite"
 -- Records written per transaction: a kill loses at most one batch of index work, never a record.
 M.BATCH = 200
@@ -100,6 +100,8 @@ local function regress_record(path)
     created_at = str(r.measured_at_utc), finished_at = str(r.measured_at_utc), commit = str(r.commit), dirty = false,
     machine = machine, profiles = {}, metrics = {} }
   rec.epoch = M.epoch_of(rec.created_at)
+  local st = fs.lstat(path)
+  rec.mtime = st and st.mtime -- orders records of the same second
   local argv = {}
   for i, a in ipairs(type(r.bench_command) == "table" and r.bench_command or {}) do argv[i] = tostring(a) end
   rec.bench_command = argv
@@ -148,6 +150,8 @@ function M.record(dir)
     report = report, profiles = profiles,
   }
   rec.epoch = M.epoch_of(rec.created_at)
+  local st = fs.lstat(path)
+  rec.mtime = st and st.mtime -- the manifest's last write: orders records of the same second
   rec.metrics, rec.error = metrics_of(m, path)
   -- a `wb regress` run's runs are its commits, each a record of its own (its result file): the
   -- run itself adds no series
@@ -162,7 +166,7 @@ local SCHEMA = [[
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS records(
   id INTEGER PRIMARY KEY, dir TEXT NOT NULL UNIQUE, root TEXT NOT NULL, stamp TEXT NOT NULL,
-  recipe TEXT, status TEXT, created_at TEXT, finished_at TEXT, epoch INTEGER,
+  recipe TEXT, status TEXT, created_at TEXT, finished_at TEXT, epoch INTEGER, mtime REAL,
   git_commit TEXT, dirty INTEGER, branch TEXT,
   host TEXT, machine_class TEXT, cpu_model TEXT, cpu_count INTEGER, memory_bytes INTEGER,
   kernel TEXT, governor TEXT, slurm_partition TEXT, slurm_node TEXT,
@@ -176,7 +180,7 @@ CREATE TABLE IF NOT EXISTS metrics(
 CREATE INDEX IF NOT EXISTS metrics_series ON metrics(metric, name);
 CREATE INDEX IF NOT EXISTS records_recipe ON records(recipe, machine_class, epoch);
 CREATE VIEW IF NOT EXISTS points AS
-  SELECT r.recipe, m.name, m.metric, r.machine_class, r.epoch, r.created_at, r.git_commit, r.dirty,
+  SELECT r.recipe, m.name, m.metric, r.machine_class, r.epoch, r.mtime, r.created_at, r.git_commit, r.dirty,
          r.branch, r.host, m.value, m.unit, m.stat, m.n, m.samples, m.evidence, m.runq_mean, m.others_cpu,
          r.dir, r.report, r.id AS record_id
   FROM metrics m JOIN records r ON r.id = m.record_id
@@ -196,9 +200,16 @@ end
 function M.open(path)
   local st = fs.lstat(path)
   if st and st.type ~= "file" then return nil, path .. ": not a regular file (" .. st.type .. "); not opened" end
-  local db, err = require("wb.sqlite").open(path)
+  -- the index's directory: not another user's, not writable by others, not reached through their
+  -- link (SQLite creates its journal there); a journal planted there could only damage the index,
+  -- which is rebuilt from the records
+  local ok, err = fs.confine(util.dirname(path))
+  if not ok then return nil, err end
+  local db
+  db, err = require("wb.sqlite").open(path)
   if not db then return nil, err end
-  local ok, e = pcall(function()
+  local e
+  ok, e = pcall(function()
     check(db:exec("PRAGMA journal_mode = DELETE; PRAGMA foreign_keys = ON"))
     check(db:exec("BEGIN IMMEDIATE"))
     local have = db:query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
@@ -286,10 +297,10 @@ end
 
 local function samples_text(xs) return xs and json.encode(array_of(xs)) or nil end
 
-local INSERT_RECORD = [[INSERT INTO records(dir, root, stamp, recipe, status, created_at, finished_at, epoch,
+local INSERT_RECORD = [[INSERT INTO records(dir, root, stamp, recipe, status, created_at, finished_at, epoch, mtime,
   git_commit, dirty, branch, host, machine_class, cpu_model, cpu_count, memory_bytes, kernel, governor,
   slurm_partition, slurm_node, config_hash, config_name, load_start, load_finish, report, profiles, error)
-  VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)]]
+  VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)]]
 local INSERT_METRIC = [[INSERT OR REPLACE INTO metrics(record_id, name, metric, kind, unit, stat, value, n, samples,
   evidence, runq_mean, others_cpu) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)]]
 
@@ -308,7 +319,7 @@ local function write_record(self, root, stamp, rec)
   check(db:query("DELETE FROM records WHERE dir = ?", rec.dir))
   local m = rec.machine
   check(self.insert_record:run(rec.dir, root, stamp, rec.recipe, rec.status, rec.created_at, rec.finished_at,
-    rec.epoch, rec.commit, rec.dirty, rec.branch, m.host, m.class, m.cpu_model, m.cpu_count, m.memory_bytes,
+    rec.epoch, rec.mtime, rec.commit, rec.dirty, rec.branch, m.host, m.class, m.cpu_model, m.cpu_count, m.memory_bytes,
     m.kernel, m.governor, m.slurm_partition, m.slurm_node, rec.config_hash, rec.config_name, rec.load_start,
     rec.load_finish, rec.report, json.encode(array_of(rec.profiles)), rec.error))
   local id = db:last_insert_rowid()
@@ -416,7 +427,7 @@ end
 function Index:records(filter)
   filter = filter or {}
   local w, vals = where({ recipe = filter.recipe, machine = filter.machine })
-  return check(self.db:query("SELECT * FROM records" .. w .. " ORDER BY epoch, dir", table.unpack(vals)))
+  return check(self.db:query("SELECT * FROM records" .. w .. " ORDER BY epoch, mtime, dir", table.unpack(vals)))
 end
 
 -- list = index:series([filter]) : every series (one metric of one record name of one recipe on
@@ -426,7 +437,7 @@ end
 function Index:series(filter)
   local w, vals = where(filter or {})
   local rows = check(self.db:query("SELECT * FROM points" .. w ..
-    " ORDER BY recipe, name, metric, machine_class, epoch, dir", table.unpack(vals)))
+    " ORDER BY recipe, name, metric, machine_class, epoch, mtime, dir", table.unpack(vals)))
   local out, last = {}, nil
   for _, r in ipairs(rows) do
     local key = table.concat({ r.recipe or "", r.name, r.metric, r.machine_class or "" }, "\0")

@@ -596,6 +596,7 @@ T.case("three planted secrets (a token in a command, a config password, a secret
     bench = { cmd, "shell=true", "runs=2", "min_runs=2", "min_time=0", pw },
     data = { "dataset.samples=20", "dataset.variants=50", "dataset.dir=" .. d .. "/data", pw },
     demo = { "command=" .. list, "trials=1", "warmup=0", pw },
+    gate = { "roots=" .. d, "fail_unconfirmed=false", "+auth.password=pw-BBBB2222" }, -- its db is the index path
     matrix = { "dataset.variants=200", "dataset.samples=20", "workload.threads=1", "+matrix.env.NOTE=tok-AAAA1111",
       pw },
     profile = { "freq=49", pw, "--", "sh", "-c", cmd },

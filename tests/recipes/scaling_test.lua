@@ -145,9 +145,9 @@ end)
 
 -- Ground truth planted in the command: strong scaling where 2 workers take half the time
 -- (speedup 2), weak scaling where the doubled size doubles the time (efficiency 0.5). Each run
--- adds a few ms of start-up, on either side of a ratio, so the planted figures are checked
--- within a tolerance around them; the checks compare the report with these planted figures,
--- not with itself.
+-- adds start-up time (up to 60 ms under ASan beside two hogs: a weak efficiency of 0.68 was
+-- measured there, seq48 l1), so each mean is checked within that allowance of its planted time,
+-- and the ratios as exact functions of the means within the bounds the allowance gives.
 T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and the table", function()
   local d = T.tmpdir()
   local res = run_scaling(d .. "/strong", { "workers=[1,2]", "runs=3", "warmup=0",
@@ -157,9 +157,12 @@ T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and 
   local p1, p2 = doc.points[1], doc.points[2]
   T.between(p1.mean, 0.24, 0.24 + 0.06, "1 worker: planted 0.24 s")
   T.between(p2.mean, 0.12, 0.12 + 0.06, "2 workers: planted 0.12 s")
-  T.between(p2.speedup, 1.6, 2.25, "speedup, planted 2")
-  T.between(p2.efficiency, 0.8, 1.125, "efficiency, planted 1")
-  T.between(p2.karp_flatt, -0.12, 0.25, "serial fraction, planted 0")
+  -- the derived figures are exact functions of the means (each mean within its start-up allowance
+  -- of the planted time, so within these bounds of the planted ratios too)
+  T.near(p2.speedup, p1.mean / p2.mean, 1e-9, "speedup = T1 / T2")
+  T.between(p2.speedup, 0.24 / 0.18, 0.30 / 0.12, "speedup, planted 2")
+  T.near(p2.efficiency, p2.speedup / 2, 1e-12, "efficiency = speedup / 2")
+  T.near(p2.karp_flatt, (1 / p2.speedup - 0.5) / 0.5, 1e-9, "serial fraction (Karp-Flatt), planted 0")
   T.match(fs.read(d .. "/strong/scaling.md"), "\n|       2 | +%S* | +[%d.]+ ± [%d.]+ | [12]%.%d%d %[")
   local speedup_cell = fs.read(d .. "/strong/scaling.md"):match("\n|       2 |[^|]*|[^|]*| ([%d.]+) %[")
   T.near(tonumber(speedup_cell), p2.speedup, 0.005 + 1e-9, "the table's speedup")
@@ -170,6 +173,7 @@ T.case("planted timings: strong speedup 2, weak efficiency 0.5, in the JSON and 
   p1, p2 = doc.points[1], doc.points[2]
   T.between(p1.mean, 0.1, 0.1 + 0.06, "size 100: planted 0.1 s")
   T.between(p2.mean, 0.2, 0.2 + 0.06, "size 200: planted 0.2 s")
-  T.near(p2.efficiency, 0.5, 0.1, "weak efficiency, planted 0.5")
+  T.near(p2.efficiency, p1.mean / p2.mean, 1e-9, "weak efficiency = T1 / T2")
+  T.between(p2.efficiency, 0.1 / 0.26, 0.16 / 0.2, "weak efficiency, planted 0.5")
   T.near(p2.speedup, 2 * p2.efficiency, 1e-12)
 end)
