@@ -64,6 +64,25 @@ local function explain(c, rr)
   local p = rr.profiles
   if not p or p.skipped then return { skipped = p and p.skipped or "profile_runs=0" } end
   local out = { runs = #p.oncpu.base, frames = wb.json.array(), graphs = {} }
+  -- the spine over on- and off-CPU time together: main holds nearly all of it, a function that
+  -- only waits (all of the off-CPU time, none of the on-CPU) does not
+  local runs = {}
+  for _, side in ipairs({ "base", "new" }) do
+    for i = 1, #p.oncpu[side] do
+      runs[#runs + 1] = { { p.oncpu[side][i], 1 / p.freq }, { p.offcpu[side][i], 1e-9 } }
+    end
+  end
+  local spine = wb.flame.spine(runs)
+  -- the culprit: where the change concentrates in the tree of on- and off-CPU time together
+  local base_runs, new_runs = {}, {}
+  for i = 1, #p.oncpu.base do
+    base_runs[i] = { { p.oncpu.base[i], 1 / p.freq }, { p.offcpu.base[i], 1e-9 } }
+    new_runs[i] = { { p.oncpu.new[i], 1 / p.freq }, { p.offcpu.new[i], 1e-9 } }
+  end
+  local path, change, before, after = wb.flame.culprit(base_runs, new_runs)
+  if path then
+    out.culprit = { path = path, name = path:match("([^;]*)$"), delta = change, base = before, new = after }
+  end
   for _, kind in ipairs({ "oncpu", "offcpu" }) do
     local scale = kind == "oncpu" and 1 / p.freq or 1e-9
     -- coloured: the frames whose inclusive time changed; named: those of them that are not in every
@@ -72,10 +91,10 @@ local function explain(c, rr)
     local function name_row(row, what)
       if not named[row.name] or math.abs(row.delta) > math.abs(named[row.name].delta) then
         named[row.name] = { name = row.name, kind = kind, time = what, base = row.base, new = row.new,
-          delta = row.delta, q = row.q }
+          delta = row.delta, q = row.q, depth = row.depth }
       end
     end
-    for _, row in ipairs(wb.flame.changed_frames(p[kind].base, p[kind].new, { scale = scale, min = 0.001 })) do
+    for _, row in ipairs(wb.flame.changed_frames(p[kind].base, p[kind].new, { scale = scale, min = 0.001, spine = spine })) do
       if row.significant then
         only[row.name] = true
         if not row.everywhere then name_row(row, "inclusive") end
@@ -91,21 +110,32 @@ local function explain(c, rr)
         short(rr.head), out.runs), unit = kind == "oncpu" and "samples" or "ns", only = only }))
     out.graphs[kind] = rel
   end
-  -- the most specific first: of the frames carrying at least a tenth of the largest change, those
-  -- whose own time changed most in proportion (a slowed function before the callers and the
-  -- libc and kernel frames it shares with the rest of the program)
+  -- the functions first (inclusive), then where in them (own time); of a chain of frames carrying
+  -- the same change (within 10%: a function, the libc call and the kernel frames under it), the
+  -- shallowest (by its mean depth) first, the program's own function; frames with less than a tenth of the
+  -- largest change last out
   local biggest, kept = 0, {}
   for _, f in ipairs(out.frames) do biggest = math.max(biggest, math.abs(f.delta)) end
   for _, f in ipairs(out.frames) do
-    if math.abs(f.delta) >= 0.1 * biggest then
-      f.relative = math.abs(f.delta) / math.max(f.base, f.new)
-      kept[#kept + 1] = f
-    end
+    if math.abs(f.delta) >= 0.1 * biggest then kept[#kept + 1] = f end
   end
   table.sort(kept, function(a, b)
-    if a.relative ~= b.relative then return a.relative > b.relative end
+    if a.time ~= b.time then return a.time == "inclusive" end
+    local da, db = math.abs(a.delta), math.abs(b.delta)
+    if math.abs(da - db) > 0.1 * math.max(da, db) then return da > db end
+    if (a.depth or 0) ~= (b.depth or 0) then return (a.depth or 0) < (b.depth or 0) end
     return a.name < b.name
   end)
+  -- the culprit, when the per-function test bears it out, first
+  if out.culprit then
+    for i, f in ipairs(kept) do
+      if f.name == out.culprit.name and f.time == "inclusive" then
+        table.remove(kept, i)
+        table.insert(kept, 1, f)
+        break
+      end
+    end
+  end
   out.frames = wb.json.array()
   for i = 1, math.min(#kept, 10) do out.frames[i] = kept[i] end
   return out

@@ -103,7 +103,8 @@ local CPU_SPLIT = { ["user mean"] = true, ["sys mean"] = true, user_seconds = tr
 -- The same `sleep` read 5% (55 KiB) apart in two campaigns on a quiet machine.
 local RSS_PEAK = { ["maxrss_kb mean"] = true, maxrss_kb = true }
 
--- resolution, unit text, what it is the resolution of: the smallest change metric resolves
+-- resolution, unit text, what it is the resolution of = compare.resolution(metric) : the smallest
+-- change metric resolves (nil for a metric with none stated)
 local function resolution(metric)
   if CPU_SPLIT[metric] then
     return verdict.CPU_SPLIT_RESOLUTION, nil, "the kernel's user/system split (its scheduler tick)"
@@ -112,6 +113,8 @@ local function resolution(metric)
     return kb, string.format("%d KiB", kb), "the kernel's per-CPU RSS counters"
   end
 end
+
+M.resolution = resolution
 
 -- The statistic a value of samples xs is, when its name does not say: the nearer of their
 -- median and mean.

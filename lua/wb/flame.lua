@@ -406,7 +406,7 @@ M.SPINE = 0.95
 
 -- The amount of each frame name in one folded text: inclusive (each stack counted once per
 -- name), or with self, only where the name is the stack's leaf.
-local function amounts_of(text, self)
+local function amounts_of(text, self, depths)
   local stacks, total = M.parse(text)
   local out = { [""] = total } -- "": the whole (no frame has an empty name)
   for _, st in ipairs(stacks) do
@@ -415,10 +415,15 @@ local function amounts_of(text, self)
       out[leaf] = (out[leaf] or 0) + st.count
     else
       local seen = {}
-      for _, f in ipairs(st.frames) do
+      for d, f in ipairs(st.frames) do
         if not seen[f] then
           seen[f] = true
           out[f] = (out[f] or 0) + st.count
+          if depths then -- the depth weighted by amount: a truncated stack's few samples do not move it
+            local w = depths[f] or { 0, 0 }
+            w[1], w[2] = w[1] + d * st.count, w[2] + st.count
+            depths[f] = w
+          end
         end
       end
     end
@@ -426,20 +431,113 @@ local function amounts_of(text, self)
   return out
 end
 
--- rows = flame.changed_frames(base_texts, new_texts [, {scale = 1, alpha = 0.05, min = 0, self}]) :
+-- set = flame.spine(runs [, share]) : the frame names that hold at least share (flame.SPINE) of
+-- every run's time, a run being a list of {folded text, scale} (its on- and off-CPU profiles,
+-- scale turning their amounts into seconds): the program's spine (_start, main), which explains
+-- no change apart from the frames under it
+function M.spine(runs, share)
+  share = share or M.SPINE
+  local set
+  for _, run in ipairs(runs) do
+    local amounts, total = {}, 0
+    for _, part in ipairs(run) do
+      local a = amounts_of(part[1])
+      total = total + a[""] * part[2]
+      for name, v in pairs(a) do
+        if name ~= "" then amounts[name] = (amounts[name] or 0) + v * part[2] end
+      end
+    end
+    local keep = {}
+    for name, v in pairs(amounts) do
+      if v >= share * total and (set == nil or set[name]) then keep[name] = true end
+    end
+    set = keep
+  end
+  return set or {}
+end
+
+-- The mean amount of each path ("a;b;c", in seconds) over runs, a run being a list of
+-- {folded text, scale}; and each path's children.
+local function path_means(runs, kids)
+  local sum = {}
+  for _, run in ipairs(runs) do
+    for _, part in ipairs(run) do
+      for _, st in ipairs(M.parse(part[1])) do
+        local path
+        for _, f in ipairs(st.frames) do
+          local parent = path
+          path = path and (path .. ";" .. f) or f
+          if not sum[path] then
+            sum[path] = 0
+            local list = kids[parent or ""] or {}
+            list[#list + 1] = path
+            kids[parent or ""] = list
+          end
+          sum[path] = sum[path] + st.count * part[2]
+        end
+      end
+    end
+  end
+  for k, v in pairs(sum) do sum[k] = v / math.max(#runs, 1) end
+  return sum
+end
+
+-- path = flame.culprit(base_runs, new_runs) : where a change between two sets of repeated
+-- profiles concentrates, a run being a list of {folded text, scale} (its on- and off-CPU
+-- profiles in seconds, taken as one tree): from the root, down the child that carries at least
+-- 80% of its parent's change, to the first such child that has a sibling holding 5% of the
+-- parent's time (wb's bracketed markers, "[run queue]", do not count): the function that changed
+-- beside others that did not; or, where no child carries the change, the frame whose own time
+-- holds it. Returns the path ("app;main;wait_for_data"), its change (seconds) and its means.
+function M.culprit(base_runs, new_runs)
+  local kids = {}
+  local b, n = path_means(base_runs, kids), path_means(new_runs, kids)
+  local function mean(t, path) return t[path] or 0 end
+  local function delta(path) return mean(n, path) - mean(b, path) end
+  local function by_change(list)
+    local sorted = table.move(list, 1, #list, 1, {})
+    table.sort(sorted, function(x, y)
+      if math.abs(delta(x)) ~= math.abs(delta(y)) then return math.abs(delta(x)) > math.abs(delta(y)) end
+      return x < y
+    end)
+    return sorted
+  end
+  local roots = by_change(kids[""] or {})
+  local node = roots[1]
+  while node do
+    local list = by_change(kids[node] or {})
+    local top = list[1]
+    if not top or math.abs(delta(top)) < 0.8 * math.abs(delta(node)) then break end
+    local size, others = math.max(mean(b, node), mean(n, node)), 0
+    for _, k in ipairs(list) do
+      if k ~= top and not k:match("%[[^;]*%]$") and math.max(mean(b, k), mean(n, k)) >= 0.05 * size then
+        others = others + 1
+      end
+    end
+    node = top
+    if others > 0 then break end
+  end
+  if not node then return nil end
+  return node, delta(node), mean(b, node), mean(n, node)
+end
+
+-- rows = flame.changed_frames(base_texts, new_texts [, {scale = 1, alpha = 0.05, min = 0, self, spine}]) :
 -- the frames whose inclusive (with self: self) time changed beyond run-to-run noise between two sets of repeated
 -- profiles of the same work (folded texts, one per run): for every frame name whose mean amount
 -- (times scale: 1/freq for samples, 1e-9 for ns) reaches min on either side, its amounts per run
 -- on each side compared by the two-sided Mann–Whitney test (wb.verdict.test), the frames together
--- by Benjamini–Hochberg. Each row {name, base, new (means), delta, p, q, significant, everywhere
--- (inclusive only: the frame holds at least flame.SPINE of every run's time, as main does)}, the
--- significant ones first, by |delta|.
+-- by Benjamini–Hochberg. Each row {name, base, new (means), delta, p, q, significant, depth (its
+-- mean position in its stacks, 1 the root, weighted by amount; inclusive only), everywhere
+-- (inclusive only: the frame is in opts.spine, a set from flame.spine, or without it holds at
+-- least flame.SPINE of every run's time in these profiles, as main does)}, the significant ones
+-- first, by |delta|.
 function M.changed_frames(base_texts, new_texts, opts)
   opts = opts or {}
   local scale, alpha, min = opts.scale or 1, opts.alpha or 0.05, opts.min or 0
+  local depths = {} -- each name's position in its stacks (1: the root), weighted by amount
   local function per_run(texts)
     local runs = {}
-    for i, t in ipairs(texts) do runs[i] = amounts_of(t, opts.self) end
+    for i, t in ipairs(texts) do runs[i] = amounts_of(t, opts.self, depths) end
     return runs
   end
   local b, n = per_run(base_texts), per_run(new_texts)
@@ -475,8 +573,10 @@ function M.changed_frames(base_texts, new_texts, opts)
     local nx, nm = amounts(n, name)
     if math.max(bm, nm) >= min then
       local t = verdict.test(bx, nx, { stat = "mean", resamples = 200, seed = 1 })
+      local dw = depths[name]
       local row = { name = name, base = bm, new = nm, delta = nm - bm, p = t and t.p or 1,
-        everywhere = not opts.self and everywhere(name) }
+        depth = dw and dw[2] > 0 and dw[1] / dw[2] or nil,
+        everywhere = not opts.self and (opts.spine and opts.spine[name] or not opts.spine and everywhere(name)) or false }
       rows[#rows + 1] = row
       ps[#ps + 1] = row.p
     end

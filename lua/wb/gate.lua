@@ -73,8 +73,10 @@ function M.detect(list, head, opts)
         local kind = verdict.classify(s.metric)
         local time = kind == "time"
         item.baseline = { first = first, last = n - 1, commit = s.points[n - 1].commit }
+        local res, res_text, res_of = require("wb.compare").resolution(s.metric)
         item.row = verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
           threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
+          resolution = res, resolution_text = res_text, resolution_of = res_of,
           base_evidence = time and verdict.segment_evidence(s.points, first, n - 1, base) or nil,
           new_evidence = time and verdict.segment_evidence(s.points, n, n, new) or nil })
         rows[#rows + 1] = item.row
@@ -153,9 +155,10 @@ function M.confirm_metric(metric, b, n, opts)
   end
   local bs, ns = list(b), list(n)
   if not bs or not ns or #bs == 0 or #ns == 0 then return nil end
+  local res, res_text, res_of = require("wb.compare").resolution(metric)
   local row = verdict.compare(metric, mean(bs), mean(ns), { kind = verdict.classify(metric), stat = "mean",
     threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = bs, new_samples = ns,
-    interleaved = true })
+    interleaved = true, resolution = res, resolution_text = res_text, resolution_of = res_of })
   verdict.judge({ row }, { threshold = opts.threshold, alpha = opts.alpha })
   return row
 end

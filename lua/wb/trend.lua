@@ -107,8 +107,10 @@ function M.series(index, filter, opts)
     s.steps, s.candidates = {}, 0
     local kind = verdict.classify(s.metric)
     if (kind == "time" or kind == "memory" or kind == "rate") and #s.points >= 2 then
+      local res, res_text, res_of = require("wb.compare").resolution(s.metric)
       for _, st in ipairs(verdict.steps(s.points, { metric = s.metric, kind = kind, stat = verdict.stat_of(s.metric),
-          threshold = opts.threshold, alpha = opts.alpha, min_size = opts.min_size, seed = opts.seed or 1 })) do
+          threshold = opts.threshold, alpha = opts.alpha, min_size = opts.min_size, seed = opts.seed or 1,
+          resolution = res, resolution_text = res_text, resolution_of = res_of })) do
         s.candidates = s.candidates + 1
         if st.significant then
           st.commit, st.previous_commit = s.points[st.index].commit, s.points[st.index - 1].commit

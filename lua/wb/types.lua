@@ -709,6 +709,19 @@ function flame.diff_svg(base_folded, new_folded, opts) end
 ---@param opts {scale: number?, alpha: number?, min: number?, self: boolean?}?
 ---@return {name: string, base: number, new: number, delta: number, p: number, q: number, significant: boolean, everywhere: boolean}[]
 function flame.changed_frames(base_texts, new_texts, opts) end
+---The frame names holding at least share (flame.SPINE, 0.95) of every run's time, a run being a
+---list of {folded text, scale} (its on- and off-CPU profiles in seconds): _start, main.
+---@param runs {[1]: string, [2]: number}[][]
+---@param share number?
+---@return table<string, boolean>
+function flame.spine(runs, share) end
+---Where a change between repeated profiles concentrates (on- and off-CPU as one tree): the path,
+---its change and its two means, in seconds.
+---@return string? path
+---@return number? delta
+---@return number? base
+---@return number? new
+function flame.culprit(base_runs, new_runs) end
 ---@return string json
 function flame.speedscope(folded, opts) end
 ---@return string json
@@ -1106,6 +1119,11 @@ function compare.interference_object(row) end
 function compare.load(path) end
 ---@return table set
 function compare.from_document(doc, path) end
+---The smallest change a metric resolves (a user or system time: the scheduler tick; a peak RSS:
+---the kernel's per-CPU counters), its text and what it is the resolution of; nil when none.
+---@param metric string
+---@return number?, string?, string?
+function compare.resolution(metric) end
 ---@return {rows: wb.VerdictRow[], summary: table}
 function compare.compare(base_set, new_set, opts) end
 ---@param write? fun(piece: string) given: the text goes to it piece by piece and nil is returned

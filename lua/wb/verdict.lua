@@ -478,7 +478,9 @@ end
 -- this engine on all samples of the segment before against all samples of the segment after,
 -- the steps together (Benjamini–Hochberg).
 -- points[i] = {samples = {...} (non-empty), evidence = {runq, cpu, wall_own, others, scope}?}
--- opts: metric ("wall mean"), kind, stat ("mean"), min_size, threshold, alpha, seed.
+-- opts: metric ("wall mean"), kind, stat ("mean"), min_size, threshold, alpha, seed, resolution,
+-- resolution_text, resolution_of (as verdict.compare's: a user or system time's tick, an RSS's
+-- per-CPU counters).
 -- Each step: {index (its first point), before, after, ratio, kind = "regression"|"improvement",
 -- row (the verdict row: verdict, reason, p, q, ci_lo, ci_hi), significant}.
 function M.steps(points, opts)
@@ -508,6 +510,7 @@ function M.steps(points, opts)
     local evidence = kind == "time"
     rows[k] = M.compare(metric, st.before, st.after, { kind = kind, stat = opts.stat or "mean",
       threshold = opts.threshold, alpha = opts.alpha, base_samples = before, new_samples = after, seed = opts.seed,
+      resolution = opts.resolution, resolution_text = opts.resolution_text, resolution_of = opts.resolution_of,
       base_evidence = evidence and segment_evidence(points, bounds[k], bounds[k + 1] - 1, before) or nil,
       new_evidence = evidence and segment_evidence(points, bounds[k + 1], bounds[k + 2] - 1, after) or nil })
     steps[k] = { index = st.index, before = st.before, after = st.after, ratio = st.ratio,

@@ -396,3 +396,22 @@ T.case("changed_frames: only the frame whose time changed beyond run-to-run nois
   local svg = flame.diff_svg(table.concat(base, "\n"), table.concat(new, "\n"), { only = { slow = true } })
   T.match(svg, "only where beyond run%-to%-run noise")
 end)
+
+T.case("culprit: the function that changed beside others that did not; a loop in main is main", function()
+  local base, new = {}, {}
+  for i = 1, 5 do
+    base[i] = { { "app;_start;main;compute 100\napp;[truncated] 30\n", 0.001 },
+      { "app;_start;main;read_input;nanosleep 20000000\napp;_start;main;wait_for_data;nanosleep 40000000\n", 1e-9 } }
+    new[i] = { { "app;_start;main;compute 100\napp;[truncated] 30\n", 0.001 },
+      { "app;_start;main;read_input;nanosleep 20000000\napp;_start;main;wait_for_data;nanosleep 49000000\n", 1e-9 } }
+  end
+  local path, delta = flame.culprit(base, new)
+  T.eq(path, "app;_start;main;wait_for_data")
+  T.near(delta, 0.009, 1e-9)
+  local b2, n2 = {}, {}
+  for i = 1, 5 do
+    b2[i] = { { "app;_start;main 100\n", 0.001 } }
+    n2[i] = { { "app;_start;main 130\n", 0.001 } }
+  end
+  T.eq((flame.culprit(b2, n2)), "app;_start;main")
+end)
