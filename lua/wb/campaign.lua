@@ -500,11 +500,15 @@ function Campaign:start_run(name, extra)
   return rec
 end
 
--- c:end_run(name [, fields]) : the run's record stamped finished now, and a run_finished event
--- with its status and the fields (level ERROR when it failed); the caller saves the manifest
+-- c:end_run(name [, fields]) : the run's record stamped finished now and saved, then a
+-- run_finished event with its status and the fields (level ERROR when it failed). In that order:
+-- an event never reports an end the manifest does not hold (a kill between the two leaves the
+-- run ended without its event; the other order re-ran, on --resume, a run whose end the events
+-- had reported)
 function Campaign:end_run(name, extra)
   local rec = self:record(name)
   rec.finished_at_utc = clock.utc()
+  self:save({ name })
   local fields = event_fields(name, extra)
   fields.status = rec.status
   self:event("run_finished", fields, rec.status == "failed" and "ERROR" or "INFO")
@@ -531,7 +535,6 @@ function Campaign:run(name, fn)
   rec.wall_time_seconds = rec.wall_time_seconds or t:elapsed()
   if rec.status == "running" then rec.status = (result == false) and "failed" or "success" end
   self:end_run(name)
-  self:save({ name })
   require("wb.term").progress_done()
   return rec
 end

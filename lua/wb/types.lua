@@ -545,7 +545,7 @@ function Campaign:skip_ended(name) end
 ---Marks the run running and logs run_started (with the extra fields); the caller saves.
 ---@return table record
 function Campaign:start_run(name, extra) end
----Stamps the run finished and logs run_finished with its status (and the extra fields); the caller saves.
+---Stamps the run finished, saves it, then logs run_finished with its status (and the extra fields).
 function Campaign:end_run(name, extra) end
 function Campaign:event(name, fields, level) end
 ---@return string path
