@@ -1,10 +1,10 @@
 /* wb.sqlite: a small binding of SQLite (Debian's libsqlite3) for wb's results index (wb.history).
  *
  * Contracts:
- *  - Every file SQLite opens for a database (the database, its rollback journal) is opened with
- *    O_NOFOLLOW by SQLite's unix VFS, and wb asks for SQLITE_OPEN_NOFOLLOW, which refuses a
- *    symbolic link as the database path: a link planted in a shared directory is never written
- *    through. Opening a FIFO does not block (O_RDWR) and fails as "not a database".
+ *  - wb asks for SQLITE_OPEN_NOFOLLOW, which refuses a symbolic link as the database path; the
+ *    caller (wb.history) also checks the path is a regular file and its directory is confined
+ *    (no one else can plant a journal or a link there). Opening a FIFO does not block (O_RDWR)
+ *    and fails as "not a database".
  *  - SQL errors and misuse (a bad statement, a wrong parameter type) raise; environment failures
  *    (busy past the timeout, I/O, a full disk, a locked or unreadable file) return nil, message,
  *    SQLite's extended result code.
@@ -198,6 +198,10 @@ static int run_stmt(lua_State *L, sqlite3 *db, sqlite3_stmt *st, int first) {
  * none) as a list of tables */
 static int stmt_run(lua_State *L) {
   Stmt *s = check_stmt(L, 1);
+  lua_getiuservalue(L, 1, 1); /* its database: running on a closed one would be misuse */
+  Db *d = luaL_checkudata(L, -1, DB_MT);
+  if (!d->db) luaL_error(L, "wb.sqlite: the statement's database is closed");
+  lua_pop(L, 1);
   return run_stmt(L, sqlite3_db_handle(s->stmt), s->stmt, 2);
 }
 

@@ -26,8 +26,14 @@ end
 
 local function short(sha) return sha and sha:sub(1, 10) or "?" end
 
--- The argv of the head record's command named name (a bench record), or nil.
+-- The argv of the head record's command named name (a bench record), or nil and why. Only a
+-- record the acting user owns, in a directory no one else can write (wb.fs.confine), is trusted
+-- to name a command: a record another user planted in a shared root is not run.
 local function record_command(head_dir, name)
+  local ok, err = wb.fs.confine(head_dir:match("%.json$") and wb.util.dirname(head_dir) or head_dir)
+  if not ok then return nil, "the record's command is not run: " .. err .. "; give bench=[...]" end
+  local st = wb.fs.lstat(head_dir:match("%.json$") and head_dir or (head_dir .. "/manifest.json"))
+  if not st or st.type ~= "file" then return nil, "the record is not a regular file; give bench=[...]" end
   if head_dir:match("%.json$") then -- a `wb regress` result
     local rec = wb.history.record(head_dir)
     return rec and #rec.bench_command > 0 and rec.bench_command or nil
@@ -119,13 +125,15 @@ local function explain(c, rr)
   for _, f in ipairs(out.frames) do
     if math.abs(f.delta) >= 0.1 * biggest then kept[#kept + 1] = f end
   end
+  -- (a strict key: the change in buckets of 10% of the largest, so that the order is consistent)
+  for _, f in ipairs(kept) do f.bucket = math.floor(math.abs(f.delta) / (0.1 * biggest)) end
   table.sort(kept, function(a, b)
     if a.time ~= b.time then return a.time == "inclusive" end
-    local da, db = math.abs(a.delta), math.abs(b.delta)
-    if math.abs(da - db) > 0.1 * math.max(da, db) then return da > db end
+    if a.bucket ~= b.bucket then return a.bucket > b.bucket end
     if (a.depth or 0) ~= (b.depth or 0) then return (a.depth or 0) < (b.depth or 0) end
     return a.name < b.name
   end)
+  for _, f in ipairs(kept) do f.bucket = nil end
   -- the culprit, when the per-function test bears it out, first
   if out.culprit then
     for i, f in ipairs(kept) do
@@ -160,8 +168,7 @@ return wb.recipe {
     local args = {}
     for _, r in ipairs(list_of(opt(cfg.roots)) or {}) do args[#args + 1] = "--root=" .. tostring(r) end
     if opt(cfg.db) then args[#args + 1] = "--db=" .. cfg.db end
-    local o = wb.history.parse_args(args, "history")
-    o.command = "gate"
+    local o = wb.history.parse_args(args, "history", "gate")
     o.filter = { recipe = opt(cfg.recipe), name = opt(cfg.name), metric = opt(cfg.metric), machine = opt(cfg.machine) }
     local refs = opt(cfg.references) and wb.gate.read_references(cfg.references)
     local record = opt(cfg.record) and wb.check(wb.fs.realpath(cfg.record))
@@ -175,6 +182,10 @@ return wb.recipe {
     local opts = { threshold = cfg.threshold, seed = cfg.seed }
     local items = wb.gate.detect(wb.trend.series(index, o.filter, opts), head, opts)
     index:close()
+    if #items == 0 then
+      wb.usage("gate: nothing to check: no series " .. (opt(cfg.metric) and ("of metric '" .. cfg.metric .. "' ") or "")
+        .. "holds the head record " .. head.dir .. (head.status ~= "complete" and (" (" .. tostring(head.status) .. ")") or ""), 0)
+    end
     wb.gate.check_references(items, refs)
     local c = wb.campaign.open(ctx)
 
@@ -186,7 +197,8 @@ return wb.recipe {
         local conf = { fate = "unconfirmed" }
         item.confirmation = conf
         local base_sha, head_sha = item.baseline and item.baseline.commit, head.git_commit
-        local bench = opt(cfg.bench) or record_command(head.dir, item.series.name)
+        local bench, untrusted = opt(cfg.bench), nil
+        if not bench then bench, untrusted = record_command(head.dir, item.series.name) end
         if not cfg.confirm then
           conf.reason = "confirm=false"
         elseif not item.baseline then
@@ -195,12 +207,14 @@ return wb.recipe {
           conf.reason = "a record without a commit (not run inside a git repository)"
         elseif head.dirty == 1 then
           conf.reason = "the head was measured with uncommitted changes: its code is in no commit"
+        elseif item.baseline.dirty then
+          conf.reason = "the baseline was measured with uncommitted changes: its code is in no commit"
         elseif base_sha == head_sha then
           conf.reason = "the baseline and the head are the same commit: nothing to build apart"
         elseif not opt(cfg.build) then
           conf.reason = "no build command (build=[...], or build=[] when nothing needs building)"
         elseif not bench then
-          conf.reason = "no benchmark command (bench=[...]): the record names none"
+          conf.reason = untrusted or "no benchmark command (bench=[...]): the record names none"
         elseif not wb.gate.BENCH_SAMPLES[item.series.metric] then
           conf.reason = "an interleaved re-run measures wall, CPU time and peak RSS, not " .. item.series.metric
         elseif not repo then
@@ -232,10 +246,21 @@ return wb.recipe {
           end
           if not rr.b then
             conf.reason = rr.conf.reason
+          elseif item.reference_alert and not item.row_alert then
+            -- above its reference, not a change against its history: the re-run head against the bound
+            local xs = wb.gate.bench_samples(rr.n, item.series.metric)
+            local m = 0
+            for _, x in ipairs(xs) do m = m + x / #xs end
+            local ref = item.reference
+            local over = ref.exceeded == "above" and m > ref.high or ref.exceeded == "below" and m < ref.low
+            conf.fate = over and "confirmed" or "dismissed"
+            conf.reason = string.format("the re-run head's mean %s against the reference's bound %s",
+              wb.compare.format_value(m, item.series.unit),
+              wb.compare.format_value(ref.exceeded == "above" and ref.high or ref.low, item.series.unit))
           else
             local row = wb.gate.confirm_metric(item.series.metric, rr.b, rr.n, opts)
             conf.verdict, conf.ratio, conf.p = row.verdict, row.ratio, row.p
-            conf.fate = row.verdict == "regression" and "confirmed" or "dismissed"
+            conf.fate = row.verdict == "regression" and "confirmed" or "dismissed" -- (a rate's: lower)
             conf.reason = wb.verdict.describe(row):gsub("%s+$", "")
             if conf.fate == "confirmed" then
               rr.why = rr.why or explain(c, rr)

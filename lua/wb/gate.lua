@@ -72,7 +72,9 @@ function M.detect(list, head, opts)
         local new = s.points[n].samples
         local kind = verdict.classify(s.metric)
         local time = kind == "time"
-        item.baseline = { first = first, last = n - 1, commit = s.points[n - 1].commit }
+        local last = s.points[n - 1].records
+        item.baseline = { first = first, last = n - 1, commit = s.points[n - 1].commit,
+          dirty = last[#last].dirty == 1 }
         local res, res_text, res_of = require("wb.compare").resolution(s.metric)
         item.row = verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
           threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
@@ -86,9 +88,12 @@ function M.detect(list, head, opts)
   end
   verdict.judge(rows, { threshold = opts.threshold, alpha = opts.alpha })
   for _, item in ipairs(out) do
-    local v = item.row and item.row.verdict
-    item.alert = v == "regression" or (item.row and item.row.ratio and item.row.ratio > 1
-      and (v == "confounded" or v == "interference")) or false
+    local r = item.row
+    local v = r and r.verdict
+    -- a change the load may have made or hidden, in the worse direction (a rate: lower)
+    local worse = r and r.ratio and (r.kind == "rate" and r.ratio < 1 or r.kind ~= "rate" and r.ratio > 1)
+    item.alert = v == "regression" or (worse and (v == "confounded" or v == "interference")) or false
+    item.row_alert = item.alert
   end
   return out
 end
@@ -129,30 +134,51 @@ function M.reference_of(refs, s)
   end
 end
 
--- Each detected item gets item.reference {value, lower, upper, unit, head, exceeded} when refs
--- name its series; an exceeded upper bound is an alert of its own.
+-- A reference's unit -> its factor to the unit a series is measured in (s, KiB), or nil.
+local TO_SERIES = { s = { s = 1, ms = 1e-3, us = 1e-6, ["µs"] = 1e-6, ns = 1e-9 },
+  KiB = { KiB = 1, B = 1 / 1024, MiB = 1024, GiB = 1024 * 1024 } }
+
+-- Each detected item gets item.reference {value, lower, upper, unit, head, exceeded, bound} when
+-- refs name its series; an exceeded upper bound (worse: for a rate, the lower) is an alert of
+-- its own. A reference in a unit that cannot be converted to the series' raises (exit 2).
 function M.check_references(items, refs)
   for _, item in ipairs(items) do
     local ref = refs and M.reference_of(refs, item.series)
     if ref then
+      local unit, factor = item.series.unit, 1
+      if ref[4] ~= nil and ref[4] ~= unit then
+        factor = TO_SERIES[unit or ""] and TO_SERIES[unit or ""][ref[4]]
+        if not factor then
+          require("wb.errors").raise(2, string.format("gate: the reference of %s · %s is in %s, the series in %s",
+            item.series.name, item.series.metric, tostring(ref[4]), tostring(unit or "no unit")), 0)
+        end
+      end
       local head = mean(item.head.samples)
-      local lo, hi = ref[1] * (1 + ref[2]), ref[1] * (1 + ref[3])
+      local value = ref[1] * factor
+      local lo, hi = value * (1 + ref[2]), value * (1 + ref[3])
       item.reference = { value = ref[1], lower = ref[2], upper = ref[3], unit = ref[4], head = head,
-        exceeded = head > hi and "above" or head < lo and "below" or nil }
-      if item.reference.exceeded == "above" then item.alert = true end
+        exceeded = head > hi and "above" or head < lo and "below" or nil, low = lo, high = hi }
+      local rate = verdict.classify(item.series.metric) == "rate"
+      if item.reference.exceeded == (rate and "below" or "above") then
+        item.alert, item.reference_alert = true, true
+      end
     end
   end
+end
+
+-- xs = gate.bench_samples(cmd, metric) : the samples of a wb.bench summary command a bench
+-- record's metric is made of, or nil
+function M.bench_samples(cmd, metric)
+  local key = M.BENCH_SAMPLES[metric]
+  local xs = key and cmd.samples[key]
+  return type(xs) == "userdata" and xs:totable() or xs
 end
 
 -- row = gate.confirm_metric(metric, base_cmd, new_cmd, opts) : the verdict of one metric of two
 -- interleaved wb.bench commands, or nil for a metric they do not measure
 function M.confirm_metric(metric, b, n, opts)
-  local key = M.BENCH_SAMPLES[metric]
-  if not key then return nil end
-  local function list(cmd)
-    local xs = cmd.samples[key]
-    return type(xs) == "userdata" and xs:totable() or xs
-  end
+  if not M.BENCH_SAMPLES[metric] then return nil end
+  local function list(cmd) return M.bench_samples(cmd, metric) end
   local bs, ns = list(b), list(n)
   if not bs or not ns or #bs == 0 or #ns == 0 then return nil end
   local res, res_text, res_of = require("wb.compare").resolution(metric)

@@ -12,7 +12,7 @@ local json = require "wb.json"
 local util = require "wb.util"
 
 local M = {}
-M.SCHEMA_VERSION = 2
+M.SCHEMA_VERSION = 3
 M.DEFAULT_DB = "history.sqlite"
 -- Records written per transaction: a kill loses at most one batch of index work, never a record.
 M.BATCH = 200
@@ -20,6 +20,15 @@ M.BATCH = 200
 ---- records ---------------------------------------------------------------------------------
 
 local function str(v) return type(v) == "string" and v ~= "" and v or nil end
+
+-- A JSON file of a record, read only when it is a regular file (not a link another user made to
+-- their private file), or nil.
+local function read_json(path)
+  local st = fs.lstat(path)
+  if not st or st.type ~= "file" then return nil end
+  local v = json.read(path)
+  return type(v) == "table" and v or nil
+end
 local function num(v) return type(v) == "number" and v == v and v or nil end
 
 -- Unix seconds of an ISO-8601 UTC time "YYYY-MM-DDTHH:MM:SSZ", or nil.
@@ -87,11 +96,12 @@ M.REGRESS_RESULT = "wb.regress.result"
 -- machine's machine.json): recipe "regress", its commit, one metric "wall mean" of the bench
 -- command with its samples and interference evidence.
 local function regress_record(path)
+  local st = fs.lstat(path)
+  if not st or st.type ~= "file" then return nil, path .. ": not a regular file" end
   local r, err = json.read(path)
   if type(r) ~= "table" then return nil, err or (path .. ": not a JSON object") end
   if r.schema_name ~= M.REGRESS_RESULT then return nil, path .. ": not a wb regress result" end
-  local mi = json.read(util.join(util.dirname(path), "machine.json"))
-  mi = type(mi) == "table" and mi or {}
+  local mi = read_json(util.join(util.dirname(path), "machine.json")) or {}
   local machine = { host = str(mi.machine) or str(r.machine), cpu_model = str(mi.cpu_model),
     cpu_count = math.tointeger(mi.cpu_count), memory_bytes = math.tointeger(mi.memory_kb) and mi.memory_kb * 1024,
     kernel = str(mi.kernel) }
@@ -131,8 +141,7 @@ function M.record(dir)
   local m, err = campaign.read_manifest(path)
   if not m then return nil, err end
   if m.schema_name ~= campaign.SCHEMA_NAME then return nil, path .. ": not a wb manifest" end
-  local pre = json.read(util.join(dir, "preflight.json"))
-  pre = type(pre) == "table" and pre or {}
+  local pre = read_json(util.join(dir, "preflight.json")) or {}
   local git = type(pre.git) == "table" and pre.git or {}
   local machine = {
     host = str(pre.host), cpu_model = str(pre.cpu_model), cpu_count = math.tointeger(pre.cpu_count),
@@ -180,7 +189,7 @@ CREATE TABLE IF NOT EXISTS metrics(
 CREATE INDEX IF NOT EXISTS metrics_series ON metrics(metric, name);
 CREATE INDEX IF NOT EXISTS records_recipe ON records(recipe, machine_class, epoch);
 CREATE VIEW IF NOT EXISTS points AS
-  SELECT r.recipe, m.name, m.metric, r.machine_class, r.epoch, r.mtime, r.created_at, r.git_commit, r.dirty,
+  SELECT r.recipe, m.name, m.metric, r.machine_class, r.root, r.epoch, r.mtime, r.created_at, r.git_commit, r.dirty,
          r.branch, r.host, m.value, m.unit, m.stat, m.n, m.samples, m.evidence, m.runq_mean, m.others_cpu,
          r.dir, r.report, r.id AS record_id
   FROM metrics m JOIN records r ON r.id = m.record_id
@@ -232,7 +241,13 @@ function M.open(path)
   return setmetatable({ db = db, path = path }, Index)
 end
 
-function Index:close() self.db:close() end
+function Index:close()
+  for _, k in ipairs({ "insert_record", "insert_metric", "stamp_of" }) do
+    if self[k] then self[k]:finalize() end
+    self[k] = nil
+  end
+  self.db:close()
+end
 Index.__close = Index.close
 Index.__gc = Index.close
 
@@ -376,7 +391,8 @@ function Index:update(roots)
         if row and row.stamp == stamp then
           sum.unchanged = sum.unchanged + 1
         else
-          local rec, rerr = M.record(dir)
+          local rok, rec, rerr = pcall(M.record, dir) -- a record of any shape is no reason to stop
+          if not rok then rec, rerr = nil, tostring(type(rec) == "table" and rec.msg or rec) end
           rec = rec or unreadable_record(dir, rerr)
           batch[#batch + 1] = { dir = dir, stamp = stamp, rec = rec }
           if #batch >= M.BATCH then
@@ -389,7 +405,7 @@ function Index:update(roots)
       sum.added, sum.changed = sum.added + a, sum.changed + c
       check(self.db:exec("BEGIN IMMEDIATE"))
       for _, row in ipairs(check(self.db:query("SELECT dir FROM records WHERE root = ?", root))) do
-        if not present[row.dir] then
+        if not present[row.dir] and not fs.lstat(row.dir) then -- gone, not added since the listing
           check(self.db:query("DELETE FROM records WHERE dir = ?", row.dir))
           sum.removed = sum.removed + 1
         end
@@ -409,24 +425,36 @@ function Index:update(roots)
   return sum
 end
 
--- The WHERE clause and values of a filter {recipe, name, metric, machine, status}.
+-- The WHERE clause and values of a filter {recipe, name, metric, machine, roots}: roots (a list
+-- of real paths) keeps the records of those roots only (an index shared by several).
 local function where(filter, alias)
   local cond, vals = {}, {}
   local cols = { recipe = "recipe", name = "name", metric = "metric", machine = "machine_class" }
-  for key, col in pairs(cols) do
+  for _, key in ipairs({ "recipe", "name", "metric", "machine" }) do
     if filter[key] ~= nil then
-      cond[#cond + 1] = (alias and alias .. "." or "") .. col .. " = ?"
+      cond[#cond + 1] = (alias and alias .. "." or "") .. cols[key] .. " = ?"
       vals[#vals + 1] = filter[key]
     end
   end
-  table.sort(cond)
+  if filter.roots and #filter.roots > 0 then
+    cond[#cond + 1] = (alias and alias .. "." or "") .. "root IN (" .. string.rep("?", #filter.roots, ",") .. ")"
+    for _, r in ipairs(filter.roots) do vals[#vals + 1] = r end
+  end
   return #cond > 0 and (" WHERE " .. table.concat(cond, " AND ")) or "", vals
+end
+
+
+-- roots = history.real_roots(list) : the real paths of the given roots (those that resolve)
+function M.real_roots(list)
+  local out = {}
+  for _, r in ipairs(list or {}) do out[#out + 1] = fs.realpath(r) or r end
+  return out
 end
 
 -- rows = index:records([filter]) : the indexed records (filter: recipe, machine), oldest first
 function Index:records(filter)
   filter = filter or {}
-  local w, vals = where({ recipe = filter.recipe, machine = filter.machine })
+  local w, vals = where({ recipe = filter.recipe, machine = filter.machine, roots = filter.roots })
   return check(self.db:query("SELECT * FROM records" .. w .. " ORDER BY epoch, mtime, dir", table.unpack(vals)))
 end
 
@@ -470,13 +498,15 @@ local function fail(command, msg) require("wb.errors").raise(2, command .. ": " 
 -- o = history.parse_args(args, command) : the arguments of `wb history` (command "history") or
 -- `wb trend` ("trend": -o DIR, no actions, --json or --rebuild): {action, roots, db, filter,
 -- rebuild, json, out, help}; raises exit 2 naming the argument
-function M.parse_args(args, command)
+function M.parse_args(args, command, shown)
   local usage = command == "history" and M.USAGE or require("wb." .. command).USAGE
-  local o = { roots = {}, filter = {}, action = "update", command = command }
+  local own_name = command
+  command = shown or command
+  local o = { roots = {}, filter = {}, action = "update", command = shown or command }
   local VALUED = { ["--root"] = "root", ["--db"] = "db", ["--recipe"] = "recipe", ["--name"] = "name",
     ["--metric"] = "metric", ["--machine"] = "machine" }
-  if command == "trend" then VALUED["-o"] = "out" end
-  local own = command == "history"
+  if own_name == "trend" then VALUED["-o"] = "out" end
+  local own = own_name == "history"
   local i = 1
   while i <= #args do
     local a = args[i]
@@ -509,12 +539,14 @@ function M.parse_args(args, command)
     for root in (os.getenv("WB_HISTORY") or "runs"):gmatch("[^:]+") do o.roots[#o.roots + 1] = root end
   end
   if o.help then return o end
+  if #o.roots == 0 then fail(command, "no root: WB_HISTORY names none (a colon-separated list of directories)") end
   for _, root in ipairs(o.roots) do
     local st, err = fs.stat(root)
     if not st then fail(command, "root " .. err) end
     if st.type ~= "dir" then fail(command, "root " .. root .. ": not a directory") end
   end
   o.db = o.db or util.join(o.roots[1], M.DEFAULT_DB)
+  o.filter.roots = M.real_roots(o.roots)
   return o
 end
 
@@ -523,6 +555,17 @@ end
 -- be opened or written
 function M.updated(o)
   if o.rebuild then
+    local ok, cerr = fs.confine(util.dirname(o.db))
+    if not ok then fail(o.command, cerr) end
+    local st = fs.lstat(o.db)
+    if st and st.type == "file" and st.size > 0 then -- a regular file: no FIFO is opened here
+      local f = io.open(o.db, "rb")
+      local head = f and f:read(16)
+      if f then f:close() end
+      if head ~= "SQLite format 3\0" then
+        fail(o.command, o.db .. ": not an SQLite database; --rebuild deletes only an index")
+      end
+    end
     for _, path in ipairs({ o.db, o.db .. "-journal" }) do
       local st = fs.lstat(path)
       if st and st.type ~= "file" then fail(o.command, path .. ": not a regular file (" .. st.type .. "); left as it is") end
@@ -576,7 +619,7 @@ end
 function Index:alerts()
   local out = {}
   for _, r in ipairs(self:records({ recipe = "gate" })) do
-    local doc = json.read(util.join(r.dir, "gate.json"))
+    local doc = read_json(util.join(r.dir, "gate.json"))
     for _, a in ipairs(type(doc) == "table" and type(doc.alerts) == "table" and doc.alerts or {}) do
       a.gate_dir, a.gate_at = r.dir, r.created_at
       out[#out + 1] = a

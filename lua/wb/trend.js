@@ -79,7 +79,9 @@
     }
     c.fillStyle = "#59636e";
     c.font = "10px system-ui, sans-serif";
-    c.fillText(fmt(s.lo + 4000 * s.sc, s.u), 2, 10);
+    var top = 0;
+    s.s.forEach(function (xs) { xs.forEach(function (q) { if (q > top) top = q; }); });
+    c.fillText(fmt(s.lo + top * s.sc, s.u), 2, 10);
     c.fillText(fmt(s.lo, s.u), 2, g.h - 2);
     card.drawn = true;
   }
@@ -189,7 +191,8 @@
   }
   // filters given in the address: #recipe=bench&machine=...&metric=wall%20mean&name=app&steps=1
   location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
-    var i = kv.indexOf("="), k = kv.slice(0, i), v = decodeURIComponent(kv.slice(i + 1));
+    var i = kv.indexOf("="), k = kv.slice(0, i), v;
+    try { v = decodeURIComponent(kv.slice(i + 1)); } catch (e) { return; }
     var sel = { recipe: fr, machine: fm, metric: fx }[k];
     if (sel) sel.value = v;
     else if (k === "name") fn.value = v;

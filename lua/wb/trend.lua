@@ -71,17 +71,19 @@ function M.pool(hpoints)
   return out
 end
 
--- The metrics of one record that repeat another's samples (a wall mean, median, min and max of
--- the same runs) are one series: the mean's, else the first; information-only statistics (min,
--- max) are never a series of their own.
+-- The metrics that repeat another's samples (a wall mean, median, min and max of the same runs:
+-- names that differ only in their statistic, with the same samples at every point) are one
+-- series: the mean's, else the first; information-only statistics (min, max) are never a series
+-- of their own.
 local function distinct(list)
   local chosen, order = {}, {}
   for _, s in ipairs(list) do
     local stat = verdict.stat_of(s.metric)
     if not verdict.INFO_STATS[stat or ""] then
-      local first = s.points[1]
-      local key = table.concat({ s.recipe or "", s.name, s.machine or "", #s.points,
-        json.encode(first.samples or first.value) }, "\0")
+      local quantity = stat and s.metric:gsub("[%s_]*" .. stat .. "$", "") or s.metric
+      local samples = {}
+      for i, p in ipairs(s.points) do samples[i] = json.encode(p.samples or p.value) end
+      local key = table.concat({ s.recipe or "", s.name, s.machine or "", quantity, table.concat(samples, "|") }, "\0")
       local other = chosen[key]
       if not other then
         chosen[key], order[#order + 1] = s, key
@@ -125,6 +127,17 @@ end
 
 ---- the page --------------------------------------------------------------------------------
 
+-- A path as a relative URL: each segment percent-encoded, "./" before one that does not start
+-- with "..", so that no directory name is read as a scheme ("javascript:") or a fragment.
+local function href(rel)
+  local parts = {}
+  for seg in rel:gmatch("[^/]+") do
+    parts[#parts + 1] = seg == ".." and seg or seg:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end)
+  end
+  local out = table.concat(parts, "/")
+  return out:sub(1, 2) == ".." and out or ("./" .. out)
+end
+
 local function relative(from_dir, path)
   local a, b = {}, {}
   for part in from_dir:gmatch("[^/]+") do a[#a + 1] = part end
@@ -159,8 +172,9 @@ local function page_data(list, out_dir)
   local function record_index(p)
     if not record_at[p.dir] then
       local flame = flame_of(p.profiles)
-      data.records[#data.records + 1] = json.array({ relative(out_dir, p.dir), p.report and relative(out_dir, p.dir .. "/" .. p.report) or json.null,
-        flame and relative(out_dir, p.dir .. "/" .. flame) or json.null, p.created_at or json.null })
+      data.records[#data.records + 1] = json.array({ href(relative(out_dir, p.dir)),
+        p.report and href(relative(out_dir, p.dir .. "/" .. p.report)) or json.null,
+        flame and href(relative(out_dir, p.dir .. "/" .. flame)) or json.null, p.created_at or json.null })
       record_at[p.dir] = #data.records - 1
     end
     return record_at[p.dir]
@@ -223,7 +237,9 @@ function M.html(list, o)
     '<label>name <input id="f-name" placeholder="contains"></label>',
     '<label><input type="checkbox" id="f-steps"> only series with steps</label>',
     '<span id="f-count" class="sub"></span></div>\n<div class="grid" id="grid"></div>\n',
-    '<script type="application/json" id="trend-data">', json.encode(data):gsub("</", "<\\/"), "</script>\n",
+    -- every <, > and & as a JSON escape: no name can end the element or open a comment in it
+    '<script type="application/json" id="trend-data">',
+    (json.encode(data):gsub("[<>&]", { ["<"] = "\\u003c", [">"] = "\\u003e", ["&"] = "\\u0026" })), "</script>\n",
     "<script>\n", require("wb.trend_js"), "</script>\n",
   }
   local steps_block = #lines > 0 and page.section("Steps", { page.list(lines) })

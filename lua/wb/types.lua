@@ -437,6 +437,10 @@ function history.machine_class(machine) end
 ---@param command string
 ---@return table o
 function history.parse_args(args, command) end
+---The real paths of the given roots (those that resolve).
+---@param list string[]
+---@return string[]
+function history.real_roots(list) end
 ---The index of parse_args' o, rebuilt when asked and updated; unreadable records named on stderr.
 ---@param o table
 ---@return table index
@@ -506,6 +510,9 @@ function gate.read_references(path) end
 function gate.reference_of(refs, s) end
 ---Sets item.reference on each detected item; a head above it is an alert.
 function gate.check_references(items, refs) end
+---The samples of a wb.bench summary command that a bench record's metric is made of.
+---@return number[]?
+function gate.bench_samples(cmd, metric) end
 ---The verdict of one metric of two interleaved wb.bench commands.
 ---@return wb.VerdictRow?
 function gate.confirm_metric(metric, base_cmd, new_cmd, opts) end

@@ -136,3 +136,14 @@ T.case("bad input: one line, exit 2; an output directory reached through a plant
   T.match(res.stderr, "^wb: trend: [^\n]*trend[^\n]*\n$")
   T.eq(fs.exists(elsewhere .. "/index.html"), false, "nothing written through the link")
 end)
+
+T.case("the page: no name ends its data element or opens a comment in it; links are relative URLs", function()
+  local s = { recipe = "bench", name = "<!--<script>x</script>", metric = "wall mean", machine = "m", unit = "s",
+    steps = {}, points = { { commit = "a", samples = { 1, 2 }, median = 1.5, records = { { dir = "/r/javascript:alert(1)" } } } } }
+  local html = trend.html({ s }, { out_dir = "/r/trend", roots = { "/r" } })
+  local data = html:match('<script type="application/json" id="trend%-data">(.-)</script>')
+  T.ok(data and not data:find("[<>&]"), "no < > & inside the data element")
+  local doc = json.decode(data)
+  T.eq(doc.series[1].n, "<!--<script>x</script>")
+  T.eq(doc.records[1][1], "../javascript%3Aalert%281%29")
+end)

@@ -144,3 +144,13 @@ T.case("references: a head above its reference is an alert; a malformed file is 
   T.eq(res.code, 2)
   T.match(res.stderr, "^wb: gate: [^\n]* is not a record of the history under runs\n$")
 end)
+
+T.case("a record in a directory others can write names no command the gate runs", function()
+  plant()
+  local newest = sh("ls -d runs/b* | tail -1", repo)
+  sh("chmod o+w " .. newest, repo)
+  local res = gate({ "gate", BUILD })
+  sh("chmod o-w " .. newest, repo)
+  T.eq(res.code, 1, res.stdout .. res.stderr)
+  T.match(res.stdout, "unconfirmed: the record.s command is not run: [^\n]*writable by every user[^\n]*give bench=%[%.%.%.%]")
+end)
