@@ -169,7 +169,8 @@ return wb.recipe {
     for _, r in ipairs(list_of(opt(cfg.roots)) or {}) do args[#args + 1] = "--root=" .. tostring(r) end
     if opt(cfg.db) then args[#args + 1] = "--db=" .. cfg.db end
     local o = wb.history.parse_args(args, "history", "gate")
-    o.filter = { recipe = opt(cfg.recipe), name = opt(cfg.name), metric = opt(cfg.metric), machine = opt(cfg.machine) }
+    o.filter = { recipe = opt(cfg.recipe), name = opt(cfg.name), metric = opt(cfg.metric), machine = opt(cfg.machine),
+      roots = o.filter.roots }
     local refs = opt(cfg.references) and wb.gate.read_references(cfg.references)
     local record = opt(cfg.record) and wb.check(wb.fs.realpath(cfg.record))
     local index = wb.history.updated(o)

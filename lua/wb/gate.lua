@@ -37,6 +37,10 @@ function M.head(index, filter, dir)
   local cond, vals = { "status = 'complete'", "EXISTS (SELECT 1 FROM metrics m WHERE m.record_id = r.id)" }, {}
   if filter.recipe then cond[#cond + 1], vals[#vals + 1] = "recipe = ?", filter.recipe end
   if filter.machine then cond[#cond + 1], vals[#vals + 1] = "machine_class = ?", filter.machine end
+  if filter.roots and #filter.roots > 0 then -- an index shared by several roots: the given ones
+    cond[#cond + 1] = "root IN (" .. string.rep("?", #filter.roots, ",") .. ")"
+    for _, r in ipairs(filter.roots) do vals[#vals + 1] = r end
+  end
   local rows = index.db:query("SELECT * FROM records r WHERE " .. table.concat(cond, " AND ")
     .. " ORDER BY epoch DESC, mtime DESC, dir DESC LIMIT 1", table.unpack(vals))
   return rows and rows[1]

@@ -616,9 +616,9 @@ end
 -- alerts = index:alerts() : every alert of the gate records (their gate.json, wb.gate), oldest
 -- first, each with its gate's directory and time: {gate_dir, gate_at, name, metric, detected,
 -- fate = "confirmed"|"dismissed"|"unconfirmed", reason, ...}
-function Index:alerts()
+function Index:alerts(filter)
   local out = {}
-  for _, r in ipairs(self:records({ recipe = "gate" })) do
+  for _, r in ipairs(self:records({ recipe = "gate", roots = filter and filter.roots })) do
     local doc = read_json(util.join(r.dir, "gate.json"))
     for _, a in ipairs(type(doc) == "table" and type(doc.alerts) == "table" and doc.alerts or {}) do
       a.gate_dir, a.gate_at = r.dir, r.created_at
@@ -661,7 +661,7 @@ function M.main(args)
   if o.action == "update" then
     io.write(update_line(o, sum))
   else
-    local rows = o.action == "records" and index:records(o.filter) or o.action == "alerts" and index:alerts()
+    local rows = o.action == "records" and index:records(o.filter) or o.action == "alerts" and index:alerts(o.filter)
       or index:series(o.filter)
     if o.json then
       io.write(json.encode(array_of(rows)), "\n")
