@@ -172,7 +172,11 @@ return wb.recipe {
     o.filter = { recipe = opt(cfg.recipe), name = opt(cfg.name), metric = opt(cfg.metric), machine = opt(cfg.machine),
       roots = o.filter.roots }
     local refs = opt(cfg.references) and wb.gate.read_references(cfg.references)
-    local record = opt(cfg.record) and wb.check(wb.fs.realpath(cfg.record))
+    local record, rerr
+    if opt(cfg.record) then
+      record, rerr = wb.fs.realpath(tostring(cfg.record))
+      if not record then wb.usage("gate: record " .. rerr, 0) end
+    end
     local index = wb.history.updated(o)
     local head = wb.gate.head(index, o.filter, record)
     if not head then
