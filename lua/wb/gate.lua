@@ -20,11 +20,7 @@ M.SCHEMA_NAME, M.SCHEMA_VERSION = "wb.gate", 1
 -- The samples of a wb.bench summary command that a bench record's metric is made of.
 M.BENCH_SAMPLES = { ["wall mean"] = "wall", ["user mean"] = "user", ["sys mean"] = "sys", ["maxrss_kb mean"] = "maxrss_kb" }
 
-local function mean(xs)
-  local s = 0
-  for _, x in ipairs(xs) do s = s + x end
-  return s / #xs
-end
+local mean = require("wb.stats").mean
 
 -- rec = gate.head(index, filter [, dir]) : the head record: the newest complete record with
 -- metrics of the filter's recipe and machine class (a gate's own records have none), or the

@@ -466,11 +466,7 @@ end
 
 M.segment_evidence = segment_evidence
 
-local function mean_of(xs)
-  local sum = 0
-  for _, x in ipairs(xs) do sum = sum + x end
-  return sum / #xs
-end
+local function mean_of(xs) return require("wb.stats").mean(xs) end
 
 -- steps = verdict.steps(points [, opts]) : the steps of a series, found by wb.stats.steps over
 -- the points' means (of their wall samples net of the runs' wait for a CPU when every point
