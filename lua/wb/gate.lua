@@ -42,6 +42,30 @@ function M.head(index, filter, dir)
   return rows and rows[1]
 end
 
+-- The samples of the points i..j of series s, pooled.
+local function samples_of(s, i, j)
+  local xs = {}
+  for k = i, j do
+    for _, x in ipairs(s.points[k].samples) do xs[#xs + 1] = x end
+  end
+  return xs
+end
+
+-- The comparison engine's row (not yet judged) for the level of points b1..b2 of series s against
+-- the level of points n1..n2: its metric's kind and resolution, net of the runs' wait for a CPU
+-- (time) where the evidence is known.
+local function levels_row(s, b1, b2, n1, n2, opts)
+  local base, new = samples_of(s, b1, b2), samples_of(s, n1, n2)
+  local kind = verdict.classify(s.metric)
+  local time = kind == "time"
+  local res, res_text, res_of = require("wb.compare").resolution(s.metric)
+  return verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
+    threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
+    resolution = res, resolution_text = res_text, resolution_of = res_of,
+    base_evidence = time and verdict.segment_evidence(s.points, b1, b2, base) or nil,
+    new_evidence = time and verdict.segment_evidence(s.points, n1, n2, new) or nil })
+end
+
 local function holds(pt, dir)
   for _, r in ipairs(pt.records) do
     if r.dir == dir then return true end
@@ -65,22 +89,10 @@ function M.detect(list, head, opts)
       end
       local item = { series = s, head = s.points[n] }
       if n >= 2 then
-        local base = {}
-        for i = first, n - 1 do
-          for _, x in ipairs(s.points[i].samples) do base[#base + 1] = x end
-        end
-        local new = s.points[n].samples
-        local kind = verdict.classify(s.metric)
-        local time = kind == "time"
         local last = s.points[n - 1].records
         item.baseline = { first = first, last = n - 1, commit = s.points[n - 1].commit,
           dirty = last[#last].dirty == 1 }
-        local res, res_text, res_of = require("wb.compare").resolution(s.metric)
-        item.row = verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
-          threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
-          resolution = res, resolution_text = res_text, resolution_of = res_of,
-          base_evidence = time and verdict.segment_evidence(s.points, first, n - 1, base) or nil,
-          new_evidence = time and verdict.segment_evidence(s.points, n, n, new) or nil })
+        item.row = levels_row(s, first, n - 1, n, n, opts)
         rows[#rows + 1] = item.row
       end
       out[#out + 1] = item
@@ -96,6 +108,63 @@ function M.detect(list, head, opts)
     item.row_alert = item.alert
   end
   return out
+end
+
+-- An alert's series in list (trend.series of its recipe, name, metric and machine), the index of
+-- the point holding its head record, and the first point of the level the alert was judged
+-- against (after the last step before the head).
+local function alert_point(list, a)
+  for _, s in ipairs(list) do
+    if s.name == a.name and s.metric == a.metric and (s.machine or "") == (a.machine or "") then
+      for h, pt in ipairs(s.points) do
+        if holds(pt, a.head_dir) then
+          local first = 1
+          for _, st in ipairs(s.steps) do
+            if st.index < h then first = st.index end
+          end
+          return s, h, first
+        end
+      end
+    end
+  end
+end
+
+-- gate.settle(index, alerts [, opts]) : the later fate of every alert that stood (confirmed, or
+-- unconfirmed): "fixed" when a later level of its series (from the first point after the head, or
+-- from a step after it, to the newest point) is judged by the comparison engine no regression
+-- against the level before the alert and an improvement on the alerted head; a.gate_fate keeps the
+-- gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix. opts:
+-- threshold, alpha, roots.
+function M.settle(index, alerts, opts)
+  opts = opts or {}
+  local cache = {}
+  for _, a in ipairs(alerts) do
+    if (a.fate == "confirmed" or a.fate == "unconfirmed") and type(a.head_dir) == "string" then
+      local key = table.concat({ tostring(a.recipe), tostring(a.name), tostring(a.metric), tostring(a.machine) }, "\0")
+      cache[key] = cache[key] or require("wb.trend").series(index, { recipe = a.recipe, name = a.name,
+        metric = a.metric, machine = a.machine, roots = opts.roots }, opts)
+      local s, h, first = alert_point(cache[key], a)
+      local n = s and #s.points or 0
+      if s and h < n and h > first then
+        local starts = { h + 1 }
+        for _, st in ipairs(s.steps) do
+          if st.index > h + 1 then starts[#starts + 1] = st.index end
+        end
+        for _, j in ipairs(starts) do
+          local back = levels_row(s, first, h - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1 })
+          local better = levels_row(s, h, h, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1 })
+          verdict.judge({ back }, opts)
+          verdict.judge({ better }, opts)
+          if back.verdict ~= "regression" and back.verdict ~= "inconclusive" and better.verdict == "improvement" then
+            a.gate_fate, a.fate = a.fate, "fixed"
+            a.fixed_commit, a.fixed_ratio = s.points[j].commit, back.ratio
+            break
+          end
+        end
+      end
+    end
+  end
+  return alerts
 end
 
 -- refs = gate.read_references(path) : the references file (YAML): machine class or "*" ->

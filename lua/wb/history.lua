@@ -615,7 +615,8 @@ end
 
 -- alerts = index:alerts() : every alert of the gate records (their gate.json, wb.gate), oldest
 -- first, each with its gate's directory and time: {gate_dir, gate_at, name, metric, detected,
--- fate = "confirmed"|"dismissed"|"unconfirmed", reason, ...}
+-- fate = "confirmed"|"dismissed"|"unconfirmed", reason, ...} as the gate wrote them (wb.gate.settle
+-- adds the fixes found later)
 function Index:alerts(filter)
   local out = {}
   for _, r in ipairs(self:records({ recipe = "gate", roots = filter and filter.roots })) do
@@ -628,23 +629,36 @@ function Index:alerts(filter)
   return out
 end
 
--- "12 alerts: 3 confirmed, 8 dismissed by their re-run, 1 unconfirmed; false alarms: 8 of 11
--- confirmable (73%)"
+-- "12 alerts: 3 confirmed, 8 dismissed by their re-run, 1 unconfirmed, 2 of them since fixed;
+-- false alarms: 8 of 11 confirmable (73%)" (a fixed alert counts under the gate's own fate)
 function M.alerts_summary(alerts)
   local n = { confirmed = 0, dismissed = 0, unconfirmed = 0 }
-  for _, a in ipairs(alerts) do n[a.fate] = (n[a.fate] or 0) + 1 end
+  local fixed = 0
+  for _, a in ipairs(alerts) do
+    local fate = a.gate_fate or a.fate
+    n[fate] = (n[fate] or 0) + 1
+    if a.fate == "fixed" then fixed = fixed + 1 end
+  end
   local checked = n.confirmed + n.dismissed
-  return string.format("%d alert%s: %d confirmed, %d dismissed by their re-run, %d unconfirmed; false alarms: %s",
+  return string.format("%d alert%s: %d confirmed, %d dismissed by their re-run, %d unconfirmed%s; false alarms: %s",
     #alerts, #alerts == 1 and "" or "s", n.confirmed, n.dismissed, n.unconfirmed,
+    fixed > 0 and string.format(", %d of them since fixed", fixed) or "",
     checked > 0 and string.format("%d of %d confirmable (%.0f%%)", n.dismissed, checked, 100 * n.dismissed / checked)
       or "none confirmable yet")
+end
+
+-- The fate column: the gate's, and a fix found later ("fixed at 1a2b3c4d5e (confirmed)").
+local function fate_text(a)
+  if a.fate ~= "fixed" then return a.fate or "" end
+  return string.format("fixed at %s (%s)", type(a.fixed_commit) == "string" and a.fixed_commit:sub(1, 10) or "?",
+    tostring(a.gate_fate))
 end
 
 local function print_alerts(alerts)
   local t = { { "gate (UTC)", "series", "detected", "head", "fate", "why" } }
   for _, a in ipairs(alerts) do
     t[#t + 1] = { a.gate_at or "", tostring(a.name) .. " · " .. tostring(a.metric), a.detected or "",
-      type(a.head_commit) == "string" and a.head_commit:sub(1, 10) or "", a.fate or "", a.reason or "" }
+      type(a.head_commit) == "string" and a.head_commit:sub(1, 10) or "", fate_text(a), a.reason or "" }
   end
   io.write(require("wb.page").md_table(t, { "l", "l", "l", "l", "l", "l" }), "\n", M.alerts_summary(alerts), "\n")
 end
@@ -661,7 +675,8 @@ function M.main(args)
   if o.action == "update" then
     io.write(update_line(o, sum))
   else
-    local rows = o.action == "records" and index:records(o.filter) or o.action == "alerts" and index:alerts(o.filter)
+    local rows = o.action == "records" and index:records(o.filter)
+      or o.action == "alerts" and require("wb.gate").settle(index, index:alerts(o.filter), { roots = o.filter.roots })
       or index:series(o.filter)
     if o.json then
       io.write(json.encode(array_of(rows)), "\n")

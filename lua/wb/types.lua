@@ -502,6 +502,11 @@ function gate.head(index, filter, dir) end
 ---The head against each series' current level (the comparison engine, all series together).
 ---@return {series: table, head: table, baseline: table?, row: wb.VerdictRow?, alert: boolean}[]
 function gate.detect(list, head, opts) end
+---The later fate of the alerts that stood: "fixed" (gate_fate, fixed_commit, fixed_ratio) when a
+---later level of the series is back to the level before the alert.
+---@param alerts table[]
+---@return table[]
+function gate.settle(index, alerts, opts) end
 ---The references file (ReFrame-style: class -> recipe -> name -> metric -> [value, lower, upper, unit]).
 ---@param path string
 ---@return table

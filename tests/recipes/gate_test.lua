@@ -4,7 +4,7 @@
 -- slowdown (9 ms more in wait_for_data, 15% of the whole) fails the gate, confirmed by an
 -- interleaved re-run of both commits and explained by profiles of both (wait_for_data named, its
 -- differential flame graph written); without a build command the alert is "unconfirmed" and says
--- why; references; `wb history alerts`.
+-- why; references; `wb history alerts`, and the fate "fixed" a later commit gives an alert that stood.
 local T = require "wb.test"
 local fs = require "wb.fs"
 local json = require "wb.json"
@@ -156,4 +156,28 @@ T.case("a record in a directory others can write names no command the gate runs"
   sh("chmod o-w " .. newest, repo)
   T.eq(res.code, 1, res.stdout .. res.stderr)
   T.match(res.stdout, "unconfirmed: the record.s command is not run: [^\n]*writable by every user[^\n]*give bench=%[%.%.%.%]")
+end)
+
+T.case("a fix after the confirmed regression: wb history alerts gives its alerts the fate fixed, at the fixing commit", function()
+  plant()
+  T.eq(gate({ "gate" }).code, 1, "the planted head's alert stands (unconfirmed here; confirmed in the case above)")
+  local fix = commit_and_bench(40000)
+  commit_and_bench(40000)
+  local res = T.wb({ "history", "alerts", "--json" }, { cwd = repo })
+  T.eq(res.code, 0, res.stderr)
+  local fixed = 0
+  for _, a in ipairs(json.decode(res.stdout)) do
+    if a.head_commit == planted.head and a.metric == "wall mean" and a.gate_fate then
+      T.eq(a.fate, "fixed")
+      T.eq(a.fixed_commit, fix)
+      T.between(a.fixed_ratio, 0.9, 1.05)
+      fixed = fixed + 1
+    end
+    -- an alert dismissed by its re-run stays dismissed
+    if a.gate_fate then T.ok(a.gate_fate == "confirmed" or a.gate_fate == "unconfirmed", a.gate_fate) end
+  end
+  T.ok(fixed >= 1, "the wall-time alerts of the planted head are fixed: " .. res.stdout)
+  res = T.wb({ "history", "alerts" }, { cwd = repo })
+  T.match(res.stdout, "| fixed at " .. fix:sub(1, 10) .. " %(unconfirmed%) |")
+  T.match(res.stdout, "%d+ unconfirmed, %d+ of them since fixed; false alarms: ")
 end)
