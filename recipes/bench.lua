@@ -2,6 +2,7 @@
 --
 --   wb bench 'sleep 0.05' 'sleep 0.1' runs=20 warmup=2
 --   wb bench 'xz -T{threads} -k -f data' scan.threads=1,2,4 shell=true
+--   wb bench ./app alloc_runs=3          -- and the bytes it allocates, counted in 3 more runs
 -- Writes summary.json (+ .md, .csv, hyperfine.json, report.html) into the run directory and
 -- prints the Markdown summary. Exit 1 if a command fails (unless ignore_failure=true). With
 -- confirm=true (--confirm) the changes found against the previous compatible run are re-run, its
@@ -12,7 +13,7 @@ local wb = require "wb"
 return wb.recipe {
   plans = true, -- run writes its plan (c:plan) before it runs anything
   defaults = {
-    runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0,
+    runs = wb.null, min_runs = 10, min_time = 3.0, max_runs = wb.null, warmup = 0, alloc_runs = 0,
     setup = wb.null, prepare = wb.null, conclude = wb.null, cleanup = wb.null,
     ignore_failure = false, shell = false, order = "interleaved", seed = 1,
     reference = wb.null, timeout = wb.null, scan = {}, commands = wb.json.array(), threshold = 0.01, confirm = false,
@@ -20,7 +21,7 @@ return wb.recipe {
   open = { "scan" }, -- scan.PARAM=values names the parameter
   types = {
     runs = "integer>=1|null", min_runs = "integer>=1", min_time = "number>=0", max_runs = "integer>=1|null",
-    warmup = "integer>=0", setup = "string|null", prepare = "string|null", conclude = "string|null",
+    warmup = "integer>=0", alloc_runs = "integer>=0", setup = "string|null", prepare = "string|null", conclude = "string|null",
     cleanup = "string|null", ignore_failure = "boolean", shell = "boolean", order = "interleaved|random",
     seed = "integer", reference = "string|integer|null", timeout = "number>0|null", scan = "mapping",
     commands = "list", threshold = "number>=0", confirm = "boolean",
@@ -34,7 +35,7 @@ return wb.recipe {
     if #commands == 0 then wb.usage("bench: which commands? e.g. wb bench 'sleep 0.1' 'sleep 0.2'", 0) end
     local spec = {
       commands = commands, runs = opt(cfg.runs), min_runs = cfg.min_runs, min_time = cfg.min_time,
-      max_runs = opt(cfg.max_runs), warmup = cfg.warmup, setup = opt(cfg.setup), prepare = opt(cfg.prepare),
+      max_runs = opt(cfg.max_runs), warmup = cfg.warmup, alloc_runs = cfg.alloc_runs, setup = opt(cfg.setup), prepare = opt(cfg.prepare),
       conclude = opt(cfg.conclude), cleanup = opt(cfg.cleanup), ignore_failure = cfg.ignore_failure,
       shell = cfg.shell, order = cfg.order, seed = cfg.seed, reference = opt(cfg.reference),
       timeout = opt(cfg.timeout), scan = cfg.scan, threshold = cfg.threshold,

@@ -26,6 +26,10 @@ end
 
 local function short(sha) return sha and sha:sub(1, 10) or "?" end
 
+-- The allocation runs a side of a re-run that confirms an alert on the bytes allocated (a count
+-- that is exact: a few runs show its spread, which is none for a deterministic program).
+local ALLOC_RUNS = 5
+
 -- The argv of the head record's command named name (a bench record), or nil and why. Only a
 -- record the acting user owns, in a directory no one else can write (wb.fs.confine), is trusted
 -- to name a command: a record another user planted in a shared root is not run.
@@ -197,6 +201,11 @@ return wb.recipe {
     -- confirm each alert: one interleaved re-run per pair of commits
     local repo = wb.fs.realpath(tostring(cfg.repo))
     local reruns = {}
+    -- an alert on the bytes allocated: the re-runs count them too (every re-run of the gate alike)
+    local counts_allocations = false
+    for _, item in ipairs(items) do
+      counts_allocations = counts_allocations or (item.alert and item.series.metric == "alloc_bytes mean")
+    end
     for _, item in ipairs(items) do
       if item.alert then
         local conf = { fate = "unconfirmed" }
@@ -221,7 +230,8 @@ return wb.recipe {
         elseif not bench then
           conf.reason = untrusted or "no benchmark command (bench=[...]): the record names none"
         elseif not wb.gate.BENCH_SAMPLES[item.series.metric] then
-          conf.reason = "an interleaved re-run measures wall, CPU time and peak RSS, not " .. item.series.metric
+          conf.reason = "an interleaved re-run measures wall, CPU time, peak RSS and bytes allocated, not "
+            .. item.series.metric
         elseif not repo then
           conf.reason = "repo " .. tostring(cfg.repo) .. " is not a directory"
         else
@@ -236,7 +246,7 @@ return wb.recipe {
               io.stderr:write(string.format("gate: confirming %s..%s: both built and run interleaved\n", short(base_sha), short(head_sha)))
               local h = wb.regress.hunt { repo = repo, build = cfg.build, bench = bench, runs = cfg.runs,
                 warmup = cfg.warmup, seed = cfg.seed, timeout = opt(cfg.timeout), build_timeout = opt(cfg.build_timeout),
-                threshold = cfg.threshold, alpha = wb.verdict.ALPHA }
+                threshold = cfg.threshold, alpha = wb.verdict.ALPHA, alloc_runs = counts_allocations and ALLOC_RUNS or nil }
               local profiles
               if cfg.profile_runs > 0 then
                 h.after = function(wt_base, wt_new)
@@ -251,6 +261,9 @@ return wb.recipe {
           end
           if not rr.b then
             conf.reason = rr.conf.reason
+          elseif not wb.gate.bench_samples(rr.b, item.series.metric) or not wb.gate.bench_samples(rr.n, item.series.metric) then
+            conf.reason = "the interleaved re-run did not measure " .. item.series.metric
+              .. ((rr.n.alloc and rr.n.alloc.skipped) and (": " .. rr.n.alloc.skipped) or "")
           elseif item.reference_alert and not item.row_alert then
             -- above its reference, not a change against its history: the re-run head against the bound
             local xs = wb.gate.bench_samples(rr.n, item.series.metric)
@@ -267,7 +280,10 @@ return wb.recipe {
             conf.verdict, conf.ratio, conf.p = row.verdict, row.ratio, row.p
             conf.fate = row.verdict == "regression" and "confirmed" or "dismissed" -- (a rate's: lower)
             conf.reason = wb.verdict.describe(row):gsub("%s+$", "")
-            if conf.fate == "confirmed" then
+            if conf.fate == "confirmed" and item.series.metric == "alloc_bytes mean" then
+              conf.why = { skipped = "the profiles the gate takes are of time; where the bytes are allocated, "
+                .. "an allocation profile of each commit shows (wb profile_app_full tool.alloc=true)" }
+            elseif conf.fate == "confirmed" then
               rr.why = rr.why or explain(c, rr)
               conf.why = rr.why
             end

@@ -31,7 +31,16 @@
  *                                first one back inside its call instruction); KIND: m c r a M (mmap)
  *   f T ADDR                     a sampled block freed (free, realloc, munmap)
  *   u T ADDR                     the free just recorded did not happen (a realloc that failed)
- *   x TEXT                       a note (own allocator, set full) */
+ *   x TEXT                       a note (own allocator, set full)
+ *
+ * Counting (WB_ALLOC_COUNT=FILE, with or without sampling): FILE, a regular file of at least
+ * COUNT_BYTES bytes that wb made for one run, is mapped shared by every process image of the tree
+ * (a forked child keeps its parent's mapping, an exec'd image maps it again), and every allocation
+ * adds its bytes to it atomically: an exact count that a process killed by a signal, an _exit or an
+ * exec loses nothing of. Its four little-endian 64-bit words: bytes allocated (the sizes asked of
+ * the functions above, realloc's new size; anonymous mmap with WB_ALLOC_MMAP=1), allocations,
+ * processes that counted (each image that mapped it, each child forked with it), images whose
+ * malloc is not ours (an allocator of their own: their allocations are not counted). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -82,6 +91,8 @@ static _Atomic uintptr_t set[1u << SET_BITS];
 #define FILTER_BITS 12
 static _Atomic uint32_t filter[1u << FILTER_BITS];
 
+#define COUNT_BYTES 32
+static _Atomic uint64_t *count; /* the tree's counter (WB_ALLOC_COUNT), or NULL */
 static __thread int64_t tl_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t tl_rng __attribute__((tls_model("initial-exec")));
 static __thread int tl_busy __attribute__((tls_model("initial-exec")));
@@ -436,6 +447,10 @@ static __attribute__((noinline)) void sample(void *p, size_t n, char kind) {
 }
 
 static inline void account(void *p, size_t n, char kind) {
+  if (count && p) {
+    atomic_fetch_add_explicit(&count[0], n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&count[1], 1, memory_order_relaxed);
+  }
   if (LIKELY((tl_left -= (int64_t)n) > 0)) return;
   sample(p, n, kind);
 }
@@ -609,32 +624,62 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
 static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void) { /* the child writes its own file, under its own pid */
+  if (count) atomic_fetch_add_explicit(&count[2], 1, memory_order_relaxed);
   if (fd >= 0) close(fd);
   fd = -1, seq = 0, start_ns = now_ns();
   pthread_mutex_unlock(&lock);
 }
 
-__attribute__((constructor)) static void init(void) {
-  const char *d = getenv("WB_ALLOC_DIR"), *iv = getenv("WB_ALLOC_INTERVAL"), *mm = getenv("WB_ALLOC_MMAP");
-  start_ns = now_ns();
-  if (!d || !*d || strlen(d) >= sizeof dir) return;
-  memcpy(dir, d, strlen(d) + 1);
-  if (iv && atof(iv) >= 1) interval = atof(iv);
-  with_mmap = mm && strcmp(mm, "1") == 0;
-  resolved();
-  dl_iterate_phdr(find_self, NULL);
-  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+/* Maps the counter file named by WB_ALLOC_COUNT (see the top): a regular file, not a link, at
+ * least COUNT_BYTES long; anything else is left alone. */
+static void map_count(const char *path) {
+  int cfd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (cfd < 0) return;
+  struct stat st;
+  if (fstat(cfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= COUNT_BYTES) {
+    long r = syscall(SYS_mmap, NULL, (size_t)COUNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, (off_t)0);
+    if (r != -1) count = (_Atomic uint64_t *)r;
+  }
+  close(cfd);
+  if (count) atomic_fetch_add_explicit(&count[2], 1, memory_order_relaxed);
+}
+
+/* Whether the program (or a library before this one) defines malloc, so that ours is never called;
+ * *who names it. (The address of malloc in a non-PIE executable that takes malloc's address is its
+ * PLT stub, which leads to ours: an undefined symbol there, not a definition.) */
+static int foreign_malloc(const char **who) {
   void *m = dlsym(RTLD_DEFAULT, "malloc");
   Dl_info info, mine;
-  /* the program (or a library before this one) defines malloc: ours is never called. (The address
-   * of malloc in a non-PIE executable that takes malloc's address is its PLT stub, which leads to
-   * ours: an undefined symbol there, not a definition.) */
   const ElfW(Sym) *def = NULL;
   if (m && dladdr1(m, &info, (void **)&def, RTLD_DL_SYMENT) && def && def->st_shndx != SHN_UNDEF &&
       dladdr((void *)&find_self, &mine) && info.dli_fbase != mine.dli_fbase) {
+    *who = info.dli_fname && *info.dli_fname ? info.dli_fname : "the executable";
+    return 1;
+  }
+  return 0;
+}
+
+__attribute__((constructor)) static void init(void) {
+  const char *d = getenv("WB_ALLOC_DIR"), *iv = getenv("WB_ALLOC_INTERVAL"), *mm = getenv("WB_ALLOC_MMAP");
+  const char *cp = getenv("WB_ALLOC_COUNT"), *who = NULL;
+  start_ns = now_ns();
+  with_mmap = mm && strcmp(mm, "1") == 0;
+  if (cp && *cp) {
+    map_count(cp);
+    resolved();
+    if (count) pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    if (count && foreign_malloc(&who)) atomic_fetch_add_explicit(&count[3], 1, memory_order_relaxed);
+  }
+  if (!d || !*d || strlen(d) >= sizeof dir) return;
+  memcpy(dir, d, strlen(d) + 1);
+  if (iv && atof(iv) >= 1) interval = atof(iv);
+  resolved();
+  dl_iterate_phdr(find_self, NULL);
+  if (!count) pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  if (who || foreign_malloc(&who)) {
     line l = {.n = 0};
     put(&l, "x own allocator: malloc is defined by ");
-    put(&l, info.dli_fname && *info.dli_fname ? info.dli_fname : "the executable");
+    put(&l, who);
     pthread_mutex_lock(&lock);
     open_file();
     emit(&l);

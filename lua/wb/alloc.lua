@@ -113,6 +113,32 @@ function State:close()
   self.dir = nil
 end
 
+-- The command the shim is preloaded into: argv run by env(1), which sets the preload after wb's
+-- gate (core/spawn_exec.c), so that wb's own binary never runs with the shim in it (a wb built
+-- with AddressSanitizer could not); an allocator the command preloads (spec.env's LD_PRELOAD, or
+-- wb's own environment's) comes after the shim, which forwards to it. path: the program found.
+local function preloaded(spec, shim, path, vars)
+  local old = (spec.env or {}).LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
+  local argv = { "/usr/bin/env", "LD_PRELOAD=" .. shim .. ((old and old ~= "") and (" " .. old) or "") }
+  for _, v in ipairs(vars) do argv[#argv + 1] = v end
+  local cmd = spec.shell and { "/bin/sh", "-c", spec.cmd or spec.argv } or spec.argv
+  for i, a in ipairs(cmd) do argv[#argv + 1] = (i == 1 and path) or a end
+  return argv
+end
+
+-- shim, program path = the shim and the program spec runs (argv[1] found in PATH, /bin/sh for
+-- a shell command), or nil, why they cannot be preloaded
+local function target(spec)
+  local shim, err = os.getenv("WB_ALLOC_SHIM") or paths.helper(M.SHIM)
+  if not shim then return nil, err end
+  local prog = spec.shell and "/bin/sh" or (type(spec.argv) == "table" and spec.argv[1]) or nil
+  local path = prog and (prog:find("/") and prog or require("wb.proc").which(prog))
+  if not path then return nil, tostring(prog) .. " not found in PATH" end
+  local why = M.unsupported(path)
+  if why then return nil, why end
+  return shim, path
+end
+
 -- st = alloc.start(spec, o, method) : the record directory and a copy of spec that runs the
 -- command under env(1) with the shim preloaded (st.spec), or {skipped = why}. o: capture's options
 -- (o.alloc from alloc.options). The program checked is argv[1] found in PATH (/bin/sh for shell
@@ -123,36 +149,66 @@ function M.start(spec, o, method)
     st.skipped = "method perf_cli: perf record would be preloaded with the sampler too"
     return st
   end
-  local shim, err = os.getenv("WB_ALLOC_SHIM") or paths.helper(M.SHIM)
+  local shim, path = target(spec)
   if not shim then
-    st.skipped = err
-    return st
-  end
-  local prog = spec.shell and "/bin/sh" or (type(spec.argv) == "table" and spec.argv[1]) or nil
-  local path = prog and (prog:find("/") and prog or require("wb.proc").which(prog))
-  if not path then -- the spawn says why
-    st.skipped = tostring(prog) .. " not found in PATH"
-    return st
-  end
-  local why = M.unsupported(path)
-  -- an allocator the command preloads comes after the shim, which forwards to it
-  local old = (spec.env or {}).LD_PRELOAD or (spec.env_mode ~= "replace" and os.getenv("LD_PRELOAD")) or nil
-  if why then
-    st.skipped = why
+    st.skipped = path
     return st
   end
   st.dir = assert(fs.tmpdir("wballoc"))
-  -- env(1) sets the preload after wb's gate (core/spawn_exec.c), so that wb's own binary never runs
-  -- with the sampler in it (a wb built with AddressSanitizer could not)
-  local argv = { "/usr/bin/env", "LD_PRELOAD=" .. shim .. ((old and old ~= "") and (" " .. old) or ""),
-    "WB_ALLOC_DIR=" .. st.dir, "WB_ALLOC_INTERVAL=" .. st.interval, "WB_ALLOC_MMAP=" .. (st.mmap and "1" or "0") }
-  local cmd = spec.shell and { "/bin/sh", "-c", spec.cmd or spec.argv } or spec.argv
-  for i, a in ipairs(cmd) do argv[#argv + 1] = (i == 1 and path) or a end
   local copy = {}
   for k, v in pairs(spec) do copy[k] = v end
-  copy.argv, copy.cmd, copy.shell = argv, nil, nil
+  copy.argv, copy.cmd, copy.shell = preloaded(spec, shim, path, { "WB_ALLOC_DIR=" .. st.dir,
+    "WB_ALLOC_INTERVAL=" .. st.interval, "WB_ALLOC_MMAP=" .. (st.mmap and "1" or "0") }), nil, nil
   st.spec = copy
   return st
+end
+
+-- ---- counting -----------------------------------------------------------------------------------
+
+local Counter = {}
+Counter.__index = Counter
+Counter.__close = function(ct) ct:close() end
+Counter.__gc = Counter.__close
+
+function Counter:close()
+  if self.dir then fs.remove_tree(self.dir) end
+  self.dir = nil
+end
+
+M.COUNT_BYTES = 32
+
+-- ok = counter:reset() : the counter file zeroed for the next run (nil, err when it cannot be)
+function Counter:reset()
+  return fs.write(self.file, string.rep("\0", M.COUNT_BYTES))
+end
+
+-- n = counter:read() : what the run since the last reset allocated, exactly: {bytes, allocations,
+-- processes (images and forked children that counted), foreign (images whose malloc is their own,
+-- uncounted)};
+-- nil, err when the file cannot be read
+function Counter:read()
+  local f, err = io.open(self.file, "rb") -- in wb's own directory; a bounded read
+  if not f then return nil, err end
+  local text = f:read(M.COUNT_BYTES) or ""
+  f:close()
+  if #text < M.COUNT_BYTES then return nil, self.file .. ": shorter than " .. M.COUNT_BYTES .. " bytes" end
+  local bytes, allocations, processes, foreign = string.unpack("<i8i8i8i8", text)
+  return { bytes = bytes, allocations = allocations, processes = processes, foreign = foreign }
+end
+
+-- ct = alloc.counter(spec) : an exact count of the bytes the process tree of spec (a wb.proc
+-- spec: argv or shell command, env) allocates: ct.argv runs it with the shim preloaded and every
+-- allocation added to a counter file all its processes share (shim/alloc.c, WB_ALLOC_COUNT);
+-- ct:reset() before a run, ct:read() after it. {skipped = why} when the program cannot be
+-- interposed (statically linked, its own allocator, not found). Closed: its file removed.
+function M.counter(spec)
+  local shim, path = target(spec)
+  if not shim then return setmetatable({ skipped = path }, Counter) end
+  local ct = setmetatable({ dir = assert(fs.tmpdir("wballoc")) }, Counter)
+  ct.file = ct.dir .. "/count"
+  ct.argv = preloaded(spec, shim, path, { "WB_ALLOC_COUNT=" .. ct.file, "WB_ALLOC_MMAP=1" })
+  assert(ct:reset())
+  return ct
 end
 
 -- ---- reading the records ---------------------------------------------------------------------

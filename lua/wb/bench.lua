@@ -12,6 +12,8 @@
 --     threshold = 0.01,      -- a difference of the means below it is no difference
 --     timeout = nil,         -- seconds per run
 --     cwd = nil,             -- working directory of the commands (and of setup ... cleanup)
+--     alloc_runs = 0,        -- runs more of each command, after the timed ones and untimed, that
+--                            -- count the bytes its process tree allocates, exactly (wb.alloc.counter)
 --   }
 --
 -- Commands run without a shell (split into words as a shell would) unless shell = true; then
@@ -98,6 +100,7 @@ local function normalise(spec)
   count_arg(spec, "min_runs", 1)
   count_arg(spec, "max_runs", 1)
   count_arg(spec, "warmup", 0)
+  count_arg(spec, "alloc_runs", 0)
   local list = {}
   for i, c in ipairs(spec.commands or {}) do
     if type(c) == "string" then
@@ -183,6 +186,41 @@ local function measure(c, spec, record)
   return res
 end
 
+-- The allocation runs of command c (spec.alloc_runs, untimed, each between prepare and conclude):
+-- the bytes its process tree allocated in each, exactly (wb.alloc.counter), into
+-- c.samples.alloc_bytes; c.alloc = {runs, allocations (mean), processes, foreign} or {skipped = why}
+local function count_allocations(c, spec)
+  local ct <close> = require("wb.alloc").counter({ argv = c.argv })
+  if ct.skipped then
+    c.alloc = { skipped = ct.skipped }
+    return
+  end
+  c.samples.alloc_bytes = stats.samples(spec.alloc_runs, "float")
+  local allocations, processes, foreign = 0, 0, 0
+  for _ = 1, spec.alloc_runs do
+    assert(ct:reset())
+    run_shell(spec.prepare, "prepare", spec)
+    local res, err = proc.run { argv = ct.argv, stdout = "null", stderr = "null", stdin = "null",
+      timeout = spec.timeout, cwd = c.cwd or spec.cwd }
+    if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
+    if not res.ok and not spec.ignore_failure then
+      errors.raise(1, string.format("bench: command '%s' failed in an allocation run (%s)", c.name,
+        res.timed_out and "timed out" or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal))), 0)
+    end
+    run_shell(spec.conclude, "conclude", spec)
+    local n, rerr = ct:read()
+    if not n then errors.raise(1, "bench: " .. c.name .. ": the allocation count: " .. tostring(rerr), 0) end
+    if n.processes == 0 then
+      c.samples.alloc_bytes = nil
+      c.alloc = { skipped = "no process of the command counted its allocations (a set-user-ID program ignores the preload)" }
+      return
+    end
+    c.samples.alloc_bytes:add(n.bytes)
+    allocations, processes, foreign = allocations + n.allocations, math.max(processes, n.processes), math.max(foreign, n.foreign)
+  end
+  c.alloc = { runs = spec.alloc_runs, allocations = allocations / spec.alloc_runs, processes = processes, foreign = foreign }
+end
+
 local function planned_runs(spec, estimate)
   if spec.runs then return spec.runs end
   local n = math.max(spec.min_runs or 10, math.ceil((spec.min_time or 3) / math.max(estimate, 1e-6)))
@@ -198,7 +236,9 @@ end
 
 local function summarise(c)
   local st = json.object()
-  for _, m in ipairs(M.METRICS) do
+  local metrics = { table.unpack(M.METRICS) }
+  if c.samples.alloc_bytes then metrics[#metrics + 1] = "alloc_bytes" end
+  for _, m in ipairs(metrics) do
     local s = stats.summary(c.samples[m])
     local o = json.object()
     for _, k in ipairs({ "n", "min", "max", "mean", "stddev", "median", "mad", "p5", "p95", "q1", "q3" }) do o[k] = s[k] end
@@ -239,6 +279,13 @@ local function warnings_for(c, st, outliers)
     w[#w + 1] = string.format("peak RSS is an upper bound in %s: the command stays below wb's own " ..
       "peak RSS, which Linux reports in its place (exec inherits the spawner's high-water mark)",
       c.maxrss_bounded == st.wall.n and "every run" or string.format("%d of %d runs", c.maxrss_bounded, st.wall.n))
+  end
+  if c.alloc and c.alloc.skipped then
+    w[#w + 1] = "allocations not counted: " .. c.alloc.skipped
+  elseif c.alloc and c.alloc.foreign > 0 then
+    w[#w + 1] = string.format("allocations counted in %d process%s; %d program%s of them allocate%s with an allocator "
+      .. "of their own, whose allocations are not counted", c.alloc.processes, c.alloc.processes == 1 and "" or "es",
+      c.alloc.foreign, c.alloc.foreign == 1 and "" or "s", c.alloc.foreign == 1 and "s" or "")
   end
   return w
 end
@@ -340,10 +387,12 @@ function M.record(c, summary)
       wall_mean_seconds = st.wall.mean, wall_median_seconds = st.wall.median,
       wall_min_seconds = st.wall.min, wall_max_seconds = st.wall.max,
       user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
+      alloc_bytes_mean = st.alloc_bytes and st.alloc_bytes.mean,
     }
     rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
       sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb, runq_seconds = cmd.samples.runq,
-      wall_own_seconds = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu, runq_scope = cmd.samples.runq_scope }
+      wall_own_seconds = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu, runq_scope = cmd.samples.runq_scope,
+      alloc_bytes = cmd.samples.alloc_bytes }
     rec.interference = cmd.interference
     rec.maxrss_upper_bound = cmd.maxrss_upper_bound
   end
@@ -449,6 +498,9 @@ function M.run(spec)
     end
   end
   require("wb.term").progress_done()
+  if spec.alloc_runs and spec.alloc_runs > 0 then
+    for _, c in ipairs(cmds) do count_allocations(c, spec) end
+  end
   for _, _ in ipairs(cmds) do run_shell(spec.cleanup, "cleanup", spec) end
   collectgarbage("setpause", pause)
   collectgarbage() -- the runs' garbage, before the summary is built
@@ -469,6 +521,7 @@ function M.run(spec)
   settings.threshold = threshold
   settings.reference = cmds[ref_index].name
   settings.shell_spawn_seconds = spec.shell_cost or json.null
+  settings.alloc_runs = spec.alloc_runs or 0
   summary.settings = settings
   local commands = json.array()
   local here = require("wb.fs").realpath(".")
@@ -485,6 +538,7 @@ function M.run(spec)
     o.parameters = params
     local samples = json.object()
     for _, m in ipairs(M.METRICS) do samples[m] = c.samples[m] end -- compact; wb.json writes them
+    samples.alloc_bytes = c.samples.alloc_bytes
     samples.exit_code = c.exit_codes
     local ev = net_walls(c)
     if ev then
@@ -496,6 +550,7 @@ function M.run(spec)
     o.samples = samples
     o.stats = summarise(c)
     o.maxrss_upper_bound = c.maxrss_bounded > 0
+    o.alloc = c.alloc
     o.outliers = json.array(stats.outliers(c.samples.wall, 3.5))
     o.warnings = warnings_for(c, o.stats, o.outliers)
     commands[#commands + 1] = o

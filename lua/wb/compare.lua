@@ -92,7 +92,7 @@ end
 -- stat}}}. Every input names one quantity alike: "<record> <metric>", where a wb.bench
 -- summary, a manifest of wb bench and a hyperfine export of the same commands give the same
 -- "<command> wall mean", "wall median", "wall min", "wall max", "user mean", "sys mean" and
--- "maxrss_kb mean" (KiB).
+-- "maxrss_kb mean" (KiB), and "alloc_bytes mean" (B) where allocations were counted.
 local function new_set(path, format) return { path = path, format = format, metrics = {} } end
 
 -- A process's user and system times (per run, in seconds), which the kernel splits at its tick.
@@ -270,7 +270,7 @@ local BENCH_METRICS = {
   wall_mean_seconds = { "wall mean", "time", "s" }, wall_median_seconds = { "wall median", "time", "s" },
   wall_min_seconds = { "wall min", "time", "s" }, wall_max_seconds = { "wall max", "time", "s" },
   user_mean_seconds = { "user mean", "time", "s" }, sys_mean_seconds = { "sys mean", "time", "s" },
-  maxrss_kb_mean = { "maxrss_kb mean", "memory", "KiB" },
+  maxrss_kb_mean = { "maxrss_kb mean", "memory", "KiB" }, alloc_bytes_mean = { "alloc_bytes mean", "memory", "B" },
 }
 
 -- A run record with a metrics{}: its numeric metrics and wall_time_seconds, samples{} beside.
@@ -318,6 +318,9 @@ local function add_command(set, name, cmd)
   add(set, name, "sys mean", stat("sys", "mean"), samples.sys, "time", "s", "mean")
   if cmd.maxrss_upper_bound ~= true then
     add(set, name, "maxrss_kb mean", stat("maxrss_kb", "mean"), samples.maxrss_kb, "memory", "KiB", "mean")
+  end
+  if samples.alloc_bytes then -- counted in the allocation runs (alloc_runs)
+    add(set, name, "alloc_bytes mean", stat("alloc_bytes", "mean"), samples.alloc_bytes, "memory", "B", "mean")
   end
 end
 

@@ -18,7 +18,8 @@ local M = {}
 M.SCHEMA_NAME, M.SCHEMA_VERSION = "wb.gate", 1
 
 -- The samples of a wb.bench summary command that a bench record's metric is made of.
-M.BENCH_SAMPLES = { ["wall mean"] = "wall", ["user mean"] = "user", ["sys mean"] = "sys", ["maxrss_kb mean"] = "maxrss_kb" }
+M.BENCH_SAMPLES = { ["wall mean"] = "wall", ["user mean"] = "user", ["sys mean"] = "sys", ["maxrss_kb mean"] = "maxrss_kb",
+  ["alloc_bytes mean"] = "alloc_bytes" }
 
 local mean = require("wb.stats").mean
 
@@ -205,7 +206,8 @@ end
 
 -- A reference's unit -> its factor to the unit a series is measured in (s, KiB), or nil.
 local TO_SERIES = { s = { s = 1, ms = 1e-3, us = 1e-6, ["µs"] = 1e-6, ns = 1e-9 },
-  KiB = { KiB = 1, B = 1 / 1024, MiB = 1024, GiB = 1024 * 1024 } }
+  KiB = { KiB = 1, B = 1 / 1024, MiB = 1024, GiB = 1024 * 1024 },
+  B = { B = 1, KiB = 1024, MiB = 1024 ^ 2, GiB = 1024 ^ 3 } }
 
 -- Each detected item gets item.reference {value, lower, upper, unit, head, exceeded, bound} when
 -- refs name its series; an exceeded upper bound (worse: for a rate, the lower) is an alert of

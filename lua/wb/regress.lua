@@ -329,7 +329,7 @@ function M.confirm_commits(c, h, base, new)
   local runs = math.max(h.runs, require("wb.confirm").MIN_RUNS)
   local ok, summary = pcall(wb.bench.run, { commands = { { name = base.short, argv = h.bench, cwd = wt_base.path },
     { name = new.short, argv = h.bench, cwd = wt_new.path } }, runs = runs, warmup = h.warmup, seed = h.seed,
-    timeout = h.timeout })
+    timeout = h.timeout, alloc_runs = h.alloc_runs })
   if not ok then
     if type(summary) == "table" and summary.interrupted then error(summary, 0) end
     conf.verdict = "not confirmed"

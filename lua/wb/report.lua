@@ -131,14 +131,16 @@ end
 -- reference = bool, warnings, index, mean = seconds}}, unit, memory_unit, decimals, reference}
 function M.model(summary)
   local commands = get(summary, "commands") or {}
-  local means, rss, have_user, have_sys = {}, {}, false, false
+  local means, rss, alloc, have_user, have_sys = {}, {}, {}, false, false
   for _, c in ipairs(commands) do
     means[#means + 1] = get(c, "stats", "wall", "mean")
     rss[#rss + 1] = get(c, "stats", "maxrss_kb", "mean")
+    local a = get(c, "stats", "alloc_bytes", "mean")
+    alloc[#alloc + 1] = a and a / 1024 -- KiB, as memory_unit takes them
     have_user = have_user or get(c, "stats", "user", "mean") ~= nil
     have_sys = have_sys or get(c, "stats", "sys", "mean") ~= nil
   end
-  local unit, mem = M.time_unit(means), M.memory_unit(rss)
+  local unit, mem, amem = M.time_unit(means), M.memory_unit(rss), M.memory_unit(alloc)
   local least
   for _, m in ipairs(means) do
     if m > 0 then least = math.min(least or math.huge, m * unit.factor) end
@@ -159,6 +161,7 @@ function M.model(summary)
   if have_user then columns[#columns + 1] = { key = "user", title = "User" .. u, align = "r" } end
   if have_sys then columns[#columns + 1] = { key = "sys", title = "Sys" .. u, align = "r" } end
   if #rss > 0 then columns[#columns + 1] = { key = "rss", title = "RSS [" .. mem.name .. "]", align = "r" } end
+  if #alloc > 0 then columns[#columns + 1] = { key = "alloc", title = "Allocated [" .. amem.name .. "]", align = "r" } end
   if has_cmp then columns[#columns + 1] = { key = "relative", title = "Relative", align = "r" } end
   local rows = {}
   for i, c in ipairs(commands) do
@@ -174,6 +177,7 @@ function M.model(summary)
       user = fixed(t(get(c, "stats", "user", "mean")), d),
       sys = fixed(t(get(c, "stats", "sys", "mean")), d),
       rss = fixed(get(c, "stats", "maxrss_kb", "mean") and get(c, "stats", "maxrss_kb", "mean") * mem.factor, 1),
+      alloc = fixed(get(c, "stats", "alloc_bytes", "mean") and get(c, "stats", "alloc_bytes", "mean") / 1024 * amem.factor, 1),
     }
     if get(c, "maxrss_upper_bound") and cells.rss ~= "–" then cells.rss = "≤ " .. cells.rss end
     local is_ref = reference ~= nil and name == reference
@@ -358,19 +362,20 @@ local SUMMARY_SHAPE = {
     "commands", "comparisons", "scan" },
   fields = {
     settings = { keys = { "runs", "min_runs", "min_time", "warmup", "shell", "order", "seed",
-      "reference", "shell_spawn_seconds" } },
+      "reference", "shell_spawn_seconds", "alloc_runs" } },
     commands = { array = true, item = {
       keys = { "name", "command", "argv", "cwd", "parameters", "samples", "stats", "interference", "maxrss_upper_bound",
-        "outliers", "warnings" },
+        "alloc", "outliers", "warnings" },
       fields = {
         argv = ARRAY, outliers = ARRAY, warnings = ARRAY,
-        samples = { keys = { "wall", "user", "sys", "maxrss_kb", "exit_code", "runq", "wall_own", "others_cpu",
-          "runq_scope" },
-          fields = { wall = ARRAY, user = ARRAY, sys = ARRAY, maxrss_kb = ARRAY, exit_code = ARRAY, runq = ARRAY,
-            wall_own = ARRAY, others_cpu = ARRAY } },
+        samples = { keys = { "wall", "user", "sys", "maxrss_kb", "alloc_bytes", "exit_code", "runq", "wall_own",
+          "others_cpu", "runq_scope" },
+          fields = { wall = ARRAY, user = ARRAY, sys = ARRAY, maxrss_kb = ARRAY, alloc_bytes = ARRAY, exit_code = ARRAY,
+            runq = ARRAY, wall_own = ARRAY, others_cpu = ARRAY } },
+        alloc = { keys = { "runs", "allocations", "processes", "foreign", "skipped" } },
         interference = { keys = { "runq_mean_seconds", "runq_share", "parallelism", "others_cpu_mean", "runq_scope" } },
-        stats = { keys = { "wall", "user", "sys", "maxrss_kb" },
-          fields = { wall = STAT, user = STAT, sys = STAT, maxrss_kb = STAT } },
+        stats = { keys = { "wall", "user", "sys", "maxrss_kb", "alloc_bytes" },
+          fields = { wall = STAT, user = STAT, sys = STAT, maxrss_kb = STAT, alloc_bytes = STAT } },
       } } },
     comparisons = { array = true, item = { keys = { "name", "reference", "ratio_mean",
       "ratio_median", "ci_lo", "ci_hi", "ci_level", "p_value", "verdict", "text", "note", "net_of_run_queue_delay" } } },

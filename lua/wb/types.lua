@@ -237,6 +237,7 @@ function proc.signal_group(pgid, signo) end
 ---@field reference string|integer|nil
 ---@field timeout number?
 ---@field cwd string?
+---@field alloc_runs integer? untimed runs more that count the bytes the command's tree allocates (wb.alloc.counter)
 
 ---@class wb.bench
 local bench = {}

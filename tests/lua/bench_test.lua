@@ -282,3 +282,66 @@ T.case("declare and record: a plan's cases become campaign records, each with it
   T.eq(#t.samples.wall_seconds, 2)
   T.eq(records.f.metrics.wall_max_seconds, summary.commands[2].stats.wall.max)
 end)
+
+-- A program that allocates N blocks of 1000 bytes, forks a child that allocates 300,000 bytes
+-- and leaves by _exit, another that allocates 200,000 and is killed by SIGKILL, and then execs
+-- itself ("again") to allocate 50,000 more: every byte of the tree, exactly.
+local ALLOCATOR = [[
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+void *volatile kept; /* the blocks escape: no compiler leaves out their malloc */
+static void use(size_t n) { char *p = malloc(n); if (p) { memset(p, 1, n); } kept = p; }
+int main(int argc, char **argv) {
+  if (argc > 2) { use(50000); return 0; }
+  int n = atoi(argv[1]);
+  for (int i = 0; i < n; i++) use(1000);
+  pid_t a = fork();
+  if (a == 0) { use(300000); _exit(0); }
+  waitpid(a, NULL, 0);
+  pid_t b = fork();
+  if (b == 0) { use(200000); raise(SIGKILL); }
+  waitpid(b, NULL, 0);
+  execl(argv[0], argv[0], argv[1], "again", (char *)NULL);
+  return 1;
+}
+]]
+
+T.case("alloc_runs: the bytes a process tree allocates, exactly (fork, _exit, SIGKILL, exec); a static program is skipped", function()
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/a.c", ALLOCATOR))
+  T.sh("cc -O1 -o a a.c && cc -O1 -static -o s a.c", dir)
+  local s = bench.run { commands = { dir .. "/a 1000", dir .. "/a 3000", dir .. "/s 1000" }, runs = 2, alloc_runs = 3 }
+  local c = by_name(s)
+  local one, three = c[dir .. "/a 1000"], c[dir .. "/a 3000"]
+  -- the program's own: N x 1000 + 300,000 + 200,000 + 50,000; the C library may add a little of its own
+  local own = 1000 * 1000 + 550000
+  T.eq(#one.samples.alloc_bytes, 3)
+  for _, x in ipairs(one.samples.alloc_bytes) do T.between(x, own, own + 16384) end
+  -- two programs that differ by 2000 allocations of 1000 bytes differ by exactly that
+  T.eq(three.stats.alloc_bytes.mean - one.stats.alloc_bytes.mean, 2000 * 1000)
+  T.eq(one.stats.alloc_bytes.stddev, 0, "a deterministic program allocates the same every run")
+  T.ok(one.alloc.processes >= 4, "the parent, both children and the exec'd image counted: " .. one.alloc.processes)
+  T.eq(one.alloc.foreign, 0)
+  T.ok(one.alloc.allocations >= 1000 + 3, "allocations: " .. one.alloc.allocations)
+  -- the timed runs never had the shim: the counted tree's samples only in alloc_bytes
+  T.eq(#one.samples.wall, 2)
+  -- statically linked: no preload can count it, and the summary says so
+  local st = c[dir .. "/s 1000"]
+  T.eq(st.samples.alloc_bytes, nil)
+  T.match(st.alloc.skipped, "statically linked")
+  local warned = false
+  for _, w in ipairs(st.warnings) do warned = warned or w:find("allocations not counted: ", 1, true) ~= nil end
+  T.ok(warned, "a warning names the skip")
+  -- the memory metric wb compare, the history and the gate read
+  local set = wb.compare.from_document(s)
+  local m = set.metrics[dir .. "/a 1000 alloc_bytes mean"]
+  T.ok(m, "alloc_bytes mean is a compared metric")
+  T.eq(m.kind, "memory")
+  T.eq(m.unit, "B")
+  T.eq(#m.samples, 3)
+  T.raises(function() bench.run { commands = { "true" }, runs = 1, alloc_runs = -1 } end, "alloc_runs")
+end)

@@ -1,7 +1,7 @@
 -- wb.trend and `wb trend` (docs/history.md): records pooled per commit, the series the page
 -- draws, and a real history of a small C program over 12 commits with two planted steps (50%
--- more time at commit 6, 10% more memory at commit 9), some commits measured twice, one beside
--- two CPU hogs: the steps found at their commits, and no other.
+-- more time at commit 6, 10% more memory at commit 9: peak RSS and the bytes allocated), some
+-- commits measured twice, one beside two CPU hogs: the steps found at their commits, and no other.
 local T = require "wb.test"
 local fs = require "wb.fs"
 local json = require "wb.json"
@@ -72,7 +72,8 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
       for k = 1, 2 do hogs[k] = assert(proc.spawn { argv = { "sh", "-c", "while :; do :; done" } }) end
     end
     for rep = 1, (i == 3 or i == 10) and 2 or 1 do -- commits 3 and 10 measured twice
-      local res = T.wb({ "bench", "-o", string.format("runs/c%02d_%d", i, rep), "runs=5", "warmup=1", "./app" }, { cwd = repo, timeout = 300 })
+      local res = T.wb({ "bench", "-o", string.format("runs/c%02d_%d", i, rep), "runs=5", "warmup=1", "alloc_runs=2", "./app" },
+        { cwd = repo, timeout = 300 })
       T.eq(res.code, 0, res.stderr)
     end
     for _, h in ipairs(hogs) do
@@ -86,8 +87,8 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
   T.match(res.stdout, "trend: %d+ series from 14 records, %d+ steps?: runs/trend/index%.html\n$")
   local steps = {}
   for line in res.stdout:gmatch("[^\n]+") do
-    local verdict, metric, at = line:match("^(%a+) [+-][%d.]+%% in bench · %./app · ([%w_ ]+) %(.-%) at (%x+)")
-    if verdict then steps[#steps + 1] = { verdict = verdict, metric = metric, at = at } end
+    local verdict, pct, metric, at = line:match("^(%a+) ([+-][%d.]+)%% in bench · %./app · ([%w_ ]+) %(.-%) at (%x+)")
+    if verdict then steps[#steps + 1] = { verdict = verdict, metric = metric, at = at, pct = tonumber(pct) } end
   end
   local function at(i) return commits[i]:sub(1, 10) end
   local found = {}
@@ -95,12 +96,15 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
     found[st.metric] = st
     -- the memory step costs CPU time too (page faults): user or sys may step there
     local expected = st.metric == "wall mean" and at(6)
-        or (st.metric == "maxrss_kb mean" or st.metric == "sys mean" or st.metric == "user mean") and at(9)
+        or (st.metric == "maxrss_kb mean" or st.metric == "alloc_bytes mean" or st.metric == "sys mean"
+          or st.metric == "user mean") and at(9)
     T.eq(st.at, expected, st.metric .. ": " .. res.stdout)
     T.eq(st.verdict, "regression", st.metric)
   end
   T.ok(found["wall mean"], "the slowdown in wall time: " .. res.stdout)
   T.ok(found["maxrss_kb mean"], "the memory step: " .. res.stdout)
+  T.ok(found["alloc_bytes mean"], "the memory step in the bytes allocated (alloc_runs): " .. res.stdout)
+  T.near(found["alloc_bytes mean"].pct, 10, 0.1, "22 MiB of 20, exactly counted")
   -- the page: one series per metric that is not a repeat of another's samples; commits 3 and 10
   -- pooled (12 points of 14 records); links relative to the page
   local page = assert(fs.read(repo .. "/runs/trend/index.html"))
@@ -111,7 +115,7 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
     T.eq(#s.p, 12, s.m)
   end
   table.sort(metrics)
-  T.eq(metrics, { "maxrss_kb mean", "sys mean", "user mean", "wall mean" })
+  T.eq(metrics, { "alloc_bytes mean", "maxrss_kb mean", "sys mean", "user mean", "wall mean" })
   T.eq(#data.records, 12)
   T.eq(data.records[1][1], "../c01_1")
   T.eq(data.records[1][2], "../c01_1/report.html")

@@ -29,7 +29,7 @@ local INTERNAL = {
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.slurm_capture"] = "capture cases of wb.executor and `wb job` (per-task and merged profiles)",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",
-  ["wb.alloc"] = "wb.capture's allocation profile (alloc = true)",
+  ["wb.alloc"] = "wb.capture's allocation profile (alloc = true) and wb.bench's allocation count (alloc_runs)",
   ["wb.alloc_report"] = "the allocation profile in wb.capture's report",
   ["wb.memory_stages"] = "the application's stages on wb.capture's memory timeline (stage_pattern)",
   ["wb.multirun"] = "--multirun of `wb run`, driven by wb.recipe",

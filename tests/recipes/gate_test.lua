@@ -15,8 +15,12 @@ local sh = T.sh
 local PROGRAM = [[
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #define SLEEP_US 40000
+#define ALLOC_KIB 1000
+void *volatile kept;
 static void sleep_us(long us) {
   struct timespec ts = {0, us * 1000L};
   while (nanosleep(&ts, &ts) != 0) {
@@ -25,6 +29,8 @@ static void sleep_us(long us) {
 __attribute__((noinline)) void read_input(void) { sleep_us(20000); }
 __attribute__((noinline)) void wait_for_data(void) { sleep_us(SLEEP_US); }
 int main(void) {
+  kept = malloc((size_t)ALLOC_KIB << 10);
+  if (kept) memset(kept, 1, (size_t)ALLOC_KIB << 10);
   read_input();
   wait_for_data();
   puts("done");
@@ -37,11 +43,13 @@ local BUILD = "build=[cc, -O2, -g, -o, app, app.c]"
 local serial = 0
 
 -- A commit of the program sleeping us microseconds, built and benchmarked into runs/.
-local function commit_and_bench(us, hog)
+local function commit_and_bench(us, kib)
   serial = serial + 1
-  assert(fs.write(repo .. "/app.c", PROGRAM:gsub("SLEEP_US 40000", "SLEEP_US " .. us) .. "// " .. serial .. "\n"))
+  local text = PROGRAM:gsub("SLEEP_US 40000", "SLEEP_US " .. us):gsub("ALLOC_KIB 1000", "ALLOC_KIB " .. (kib or 1000))
+  assert(fs.write(repo .. "/app.c", text .. "// " .. serial .. "\n"))
   sh("git add app.c && git commit -qm c" .. serial .. " && cc -O2 -g -o app app.c", repo)
-  local res = T.wb({ "bench", "-o", string.format("runs/b%03d", serial), "runs=5", "warmup=1", "./app" }, { cwd = repo, timeout = 300 })
+  local res = T.wb({ "bench", "-o", string.format("runs/b%03d", serial), "runs=5", "warmup=1", "alloc_runs=2", "./app" },
+    { cwd = repo, timeout = 300 })
   T.eq(res.code, 0, res.stderr)
   return sh("git rev-parse HEAD", repo)
 end
@@ -180,4 +188,20 @@ T.case("a fix after the confirmed regression: wb history alerts gives its alerts
   res = T.wb({ "history", "alerts" }, { cwd = repo })
   T.match(res.stdout, "| fixed at " .. fix:sub(1, 10) .. " %(unconfirmed%) |")
   T.match(res.stdout, "%d+ unconfirmed, %d+ of them since fixed; false alarms: ")
+end)
+
+T.case("10% more bytes allocated: an alert on alloc_bytes, confirmed by a re-run that counts them, wall time unchanged", function()
+  local base = commit_and_bench(40000)
+  local head = commit_and_bench(40000, 1100)
+  local res = gate({ "gate", BUILD })
+  T.eq(res.code, 1, res.stdout .. res.stderr)
+  T.match(res.stdout, "%./app · alloc_bytes mean[^\n]*regression, confirmed")
+  T.match(res.stdout, "from " .. base:sub(1, 10) .. " to " .. head:sub(1, 10) .. "%); interleaved re%-run: %+10%.0%%")
+  T.match(res.stdout, "Not profiled: the profiles the gate takes are of time")
+  local dir = res.stdout:match("\ngate: (%S+)/gate%.md\n$")
+  local doc = assert(json.read(repo .. "/" .. dir .. "/gate.json"))
+  for _, a in ipairs(doc.alerts) do
+    T.ok(a.metric ~= "wall mean", "the wall time did not change: " .. res.stdout)
+    if a.metric == "alloc_bytes mean" then T.near(a.confirmed_ratio, 1.1, 0.001) end
+  end
 end)
