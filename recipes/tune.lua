@@ -107,6 +107,58 @@ local function check_identity(ctx, s, cands)
   return now
 end
 
+-- ---- the history's records ----------------------------------------------------------------------
+
+-- The per-trial evidence a record's wall samples carry (wb.interference.from_samples reads them).
+local EVIDENCE = { "runq_seconds", "user_seconds", "sys_seconds", "wall_own_seconds", "others_cpu" }
+
+-- The samples of candidate name's successful, uncapped trials in a stage (every block or round
+-- the journal holds): {wall_seconds = {...}, runq_seconds = {...}, ...}, an evidence list only
+-- where every trial has it.
+local function stage_samples(c, stage, name, rounds)
+  local out, scope = { wall_seconds = {} }, nil
+  local lists = {}
+  for _, k in ipairs(EVIDENCE) do lists[k] = {} end
+  for i = 1, rounds do
+    local rec = c:find(trial_name(stage, i, name))
+    if rec and rec.status == "success" and not rec.capped and type(rec.wall_time_seconds) == "number" then
+      out.wall_seconds[#out.wall_seconds + 1] = rec.wall_time_seconds
+      for _, k in ipairs(EVIDENCE) do
+        if lists[k] and type(rec[k]) == "number" then lists[k][#lists[k] + 1] = rec[k] else lists[k] = nil end
+      end
+      scope = scope or util.opt(rec.runq_scope)
+    end
+  end
+  for k, xs in pairs(lists) do out[k] = xs end
+  out.runq_scope = out.runq_seconds and scope or nil
+  return out
+end
+
+-- Records of the campaign that form series across campaigns (wb history, wb trend, wb gate): the
+-- recommended configuration and the default, each named by its candidate, with the wall seconds
+-- of their newest fair trials: the headline's new trials when it ran, else the finalists' rounds,
+-- else screening (role "tuned": a later campaign's record of the same configuration is the next
+-- point of its series).
+local function history_records(c, s, res)
+  local roles = { [res.winner.name] = "recommended", [res.default.name] = "default" }
+  if res.winner == res.default then roles[res.default.name] = "recommended and default" end
+  for _, name in ipairs(util.sorted_keys(roles)) do
+    local samples, stage
+    for _, st in ipairs({ { "headline", s.headline_trials }, { "finalists", s.finalist_rounds },
+        { "screening", s.max_blocks } }) do
+      samples, stage = stage_samples(c, st[1], name, st[2]), st[1]
+      if #samples.wall_seconds >= 2 then break end
+    end
+    if #samples.wall_seconds >= 1 then
+      local rec = c:record(name)
+      rec.role, rec.tune_role, rec.status, rec.stage = "tuned", roles[name], "success", stage
+      rec.metrics = { wall_mean_seconds = wb.stats.mean(samples.wall_seconds) }
+      rec.samples = samples
+    end
+  end
+  c:save()
+end
+
 -- ---- summary.json and the report ---------------------------------------------------------------
 
 local function axes_object(s, cand)
@@ -288,6 +340,7 @@ return wb.recipe {
       return 0
     end
     local res = tune.run(s, cands, block_runner(c, s, cands, root))
+    if not res.default_failed then history_records(c, s, res) end
     local doc = summary(c, s, res, json.read(c.dir .. "/preflight.json"))
     local verdict = report(c, s, res, doc)
     -- a candidate whose trial failed is an answer (it cannot be used); a default that failed is not

@@ -40,6 +40,15 @@ end
 
 local function summary(dir) return assert(json.read(dir .. "/summary.json")) end
 
+-- The trial records of a campaign's manifest (not its records for the history, role "tuned").
+local function trials_of(dir)
+  local out = {}
+  for _, r in ipairs(T.manifest(dir).runs) do
+    if r.role ~= "tuned" then out[#out + 1] = r end
+  end
+  return out
+end
+
 -- The trials the program finished, by name (the log it appends to).
 local function finished(log)
   local counts, n = {}, 0
@@ -76,9 +85,9 @@ T.case("a real campaign finds the best of six (20% ahead), confirms it on new tr
   T.eq(s.headline.n, 12)
   T.ok(type(s.headline.node) == "string" and #s.headline.node > 0, "the node is named")
   -- the ledger adds up: stage runs = spent = the trial records = what the program finished
-  local m = T.manifest(dir)
+  local runs = trials_of(dir)
   local trials, by_stage = 0, {}
-  for _, r in ipairs(m.runs) do
+  for _, r in ipairs(runs) do
     T.eq(r.status, "success", r.name)
     trials = trials + 1
     by_stage[r.stage] = (by_stage[r.stage] or 0) + 1
@@ -93,7 +102,26 @@ T.case("a real campaign finds the best of six (20% ahead), confirms it on new tr
   T.eq(s.ledger.remaining.runs, 200 - trials)
   local counts = finished(log)
   for name, k in pairs(counts) do T.eq(k, 1, name) end
-  check_records(m.runs, counts, "")
+  check_records(runs, counts, "")
+  -- the history's records: the recommended configuration and the default, their headline trials
+  local tuned = {}
+  for _, r in ipairs(T.manifest(dir).runs) do
+    if r.role == "tuned" then tuned[r.name] = r end
+  end
+  T.eq(tuned["a=2,b=1"].tune_role, "recommended")
+  T.eq(tuned["a=1,b=2"].tune_role, "default")
+  for _, r in pairs(tuned) do
+    T.eq(r.stage, "headline")
+    T.eq(#r.samples.wall_seconds, 12)
+    T.near(r.metrics.wall_mean_seconds, wb.stats.mean(r.samples.wall_seconds), 1e-12)
+  end
+  local hist = T.wb({ "history", "series", "--root", parent, "--db", parent .. "/history.sqlite", "--recipe", "tune",
+    "--metric", "wall mean", "--json" }, { env = ENV })
+  T.eq(hist.code, 0, hist.stderr)
+  local names = {}
+  for _, sr in ipairs(json.decode(hist.stdout)) do names[sr.name] = #sr.points[1].samples end
+  T.eq(names["a=2,b=1"], 12, hist.stdout)
+  T.eq(names["a=1,b=2"], 12, hist.stdout)
   local report = assert(fs.read(dir .. "/report.md"))
   T.match(report, "Recommended: `a=2 b=1`")
   T.match(report, "## Budget ledger")
@@ -162,7 +190,7 @@ T.case("kill -9 at random moments in 10 races, then --resume: no finished trial 
     -- the program may have finished the one trial running at the kill after wb died (it was an
     -- orphan then, and its result was never recorded): that one ran twice, no other
     local counts = finished(log)
-    local twice, records = 0, T.manifest(dir).runs
+    local twice, records = 0, trials_of(dir)
     for _, k in pairs(counts) do twice = twice + (k - 1) end
     T.ok(twice <= 1, "race " .. i .. ": " .. twice .. " trials finished twice")
     check_records(records, counts, "race " .. i)
