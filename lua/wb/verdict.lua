@@ -103,7 +103,8 @@ end
 -- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha}]) :
 -- {p, ci_lo, ci_hi, n_base, n_new, underpowered} (the CI is of new/base of stat, "mean" or
 -- "median"; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
--- change); nil and the reason when there is nothing to test
+-- change; exact: every sample of each side the same, p = 0 when the sides differ (1 when not)
+-- and the CI the ratio itself); nil and the reason when there is nothing to test
 function M.test(base_samples, new_samples, opts)
   opts = opts or {}
   local alpha = opts.alpha or M.ALPHA
@@ -111,6 +112,18 @@ function M.test(base_samples, new_samples, opts)
   if not b or not n or #b < 2 or #n < 2 then
     local side = (not b or #b < 2) and ((not n or #n < 2) and "either side" or "the base") or "the new side"
     return nil, "no repeated samples on " .. side
+  end
+  -- no run-to-run variation on either side (an exact count: bytes allocated, a deterministic
+  -- program's instructions): a difference is no sampling accident, whatever the runs' number
+  local function constant(xs)
+    for i = 2, #xs do
+      if xs[i] ~= xs[1] then return false end
+    end
+    return true
+  end
+  if constant(b) and constant(n) and b[1] ~= 0 then
+    local r = n[1] / b[1]
+    return { p = b[1] == n[1] and 1 or 0, ci_lo = r, ci_hi = r, n_base = #b, n_new = #n, exact = true }
   end
   local stats = require "wb.stats"
   local mw = stats.mann_whitney(b, n)
@@ -189,7 +202,8 @@ local function decide(row, opts)
     return
   end
   local q = row.q or row.p
-  local ptext = "p = " .. g2(row.p) .. ((row.q and row.q ~= row.p) and (", q = " .. g2(row.q)) or "")
+  local ptext = row.exact and string.format("exact: each side's %d and %d runs measured the same", row.n_base, row.n_new)
+    or "p = " .. g2(row.p) .. ((row.q and row.q ~= row.p) and (", q = " .. g2(row.q)) or "")
   local ci = ci_text(row)
   local stated = ptext .. (ci and (", " .. ci) or "")
   row.reason_core = stated
@@ -374,6 +388,7 @@ function M.compare(metric, base, new, opts)
       if t then
         row.samples = { base_samples, new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
+        row.exact = t.exact
         row.untested = t.underpowered or (not row.ratio and "the base is 0: no ratio") or nil
         row.tested = row.untested == nil
       else

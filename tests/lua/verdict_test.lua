@@ -130,6 +130,30 @@ T.case("a user or system time change below the kernel's 4 ms tick is no verdict;
   T.eq(big.verdict, "regression", big.reason)
 end)
 
+T.case("an exact count (no run-to-run variation on either side): a difference is a verdict with 2 runs a side", function()
+  local more = verdict.compare("alloc_bytes mean", 1000, 1100, { base_samples = { 1000, 1000 }, new_samples = { 1100, 1100 } })
+  local noisy = verdict.compare("heap mean", 1, 1.5, { base_samples = spread(1, 10, 0.01), new_samples = spread(1.5, 10, 0.01) })
+  verdict.judge({ more, noisy })
+  T.eq(more.verdict, "regression", more.reason)
+  T.eq(more.exact, true)
+  T.eq(more.q, 0, "judged among other tests (Benjamini–Hochberg), it stays significant")
+  T.match(more.reason, "^1%.10× larger: exact: each side's 2 and 2 runs measured the same")
+  local same = verdict.compare("alloc_bytes mean", 1000, 1000, { base_samples = { 1000, 1000 }, new_samples = { 1000, 1000 } })
+  verdict.judge({ same })
+  T.eq(same.verdict, "unchanged")
+  T.match(same.reason, "exact")
+  -- one side varies: the rank test decides (2 vs 2 runs cannot reach p < 0.05)
+  local varies = verdict.compare("alloc_bytes mean", 1000, 1100, { base_samples = { 1000, 1001 }, new_samples = { 1100, 1100 } })
+  verdict.judge({ varies })
+  T.eq(varies.verdict, "not tested")
+  -- a quantity with a stated resolution: a constant change below it is still no verdict
+  local tick = verdict.compare("user mean", 0.004, 0.006, { base_samples = { 0.004, 0.004 }, new_samples = { 0.006, 0.006 },
+    resolution = 0.004, resolution_of = "the kernel's user/system split" })
+  verdict.judge({ tick })
+  T.eq(tick.verdict, "unchanged")
+  T.match(tick.reason, "below the")
+end)
+
 ---- interference: how much of a change was the machine ------------------------------------------
 
 local itf = require "wb.interference"
