@@ -48,8 +48,22 @@ local function record_command(head_dir, name)
   end
 end
 
+-- Folded off-CPU text without its waits for a CPU (stacks ending in the run-queue frame): the time
+-- a task was runnable but not running is the machine's, not the code's, and beside other load it
+-- differs from run to run by more than a planted change (a 9 ms longer sleep read +15 ms with
+-- its wake-up delays beside two busy loops).
+local function blocked_only(folded)
+  local mark = ";" .. require("wb.capture_fold").RUN_QUEUE .. " "
+  local keep = {}
+  for line in folded:gmatch("[^\n]+") do
+    if not line:find(mark, 1, true) then keep[#keep + 1] = line end
+  end
+  return table.concat(keep, "\n")
+end
+
 -- The profiles of base and head, runs times each, interleaved (base, head, base, ...) in their
--- worktrees: {oncpu = {base = {folded...}, new = {...}}, offcpu = {...}, freq}, or {skipped = why}.
+-- worktrees: {oncpu = {base = {folded...}, new = {...}}, offcpu = {...} (blocked time only), freq},
+-- or {skipped = why}.
 local function profile_pair(argv, base_dir, new_dir, runs, freq)
   local out = { oncpu = { base = {}, new = {} }, offcpu = { base = {}, new = {} }, freq = freq }
   for _ = 1, runs do
@@ -61,7 +75,7 @@ local function profile_pair(argv, base_dir, new_dir, runs, freq)
         if not prof or not prof.folded_text then
           return { skipped = kind .. ": " .. tostring(prof and prof.skipped or "no profile") }
         end
-        table.insert(out[kind][side[1]], prof.folded_text)
+        table.insert(out[kind][side[1]], kind == "offcpu" and blocked_only(prof.folded_text) or prof.folded_text)
       end
     end
   end
