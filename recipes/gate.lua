@@ -293,7 +293,7 @@ return wb.recipe {
             local row = wb.gate.confirm_metric(item.series.metric, rr.b, rr.n, opts)
             conf.verdict, conf.ratio, conf.p = row.verdict, row.ratio, row.p
             conf.fate = row.verdict == "regression" and "confirmed" or "dismissed" -- (a rate's: lower)
-            conf.reason = wb.verdict.describe(row):gsub("%s+$", "")
+            conf.reason = (row.reason or wb.verdict.describe(row)):gsub("%s+$", "")
             if conf.fate == "confirmed" and item.series.metric == "alloc_bytes mean" then
               conf.why = { skipped = "the profiles the gate takes are of time; where the bytes are allocated, "
                 .. "an allocation profile of each commit shows (wb profile_app_full tool.alloc=true)" }

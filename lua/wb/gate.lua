@@ -54,13 +54,15 @@ end
 
 -- The comparison engine's row (not yet judged) for the level of points b1..b2 of series s against
 -- the level of points n1..n2: its metric's kind and resolution, net of the runs' wait for a CPU
--- (time) where the evidence is known.
+-- (time) where the evidence is known; of their means, or of opts.stat "median".
 local function levels_row(s, b1, b2, n1, n2, opts)
   local base, new = samples_of(s, b1, b2), samples_of(s, n1, n2)
   local kind = verdict.classify(s.metric)
   local time = kind == "time"
   local res, res_text, res_of = require("wb.compare").resolution(s.metric)
-  return verdict.compare(s.metric, mean(base), mean(new), { kind = kind, stat = "mean",
+  local stat = opts.stat or "mean"
+  local function central(xs) return stat == "median" and require("wb.stats").median(xs) or mean(xs) end
+  return verdict.compare(s.metric, central(base), central(new), { kind = kind, stat = stat,
     threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = base, new_samples = new,
     resolution = res, resolution_text = res_text, resolution_of = res_of,
     base_evidence = time and verdict.segment_evidence(s.points, b1, b2, base) or nil,
@@ -130,12 +132,18 @@ local function alert_point(list, a)
   end
 end
 
+M.SETTLE_SCAN = 30
+
 -- gate.settle(index, alerts [, opts]) : the later fate of every alert that stood (confirmed, or
--- unconfirmed): "fixed" when a later level of its series (from the first point after the head, or
--- from a step after it, to the newest point) is judged by the comparison engine no regression
--- against the level before the alert and an improvement on the alerted head; a.gate_fate keeps the
--- gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix. opts:
--- threshold, alpha, roots.
+-- unconfirmed): "fixed" when a later level of its series (from one of the SETTLE_SCAN points after
+-- the head, or from a later step, to the newest point) is judged by the comparison engine an
+-- improvement on the regressed level (the head to that point; of the medians: one later night's
+-- outliers do not hide a fix)
+-- and its median has come back at least half of the way to the level before
+-- the alert (campaigns on different nights differ by a few percent: "no regression against the
+-- level before" at the 2% threshold missed a fix); a.gate_fate keeps the gate's own fate,
+-- a.fixed_commit and a.fixed_ratio (later level / level before) the fix. opts: threshold, alpha,
+-- roots.
 function M.settle(index, alerts, opts)
   opts = opts or {}
   local cache = {}
@@ -147,18 +155,24 @@ function M.settle(index, alerts, opts)
       local s, h, first = alert_point(cache[key], a)
       local n = s and #s.points or 0
       if s and h < n and h > first then
-        local starts = { h + 1 }
+        -- where the later level may start: each of the next SETTLE_SCAN points, then each later step
+        local starts = {}
+        for j = h + 1, math.min(n, h + M.SETTLE_SCAN) do starts[#starts + 1] = j end
         for _, st in ipairs(s.steps) do
-          if st.index > h + 1 then starts[#starts + 1] = st.index end
+          if st.index > h + M.SETTLE_SCAN then starts[#starts + 1] = st.index end
         end
+        local before = require("wb.stats").median(samples_of(s, first, h - 1))
+        local rate = verdict.classify(s.metric) == "rate"
         for _, j in ipairs(starts) do
-          local back = levels_row(s, first, h - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1 })
-          local better = levels_row(s, h, h, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1 })
-          verdict.judge({ back }, opts)
+          -- the regressed level (the head and the points after it before j) against the later one
+          local better = levels_row(s, h, j - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1,
+            stat = "median" })
           verdict.judge({ better }, opts)
-          if back.verdict ~= "regression" and back.verdict ~= "inconclusive" and better.verdict == "improvement" then
+          local rise, left = better.base - before, better.new - before -- the worse way
+          if rate then rise, left = -rise, -left end
+          if rise > 0 and better.verdict == "improvement" and left <= rise / 2 then
             a.gate_fate, a.fate = a.fate, "fixed"
-            a.fixed_commit, a.fixed_ratio = s.points[j].commit, back.ratio
+            a.fixed_commit, a.fixed_ratio = s.points[j].commit, before ~= 0 and better.new / before or nil
             break
           end
         end
