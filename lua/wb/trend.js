@@ -21,6 +21,11 @@
       return (v * 1e6).toPrecision(4) + " µs";
     }
     if (unit === "KiB") return v >= 1024 ? (v / 1024).toPrecision(4) + " MiB" : v.toPrecision(4) + " KiB";
+    if (unit === "B") {
+      var units = ["B", "KiB", "MiB", "GiB", "TiB"], k = 0;
+      while (Math.abs(v) >= 1024 && k < units.length - 1) { v /= 1024; k++; }
+      return v.toPrecision(4) + " " + units[k];
+    }
     return v.toPrecision(4) + (unit ? " " + unit : "");
   }
   function el(tag, cls, text) {
@@ -135,7 +140,7 @@
         var sha = function (p) { return p && p[0] >= 0 ? data.commits[p[0]].slice(0, 10) : "?"; };
         return st[5] + " " + ((st[1] - 1) * 100).toFixed(1).replace(/^(\d)/, "+$1") + "% at " + sha(pt) +
           " (from " + sha(prev) + (st[2] !== null ? "; CI " + st[2].toFixed(3) + "–" + st[3].toFixed(3) + "×" : "") +
-          (st[4] !== null ? "; p = " + st[4].toPrecision(2) : "") + ")";
+          (typeof st[4] === "string" ? "; " + st[4] : st[4] !== null ? "; p = " + st[4].toPrecision(2) : "") + ")";
       });
       var p = el("div", "steps " + (s.st[0][5] === "regression" ? "slower" : "faster"), text.join("; "));
       p.setAttribute("data-steps", String(s.st.length));

@@ -198,7 +198,7 @@ local function page_data(list, out_dir)
     for _, st in ipairs(s.steps) do
       local r = st.row
       steps[#steps + 1] = json.array({ st.index - 1, r.ratio or st.ratio, r.ci_lo or json.null, r.ci_hi or json.null,
-        r.q or r.p or json.null, r.verdict })
+        r.exact and "exact" or r.q or r.p or json.null, r.verdict })
     end
     data.series[#data.series + 1] = { r = s.recipe or "", n = s.name, m = s.metric, c = s.machine or "", u = s.unit or "",
       lo = lo, sc = scale, p = pts, s = samples, st = steps }
@@ -262,10 +262,10 @@ end
 function M.step_text(s, st)
   local r = st.row
   local ci = (r.ci_lo and r.ci_hi) and string.format("95%% CI %.3f–%.3f×, ", r.ci_lo, r.ci_hi) or ""
-  return string.format("%s %+.1f%% in %s · %s · %s (%s) at %s (from %s; %sp = %.2g)", r.verdict,
+  return string.format("%s %+.1f%% in %s · %s · %s (%s) at %s (from %s; %s%s)", r.verdict,
     ((r.ratio or st.ratio) - 1) * 100, s.recipe or "?", s.name, s.metric, s.machine or "?",
     st.commit and st.commit:sub(1, 10) or "a record without a commit", st.previous_commit and st.previous_commit:sub(1, 10) or "?",
-    ci, r.q or r.p or 0)
+    ci, r.exact and "exact: no run-to-run variation" or string.format("p = %.2g", r.q or r.p or 0))
 end
 
 ---- the command: wb trend --------------------------------------------------------------------
