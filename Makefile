@@ -184,9 +184,11 @@ mutate-sample: deps
 	@bash tests/mutate/run.sh --sample
 
 bench: all
+	@bash tools/bench-deps.sh $(BUILD)/asv-venv
 	@$(BUILD)/wb run bench/run.lua
 
 bench-smoke: all
+	@bash tools/bench-deps.sh $(BUILD)/asv-venv
 	@$(BUILD)/wb run bench/run.lua size=smoke results=$(BUILD)/bench-smoke.md
 
 install: all
