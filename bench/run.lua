@@ -58,6 +58,7 @@ return wb.recipe {
     lines[#lines + 1] = "- commit: " .. (commit.ok and commit.stdout:gsub("\n", "") or "unknown")
     lines[#lines + 1] = "- wb: " .. wb.version .. (smoke and " (smoke sizes: figures are not meaningful)" or "")
     lines[#lines + 1] = ""
+    local header = { table.unpack(lines) } -- the lines before the sections
     local failures = 0
     local measured = {} -- name -> the section's lines
     for _, name in ipairs(SECTIONS) do
@@ -92,7 +93,7 @@ return wb.recipe {
     local old = wb.fs.read(cfg.results) or ""
     local text
     if cfg.only ~= "" then
-      text = only_section(old, cfg.only, measured[cfg.only], lines)
+      text = only_section(old, cfg.only, measured[cfg.only], header)
     else
       -- the section `make mutate` writes (tests/mutate/run.sh) is kept as it was
       local mutation = old:match("\n(## Mutation testing.*)$")
