@@ -330,6 +330,7 @@ return wb.recipe {
         doc.alerts[#doc.alerts + 1] = { name = s.name, metric = s.metric, machine = s.machine, recipe = s.recipe,
           detected = r and r.verdict or "reference exceeded", ratio = r and r.ratio, p = r and (r.q or r.p),
           baseline_commit = item.baseline and item.baseline.commit, head_commit = head.git_commit, head_dir = head.dir,
+          baseline_first_commit = item.baseline and s.points[item.baseline.first].commit,
           fate = conf.fate, reason = conf.reason, confirmed_ratio = conf.ratio, confirmed_p = conf.p, text = ck.text,
           why = conf.why }
         if conf.fate == "confirmed" then confirmed = confirmed + 1 end

@@ -93,6 +93,8 @@ static _Atomic uint32_t filter[1u << FILTER_BITS];
 
 #define COUNT_BYTES 32
 static _Atomic uint64_t *count; /* the tree's counter (WB_ALLOC_COUNT), or NULL */
+static int foreign_image;       /* this image's malloc is not ours: its allocator's mmaps are its own */
+static void map_count(const char *path);
 static __thread int64_t tl_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t tl_rng __attribute__((tls_model("initial-exec")));
 static __thread int tl_busy __attribute__((tls_model("initial-exec")));
@@ -161,6 +163,10 @@ static int resolved(void) {
     f.free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
     if (!f.malloc || !f.calloc || !f.realloc || !f.memalign || !f.free) abort(); /* libc has them all */
     dl_iterate_phdr(text_of, (void *)f.malloc);
+    /* the counter from the first allocation on, also those of libraries initialised before the
+     * shim's constructor runs */
+    const char *cp = getenv("WB_ALLOC_COUNT");
+    if (cp && *cp) map_count(cp);
     next.malloc = f.malloc, next.calloc = f.calloc, next.realloc = f.realloc, next.memalign = f.memalign;
     next.valloc = f.valloc, next.pvalloc = f.pvalloc;
     atomic_store((_Atomic(void (*)(void *)) *)&next.free, f.free);
@@ -587,7 +593,8 @@ EXPORT void *pvalloc(size_t n) {
 static inline void *map(uintptr_t from, void *addr, size_t len, int prot, int flags, int mfd, off_t off) {
   long r = syscall(SYS_mmap, addr, len, prot, flags, mfd, off);
   void *p = r == -1 ? MAP_FAILED : (void *)r;
-  if (with_mmap && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED) && !(from >= next_lo && from < next_hi))
+  if (with_mmap && !foreign_image && p != MAP_FAILED && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED) &&
+      !(from >= next_lo && from < next_hi))
     account(p, len, 'M');
   return p;
 }
@@ -630,9 +637,13 @@ static void after_fork_child(void) { /* the child writes its own file, under its
   pthread_mutex_unlock(&lock);
 }
 
-/* Maps the counter file named by WB_ALLOC_COUNT (see the top): a regular file, not a link, at
- * least COUNT_BYTES long; anything else is left alone. */
+/* Maps the counter file named by WB_ALLOC_COUNT (see the top) once per image: a regular file, not
+ * a link, at least COUNT_BYTES long; anything else is left alone. Under resolve_lock, or in the
+ * constructor. */
 static void map_count(const char *path) {
+  static int tried;
+  if (tried) return;
+  tried = 1;
   int cfd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (cfd < 0) return;
   struct stat st;
@@ -668,7 +679,10 @@ __attribute__((constructor)) static void init(void) {
     map_count(cp);
     resolved();
     if (count) pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    if (count && foreign_malloc(&who)) atomic_fetch_add_explicit(&count[3], 1, memory_order_relaxed);
+    if (count && foreign_malloc(&who)) {
+      foreign_image = 1;
+      atomic_fetch_add_explicit(&count[3], 1, memory_order_relaxed);
+    }
   }
   if (!d || !*d || strlen(d) >= sizeof dir) return;
   memcpy(dir, d, strlen(d) + 1);

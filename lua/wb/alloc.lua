@@ -126,13 +126,14 @@ local function preloaded(spec, shim, path, vars)
   return argv
 end
 
--- shim, program path = the shim and the program spec runs (argv[1] found in PATH, /bin/sh for
--- a shell command), or nil, why they cannot be preloaded
+-- shim, program path = the shim and the program spec runs (argv[1] found in PATH, or relative to
+-- spec.cwd; /bin/sh for a shell command), or nil, why they cannot be preloaded
 local function target(spec)
   local shim, err = os.getenv("WB_ALLOC_SHIM") or paths.helper(M.SHIM)
   if not shim then return nil, err end
   local prog = spec.shell and "/bin/sh" or (type(spec.argv) == "table" and spec.argv[1]) or nil
   local path = prog and (prog:find("/") and prog or require("wb.proc").which(prog))
+  if path and path:sub(1, 1) ~= "/" and type(spec.cwd) == "string" then path = require("wb.util").join(spec.cwd, path) end
   if not path then return nil, tostring(prog) .. " not found in PATH" end
   local why = M.unsupported(path)
   if why then return nil, why end

@@ -190,7 +190,7 @@ end
 -- the bytes its process tree allocated in each, exactly (wb.alloc.counter), into
 -- c.samples.alloc_bytes; c.alloc = {runs, allocations (mean), processes, foreign} or {skipped = why}
 local function count_allocations(c, spec)
-  local ct <close> = require("wb.alloc").counter({ argv = c.argv })
+  local ct <close> = require("wb.alloc").counter({ argv = c.argv, cwd = c.cwd or spec.cwd })
   if ct.skipped then
     c.alloc = { skipped = ct.skipped }
     return
@@ -202,10 +202,13 @@ local function count_allocations(c, spec)
     run_shell(spec.prepare, "prepare", spec)
     local res, err = proc.run { argv = ct.argv, stdout = "null", stderr = "null", stdin = "null",
       timeout = spec.timeout, cwd = c.cwd or spec.cwd }
-    if not res then errors.raise(1, "bench: " .. c.name .. ": " .. err, 0) end
-    if not res.ok and not spec.ignore_failure then
-      errors.raise(1, string.format("bench: command '%s' failed in an allocation run (%s)", c.name,
-        res.timed_out and "timed out" or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal))), 0)
+    -- a failure here costs the count, not the timed runs already made
+    local failed = not res and err or (not res.ok and not spec.ignore_failure) and (res.timed_out and "timed out"
+      or res.code and ("exit code " .. res.code) or ("signal " .. tostring(res.signal)))
+    if failed then
+      c.samples.alloc_bytes = nil
+      c.alloc = { skipped = "an allocation run failed (" .. failed .. ")" }
+      return
     end
     run_shell(spec.conclude, "conclude", spec)
     local n, rerr = ct:read()

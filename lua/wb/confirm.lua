@@ -24,6 +24,8 @@ end
 -- The timed runs of each side of a re-run: a confirmation should settle it (beside heavy load a
 -- planted 10% was confirmed in 3 of 4 pairs with 10 runs a side).
 M.MIN_RUNS = 20
+-- The allocation runs a side of a re-run of a record whose bytes allocated changed (an exact count).
+M.ALLOC_RUNS = 5
 
 -- The commands of a wb.bench summary by name: {argv, cwd}.
 local function commands_of(doc)
@@ -68,7 +70,7 @@ local function rerun(name, b, n, opts, threshold)
   io.stderr:write(string.format("confirm: %s: base and new again, interleaved, %d runs each\n", name, runs))
   local ok, summary = pcall(bench.run, { commands = { { name = "base", argv = b.argv, cwd = b.cwd },
     { name = "new", argv = n.argv, cwd = n.cwd } }, runs = runs, warmup = opts.warmup or 1, seed = opts.seed or 1,
-    timeout = opts.timeout })
+    timeout = opts.timeout, alloc_runs = opts.alloc_runs })
   if not ok then
     if type(summary) == "table" and summary.interrupted then error(summary, 0) end
     return nil, "the re-run failed: " .. (type(summary) == "table" and tostring(summary.msg) or tostring(summary))
@@ -90,13 +92,17 @@ end
 function M.run(result, base_doc, new_doc, opts)
   opts = opts or {}
   local bases, news = commands_of(base_doc), commands_of(new_doc)
-  local reruns = {}
+  local reruns, allocs = {}, {}
+  for _, r in ipairs(result.rows) do -- a record with a change in the bytes allocated: its re-run counts them
+    if M.needs(r) and r.metric == "alloc_bytes mean" then allocs[r.record] = true end
+  end
   for _, r in ipairs(result.rows) do
     if M.needs(r) and r.record ~= nil and reruns[r.record] == nil then
       local b, n = bases[r.record], news[r.record]
       local why = cannot(b, n)
       local rows
-      if not why then rows, why = rerun(r.record, b, n, opts, result.threshold) end
+      local o = setmetatable({ alloc_runs = allocs[r.record] and M.ALLOC_RUNS or nil }, { __index = opts })
+      if not why then rows, why = rerun(r.record, b, n, o, result.threshold) end
       reruns[r.record] = rows or why
     end
   end

@@ -114,8 +114,8 @@ function M.detect(list, head, opts)
 end
 
 -- An alert's series in list (trend.series of its recipe, name, metric and machine), the index of
--- the point holding its head record, and the first point of the level the alert was judged
--- against (after the last step before the head).
+-- the point holding its head record, and the first point of the level the gate judged it against
+-- (the alert's baseline_first_commit; else after the last step before the head).
 local function alert_point(list, a)
   for _, s in ipairs(list) do
     if s.name == a.name and s.metric == a.metric and (s.machine or "") == (a.machine or "") then
@@ -124,6 +124,12 @@ local function alert_point(list, a)
           local first = 1
           for _, st in ipairs(s.steps) do
             if st.index < h then first = st.index end
+          end
+          for i = h - 1, 1, -1 do
+            if s.points[i].commit ~= nil and s.points[i].commit == a.baseline_first_commit then
+              first = i
+              break
+            end
           end
           return s, h, first
         end
@@ -134,22 +140,26 @@ end
 
 M.SETTLE_SCAN = 30
 
--- gate.settle(index, alerts [, opts]) : the later fate of every alert that stood (confirmed, or
--- unconfirmed): "fixed" when a later level of its series (from one of the SETTLE_SCAN points after
--- the head, or from a later step, to the newest point) is judged by the comparison engine an
--- improvement on the regressed level (the head to that point; of the medians: one later night's
--- outliers do not hide a fix)
--- and its median has come back at least half of the way to the level before
--- the alert (campaigns on different nights differ by a few percent: "no regression against the
--- level before" at the 2% threshold missed a fix); a.gate_fate keeps the gate's own fate,
--- a.fixed_commit and a.fixed_ratio (later level / level before) the fix. opts: threshold, alpha,
--- roots.
+local function is_text(v) return type(v) == "string" end
+
+-- gate.settle(index, alerts [, opts]) : the later fate of every confirmed alert: "fixed" when a
+-- later level of its series (from one of the SETTLE_SCAN points after the head, or from a later
+-- step, to the newest point) has come back at least half of the way to the level the gate judged
+-- the head against and is judged by the comparison engine an improvement on the regressed level
+-- (the head to that point), both of the medians: one later night's outliers do not hide a fix
+-- ("no regression against the level before" at the 2% threshold missed one: campaigns on
+-- different nights differ by a few percent). An unconfirmed alert may have been noise, and a
+-- noise spike is always "fixed" by the next commit: it keeps its fate. a.gate_fate keeps the
+-- gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix.
+-- Alerts whose fields are not text are left as they are. opts: threshold, alpha, roots.
 function M.settle(index, alerts, opts)
   opts = opts or {}
   local cache = {}
+  local median = require("wb.stats").median
   for _, a in ipairs(alerts) do
-    if (a.fate == "confirmed" or a.fate == "unconfirmed") and type(a.head_dir) == "string" then
-      local key = table.concat({ tostring(a.recipe), tostring(a.name), tostring(a.metric), tostring(a.machine) }, "\0")
+    if type(a) == "table" and a.fate == "confirmed" and is_text(a.head_dir) and is_text(a.name) and is_text(a.metric)
+        and (a.recipe == nil or is_text(a.recipe)) and (a.machine == nil or is_text(a.machine)) then
+      local key = table.concat({ tostring(a.recipe), a.name, a.metric, tostring(a.machine) }, "\0")
       cache[key] = cache[key] or require("wb.trend").series(index, { recipe = a.recipe, name = a.name,
         metric = a.metric, machine = a.machine, roots = opts.roots }, opts)
       local s, h, first = alert_point(cache[key], a)
@@ -161,19 +171,20 @@ function M.settle(index, alerts, opts)
         for _, st in ipairs(s.steps) do
           if st.index > h + M.SETTLE_SCAN then starts[#starts + 1] = st.index end
         end
-        local before = require("wb.stats").median(samples_of(s, first, h - 1))
-        local rate = verdict.classify(s.metric) == "rate"
+        local before = median(samples_of(s, first, h - 1))
+        local sign = verdict.classify(s.metric) == "rate" and -1 or 1 -- the worse way
         for _, j in ipairs(starts) do
-          -- the regressed level (the head and the points after it before j) against the later one
-          local better = levels_row(s, h, j - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1,
-            stat = "median" })
-          verdict.judge({ better }, opts)
-          local rise, left = better.base - before, better.new - before -- the worse way
-          if rate then rise, left = -rise, -left end
-          if rise > 0 and better.verdict == "improvement" and left <= rise / 2 then
-            a.gate_fate, a.fate = a.fate, "fixed"
-            a.fixed_commit, a.fixed_ratio = s.points[j].commit, before ~= 0 and better.new / before or nil
-            break
+          local regressed, later = median(samples_of(s, h, j - 1)), median(samples_of(s, j, n))
+          local rise, left = sign * (regressed - before), sign * (later - before)
+          if rise > 0 and left <= rise / 2 then -- the medians first; the engine's test only then
+            local better = levels_row(s, h, j - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1,
+              stat = "median" })
+            verdict.judge({ better }, opts)
+            if better.verdict == "improvement" then
+              a.gate_fate, a.fate = a.fate, "fixed"
+              a.fixed_commit, a.fixed_ratio = s.points[j].commit, before ~= 0 and later / before or nil
+              break
+            end
           end
         end
       end

@@ -622,8 +622,12 @@ function Index:alerts(filter)
   for _, r in ipairs(self:records({ recipe = "gate", roots = filter and filter.roots })) do
     local doc = read_json(util.join(r.dir, "gate.json"))
     for _, a in ipairs(type(doc) == "table" and type(doc.alerts) == "table" and doc.alerts or {}) do
-      a.gate_dir, a.gate_at = r.dir, r.created_at
-      out[#out + 1] = a
+      if type(a) == "table" then -- (a gate.json is read as it is found: one planted or damaged is not trusted)
+        a.gate_dir, a.gate_at = r.dir, r.created_at
+        a.fate = type(a.fate) == "string" and a.fate or "unknown"
+        a.gate_fate = type(a.gate_fate) == "string" and a.gate_fate or nil
+        out[#out + 1] = a
+      end
     end
   end
   return out

@@ -100,11 +100,14 @@ function M.min_p(na, nb)
   return math.min(1, 2 / ways)
 end
 
--- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha}]) :
+-- The metrics that are exact counts: the same work gives the same number, run after run.
+M.EXACT = { ["alloc_bytes mean"] = true, alloc_bytes = true }
+
+-- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha, exact}]) :
 -- {p, ci_lo, ci_hi, n_base, n_new, underpowered} (the CI is of new/base of stat, "mean" or
 -- "median"; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
--- change; exact: every sample of each side the same, p = 0 when the sides differ (1 when not)
--- and the CI the ratio itself); nil and the reason when there is nothing to test
+-- change; exact (with opts.exact, an exact count): every sample of each side the same, p = 0 when
+-- the sides differ (1 when not) and the CI the ratio itself); nil and the reason when there is nothing to test
 function M.test(base_samples, new_samples, opts)
   opts = opts or {}
   local alpha = opts.alpha or M.ALPHA
@@ -113,15 +116,16 @@ function M.test(base_samples, new_samples, opts)
     local side = (not b or #b < 2) and ((not n or #n < 2) and "either side" or "the base") or "the new side"
     return nil, "no repeated samples on " .. side
   end
-  -- no run-to-run variation on either side (an exact count: bytes allocated, a deterministic
-  -- program's instructions): a difference is no sampling accident, whatever the runs' number
+  -- an exact count (opts.exact: bytes allocated) with no run-to-run variation on either side: a
+  -- difference is no sampling accident, whatever the runs' number (a quantized measurement that
+  -- repeats by chance, such as a CPU time in 4 ms ticks, is not one)
   local function constant(xs)
     for i = 2, #xs do
       if xs[i] ~= xs[1] then return false end
     end
     return true
   end
-  if constant(b) and constant(n) and b[1] ~= 0 then
+  if opts.exact and constant(b) and constant(n) and b[1] ~= 0 then
     local r = n[1] / b[1]
     return { p = b[1] == n[1] and 1 or 0, ci_lo = r, ci_hi = r, n_base = #b, n_new = #n, exact = true }
   end
@@ -384,7 +388,7 @@ function M.compare(metric, base, new, opts)
       local interference = kind == "time" and with_evidence(row, opts)
       if interference then base_samples, new_samples = interference.net_base, interference.net_new end
       local t, why = M.test(base_samples, new_samples, { stat = stat, seed = opts.seed,
-        resamples = opts.resamples, alpha = opts.alpha })
+        resamples = opts.resamples, alpha = opts.alpha, exact = M.EXACT[metric] })
       if t then
         row.samples = { base_samples, new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new

@@ -314,7 +314,8 @@ T.case("alloc_runs: the bytes a process tree allocates, exactly (fork, _exit, SI
   local dir = T.tmpdir()
   assert(fs.write(dir .. "/a.c", ALLOCATOR))
   T.sh("cc -O1 -o a a.c && cc -O1 -static -o s a.c", dir)
-  local s = bench.run { commands = { dir .. "/a 1000", dir .. "/a 3000", dir .. "/s 1000" }, runs = 2, alloc_runs = 3 }
+  local s = bench.run { commands = { dir .. "/a 1000", dir .. "/a 3000", dir .. "/s 1000",
+    { name = "relative", argv = { "./s", "1000" }, cwd = dir } }, runs = 2, alloc_runs = 3 }
   local c = by_name(s)
   local one, three = c[dir .. "/a 1000"], c[dir .. "/a 3000"]
   -- the program's own: N x 1000 + 300,000 + 200,000 + 50,000; the C library may add a little of its own
@@ -333,6 +334,7 @@ T.case("alloc_runs: the bytes a process tree allocates, exactly (fork, _exit, SI
   local st = c[dir .. "/s 1000"]
   T.eq(st.samples.alloc_bytes, nil)
   T.match(st.alloc.skipped, "statically linked")
+  T.match(c.relative.alloc.skipped, "statically linked: " .. dir .. "/%./s has no dynamic loader", "found in its cwd")
   local warned = false
   for _, w in ipairs(st.warnings) do warned = warned or w:find("allocations not counted: ", 1, true) ~= nil end
   T.ok(warned, "a warning names the skip")

@@ -119,3 +119,27 @@ T.case("wb bench --confirm: the previous run's commands and these re-run interle
   T.eq(m.comparison_summary.regressions, 2)
   T.match(res.stdout, "confirmed by an interleaved re%-run: 2 regressions, 0 improvements %(0 changes not confirmed%)")
 end)
+
+T.case("a change in the bytes allocated is confirmed by a re-run that counts them (alloc_runs)", function()
+  local root = T.tmpdir()
+  local function alloc_side(name, preset)
+    local dir = root .. "/" .. name
+    assert(fs.mkdir_p(dir))
+    -- xz's encoder allocates by its preset, the same bytes every run (empty input: quick)
+    assert(fs.write(dir .. "/work", "#!/bin/sh\nexec xz -" .. preset .. " -c /dev/null\n"))
+    assert(os.execute("chmod +x '" .. dir .. "/work'"))
+    local res = T.wb({ "bench", "./work", "runs=3", "warmup=0", "alloc_runs=2", "-o", root .. "/runs/" .. name },
+      { cwd = dir })
+    T.eq(res.code, 0, res.stderr)
+    return root .. "/runs/" .. name
+  end
+  local a, b = alloc_side("a", 1), alloc_side("b", 2)
+  local res = compare({ a, b, "--confirm", "--json" })
+  T.eq(res.code, 0, res.stderr)
+  local row = rows_of(res.stdout)["./work alloc_bytes mean"]
+  T.eq(row.verdict, "regression", row.reason)
+  T.match(row.reason, "exact: each side.s 2 and 2 runs measured the same")
+  T.eq(row.confirmation.verdict, "regression", "the re-run counted the bytes too: " .. tostring(row.confirmation.reason))
+  T.near(row.confirmation.ratio, row.ratio, 1e-9, "the same counts again")
+  T.match(res.stderr, "confirm: %./work: base and new again")
+end)
