@@ -171,11 +171,16 @@ function M.settle(index, alerts, opts)
         for _, st in ipairs(s.steps) do
           if st.index > h + M.SETTLE_SCAN then starts[#starts + 1] = st.index end
         end
-        local before = median(samples_of(s, first, h - 1))
+        local function median_of(i, j) -- nil for points without samples
+          local xs = samples_of(s, i, j)
+          return #xs > 0 and median(xs) or nil
+        end
+        local before = median_of(first, h - 1)
         local sign = verdict.classify(s.metric) == "rate" and -1 or 1 -- the worse way
-        for _, j in ipairs(starts) do
-          local regressed, later = median(samples_of(s, h, j - 1)), median(samples_of(s, j, n))
-          local rise, left = sign * (regressed - before), sign * (later - before)
+        for _, j in ipairs(before and starts or {}) do
+          local regressed, later = median_of(h, j - 1), median_of(j, n)
+          local rise = regressed and sign * (regressed - before) or 0
+          local left = later and sign * (later - before) or math.huge
           if rise > 0 and left <= rise / 2 then -- the medians first; the engine's test only then
             local better = levels_row(s, h, j - 1, j, n, { threshold = opts.threshold, alpha = opts.alpha, seed = 1,
               stat = "median" })
