@@ -6,7 +6,8 @@
 --
 -- Screening races the candidates of tune.axes in blocks, finalists compares the best few with
 -- the default in interleaved rounds (Holm-corrected), the headline measures the winner against
--- the default on new trials. Every trial is a record of the run directory's manifest, journaled
+-- the default on new trials. On a Slurm machine profile each stage is one allocation and each
+-- trial an srun step in it (wb.tune_slurm). Every trial is a record of the run directory's manifest, journaled
 -- as it ends: `--resume DIR` after a kill or a timeout continues the same campaign. DIR holds
 -- summary.json (winner, default, headline, ledger), report.md and report.html.
 -- Exit 0 with a verdict (candidates whose trials failed are listed in the report, not a failure),
@@ -48,8 +49,9 @@ local function result_of(rec)
   return { seconds = rec.wall_time_seconds, capped = rec.capped == true }
 end
 
--- run_block for wb.tune: each trial a campaign record, run unless the resumed directory has it.
-local function block_runner(c, s, cands, root)
+-- run_block for wb.tune: each trial a campaign record, run unless the resumed directory has it;
+-- run_trial(r, case, limit, stage) runs one where the machine profile says and fills r.
+local function block_runner(c, s, cands, root, run_trial)
   local by = {}
   for _, cd in ipairs(cands) do by[cd.name] = cd end
   return function(stage, index, order, cap)
@@ -64,7 +66,7 @@ local function block_runner(c, s, cands, root)
         r.role, r.stage, r.index, r.candidate = "trial", stage, index, name
         r.cap_seconds = cap or null
         wb.check(fs.mkdir_p(cs.out))
-        local res = c:spawn(cs.name, { argv = cs.argv, env = cs.env, timeout = limit })
+        local res = run_trial(r, cs, limit, stage)
         if res and res.timed_out and cap and limit == cap then
           r.capped, r.status, r.error = true, "running", nil -- stopped at the cap: counts as the cap
           return true
@@ -75,6 +77,40 @@ local function block_runner(c, s, cands, root)
       if out[name].capped then out[name].seconds = cap or rec.cap_seconds end
     end
     return out
+  end
+end
+
+-- A trial on this machine.
+local function local_trial(c)
+  return function(_, cs, limit) return c:spawn(cs.name, { argv = cs.argv, env = cs.env, timeout = limit }) end
+end
+
+-- What a Slurm trial's record takes from its result file (wb job), beside the local ones.
+local SLURM_FIELDS = { "command_arguments", "started_epoch", "finished_epoch", "node", "error",
+  table.unpack(wb.campaign.RESULT_FIELDS) }
+
+-- A trial as an srun step of its stage's allocation (wb.tune_slurm).
+local function slurm_trial(alloc)
+  return function(r, cs, limit, stage)
+    local res = alloc:trial(stage, cs, limit)
+    for _, k in ipairs(SLURM_FIELDS) do
+      if res[k] ~= nil then r[k] = res[k] end
+    end
+    r.job_id = res.job_id
+    return res
+  end
+end
+
+-- A stage's --time in minutes: tune.stage_time, else the seconds the budget or the trials'
+-- timeouts allow it, plus ten minutes; nil (the partition's default) when nothing bounds it.
+local function stage_minutes(s, p)
+  local planned = {}
+  for _, st in ipairs(p.stages) do planned[st.stage] = st.runs end
+  return function(stage)
+    if s.stage_time then return s.stage_time end
+    local secs = s.timeout and planned[stage] and planned[stage] * s.timeout
+    if s.budget_seconds and (not secs or s.budget_seconds < secs) then secs = s.budget_seconds end
+    return secs and math.ceil(secs / 60) + 10 or nil
   end
 end
 
@@ -167,7 +203,21 @@ local function axes_object(s, cand)
   return o
 end
 
+-- stage -> {job ids, nodes} of its Slurm allocations (wb.tune_slurm), in the order they ran
+local function allocations(c)
+  local out = {}
+  local list = c.manifest.tune_allocations
+  for _, a in ipairs(type(list) == "table" and list or {}) do
+    local o = out[a.stage] or { jobs = json.array(), nodes = json.array() }
+    out[a.stage] = o
+    o.jobs[#o.jobs + 1] = a.job_id
+    if type(a.node) == "string" and o.nodes[#o.nodes] ~= a.node then o.nodes[#o.nodes + 1] = a.node end
+  end
+  return out
+end
+
 local function summary(c, s, res, pre)
+  local allocs = allocations(c)
   local doc = json.object()
   doc.schema_name, doc.schema_version = "wb.tune", 1
   doc.winner = axes_object(s, res.winner)
@@ -184,7 +234,8 @@ local function summary(c, s, res, pre)
     head.confirmed = h.confirmed == true
     head.failed = h.failed or null
   end
-  head.node = type(pre) == "table" and pre.host or null
+  local where = allocs.headline
+  head.node = where and table.concat(where.nodes, ",") or type(pre) == "table" and pre.host or null
   head.commit = type(pre) == "table" and type(pre.git) == "table" and pre.git.commit or null
   doc.headline = h and head or null
   local finals = json.array()
@@ -198,7 +249,8 @@ local function summary(c, s, res, pre)
   local stages = json.array()
   for _, st in ipairs(L.stages) do
     stages[#stages + 1] = { stage = st.stage, planned_runs = st.planned_runs, runs = st.runs, seconds = st.seconds,
-      blocks = st.blocks, stopped = st.stopped or null }
+      blocks = st.blocks, stopped = st.stopped or null, slurm_jobs = allocs[st.stage] and allocs[st.stage].jobs or nil,
+      nodes = allocs[st.stage] and allocs[st.stage].nodes or nil }
   end
   local cands = json.array()
   for _, l in ipairs(L.candidates) do
@@ -274,14 +326,20 @@ local function report(c, s, res, doc)
   d:add(page.p(page.join { "Run directory ", page.code(c.dir), ". ", verdict }))
   d:add(page.p(page.join { "Recommended: ", page.code(doc.recommended_overrides) }))
   local ledger = { { "stage", "planned runs", "runs", "seconds", "blocks/rounds", "stopped because" } }
-  for _, st in ipairs(L.stages) do
+  local on_slurm = c.manifest.tune_allocations ~= nil
+  if on_slurm then ledger[1][7] = "Slurm job (node)" end
+  for i, st in ipairs(L.stages) do
     ledger[#ledger + 1] = { st.stage, tostring(st.planned_runs), tostring(st.runs), seconds(st.seconds),
       tostring(st.blocks), st.stopped or "" }
+    local jobs, nodes = doc.ledger.stages[i].slurm_jobs, doc.ledger.stages[i].nodes
+    if on_slurm then
+      ledger[#ledger][7] = jobs and (table.concat(jobs, ", ") .. " (" .. table.concat(nodes, ", ") .. ")") or ""
+    end
   end
   ledger[#ledger + 1] = { "total", tostring(L.budget.runs or "no budget"), tostring(L.spent.runs),
     seconds(L.spent.seconds), "", L.remaining.runs and (L.remaining.runs .. " runs left" ..
-      (L.remaining.seconds and (", " .. seconds(L.remaining.seconds) .. " left") or "")) or "" }
-  d:add(page.section("Budget ledger", page.table(ledger, { align = { "l", "r", "r", "r", "r", "l" } })))
+      (L.remaining.seconds and (", " .. seconds(L.remaining.seconds) .. " left") or "")) or "", on_slurm and "" or nil }
+  d:add(page.section("Budget ledger", page.table(ledger, { align = { "l", "r", "r", "r", "r", "l", "l" } })))
   if h then
     d:add(page.section("Headline", page.table({ { "candidate", "ratio to the default", "interval", "rounds", "p", "node",
       "commit" }, { res.chosen.name, ratio(h.ratio), interval(h.ratio_lower, h.ratio_upper), tostring(h.n),
@@ -314,7 +372,7 @@ end
 return wb.recipe {
   plans = true,
   config = "tune_gwas",
-  executors = { "local" },
+  executors = { "local", "slurm" }, -- on Slurm each stage is one allocation (wb.tune_slurm)
   types = tune.TYPES,
   defaults = tune.config_defaults(),
   description = "Tuning campaign: screening race, finalists, headline trials (docs/tune.md)",
@@ -323,23 +381,38 @@ return wb.recipe {
     local cands = tune.candidates(s)
     for _, cd in ipairs(cands) do trial_case(s, cd, "check", "/run-directory") end -- template mistakes: exit 2 now
     local p = tune.plan(s, cands)
+    local machine = ctx.cfg.machine
+    local on_slurm = type(machine) == "table" and machine.executor == "slurm"
+    local t = s.stage_time
+    if on_slurm and type(t) == "string" and not (t:match("^%d+$") or t:match("^%d*%-?[%d:]+$") or t == "UNLIMITED") then
+      wb.usage("tune.stage_time must be minutes or Slurm's [D-]HH:MM:SS, got '" .. t .. "'", 0)
+    end
     local ident = check_identity(ctx, s, cands)
     local c = wb.campaign.open(ctx, {})
     if not fs.exists(c.dir .. "/tune.json") then c:write("tune.json", ident) end
     local root = wb.check(fs.realpath(c.dir))
     local first = {}
     for i, cd in ipairs(cands) do first[i] = trial_case(s, cd, trial_name("screening", 1, cd.name), root) end
+    local minutes = stage_minutes(s, p)
     local sections = {}
     for i, st in ipairs(p.stages) do
+      local where = on_slurm and string.format("; one Slurm allocation (one node, --time %s), a step per trial",
+        tostring(minutes(st.stage) or "the partition's default")) or ""
       sections[i] = { name = st.stage, cases = i == 1 and first or {}, subprocess_runs = st.runs,
-        note = st.note .. (st.least and string.format(" (at least %d runs)", st.least) or "") }
+        note = st.note .. (st.least and string.format(" (at least %d runs)", st.least) or "") .. where }
     end
     if c:plan { sections = sections, over = p.too_few_blocks,
           budget = { max_subprocess_runs = s.budget_runs, allow_over_budget = s.allow_over_budget,
             runs_key = "tune.budget_runs" } } then
       return 0
     end
-    local res = tune.run(s, cands, block_runner(c, s, cands, root))
+    local res
+    if on_slurm then
+      local alloc <close> = require("wb.tune_slurm").open(c, machine, minutes)
+      res = tune.run(s, cands, block_runner(c, s, cands, root, slurm_trial(alloc)))
+    else
+      res = tune.run(s, cands, block_runner(c, s, cands, root, local_trial(c)))
+    end
     if not res.default_failed then history_records(c, s, res) end
     local doc = summary(c, s, res, json.read(c.dir .. "/preflight.json"))
     local verdict = report(c, s, res, doc)

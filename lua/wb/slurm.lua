@@ -358,7 +358,8 @@ end
 -- $SLURM_ARRAY_TASK_ID) of a cases file written by the Slurm executor, measured as
 -- campaign:spawn measures a local run: output in <run_dir>/logs/<name>.std{out,err}.log, and
 -- <run_dir>/jobs/results/<name>.json with the record fields (command_arguments, return_code,
--- signal, timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, logs, status).
+-- signal, timed_out, wall_time_seconds, user_seconds, sys_seconds, maxrss_kb, logs, status) and
+-- where it ran (node, job_id).
 -- A case with `capture` options runs under wb.capture (result field `capture`: its method,
 -- fallback, counters, profiles); one with `tasks` is a task of an srun step: <name> is
 -- <case>.task<SLURM_PROCID>, and a task whose result says it ran to its end is not run again.
@@ -394,6 +395,7 @@ function M.job_main(args)
   r.name = name
   r.command_arguments = json.array(util.deep_copy(case.argv))
   r.node = os.getenv("SLURMD_NODENAME") or json.null
+  r.job_id = math.tointeger(tonumber(os.getenv("SLURM_JOB_ID") or ""))
   r.rank = rank
   r.started_at_utc = clock.utc()
   r.started_epoch = clock.wall() -- the node's real time, to the microsecond: which cases overlapped (executor)

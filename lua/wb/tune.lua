@@ -35,7 +35,8 @@ M.TYPES = {
   ["tune.cap"] = "number>0", ["tune.budget_runs"] = "integer>=1|null", ["tune.budget_seconds"] = "number>0|null",
   ["tune.finalists"] = "integer>=1", ["tune.finalist_rounds"] = "integer>=5",
   ["tune.headline_trials"] = "integer>=5", ["tune.max_blocks"] = "integer>=1", ["tune.sample"] = "integer>=2|null",
-  ["tune.seed"] = "integer", ["tune.override"] = "string|null", ["tool.allow_over_budget"] = "boolean",
+  ["tune.seed"] = "integer", ["tune.override"] = "string|null", ["tune.stage_time"] = "integer>=1|string|null",
+  ["tool.allow_over_budget"] = "boolean",
 }
 
 -- cfg = tune.config_defaults() : the keys every tune profile has (wb.recipe's `defaults`), so that
@@ -44,7 +45,9 @@ function M.config_defaults()
   local null = require("wb.core").null
   local t = {}
   for k, v in pairs(M.DEFAULTS) do t[k] = v end
-  for _, k in ipairs({ "default", "timeout", "budget_runs", "budget_seconds", "sample", "override" }) do t[k] = null end
+  for _, k in ipairs({ "default", "timeout", "budget_runs", "budget_seconds", "sample", "override", "stage_time" }) do
+    t[k] = null
+  end
   t.values, t.params, t.env = {}, {}, {}
   return { tune = t, tool = { allow_over_budget = false } }
 end
@@ -81,7 +84,7 @@ function M.settings(cfg)
   s.command, s.axes, s.default = opt(t.command), opt(t.axes), opt(t.default)
   s.values, s.params, s.env = opt(t.values) or {}, opt(t.params) or {}, opt(t.env) or {}
   s.timeout, s.budget_runs, s.budget_seconds = opt(t.timeout), opt(t.budget_runs), opt(t.budget_seconds)
-  s.sample, s.override = opt(t.sample), opt(t.override)
+  s.sample, s.override, s.stage_time = opt(t.sample), opt(t.override), opt(t.stage_time)
   if type(s.command) ~= "table" or #s.command == 0 then bad("tune.command must be a non-empty list") end
   if type(s.axes) ~= "table" or s.axes[1] ~= nil or next(s.axes) == nil then
     bad("tune.axes must be a mapping of axis name to its values")

@@ -65,8 +65,8 @@ echo "# cluster${mode:+ ($mode)} up in $((SECONDS - start)) s (ports $port-$((po
 # Capture in jobs (tests/lua/slurm_capture_test.lua) does not depend on where final states come
 # from: the plain cluster only.
 files=tests/lua/slurm_test.lua
-[ -z "$mode" ] && files="$files tests/lua/slurm_capture_test.lua"
-# shellcheck disable=SC2086 # (two file names)
+[ -z "$mode" ] && files="$files tests/lua/slurm_capture_test.lua tests/lua/slurm_tune_test.lua"
+# shellcheck disable=SC2086 # (file names)
 setsid "$WB_BIN" test $files >>"$base/test.log" 2>&1 &
 wbpid=$!
 tail --pid="$wbpid" -n +1 -f "$base/test.log" | grep --line-buffered -vE '^[0-9]+ passed, [0-9]+ failed' &

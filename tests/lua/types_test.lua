@@ -28,6 +28,7 @@ local INTERNAL = {
   ["wb.capture_python"] = "wb.capture's Python frames: the merge with native stacks and the python view",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.slurm_capture"] = "capture cases of wb.executor and `wb job` (per-task and merged profiles)",
+  ["wb.tune_slurm"] = "recipes/tune.lua's executor on Slurm (a stage's allocation, a trial's step)",
   ["wb.memory_chart"] = "the memory timeline chart of wb.report",
   ["wb.alloc"] = "wb.capture's allocation profile (alloc = true) and wb.bench's allocation count (alloc_runs)",
   ["wb.alloc_report"] = "the allocation profile in wb.capture's report",

@@ -8,29 +8,8 @@ local fs, json, proc = wb.fs, wb.json, wb.proc
 
 local parent = T.tmpdir()
 
-local program = parent .. "/tunable"
-do
-  local res = proc.run { argv = { "cc", "-O2", "-o", program, T.root() .. "/tests/fixtures/tunable.c" }, stdout = "capture",
-    stderr = "capture" }
-  assert(res.ok, "cc: " .. tostring(res.stderr))
-end
-
--- A profile for the synthetic program: axes a (1, 2, 3) x b (1, 2), default a=1 b=2.
-local PROFILES = parent .. "/profiles"
-assert(fs.mkdir_p(PROFILES))
-assert(fs.write(PROFILES .. "/tune_synthetic.yaml", [[
-tune:
-  axes: {a: [1, 2, 3], b: [1, 2]}
-  default: {a: 1, b: 2}
-  params: {base: 20, slope: 0.3, log: /dev/null}
-  command: []] .. program .. [[, --a, "{a}", --b, "{b}", --base, "{base}", --slope, "{slope}", --log, "{log}", --trial, "{trial}"]
-  max_blocks: 12
-  finalists: 2
-  finalist_rounds: 10
-  headline_trials: 12
-  budget_runs: 200
-  timeout: 30
-]]))
+-- The synthetic program (tests/fixtures/tunable.lua): a (1, 2, 3) x b (1, 2), best a=2 b=1.
+local _, PROFILES = dofile(T.root() .. "/tests/fixtures/tunable.lua")(parent)
 
 local ENV = { WB_PROFILE_PATH = PROFILES, WB_NO_PROGRESS = "1" }
 
