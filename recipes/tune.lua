@@ -6,10 +6,11 @@
 --
 -- Screening races the candidates of tune.axes in blocks, finalists compares the best few with
 -- the default in interleaved rounds (Holm-corrected), the headline measures the winner against
--- the default on new trials. On a Slurm machine profile each stage is one allocation and each
--- trial an srun step in it (wb.tune_slurm). Every trial is a record of the run directory's manifest, journaled
+-- the default on new trials. Every trial is a record of the run directory's manifest, journaled
 -- as it ends: `--resume DIR` after a kill or a timeout continues the same campaign. DIR holds
--- summary.json (winner, default, headline, ledger), report.md and report.html.
+-- summary.json (winner, default, headline, ledger), report.md and report.html. On a Slurm
+-- machine profile (machine=slurm_cpu) each stage is one allocation of one node and each trial an
+-- srun step in it, one at a time (docs/tune.md, "On Slurm").
 -- Exit 0 with a verdict (candidates whose trials failed are listed in the report, not a failure),
 -- 1 when a trial of the default failed, 2 on bad input.
 -- What is yours to change here: the default profile, the report, the exit policy.
@@ -101,16 +102,17 @@ local function slurm_trial(alloc)
   end
 end
 
--- A stage's --time in minutes: tune.stage_time, else the seconds the budget or the trials'
--- timeouts allow it, plus ten minutes; nil (the partition's default) when nothing bounds it.
+-- A stage's --time and whether wb derived it: tune.stage_time as given, else the minutes the
+-- budget or the trials' timeouts allow it plus ten (wb.tune_slurm caps them at the partition's
+-- MaxTime); nil (the partition's default) when nothing bounds it.
 local function stage_minutes(s, p)
   local planned = {}
   for _, st in ipairs(p.stages) do planned[st.stage] = st.runs end
   return function(stage)
-    if s.stage_time then return s.stage_time end
+    if s.stage_time then return s.stage_time, false end
     local secs = s.timeout and planned[stage] and planned[stage] * s.timeout
     if s.budget_seconds and (not secs or s.budget_seconds < secs) then secs = s.budget_seconds end
-    return secs and math.ceil(secs / 60) + 10 or nil
+    return secs and math.ceil(secs / 60) + 10 or nil, true
   end
 end
 
@@ -203,7 +205,8 @@ local function axes_object(s, cand)
   return o
 end
 
--- stage -> {job ids, nodes} of its Slurm allocations (wb.tune_slurm), in the order they ran
+-- stage -> {jobs, nodes, node}: the job ids of its Slurm allocations (wb.tune_slurm) in the
+-- order they ran, the node of each (null for one that never started), the last node
 local function allocations(c)
   local out = {}
   local list = c.manifest.tune_allocations
@@ -211,7 +214,8 @@ local function allocations(c)
     local o = out[a.stage] or { jobs = json.array(), nodes = json.array() }
     out[a.stage] = o
     o.jobs[#o.jobs + 1] = a.job_id
-    if type(a.node) == "string" and o.nodes[#o.nodes] ~= a.node then o.nodes[#o.nodes + 1] = a.node end
+    o.nodes[#o.jobs] = type(a.node) == "string" and a.node ~= "" and a.node or null
+    o.node = type(a.node) == "string" and a.node ~= "" and a.node or o.node
   end
   return out
 end
@@ -234,8 +238,7 @@ local function summary(c, s, res, pre)
     head.confirmed = h.confirmed == true
     head.failed = h.failed or null
   end
-  local where = allocs.headline
-  head.node = where and table.concat(where.nodes, ",") or type(pre) == "table" and pre.host or null
+  head.node = allocs.headline and allocs.headline.node or type(pre) == "table" and pre.host or null
   head.commit = type(pre) == "table" and type(pre.git) == "table" and pre.git.commit or null
   doc.headline = h and head or null
   local finals = json.array()
@@ -333,7 +336,9 @@ local function report(c, s, res, doc)
       tostring(st.blocks), st.stopped or "" }
     local jobs, nodes = doc.ledger.stages[i].slurm_jobs, doc.ledger.stages[i].nodes
     if on_slurm then
-      ledger[#ledger][7] = jobs and (table.concat(jobs, ", ") .. " (" .. table.concat(nodes, ", ") .. ")") or ""
+      local cells = {}
+      for k, id in ipairs(jobs or {}) do cells[k] = string.format("%d (%s)", id, tostring(util.opt(nodes[k]) or "–")) end
+      ledger[#ledger][7] = table.concat(cells, ", ")
     end
   end
   ledger[#ledger + 1] = { "total", tostring(L.budget.runs or "no budget"), tostring(L.spent.runs),

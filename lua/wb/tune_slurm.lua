@@ -29,22 +29,50 @@ Alloc.__index = Alloc
 
 local function set(v) return v ~= nil and v ~= core.null end
 
--- The profile's extra sbatch options with --exclusive added, unless they choose sharing.
+-- The profile's extra sbatch options with --exclusive added unless they choose how nodes are
+-- shared, and whether the job asks for a node of its own (a plain --exclusive, given or added).
 local function extra_options(extra)
-  if not set(extra) then return { "--exclusive" } end
-  local out, chosen = {}, false
+  if not set(extra) then return { "--exclusive" }, true end
+  local out, chosen, own = {}, false, false
+  local function see(name, value)
+    name = tostring(name):gsub("^%-+", "")
+    local opt, arg = name:match("^([%w-]+)=?(.*)$")
+    if opt == "exclusive" or opt == "oversubscribe" or opt == "share" then
+      chosen = true
+      own = own or (opt == "exclusive" and arg == "" and (value == nil or value == true))
+    end
+  end
   if extra[1] ~= nil or next(extra) == nil then
     for i, o in ipairs(extra) do
       out[i] = o
-      local name = tostring(o):match("^%-%-([%w-]+)")
-      chosen = chosen or name == "exclusive" or name == "oversubscribe" or name == "share"
+      see(o)
     end
     if not chosen then out[#out + 1] = "--exclusive" end
   else
-    for k, v in pairs(extra) do out[k] = v end
-    if out.exclusive == nil and out.oversubscribe == nil and out.share == nil then out.exclusive = true end
+    for k, v in pairs(extra) do
+      out[k] = v
+      see(k, v)
+    end
+    if not chosen then out.exclusive = true end
   end
-  return out
+  return out, own or not chosen
+end
+
+-- The CPUs of node, or nil when sinfo does not say.
+local function node_cpus(self, node)
+  local res = slurm.command({ "sinfo", "-h", "-N", "-n", node, "-o", "%c" }, { stats = self.stats, retry_for = 30 })
+  return res and math.tointeger(tonumber(res.stdout:match("%d+") or ""))
+end
+
+-- scancel of ids; false, with a warning, when it failed (the entries stay open: the next
+-- --resume tries again)
+local function cancel(self, ids)
+  local ok, err = slurm.cancel(ids, { stats = self.stats })
+  if not ok then
+    io.stderr:write(string.format("wb: warning: scancel %s failed (%s): the allocation may hold its node until its "
+      .. "time limit; wb tune --resume %s cancels it again\n", table.concat(ids, " "), tostring(err), self.c.dir))
+  end
+  return ok
 end
 
 -- a = tune_slurm.open(c, cfg, stage_time) : the allocations of campaign c on the machine profile
@@ -60,15 +88,17 @@ function M.open(c, cfg, stage_time)
     list = json.array()
     c.manifest.tune_allocations = list
   end
-  local stale = {}
+  local stale, entries = {}, {}
   for _, a in ipairs(list) do
     if a.state ~= "ended" and math.type(a.job_id) == "integer" then
-      stale[#stale + 1] = a.job_id
-      a.state, a.ended_by = "ended", "cancelled when the campaign resumed"
+      stale[#stale + 1], entries[#entries + 1] = a.job_id, a
     end
   end
   if #stale > 0 then
-    slurm.cancel(stale, { stats = self.stats })
+    if cancel(self, stale) then
+      for _, a in ipairs(entries) do a.state, a.ended_by, a.ended_at_utc = "ended", "cancelled when the campaign resumed", clock.utc() end
+    end
+    c:save()
     c:event("slurm_cancelled", { job_ids = json.array(stale), reason = "left by an earlier wb of this campaign" })
   end
   return self
@@ -78,10 +108,10 @@ end
 -- lists it (ended).
 local function job_state(self, id)
   local res, err, kind = slurm.command({ "squeue", "-h", "-t", "all", "-j", tostring(id), "-o", "%T|%N|%C|%r" },
-    { stats = self.stats, retry_for = 120 })
+    { stats = self.stats, retry_for = set(self.cfg.controller_timeout) and self.cfg.controller_timeout or 600 })
   if not res then
     if err and err:find("Invalid job id", 1, true) then return nil end
-    errors.raise(kind == "rejected" and 2 or 1, "squeue: " .. tostring(err), 0)
+    errors.raise(1, "squeue: " .. tostring(err) .. (kind and (" (" .. kind .. ")") or ""), 0)
   end
   local state, nodes, cpus, reason = res.stdout:match("^%s*([%u_]+)|([^|]*)|(%d*)|([^\n]*)")
   if not state then return nil end
@@ -97,12 +127,73 @@ local function ended(self, why)
   self.c:save()
 end
 
-local function lost(self, what)
+-- The job's state once it is no longer COMPLETING (squeue shows that while the job's processes
+-- are being ended), waiting up to ten seconds for it; nil when squeue no longer lists it.
+local function final_state(self, id)
+  local st, t = job_state(self, id), clock.timer()
+  while st and st.state == "COMPLETING" and t:elapsed() < 10 do
+    clock.sleep(0.2)
+    st = job_state(self, id)
+  end
+  return st
+end
+
+-- Raises exit 1 (code: 2 for a job the cluster will never run): the stage's allocation ended or
+-- never started; it is cancelled first, whatever state it is in.
+local function lost(self, what, code, hint)
   local a = self.job
-  local st = job_state(self, a.id)
+  cancel(self, { a.id })
+  local st = final_state(self, a.id)
   ended(self, what)
-  errors.raise(1, string.format("the %s allocation (Slurm job %d) ended %s (%s); wb tune --resume %s continues the "
-    .. "campaign in a new one", a.stage, a.id, st and st.state or "(no longer listed)", what, self.c.dir), 0)
+  errors.raise(code or 1, string.format("the %s allocation (Slurm job %d) ended %s (%s); %s", a.stage, a.id,
+    st and st.state or "(no longer listed)", what,
+    hint or ("wb tune --resume " .. self.c.dir .. " continues the campaign in a new one")), 0)
+end
+
+-- Pending reasons that waiting does not end: a limit of the partition, QOS or account, or a
+-- request the cluster cannot satisfy.
+local function never_runs(reason)
+  return reason:find("TimeLimit", 1, true) or reason:find("WallDuration", 1, true) or reason:find("^Invalid")
+      or reason == "PartitionNodeLimit" or reason == "BadConstraints" or reason == "ReqNodeNotAvail, UnavailableNodes"
+end
+
+-- Minutes of "D-HH:MM:SS", "HH:MM:SS", "MM:SS" or "M" (Slurm's time formats); nil for
+-- "infinite"/"UNLIMITED" or anything else.
+local function minutes_of(text)
+  local d, rest = tostring(text):match("^(%d+)%-(.+)$")
+  local parts = {}
+  for x in (rest or tostring(text)):gmatch("[^:]+") do parts[#parts + 1] = tonumber(x) end
+  if #parts == 0 or #parts > 3 then return nil end
+  for _, x in ipairs(parts) do if not x then return nil end end
+  local h, m, sec = 0, 0, 0
+  if #parts == 3 then h, m, sec = parts[1], parts[2], parts[3]
+  elseif #parts == 2 then
+    if d then h, m = parts[1], parts[2] else m, sec = parts[1], parts[2] end
+  else
+    if d then h = parts[1] else m = parts[1] end
+  end
+  return (tonumber(d) or 0) * 1440 + h * 60 + m + math.ceil(sec / 60)
+end
+M.minutes_of = minutes_of
+
+-- A stage's --time: stage_time(stage), capped at the partition's MaxTime when that is what wb
+-- derived (an explicit tune.stage_time is passed as it is); the cap, or nil.
+local function stage_limit(self, stage)
+  local t, derived = self.stage_time(stage)
+  if not derived or type(t) ~= "number" then return t end
+  local argv = { "sinfo", "-h", "-o", "%P %l" }
+  if set(self.cfg.partition) then argv[#argv + 1] = "--partition=" .. tostring(self.cfg.partition) end
+  local res = slurm.command(argv, { stats = self.stats, retry_for = 30 })
+  local max
+  for line in (res and res.stdout or ""):gmatch("[^\n]+") do
+    local name, limit = line:match("^(%S+)%s+(%S+)")
+    if name and (set(self.cfg.partition) or name:sub(-1) == "*") then max = minutes_of(limit) end
+  end
+  if max and t > max then
+    self.c:event("slurm_time_capped", { stage = stage, minutes = t, partition_max_minutes = max })
+    return max
+  end
+  return t
 end
 
 -- Submits the stage's job and waits until it runs.
@@ -111,17 +202,24 @@ local function allocate(self, stage)
   local ok, err = fs.mkdir_p(c.dir .. "/jobs/trials")
   if not ok then errors.raise(1, "tune: " .. err, 0) end
   local rel = "jobs/tune-" .. stage .. ".sbatch"
+  local time = stage_limit(self, stage)
   local spec = {
     name = set(cfg.job_name) and cfg.job_name or ("wb-tune-" .. stage),
-    argv = { "sleep", "infinity" }, cwd = fs.cwd(),
+    argv = { "sleep", "infinity" }, cwd = self.dir,
     partition = cfg.partition, account = cfg.account, qos = cfg.qos, cpus = cfg.cpus, mem = cfg.mem, gres = cfg.gres,
-    nodes = 1, time = self.stage_time(stage), extra = extra_options(cfg.extra),
+    nodes = 1, time = time, extra = nil,
     output = self.dir .. "/jobs/tune-" .. stage .. "-%j.out", requeue = false,
   }
+  local own
+  spec.extra, own = extra_options(cfg.extra)
   local id, serr, kind = slurm.submit(spec, { script_path = self.dir .. "/" .. rel, stats = self.stats })
-  if not id then errors.raise(kind == "transient" and 1 or 2, serr, 0) end
+  if not id then
+    errors.raise(kind == "transient" and 1 or 2, serr .. (kind == "rejected" and
+      string.format(" (the %s allocation: one node, --time %s; tune.stage_time sets it)", stage, tostring(time)) or ""), 0)
+  end
   local entry = json.object()
   entry.stage, entry.job_id, entry.script, entry.state = stage, id, rel, "pending"
+  entry.time = time
   entry.submitted_at_utc = clock.utc()
   local list = c.manifest.tune_allocations
   list[#list + 1] = entry
@@ -135,11 +233,21 @@ local function allocate(self, stage)
     if st.state == "RUNNING" then
       entry.state, entry.node, entry.cpus = "running", st.nodes, st.cpus
       entry.started_at_utc = clock.utc()
+      local all = own and st.cpus and node_cpus(self, st.nodes)
+      if all and st.cpus < all then -- --exclusive ignored: the partition shares nodes whatever is asked
+        entry.shared_node = true
+        io.stderr:write(string.format("wb: warning: the %s allocation (Slurm job %d) has %d of %s's %d CPUs although "
+          .. "it asked for the node (the partition shares nodes: OverSubscribe=FORCE?): other jobs may run beside "
+          .. "its trials\n", stage, id, st.cpus, st.nodes, all))
+      end
       c:save()
       c:event("slurm_allocation", { job_id = id, stage = stage, node = st.nodes, cpus = st.cpus })
       return
     elseif st.state ~= "PENDING" and st.state ~= "CONFIGURING" then
       lost(self, "before it started")
+    elseif never_runs(st.reason) then
+      lost(self, "pending: " .. st.reason, 2, "the cluster will not run it as asked (--time " .. tostring(time)
+        .. ", tune.stage_time; the machine profile's partition, qos, account)")
     end
     if st.reason ~= said and t:elapsed() >= 3 then -- a wait worth saying
       io.stderr:write(string.format("wb tune: %s allocation, Slurm job %d: %s (%s)\n", stage, id, st.state, st.reason))
@@ -150,14 +258,50 @@ local function allocate(self, stage)
   end
 end
 
+-- The result file of a step of job id: what `wb job` wrote there, or nil (none yet, or another
+-- job's: a step of an earlier allocation that was ending while this one ran). A file system
+-- shared with the node may show it late: up to `patience` seconds are waited for.
+local function result_of(path, id, patience)
+  local t = clock.timer()
+  while true do
+    local res = sc.read_result(path)
+    if res and res.job_id == id then return res end
+    if t:elapsed() >= patience then return nil end
+    clock.sleep(0.2)
+  end
+end
+
+-- The campaign's earlier allocations of stage, by job id.
+local function stage_jobs(self, stage)
+  local out = {}
+  for _, a in ipairs(self.c.manifest.tune_allocations) do
+    if a.stage == stage and math.type(a.job_id) == "integer" then out[a.job_id] = true end
+  end
+  return out
+end
+
+local STEP_ATTEMPTS = 3
+
 -- res = a:trial(stage, case, limit) : the trial case {name, argv, env} run as an srun step of
 -- the stage's allocation (submitted first when the stage has none), stopped after limit seconds
 -- (nil: never); res holds the result file's fields (lua/wb/slurm.lua's job_main) with ok and
--- timed_out as wb.proc's result has them, and the allocation's job id.
+-- timed_out as wb.proc's result has them, and the job id. Only `wb job`'s result of a trial that
+-- ran to its end decides it: a step that ran none (srun refused, the node unreachable) or was
+-- stopped itself is tried again, and after STEP_ATTEMPTS raises exit 1 with the trial left to
+-- --resume.
 function Alloc:trial(stage, cs, limit)
+  local safe = util.safe_name(cs.name)
+  local cases = self.dir .. "/jobs/trials/" .. safe .. ".json"
+  local result = self.dir .. "/jobs/results/" .. safe .. ".json"
+  local before = sc.read_result(result)
+  if before and slurm.task_done(before) and stage_jobs(self, stage)[before.job_id] then
+    before.ok = before.status == "success" -- it ended after the wb that started it was killed
+    self.c:event("trial_adopted", { run = cs.name, job_id = before.job_id })
+    return before
+  end
   if self.job and self.job.stage ~= stage then self:close() end
   if not self.job then allocate(self, stage) end
-  local a, safe = self.job, util.safe_name(cs.name)
+  local a = self.job
   local written, secret = slurm.split_env(cs.env or {})
   local env, names = json.object(), util.sorted_keys(secret)
   for _, k in ipairs(written) do env[k] = tostring(cs.env[k]) end
@@ -166,14 +310,6 @@ function Alloc:trial(stage, cs, limit)
   case.secret_env, case.timeout = json.array(names), limit
   local doc = json.object()
   doc.schema_name, doc.schema_version, doc.run_dir, doc.cases = slurm.CASES_SCHEMA, 1, self.dir, json.array({ case })
-  local cases = self.dir .. "/jobs/trials/" .. safe .. ".json"
-  local result = self.dir .. "/jobs/results/" .. safe .. ".json"
-  local before = sc.read_result(result)
-  if before and slurm.task_done(before) then -- ended after the wb that started it was killed
-    before.ok = before.status == "success"
-    self.c:event("trial_adopted", { run = cs.name, reason = "its step ended after the wb that started it" })
-    return before
-  end
   fs.remove(result) -- an interrupted attempt's: this trial is run again
   local ok, err = fs.write(cases, json.encode(doc, { pretty = true }) .. "\n")
   if not ok then errors.raise(1, "tune: " .. err, 0) end
@@ -182,29 +318,35 @@ function Alloc:trial(stage, cs, limit)
   local argv = { "srun", "--jobid=" .. a.id, "--nodes=1", "--ntasks=1", "--quiet", "--job-name=" .. cs.name }
   if a.entry.cpus then argv[#argv + 1] = "--cpus-per-task=" .. a.entry.cpus end
   for _, x in ipairs({ core.exe_path(), "job", cases, "0" }) do argv[#argv + 1] = x end
-  local log = self.dir .. "/jobs/trials/" .. safe .. ".srun.log"
-  local step = proc.run { argv = argv, env = step_env, timeout = limit and (limit + 300) or nil,
-    stdout = { file = log }, stderr = "stdout" }
-  local res = sc.read_result(result)
-  if not res or res.interrupted or not (step and (step.ok or step.code)) then
+  local log = "jobs/trials/" .. safe .. ".srun.log"
+  local why
+  for attempt = 1, STEP_ATTEMPTS do
+    local step, serr = proc.run { argv = argv, env = step_env, timeout = limit and (limit + 300) or nil,
+      stdout = { file = self.dir .. "/" .. log, append = attempt > 1 }, stderr = "stdout" }
+    local res = result_of(result, a.id, step and (step.ok or step.code) and 5 or 0)
+    if res and not res.interrupted then
+      res.ok = res.status == "success"
+      return res
+    end
     local st = job_state(self, a.id)
     if not st or st.state ~= "RUNNING" then lost(self, "under trial " .. cs.name) end
-    if not res then
-      return { ok = false, status = "failed", job_id = a.id, node = a.entry.node,
-        error = "srun: the step ran no trial (" .. (step and (step.signal and ("signal " .. step.signal) or
-          ("exit " .. tostring(step.code))) or "not started") .. "); see jobs/trials/" .. safe .. ".srun.log" }
-    end
+    why = res and "the step was stopped, not its trial (scancel of the step?)"
+      or step and (step.timed_out and "srun did not end" or step.signal and ("srun: signal " .. step.signal)
+        or ("srun: exit " .. tostring(step.code))) or ("srun: " .. tostring(serr))
+    self.c:event("slurm_step_failed", { run = cs.name, job_id = a.id, attempt = attempt, why = why, log = log }, "WARN")
+    if attempt < STEP_ATTEMPTS then clock.sleep(attempt) end
   end
-  res.ok = res.status == "success"
-  res.job_id = res.job_id or a.id
-  return res
+  errors.raise(1, string.format("trial %s: %d steps in the %s allocation (Slurm job %d) ran no trial (%s; see %s/%s); "
+    .. "wb tune --resume %s runs it again", cs.name, STEP_ATTEMPTS, stage, a.id, why, self.c.dir, log, self.c.dir), 0)
 end
 
 -- a:close([err]) : cancels the open allocation: its stage is over, or (err) the campaign stopped
 function Alloc:close(err)
   if not self.job then return end
-  local id = self.job.id
-  slurm.cancel({ id }, { stats = self.stats })
+  if not cancel(self, { self.job.id }) then
+    self.job = nil -- left open in the manifest: the next --resume cancels it
+    return
+  end
   ended(self, err and "cancelled by wb: the campaign stopped" or "cancelled by wb at the end of its stage")
 end
 

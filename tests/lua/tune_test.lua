@@ -273,3 +273,15 @@ T.case("settings and plan: bad keys are exit 2 naming the key; a budget the race
   T.eq(tune.override_line(s, sampled[1]), "a=1 b=1")
 end)
 
+
+T.case("Slurm's time limits as minutes (a stage's --time capped at the partition's MaxTime)", function()
+  local minutes_of = require("wb.tune_slurm").minutes_of
+  T.eq(minutes_of("2-00:00:00"), 2880)
+  T.eq(minutes_of("1-12"), 36 * 60)
+  T.eq(minutes_of("1:30:00"), 90)
+  T.eq(minutes_of("45:30"), 46)
+  T.eq(minutes_of("30"), 30)
+  T.eq(minutes_of("infinite"), nil)
+  T.eq(minutes_of("UNLIMITED"), nil)
+  T.eq(minutes_of(""), nil)
+end)
