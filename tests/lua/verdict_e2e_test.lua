@@ -133,9 +133,14 @@ T.case("a planted 20% slowdown (sleep 0.050 -> 0.060, 20 runs): flagged by every
   code, _, doc = compare(b .. ".hf.json", b .. "/summary.json")
   T.eq(row(doc, "sh work.sh wall mean").tested, true)
   local same = row(doc, "sh work.sh wall median")
-  print(string.format("# hyperfine %.4f s, wb %.4f s: ratio %.3f", same.base, same.new, same.ratio))
-  T.ok(same.ratio > 0.9 and same.ratio < 1.1, string.format("hyperfine %.4f s, wb %.4f s: %s", same.base, same.new,
-    same.reason))
+  T.ok(no_verdict(same), same.reason)
+  -- the two tools measure the same: their fastest runs agree (the medians of runs taken at other
+  -- moments differ by what the machine did meanwhile: 13% beside four busy loops)
+  local fastest = row(doc, "sh work.sh wall min")
+  print(string.format("# hyperfine %.4f s, wb %.4f s: ratio %.3f (medians %.4f s, %.4f s)", fastest.base, fastest.new,
+    fastest.ratio, same.base, same.new))
+  T.ok(fastest.ratio > 0.9 and fastest.ratio < 1.1, string.format("fastest runs: hyperfine %.4f s, wb %.4f s",
+    fastest.base, fastest.new))
   -- the Markdown and the HTML report carry the same explanation
   local md = assert(fs.read(b .. "/summary.md"))
   T.match(md, "Compared with the previous run")

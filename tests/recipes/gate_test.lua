@@ -182,7 +182,10 @@ T.case("a fix after the confirmed regression: wb history alerts gives its alerts
       stood = stood + 1
       T.eq(a.fate, "fixed", "a confirmed regression whose series came back")
       T.eq(a.fixed_commit, fix)
-      T.between(a.fixed_ratio, 0.9, 1.05)
+      -- fixed means back at least halfway from the regressed level to the one before (the alert's
+      -- ratio, 49000 / 40000 of work planted), no tighter: on a busy machine the levels move
+      local rise = (type(a.ratio) == "number" and a.ratio or 1.225) - 1
+      T.between(a.fixed_ratio, 0.8, 1 + rise / 2)
     end
     -- only a confirmed alert can be fixed: an unconfirmed or dismissed one keeps its fate
     if a.fate == "fixed" then T.eq(a.gate_fate, "confirmed") end
