@@ -129,7 +129,7 @@ A recipe that runs its work on this machine refuses a machine profile whose exec
 (nothing written); the matrix, data, profile and profile_app_full recipes run their cases through
 it (a dry run writes the batch scripts).
 
-$ for r in bench demo regress scaling tune vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
+$ for r in bench demo regress scaling vep_breakdown; do wb $r machine=slurm_cpu -o $T/s_$r 2>&1 | sed "s/'$r'/'R'/"; echo "$r exit ${PIPESTATUS[0]}"; test ! -e $T/s_$r || echo "$r wrote"; done
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 bench exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
@@ -139,9 +139,11 @@ regress exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 scaling exit 2
 wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
-tune exit 2
-wb: recipe 'R' runs its work on this machine, not through executor 'slurm' (the machine profile's executor); use machine=local, or run wb itself inside a job
 vep_breakdown exit 2
+
+$ wb tune machine=slurm_cpu --dry-run -o $T/s_tune >/dev/null; echo "tune exit $?"; grep -c 'one Slurm allocation (one node' $T/s_tune/plan.md
+tune exit 0
+3
 
 $ for r in matrix data profile profile_app_full; do wb $r machine=slurm_cpu --dry-run -o $T/s_$r -- true >/dev/null; echo "$r exit $?"; ls $T/s_$r/jobs | grep -c sbatch; done
 matrix exit 0
