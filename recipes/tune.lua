@@ -86,18 +86,15 @@ local function local_trial(c)
   return function(_, cs, limit) return c:spawn(cs.name, { argv = cs.argv, env = cs.env, timeout = limit }) end
 end
 
--- What a Slurm trial's record takes from its result file (wb job), beside the local ones.
-local SLURM_FIELDS = { "command_arguments", "started_epoch", "finished_epoch", "node", "error",
-  table.unpack(wb.campaign.RESULT_FIELDS) }
 
 -- A trial as an srun step of its stage's allocation (wb.tune_slurm).
 local function slurm_trial(alloc)
   return function(r, cs, limit, stage)
     local res = alloc:trial(stage, cs, limit)
-    for _, k in ipairs(SLURM_FIELDS) do
+    for _, k in ipairs(require("wb.executor").RESULT_FIELDS) do -- what a Slurm case's record takes
       if res[k] ~= nil then r[k] = res[k] end
     end
-    r.job_id = res.job_id
+    r.node, r.job_id = res.node, res.job_id
     return res
   end
 end
@@ -389,7 +386,7 @@ return wb.recipe {
     local machine = ctx.cfg.machine
     local on_slurm = type(machine) == "table" and machine.executor == "slurm"
     local t = s.stage_time
-    if on_slurm and type(t) == "string" and not (t:match("^%d+$") or t:match("^%d*%-?[%d:]+$") or t == "UNLIMITED") then
+    if on_slurm and type(t) == "string" and not (require("wb.slurm").minutes(t) or t == "UNLIMITED" or t == "INFINITE") then
       wb.usage("tune.stage_time must be minutes or Slurm's [D-]HH:MM:SS, got '" .. t .. "'", 0)
     end
     local ident = check_identity(ctx, s, cands)

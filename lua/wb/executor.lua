@@ -122,9 +122,11 @@ end
 local Slurm = { kind = "slurm" }
 Slurm.__index = Slurm
 
+-- The fields a case's record takes from its result file (`wb job`; recipes/tune.lua's steps too)
 local RESULT_FIELDS = { "started_at_utc", "started_epoch", "finished_epoch", "command_arguments",
   table.unpack(require("wb.campaign").RESULT_FIELDS) }
 RESULT_FIELDS[#RESULT_FIELDS + 1] = "error"
+M.RESULT_FIELDS = RESULT_FIELDS
 
 local function number_field(cfg, key, default, prefix)
   local v = cfg[key]

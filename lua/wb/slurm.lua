@@ -298,6 +298,22 @@ function M.exit_code(s)
   return math.tointeger(tonumber(code)), math.tointeger(tonumber(sig))
 end
 
+-- n = slurm.minutes(text) : the minutes of a Slurm time ("M", "MM:SS", "HH:MM:SS", "D-HH",
+-- "D-HH:MM", "D-HH:MM:SS"; seconds rounded up); nil for "infinite"/"UNLIMITED" and anything else
+function M.minutes(text)
+  local d, rest = tostring(text):match("^(%d+)%-(.+)$")
+  local parts = {}
+  for x in (rest or tostring(text)):gmatch("[^:]+") do parts[#parts + 1] = tonumber(x) end
+  if #parts == 0 or #parts > 3 then return nil end
+  for _, x in ipairs(parts) do if not x then return nil end end
+  local h, m, sec = 0, 0, 0
+  if #parts == 3 then h, m, sec = parts[1], parts[2], parts[3]
+  elseif d then h, m = parts[1], parts[2] or 0
+  elseif #parts == 2 then m, sec = parts[1], parts[2]
+  else m = parts[1] end
+  return (tonumber(d) or 0) * 1440 + h * 60 + m + math.ceil(sec / 60)
+end
+
 -- STATE = slurm.state("CANCELLED by 0") : the bare state name (sacct adds "by UID")
 function M.state(s) return (tostring(s or ""):match("^([%u_]+)")) end
 

@@ -157,25 +157,6 @@ local function never_runs(reason)
       or reason == "PartitionNodeLimit" or reason == "BadConstraints" or reason == "ReqNodeNotAvail, UnavailableNodes"
 end
 
--- Minutes of "D-HH:MM:SS", "HH:MM:SS", "MM:SS" or "M" (Slurm's time formats); nil for
--- "infinite"/"UNLIMITED" or anything else.
-local function minutes_of(text)
-  local d, rest = tostring(text):match("^(%d+)%-(.+)$")
-  local parts = {}
-  for x in (rest or tostring(text)):gmatch("[^:]+") do parts[#parts + 1] = tonumber(x) end
-  if #parts == 0 or #parts > 3 then return nil end
-  for _, x in ipairs(parts) do if not x then return nil end end
-  local h, m, sec = 0, 0, 0
-  if #parts == 3 then h, m, sec = parts[1], parts[2], parts[3]
-  elseif #parts == 2 then
-    if d then h, m = parts[1], parts[2] else m, sec = parts[1], parts[2] end
-  else
-    if d then h = parts[1] else m = parts[1] end
-  end
-  return (tonumber(d) or 0) * 1440 + h * 60 + m + math.ceil(sec / 60)
-end
-M.minutes_of = minutes_of
-
 -- A stage's --time: stage_time(stage), capped at the partition's MaxTime when that is what wb
 -- derived (an explicit tune.stage_time is passed as it is); the cap, or nil.
 local function stage_limit(self, stage)
@@ -187,7 +168,7 @@ local function stage_limit(self, stage)
   local max
   for line in (res and res.stdout or ""):gmatch("[^\n]+") do
     local name, limit = line:match("^(%S+)%s+(%S+)")
-    if name and (set(self.cfg.partition) or name:sub(-1) == "*") then max = minutes_of(limit) end
+    if name and (set(self.cfg.partition) or name:sub(-1) == "*") then max = slurm.minutes(limit) end
   end
   if max and t > max then
     self.c:event("slurm_time_capped", { stage = stage, minutes = t, partition_max_minutes = max })

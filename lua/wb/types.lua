@@ -1534,6 +1534,11 @@ function slurm.shell_quote(s) end
 ---written, secret = slurm.split_env(env) : variables written into the script (a list of names) and
 ---the secret-named ones (name -> value) that must travel through sbatch's environment.
 function slurm.split_env(env) end
+---n = slurm.minutes(text) : the minutes of a Slurm time ("M", "MM:SS", "HH:MM:SS", "D-HH",
+---"D-HH:MM", "D-HH:MM:SS"; seconds rounded up); nil for "infinite"/"UNLIMITED" and anything else.
+---@param text string|number
+---@return integer?
+function slurm.minutes(text) end
 ---STATE = slurm.state("CANCELLED by 0") : the bare state name (sacct adds "by UID")
 function slurm.state(s) end
 ---id, err, kind = slurm.submit(spec [, opts]) : renders and submits with sbatch --parsable. opts:

@@ -275,9 +275,10 @@ end)
 
 
 T.case("Slurm's time limits as minutes (a stage's --time capped at the partition's MaxTime)", function()
-  local minutes_of = require("wb.tune_slurm").minutes_of
+  local minutes_of = require("wb.slurm").minutes
   T.eq(minutes_of("2-00:00:00"), 2880)
   T.eq(minutes_of("1-12"), 36 * 60)
+  T.eq(minutes_of("1-12:30"), 36 * 60 + 30)
   T.eq(minutes_of("1:30:00"), 90)
   T.eq(minutes_of("45:30"), 46)
   T.eq(minutes_of("30"), 30)
