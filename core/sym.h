@@ -104,7 +104,8 @@ int wb_kallsyms_prefetch(void);
 
 /* Calls fn(arg, start, end, file offset, name) for each executable mapping with a name in
  * /proc/PID/maps (core/sym_perfmap.c); returns how many fn accepted (returned 0), or -1 with errno (ESRCH
- * when there were none: a zombie or a kernel thread). */
+ * when there were none: a zombie or a kernel thread; and, before fn is called at all, when the process
+ * had begun to exit by the end of the read, which may then hold only a part of its mappings). */
 int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
                  void *arg);
 

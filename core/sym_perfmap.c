@@ -13,25 +13,88 @@
 #include <unistd.h>
 
 #include "sym.h"
+#include "ticker.h"
+
+#define MAPS_MAX (64u << 20) /* bytes of /proc/PID/maps read, at most (a million mappings) */
+#define PF_EXITING 0x4        /* include/linux/sched.h: the task has begun to exit */
+
+/* Whether process pid has begun to exit (or is gone): its leader's state and flags in /proc/PID/stat. */
+static int exiting(int pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  if (wb_read_small(path, buf, sizeof buf) <= 0) return 1;
+  const char *rp = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+  char state;
+  unsigned flags;
+  if (!rp || sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2) return 1;
+  return state == 'Z' || state == 'X' || state == 'x' || (flags & PF_EXITING);
+}
+
+/* The whole of /proc/PID/maps (NUL-terminated, *len bytes; at most MAPS_MAX, cut at a line), or
+ * NULL with errno. The kernel hands it over a read() at a time, each under its own hold of the
+ * process's memory: a process that exits between two reads leaves a part (an EOF comes early). */
+static char *read_maps(int pid, size_t *len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  size_t cap = 64 << 10, n = 0;
+  char *buf = malloc(cap + 1);
+  while (buf) {
+    if (n == cap) {
+      if (cap >= MAPS_MAX) break;
+      char *p = realloc(buf, 2 * cap + 1);
+      if (!p) {
+        free(buf);
+        buf = NULL;
+        errno = ENOMEM;
+        break;
+      }
+      buf = p, cap *= 2;
+    }
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int e = errno;
+      free(buf);
+      buf = NULL;
+      errno = e;
+    }
+    if (got <= 0) break;
+    n += (size_t)got;
+  }
+  close(fd);
+  if (!buf) return NULL;
+  if (n == cap) /* cut: up to the last whole line */
+    while (n > 0 && buf[n - 1] != '\n') n--;
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
 
 int wb_maps_each(int pid, int (*fn)(void *arg, uint64_t lo, uint64_t hi, uint64_t off, const char *path),
                  void *arg) {
-  char path[64], line[4352];
-  snprintf(path, sizeof path, "/proc/%d/maps", pid);
-  FILE *f = fopen(path, "re");
-  if (!f) return -1;
+  size_t len;
+  char *text = read_maps(pid, &len);
+  if (!text) return -1;
+  if (exiting(pid)) { /* what was read may be a part of its mappings */
+    free(text);
+    errno = ESRCH;
+    return -1;
+  }
   int n = 0;
-  while (fgets(line, sizeof line, f)) {
+  for (char *line = text, *next; line < text + len; line = next) {
+    char *nl = strchr(line, '\n');
+    next = nl ? nl + 1 : text + len;
+    if (nl) *nl = 0;
     unsigned long long lo, hi, off, ino;
     char perms[8];
     int name_at = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &lo, &hi, perms, &off, &ino, &name_at) < 5)
-      continue;
-    if (perms[2] != 'x' || !name_at || !line[name_at] || line[name_at] == '\n') continue;
-    line[strcspn(line, "\n")] = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %n", &lo, &hi, perms, &off, &ino, &name_at) < 5) continue;
+    if (perms[2] != 'x' || !name_at || !line[name_at]) continue;
     if (fn(arg, lo, hi, off, line + name_at) == 0) n++;
   }
-  fclose(f);
+  free(text);
   if (n == 0) { /* a zombie or a kernel thread: nothing mapped */
     errno = ESRCH;
     return -1;
