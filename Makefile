@@ -73,7 +73,7 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 .PRECIOUS: $(BUILD)/bpf/%.bpf.o
 $(BUILD)/obj/bpf.o: $(BUILD)/profile.skel.h $(wildcard core/bpf/*.h)
 $(BUILD)/obj/bpf.o: CFLAGS_ALL += -Icore/bpf
-$(BUILD)/obj/bpf_ustack.o $(BUILD)/obj/python.o $(BUILD)/obj/python_read.o: $(wildcard core/bpf/*.h)
+$(BUILD)/obj/bpf_ustack.o $(BUILD)/obj/critpath.o $(BUILD)/obj/python.o $(BUILD)/obj/python_read.o: $(wildcard core/bpf/*.h)
 
 $(BUILD)/embed: tools/embed.c | $(BUILD)/obj
 	$(CC) -std=c11 -Wall -Wextra -Werror -O1 $(PKG_CFLAGS) $< $(PKG_LIBS) -o $@

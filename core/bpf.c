@@ -30,7 +30,7 @@
 
 /* What open() was asked for: read from Lua before the load, used by it (maybe on its thread). */
 typedef struct load_opts {
-  lua_Integer freq, stack_entries, count_entries, ring_mib;
+  lua_Integer freq, stack_entries, count_entries, ring_mib, timeline_mib;
   int oncpu, offcpu, python;
   uint32_t ustack;
   char btf[4200]; /* the BTF the programs are relocated against ("": the kernel's own) */
@@ -230,11 +230,32 @@ static int open_load(session *s, const char *btf, const char **what) {
   bpf_map__set_max_entries(s->skel->maps.offcpu_counts, s->ustack ? 1 : (uint32_t)o->count_entries);
   bpf_program__set_autoload(s->skel->progs.on_cpu, o->oncpu);
   bpf_program__set_autoload(s->skel->progs.on_switch, o->offcpu);
+  bpf_program__set_autoload(s->skel->progs.on_waking, o->offcpu && o->ustack);
+  bpf_program__set_autoload(s->skel->progs.on_wakeup_new, o->offcpu && o->ustack);
+  struct bpf_program *irq_progs[] = {s->skel->progs.on_irq_entry, s->skel->progs.on_irq_exit,
+                                     s->skel->progs.on_softirq_entry, s->skel->progs.on_softirq_exit,
+                                     s->skel->progs.on_hrtimer_entry, s->skel->progs.on_hrtimer_exit};
+  for (size_t i = 0; i < sizeof irq_progs / sizeof *irq_progs; i++)
+    bpf_program__set_autoload(irq_progs[i], o->offcpu && o->ustack);
   s->skel->rodata->ustack_size = s->ustack;
   if (s->ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, ring_bytes(o));
   *what = "load";
   int e = wb_profile__load(s->skel);
   return e < 0 ? -e : e;
+}
+
+/* The interrupt entry and exit programs (the wake-ups they bracket are not their `current`'s):
+ * the exits first, so that no handler entered meanwhile leaves its CPU counted as in one. */
+static int attach_irq(session *s) {
+  struct wb_profile *k = s->skel;
+  return !(k->links.on_irq_exit = bpf_program__attach(k->progs.on_irq_exit)) ||
+                 !(k->links.on_softirq_exit = bpf_program__attach(k->progs.on_softirq_exit)) ||
+                 !(k->links.on_hrtimer_exit = bpf_program__attach(k->progs.on_hrtimer_exit)) ||
+                 !(k->links.on_irq_entry = bpf_program__attach(k->progs.on_irq_entry)) ||
+                 !(k->links.on_softirq_entry = bpf_program__attach(k->progs.on_softirq_entry)) ||
+                 !(k->links.on_hrtimer_entry = bpf_program__attach(k->progs.on_hrtimer_entry))
+             ? -1
+             : 0;
 }
 
 /* Opens, sizes, loads and attaches the programs as s->opt says; touches no Lua state (it may run
@@ -254,6 +275,8 @@ static int load(session *s) {
   }
   if (e) return load_failed(s, e, what);
   if (s->ustack && !(s->us = wb_ustacks_new())) return load_failed(s, ENOMEM, "unwinder");
+  if (s->us && o->offcpu && o->timeline_mib && wb_ustacks_timeline(s->us, (size_t)o->timeline_mib << 20) != 0)
+    return load_failed(s, ENOMEM, "timeline");
   if (s->us) tell_own_code(s);
   if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
   if (s->ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
@@ -266,6 +289,11 @@ static int load(session *s) {
     return load_failed(s, errno, "attach sched_process_exit");
   if (o->offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
     return load_failed(s, errno, "attach sched_switch");
+  if (o->offcpu && s->ustack && !(s->skel->links.on_waking = bpf_program__attach(s->skel->progs.on_waking)))
+    return load_failed(s, errno, "attach sched_waking");
+  if (o->offcpu && s->ustack && !(s->skel->links.on_wakeup_new = bpf_program__attach(s->skel->progs.on_wakeup_new)))
+    return load_failed(s, errno, "attach sched_wakeup_new");
+  if (o->offcpu && s->ustack && attach_irq(s) != 0) return load_failed(s, errno, "attach irq tracepoints");
   if (o->oncpu && (e = attach_oncpu(s, o->freq)) != 0) return load_failed(s, e, "attach cpu-clock sampling");
   return 0;
 }
@@ -361,7 +389,8 @@ static int l_make_btf(lua_State *L) {
  * before it said true), btf = true (the kernel types the programs are relocated against: true, this
  * boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the kernel's; a
  * path, that file, dropped for the kernel's if it does not serve: s:btf()). nil, "bpf: ...", errno
- * when BTF, privilege or the kernel refuses. */
+ * when BTF, privilege or the kernel refuses. timeline_mib = 128 (unwind mode with off-CPU time: the
+ * scheduling timeline kept for s:critical_path(), at most this many MiB; 0: none). */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
   load_opts o;
@@ -371,6 +400,7 @@ static int l_open(lua_State *L) {
   o.ring_mib = wb_opt_int(L, t, "ring_mib", 0, 0, 2048);
   if (o.ring_mib & (o.ring_mib - 1)) return luaL_error(L, "wb.bpf.open: ring_mib must be a power of two (got %d)",
                                                         (int)o.ring_mib);
+  o.timeline_mib = wb_opt_int(L, t, "timeline_mib", 128, 0, 1 << 16);
   o.oncpu = wb_opt_bool(L, t, "oncpu", 1);
   o.offcpu = wb_opt_bool(L, t, "offcpu", 1);
   o.python = wb_opt_bool(L, t, "python", 1);
@@ -512,6 +542,26 @@ static int l_arm(lua_State *L) {
   return 0;
 }
 
+/* -- cp = s:critical_path(root [, to]) : after s:read(), the critical path of the run from the
+ * moment the session was armed to `to` (a CLOCK_MONOTONIC time in ns; default: the last event of
+ * thread root), walked back from thread root (core/critpath.h); nil without a timeline (not
+ * unwind mode, or no off-CPU time). cp = {from, to (ns), segments = {{t0, t1, tid, pid, kind =
+ * "oncpu"|"runqueue"|"wait"|"unknown", stack (the record id of s:read()'s offcpu stack it waited
+ * in), woken_by (a wait: "interrupt"|"softirq"|"kernel"|"external"|"self"|"none")}, ... latest
+ * first, at most 20000}, segment_count, parts = {{pid, tid, kind, stack, woken_by, waker_pid,
+ * waker_comm (an external waker), ns}} (the segments summed by those), oncpu = {{tid, stack (the
+ * id of an on-CPU record; nil: no sample in the segment), ns}} (on-CPU time on the path shared by
+ * the samples inside it), dropped (events the full timeline did not keep: the path ends at the
+ * first)} */
+static int l_critical_path(lua_State *L) {
+  session *s = check_session(L);
+  lua_Integer root = luaL_checkinteger(L, 2), to = luaL_optinteger(L, 3, 0);
+  uint64_t from = s->skel->bss->armed_ns;
+  if (wb_bpf_push_critical_path(L, s->us, (uint32_t)root, from, to > 0 ? (uint64_t)to : 0)) return 1;
+  lua_pushnil(L);
+  return 1;
+}
+
 /* -- s:stop() : detaches every program; the maps stay readable */
 static int l_stop(lua_State *L) {
   session *s = check_session(L);
@@ -624,6 +674,7 @@ static int push_ustacks(lua_State *L, session *s, int offcpu) {
   for (size_t i = 0; i < count; i++) {
     if ((e[i].kind != WB_KIND_ONCPU) != offcpu || e[i].count == 0) continue;
     push_head(L, e[i].tgid, e[i].comm, e[i].kind);
+    wb_set_int(L, "id", (lua_Integer)i + 1);
     push_pcs(L, pool + e[i].pcs, e[i].nu);
     lua_setfield(L, -2, "user");
     push_pcs(L, pool + e[i].pcs + e[i].nu + e[i].np, e[i].nk);
@@ -697,7 +748,7 @@ static int l_read(lua_State *L) {
                                                "switches", "lost_switches", "offcpu_stack_errors",
                                                "forks", "lost_ustacks", "lost_users",
                                                "lost_switch_outs", "lost_switch_ins", "lost_images",
-                                               "stack_lost"};
+                                               "stack_lost", "wakes", "lost_wakes"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;
@@ -751,7 +802,7 @@ static int l_tostring(lua_State *L) {
 }
 
 static const luaL_Reg session_methods[] = {
-    {"add_map", l_add_map}, {"arm", l_arm},     {"close", l_close}, {"deferred", l_deferred}, {"drain", l_drain},
+    {"add_map", l_add_map}, {"arm", l_arm},     {"close", l_close}, {"critical_path", l_critical_path}, {"deferred", l_deferred}, {"drain", l_drain},
     {"btf", l_session_btf}, {"exec", l_exec},   {"fork", l_fork},   {"python", l_python}, {"read", l_read},     {"ready", l_ready},
     {"stop", l_stop},       {"track", l_track}, {"users", l_users}, {NULL, NULL}};
 

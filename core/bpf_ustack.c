@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 
 #include "bpf_ustack.h"
+#include "critpath.h"
 #include <linux/types.h>
 
 #include "bpf/profile.h"
@@ -21,7 +22,14 @@ typedef struct pending {
   uint64_t ts_out;
   size_t entry;  /* index + 1 into entries, 0 none */
   size_t later;  /* or index + 1 into the deferred records */
+  uint64_t last_in, wake_ts; /* the thread's last switch-in; its last wake-up since (0: none) */
+  uint64_t waker;            /* tgid << 32 | tid of that wake-up's waker */
+  uint16_t wake_flags;
+  char waker_comm[16];
 } pending;
+
+/* A timeline stack id that names a deferred record (index + 1) until wb_ustacks_replay places it */
+#define LATER_ID 0x80000000u
 
 /* A record of a process whose mappings were unknown when it was drained (it had exited: /proc has
  * none); walked at the end, once the side-band records gave them (wb_ustacks_replay). */
@@ -63,6 +71,7 @@ struct wb_ustacks {
   size_t nown;
   deferred *later;
   size_t nlater, caplater, later_bytes;
+  wb_cp_timeline *tl; /* NULL: no timeline kept */
 };
 
 wb_ustacks *wb_ustacks_new(void) {
@@ -85,8 +94,16 @@ void wb_ustacks_free(wb_ustacks *a) {
   free(a->pend);
   for (size_t i = 0; i < a->nlater; i++) free(a->later[i].rec);
   free(a->later);
+  wb_cp_free(a->tl);
   free(a);
 }
+
+int wb_ustacks_timeline(wb_ustacks *a, size_t max_bytes) {
+  if (!a->tl) a->tl = wb_cp_new(max_bytes);
+  return a->tl ? 0 : -1;
+}
+
+wb_cp_timeline *wb_ustacks_get_timeline(wb_ustacks *a) { return a->tl; }
 
 void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len) {
   if (a->nown < sizeof a->own / sizeof a->own[0]) a->own[a->nown][0] = start, a->own[a->nown++][1] = start + len;
@@ -319,6 +336,35 @@ static size_t lost_entry(wb_ustacks *a, const struct wb_ustack_hdr *h) {
   return at;
 }
 
+/* A wake-up of a tracked thread: its creation, or the end of a wait (kept until its switch-in). */
+static void on_wake(wb_ustacks *a, const struct wb_ustack_hdr *h) {
+  if (!a->tl) return;
+  if (h->kind & WB_WAKE_NEW) {
+    wb_cp_birth b = {.ts = h->ts, .tid = h->tid, .tgid = h->tgid, .by_tid = (uint32_t)h->arg0,
+                     .by_tgid = (uint32_t)(h->arg0 >> 32)};
+    wb_cp_add_birth(a->tl, &b);
+    return;
+  }
+  pending *p = pending_of(a, h->tid, 1);
+  if (!p) return;
+  p->wake_ts = h->ts, p->waker = h->arg0, p->wake_flags = (uint16_t)h->kind;
+  memcpy(p->waker_comm, h->comm, sizeof p->waker_comm);
+}
+
+/* A switch-in: the thread's off-CPU interval into the timeline, with the wake-up that ended it
+ * (the last one since its previous switch-in: a wake-up may be stamped before the switch-out). */
+static void on_switch_in(wb_ustacks *a, const struct wb_ustack_hdr *h, pending *p) {
+  if (!a->tl) return;
+  wb_cp_off o = {.out = h->ts_out, .in = h->ts, .tid = h->tid, .tgid = h->tgid, .kind = (uint16_t)h->kind};
+  if (p && p->ts_out == h->ts_out) o.stack = p->entry ? (uint32_t)p->entry : p->later ? (uint32_t)p->later | LATER_ID : 0;
+  if (p && p->wake_ts && p->wake_ts > p->last_in && p->wake_ts <= h->ts) {
+    o.wake = p->wake_ts, o.waker_tid = (uint32_t)p->waker, o.waker_tgid = (uint32_t)(p->waker >> 32);
+    o.flags = p->wake_flags;
+    memcpy(o.waker_comm, p->waker_comm, sizeof o.waker_comm);
+  }
+  wb_cp_add_off(a->tl, &o);
+}
+
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   struct wb_ustack_hdr h;
   if (size < sizeof h) return 0;
@@ -331,6 +377,10 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     wb_unwinder_exit(a->u, (int)h.tgid);
     return 0;
   }
+  if (h.type == WB_REC_WAKE) {
+    on_wake(a, &h);
+    return 0;
+  }
   if (h.type == WB_REC_IN) {
     if (h.ts < h.ts_out) return 0;
     pending *p = pending_of(a, h.tid, 0);
@@ -338,15 +388,23 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     if (p && p->ts_out == h.ts_out && p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
     else if (p && p->ts_out == h.ts_out && p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
     else if ((lost = lost_entry(a, &h))) a->e[lost - 1].count += h.ts - h.ts_out;
-    if (p) p->entry = 0, p->later = 0;
+    on_switch_in(a, &h, p);
+    if (p) p->entry = 0, p->later = 0, p->last_in = h.ts, p->wake_ts = 0;
     return 0;
   }
-  if (h.ip && wb_unwinder_mapped(a->u, (int)h.tgid) == 0 && defer(a, data, size, &h)) return 0;
+  if (h.ip && wb_unwinder_mapped(a->u, (int)h.tgid) == 0 && defer(a, data, size, &h)) {
+    if (h.type == WB_REC_ONCPU && a->tl) wb_cp_add_sample(a->tl, h.ts, h.tid, (uint32_t)a->nlater | LATER_ID);
+    return 0;
+  }
   size_t at = place(a, data, size, &h, 1);
-  if (at == PLACE_LATER) at = defer(a, data, size, &h) ? 0 : place(a, data, size, &h, 0);
+  if (at == PLACE_LATER) {
+    at = defer(a, data, size, &h) ? 0 : place(a, data, size, &h, 0);
+    if (!at && h.type == WB_REC_ONCPU && a->tl) wb_cp_add_sample(a->tl, h.ts, h.tid, (uint32_t)a->nlater | LATER_ID);
+  }
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {
     a->e[at - 1].count++;
+    if (a->tl) wb_cp_add_sample(a->tl, h.ts, h.tid, (uint32_t)at);
   } else {
     pending *p = pending_of(a, h.tid, 1);
     if (p) {
@@ -372,16 +430,36 @@ size_t wb_ustacks_deferred_pids(const wb_ustacks *a, uint32_t *out, size_t max) 
   return n;
 }
 
+typedef struct placed {
+  const uint32_t *at;
+  size_t n;
+} placed;
+
+/* A timeline stack id with the deferred records' places (0 for one not placed). */
+static uint32_t placed_id(void *ctx, uint32_t id) {
+  const placed *p = ctx;
+  if (!(id & LATER_ID)) return id;
+  id &= ~LATER_ID;
+  return id >= 1 && id <= p->n ? p->at[id - 1] : 0;
+}
+
 void wb_ustacks_replay(wb_ustacks *a) {
   for (size_t i = 0; i < a->cappend; i++) a->pend[i].later = 0; /* their switch-ins are gone */
+  uint32_t *ats = a->tl && a->nlater ? calloc(a->nlater, sizeof *ats) : NULL;
   for (size_t i = 0; i < a->nlater; i++) {
     deferred *d = &a->later[i];
     struct wb_ustack_hdr h;
     memcpy(&h, d->rec, sizeof h);
     size_t at = place(a, d->rec, d->size, &h, 0);
     if (at) a->e[at - 1].count += h.type == WB_REC_ONCPU ? 1 : d->away;
+    if (ats) ats[i] = (uint32_t)at;
     free(d->rec);
   }
+  if (a->tl) {
+    placed p = {.at = ats, .n = ats ? a->nlater : 0};
+    wb_cp_map_stacks(a->tl, placed_id, &p);
+  }
+  free(ats);
   a->nlater = a->later_bytes = 0;
 }
 

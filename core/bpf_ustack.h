@@ -57,6 +57,16 @@ void wb_ustacks_next_epoch(wb_ustacks *a);       /* a drain: processes are looke
  * it is a CPython wb reads. */
 int wb_ustacks_python_attach(wb_ustacks *a, uint32_t tgid);
 
+/* Keeps the scheduling timeline (core/critpath.h: off-CPU intervals with their wake-ups, thread
+ * starts, on-CPU samples; stack ids are entry indexes + 1), at most max_bytes of it; 0 or -1. */
+typedef struct wb_cp_timeline wb_cp_timeline;
+int wb_ustacks_timeline(wb_ustacks *a, size_t max_bytes);
+wb_cp_timeline *wb_ustacks_get_timeline(wb_ustacks *a); /* NULL when none is kept */
+
+/* Pushes the critical path of [from, to) of the timeline (to 0: root's last event) as
+ * s:critical_path() returns it (core/bpf_critpath.c); 0 (nothing pushed) without a timeline. */
+int wb_bpf_push_critical_path(struct lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to);
+
 /* Records that carried Python frames. */
 uint64_t wb_ustacks_py_records(const wb_ustacks *a);
 

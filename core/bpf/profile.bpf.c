@@ -393,6 +393,70 @@ int BPF_PROG(on_exit, struct task_struct *p) {
   return 0;
 }
 
+/* Per CPU: how deep in interrupt handlers it is (hard interrupts, softirqs, hrtimer callbacks:
+ * the wake-ups of sleeps and timeouts), from their entry and exit tracepoints. A wake-up there is
+ * not the work of `current`, merely the task interrupted. (The kernel's preempt count would say it
+ * too, but its per-CPU variable is not in every kernel's symbol table; and a handler entered from
+ * user mode runs on the task's own stack.) */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __s32);
+} irq_depth SEC(".maps");
+
+static __always_inline void irq_step(__s32 d) {
+  __u32 zero = 0;
+  __s32 *v = bpf_map_lookup_elem(&irq_depth, &zero);
+  if (v) *v = *v + d < 0 ? 0 : *v + d; /* an exit whose entry came before the attach */
+}
+
+SEC("raw_tp/irq_handler_entry")
+int on_irq_entry(void *ctx) { irq_step(1); return 0; }
+SEC("raw_tp/irq_handler_exit")
+int on_irq_exit(void *ctx) { irq_step(-1); return 0; }
+SEC("raw_tp/softirq_entry")
+int on_softirq_entry(void *ctx) { irq_step(1); return 0; }
+SEC("raw_tp/softirq_exit")
+int on_softirq_exit(void *ctx) { irq_step(-1); return 0; }
+SEC("raw_tp/hrtimer_expire_entry")
+int on_hrtimer_entry(void *ctx) { irq_step(1); return 0; }
+SEC("raw_tp/hrtimer_expire_exit")
+int on_hrtimer_exit(void *ctx) { irq_step(-1); return 0; }
+
+static __always_inline __u32 wake_context(void) {
+  __u32 zero = 0;
+  __s32 *v = bpf_map_lookup_elem(&irq_depth, &zero);
+  return v && *v > 0 ? WB_WAKE_IRQ : 0;
+}
+
+/* Unwind mode with off-CPU time: a tracked thread woken, by whom and in which context. */
+static __always_inline void send_wake(struct task_struct *p, __u32 flags) {
+  if (!ustack_size) return;
+  __u64 now = bpf_ktime_get_ns();
+  __u32 tgid = BPF_CORE_READ(p, tgid);
+  if (!armed(now) || !is_tracked(tgid)) return;
+  struct task_struct *cur = bpf_get_current_task_btf();
+  struct wb_ustack_hdr h = {.type = WB_REC_WAKE, .tgid = tgid, .tid = BPF_CORE_READ(p, pid), .ts = now,
+                            .arg0 = bpf_get_current_pid_tgid()};
+  h.kind = flags | wake_context() | (BPF_CORE_READ(cur, flags) & 0x00200000 ? WB_WAKE_KTHREAD : 0); /* PF_KTHREAD */
+  bpf_get_current_comm(h.comm, sizeof h.comm);
+  stat_add(WB_STAT_WAKES, 1);
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_WAKES, 1);
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p) {
+  send_wake(p, 0);
+  return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p) {
+  send_wake(p, WB_WAKE_NEW);
+  return 0;
+}
+
 SEC("raw_tp/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   __u64 now = bpf_ktime_get_ns();

@@ -49,6 +49,8 @@ enum wb_stat {
   WB_STAT_LOST_IMAGES,      /* fork, exec and exit records the ring had no room for */
   WB_STAT_STACK_LOST,       /* off-CPU intervals counted in offcpu_lost: their switch-out or
                              * switch-in record had no room in the ring, or the counts map was full */
+  WB_STAT_WAKES,            /* wake-ups of tracked threads sent (unwind mode) */
+  WB_STAT_LOST_WAKES,       /* wake-up records the ring had no room for */
   WB_NSTATS,
 };
 
@@ -69,7 +71,16 @@ enum wb_rec {
   WB_REC_FORK = 3,  /* tracked process arg0 forked tgid (before the child runs); no stack */
   WB_REC_EXEC = 4,  /* tgid exec'd (its records after this one are of the new image); no stack */
   WB_REC_EXIT = 5,  /* tgid's last thread exited (its records all came before this one); no stack */
+  WB_REC_WAKE = 6,  /* thread tid of tgid was woken by arg0 (the waker's tgid << 32 | tid; 0: none, an
+                     * interrupt of an idle CPU), kind its WB_WAKE_* flags, comm the waker thread's name;
+                     * no stack (offcpu only) */
 };
+
+/* How a thread was woken (sched_waking, in the waker's context; or sched_wakeup_new, in its creator's) */
+#define WB_WAKE_IRQ 1      /* in an interrupt (timers, I/O completions): the waker is whatever task it interrupted */
+#define WB_WAKE_NOCTX 8    /* whether it ran in an interrupt is not known */
+#define WB_WAKE_NEW 16     /* the thread's start: arg0 created it */
+#define WB_WAKE_KTHREAD 32 /* the waker is a kernel thread */
 
 struct wb_ustack_hdr {
   __u32 type, tgid, tid, kind;

@@ -729,6 +729,7 @@ local function record(spec, o, res, st)
   if r.side then fold.feed(symbolizer, r.side) end
   if session and r.side then replay_mappings(session, r.side) end
   r.data = session and session:read()
+  r.critical = r.data and session:critical_path(p.pid) or nil
   if r.data then -- every user a sample was taken of, also in processes gone before a drain saw them
     local users, full = session:users()
     for _, u in ipairs(users) do symbolizer:add_user(u.uid, u.gid) end
@@ -850,6 +851,7 @@ local function profiles(res, r, o, off_skip)
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
   end
+  res.critical_raw = r.critical
   res.lost_images = data and data.stats.lost_images or nil
   if (res.lost_images or 0) > 0 then
     res.warnings[#res.warnings + 1] = string.format("%d fork, exec or exit records lost (the ring buffer had no " ..
