@@ -74,14 +74,13 @@ static void emit(void *ctx, const wb_cp_segment *s) {
     wb_set_int(L, "waker_pid", s->waker_tgid);
     wb_set_str(L, "waker_comm", comm);
   }
-  wb_set_int(L, "dbg_flags", s->flags);
   wb_set_int(L, "ns", (lua_Integer)ns);
   lua_rawset(L, p->parts);
   p->nparts++;
 }
 
-/* shares[tid .. stack] = {pid, tid, stack, ns}: on-CPU time on the path by the sampled stack */
-static void sample(void *ctx, uint32_t tid, uint32_t stack, uint64_t ns) {
+/* shares[tid .. stack] = {tid, pid, stack, ns}: on-CPU time on the path by the sampled stack */
+static void sample(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns) {
   pusher *p = ctx;
   lua_State *L = p->L;
   lua_pushfstring(L, "%d %d", (int)tid, (int)stack);
@@ -95,8 +94,9 @@ static void sample(void *ctx, uint32_t tid, uint32_t stack, uint64_t ns) {
     return;
   }
   lua_pop(L, 1);
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 4);
   wb_set_int(L, "tid", tid);
+  wb_set_int(L, "pid", tgid);
   if (stack) wb_set_int(L, "stack", stack);
   wb_set_int(L, "ns", (lua_Integer)ns);
   lua_rawset(L, p->shares);

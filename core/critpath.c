@@ -162,7 +162,7 @@ static int running_at(const wb_cp_timeline *t, uint32_t tid, uint64_t ts) {
 typedef struct walker {
   wb_cp_timeline *t;
   void (*emit)(void *ctx, const wb_cp_segment *s);
-  void (*sample)(void *ctx, uint32_t tid, uint32_t stack, uint64_t ns);
+  void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns);
   void *ctx;
   wb_cp_segment held; /* merged, not yet emitted (t1 == 0: none) */
   long n;
@@ -175,23 +175,30 @@ static void flush(walker *w) {
   w->held.t1 = 0;
 }
 
-/* The thread's samples inside (t0, t1] share the segment's time. */
-static void share(walker *w, uint32_t tid, uint64_t t0, uint64_t t1) {
+#define NEAR_NS 100000000ull /* a segment without samples takes the nearest one's stack up to this far */
+
+/* The thread's samples inside (t0, t1] share the segment's time; a segment shorter than the
+ * sampling period usually holds none, and takes the stack of the thread's nearest sample. */
+static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t t1) {
   const wb_cp_timeline *t = w->t;
   size_t i = smp_lower(t, tid, t0 + 1), j = smp_lower(t, tid, t1 + 1);
   uint64_t ns = t1 - t0;
   if (i == j) {
-    w->sample(w->ctx, tid, 0, ns);
+    uint64_t before = i > 0 && t->smp[i - 1].tid == tid ? t0 - t->smp[i - 1].ts : UINT64_MAX;
+    uint64_t after = j < t->nsmp && t->smp[j].tid == tid ? t->smp[j].ts - t1 : UINT64_MAX;
+    uint64_t gap = before < after ? before : after;
+    uint32_t stack = gap > NEAR_NS ? 0 : before < after ? t->smp[i - 1].stack : t->smp[j].stack;
+    w->sample(w->ctx, tid, tgid, stack, ns);
     return;
   }
   uint64_t each = ns / (j - i), rest = ns - each * (j - i);
-  for (size_t k = i; k < j; k++) w->sample(w->ctx, tid, t->smp[k].stack, each + (k == i ? rest : 0));
+  for (size_t k = i; k < j; k++) w->sample(w->ctx, tid, tgid, t->smp[k].stack, each + (k == i ? rest : 0));
 }
 
 static void add(walker *w, uint64_t t0, uint64_t t1, uint32_t tid, uint32_t tgid, uint32_t kind,
                 const wb_cp_off *o) {
   if (t1 <= t0) return;
-  if (kind == WB_CP_ONCPU) share(w, tid, t0, t1);
+  if (kind == WB_CP_ONCPU) share(w, tid, tgid, t0, t1);
   wb_cp_segment s = {.t0 = t0, .t1 = t1, .tid = tid, .tgid = tgid, .kind = kind};
   if (o && kind != WB_CP_ONCPU) {
     s.stack = o->stack;
@@ -220,7 +227,7 @@ static uint32_t tgid_of(const wb_cp_timeline *t, uint32_t tid) {
 }
 
 long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
-                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t stack, uint64_t ns),
+                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
                 void *ctx) {
   if (!t->sorted) {
     if (t->noff) qsort(t->off, t->noff, sizeof *t->off, off_order);

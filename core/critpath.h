@@ -78,5 +78,5 @@ typedef struct wb_cp_segment {
  * inside it (stack 0 for a segment without any). Returns the number of segments, or -1 when out of
  * memory. */
 long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
-                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t stack, uint64_t ns),
+                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
                 void *ctx);

@@ -13,6 +13,7 @@ local page = require "wb.page"
 local html = require "wb.html"
 local interference = require "wb.interference"
 local fold = require "wb.capture_fold"
+local critical = require "wb.capture_critical"
 
 local M = {}
 
@@ -301,45 +302,49 @@ end
 local function amdahl(f) return f < 1 and 1 / (1 - f) or math.huge end
 
 -- waits = appprofile.blocked_waits(folded_text) : blocked (not run-queue) off-CPU time by the
--- innermost user-space frame, {name, seconds}, largest first; time kept without its stack
--- ("[stack lost]") is no wait of the program's and is left out
+-- innermost user-space frame, {name, seconds, cause?}, largest first; time kept without its stack
+-- ("[stack lost]") is no wait of the program's and is left out. A critical path's folded text
+-- (wb.capture_critical) marks what ended a wait as the last frame: cause is the mark of most of
+-- the wait's time.
 function M.blocked_waits(folded_text)
-  local by = {}
+  local by, causes = {}, {}
   for line in (folded_text or ""):gmatch("[^\n]+") do
     local stack, count = line:match("^(.*) (%d+)$")
     if stack and not stack:find(fold.RUN_QUEUE, 1, true) and not stack:find(";" .. fold.STACK_LOST, 1, true) then
-      local leaf
+      local leaf, cause
       for frame in stack:gmatch("[^;]+") do
-        if not frame:find("_%[k%]$") then leaf = frame end
+        if critical.is_mark(frame) then cause = frame
+        elseif not frame:find("_%[k%]$") then leaf = frame end
       end
-      if leaf then by[leaf] = (by[leaf] or 0) + tonumber(count) / 1e9 end
+      if leaf then
+        local secs = tonumber(count) / 1e9
+        by[leaf] = (by[leaf] or 0) + secs
+        if cause then
+          causes[leaf] = causes[leaf] or {}
+          causes[leaf][cause] = (causes[leaf][cause] or 0) + secs
+        end
+      end
     end
   end
   local out = {}
-  for name, secs in pairs(by) do out[#out + 1] = { name = name, seconds = secs } end
-  table.sort(out, function(a, b) return a.seconds > b.seconds end)
+  for name, secs in pairs(by) do
+    local cause, most = nil, 0
+    for c, t in pairs(causes[name] or {}) do
+      if t > most or (t == most and c < cause) then cause, most = c, t end
+    end
+    out[#out + 1] = { name = name, seconds = secs, cause = cause }
+  end
+  table.sort(out, function(a, b)
+    if a.seconds ~= b.seconds then return a.seconds > b.seconds end
+    return a.name < b.name
+  end)
   return out
 end
 
 local function percent(f) return string.format("%.0f%%", f * 100) end
 
--- b = appprofile.bottlenecks(trials, cap, model) : the bottleneck model: stages (of the median
--- trial) and functions and waits (of the capture, at most model.functions and model.waits) as
--- fractions of the run with their Amdahl bounds; CPU-bound when the CPU time is at least
--- model.cpu_bound of the wall time, else waiting or starved of CPU; the first model.top places
--- to look.
-function M.bottlenecks(trials, cap, model)
-  local wall = wb.stats.median(trials.wall)
-  local cpu = wb.stats.median(trials.cpu)
-  local b = { wall_seconds = wall, cpu_seconds = cpu, utilisation = cpu / wall, stages = {}, functions = {}, waits = {} }
-  for _, name in ipairs(trials.order) do
-    local s = wb.stats.median(trials.stages[name])
-    b.stages[#b.stages + 1] = { name = name, seconds = s, fraction = s / wall, amdahl = amdahl(s / wall) }
-  end
-  table.sort(b.stages, function(x, y) return x.seconds > y.seconds end)
-  local capture_wall = cap and cap.result and cap.result.wall or wall
-  b.capture_wall_seconds = capture_wall
-  local capture_cpu = cap and cap.result and (cap.result.user + cap.result.sys) or cpu
+-- The functions (self time) and waits of a flat profile, as fractions of the profiled run.
+local function flat_model(b, cap, model, capture_wall, capture_cpu)
   if cap and cap.oncpu and cap.oncpu.top then
     for _, f in ipairs(cap.oncpu.top) do
       local frac = (f.self_fraction or 0) * capture_cpu / capture_wall
@@ -359,7 +364,93 @@ function M.bottlenecks(trials, cap, model)
     b.offcpu_blocked_seconds = cap.offcpu.blocked_seconds
     b.offcpu_runqueue_seconds = cap.offcpu.runqueue_seconds
   end
-  if b.utilisation >= model.cpu_bound then
+end
+
+local function processes_text(c)
+  local parts = {}
+  for i = 1, math.min(3, #c.by_process) do
+    local p = c.by_process[i]
+    local t = p.oncpu + p.runqueue + p.wait + p.unknown
+    if t / c.wall_seconds >= 0.05 then
+      parts[#parts + 1] = string.format("%s[%d] %s", p.comm, p.pid, percent(t / c.wall_seconds))
+    end
+  end
+  return #parts > 1 and ("; along " .. table.concat(parts, ", ")) or ""
+end
+
+-- The functions and waits on the critical path (cap.critical, wb.capture's), as fractions of it:
+-- the time the run's wall clock followed, where a wait for a child or another thread of the tree
+-- is replaced by what that thread did meanwhile, so no second is counted twice.
+local function path_model(b, cp, model)
+  local path = cp.wall_seconds
+  b.critical = { wall_seconds = path, oncpu = cp.by_kind.oncpu, runqueue = cp.by_kind.runqueue,
+    wait = cp.by_kind.wait, unknown = cp.by_kind.unknown, by_process = cp.by_process }
+  for _, f in ipairs(cp.top or {}) do
+    if #b.functions < model.functions and f.self_fraction > 0 and not f.name:find("^%[") then
+      b.functions[#b.functions + 1] = { name = f.name, fraction = f.self_fraction, cpu_fraction = f.self_fraction,
+        amdahl = amdahl(f.self_fraction), on_path = true }
+    end
+  end
+  for _, w in ipairs(M.blocked_waits(cp.folded_text)) do
+    if #b.waits < model.waits then
+      w.fraction = w.seconds / path
+      w.amdahl = amdahl(w.fraction)
+      b.waits[#b.waits + 1] = w
+    end
+  end
+  b.offcpu_blocked_seconds = cp.by_kind.wait
+  b.offcpu_runqueue_seconds = cp.by_kind.runqueue
+  b.runqueue = cp.by_kind.runqueue > 0 and { name = "waiting for a CPU (run queue)", fraction = cp.by_kind.runqueue / path,
+    amdahl = amdahl(cp.by_kind.runqueue / path) } or nil
+end
+
+
+-- b = appprofile.bottlenecks(trials, cap, model) : the bottleneck model: stages (of the median
+-- trial) and functions and waits (of the capture, at most model.functions and model.waits) as
+-- fractions of the run with their Amdahl bounds; CPU-bound when the CPU time is at least
+-- model.cpu_bound of the wall time, else waiting or starved of CPU; the first model.top places
+-- to look.
+function M.bottlenecks(trials, cap, model)
+  local wall = wb.stats.median(trials.wall)
+  local cpu = wb.stats.median(trials.cpu)
+  local b = { wall_seconds = wall, cpu_seconds = cpu, utilisation = cpu / wall, stages = {}, functions = {}, waits = {} }
+  for _, name in ipairs(trials.order) do
+    local s = wb.stats.median(trials.stages[name])
+    b.stages[#b.stages + 1] = { name = name, seconds = s, fraction = s / wall, amdahl = amdahl(s / wall) }
+  end
+  table.sort(b.stages, function(x, y) return x.seconds > y.seconds end)
+  local capture_wall = cap and cap.result and cap.result.wall or wall
+  b.capture_wall_seconds = capture_wall
+  local capture_cpu = cap and cap.result and (cap.result.user + cap.result.sys) or cpu
+  local cp = cap and cap.critical
+  if cp and cp.wall_seconds and cp.wall_seconds > 0 then
+    path_model(b, cp, model)
+  else
+    flat_model(b, cap, model, capture_wall, capture_cpu)
+  end
+  if b.critical then
+    local c = b.critical
+    local off = math.max(c.runqueue, c.wait)
+    if c.oncpu / c.wall_seconds >= model.cpu_bound then
+      b.kind = "cpu-bound"
+      b.verdict = string.format("CPU-bound: the run's critical path is on a CPU for %s of its wall time (%s of %s)%s.",
+        percent(c.oncpu / c.wall_seconds), util.format_seconds(c.oncpu), util.format_seconds(c.wall_seconds),
+        processes_text(c))
+    elseif c.runqueue >= off and c.runqueue > 0 then
+      b.kind = "cpu-contention"
+      b.verdict = string.format("CPU-starved: on the critical path %s runnable but not running (the machine was " ..
+        "busy, or more threads than CPUs), so timings are inflated; on a CPU %s, waiting on something outside the " ..
+        "process tree %s, of %s.", util.format_seconds(c.runqueue), util.format_seconds(c.oncpu),
+        util.format_seconds(c.wait), util.format_seconds(c.wall_seconds))
+    else
+      b.kind = "waiting"
+      b.verdict = string.format("Waiting: the run's critical path is on a CPU for %s of its wall time (%s of %s); " ..
+        "it waits %s (%s) on something outside the process tree (sleep, I/O, locks, other programs) and is " ..
+        "runnable but not running %s%s.", percent(c.oncpu / c.wall_seconds), util.format_seconds(c.oncpu),
+        util.format_seconds(c.wall_seconds), util.format_seconds(c.wait), percent(c.wait / c.wall_seconds),
+        util.format_seconds(c.runqueue), processes_text(c))
+    end
+  elseif b.utilisation >= model.cpu_bound then
     b.kind = "cpu-bound"
     b.verdict = string.format("CPU-bound: the process tree is on a CPU for %s of the wall time (%s CPU in %s).",
       percent(b.utilisation), util.format_seconds(cpu), util.format_seconds(wall))
@@ -384,15 +475,24 @@ function M.bottlenecks(trials, cap, model)
   local candidates = {}
   for _, s in ipairs(b.stages) do candidates[#candidates + 1] = { what = "stage", name = s.name, fraction = s.fraction, amdahl = s.amdahl } end
   for _, f in ipairs(b.functions) do candidates[#candidates + 1] = { what = "function", name = f.name, fraction = f.fraction, amdahl = f.amdahl } end
-  for _, w in ipairs(b.waits) do candidates[#candidates + 1] = { what = "wait", name = w.name, fraction = w.fraction, amdahl = w.amdahl } end
+  for _, w in ipairs(b.waits) do
+    candidates[#candidates + 1] = { what = "wait", name = w.name, fraction = w.fraction, amdahl = w.amdahl,
+      cause = w.cause and w.cause:match("^%[(.*)%]$") }
+  end
+  if b.runqueue then
+    candidates[#candidates + 1] = { what = "the run queue", name = b.runqueue.name, fraction = b.runqueue.fraction,
+      amdahl = b.runqueue.amdahl, label = "waiting for a CPU (runnable, not running: the machine was busy)" }
+  end
   table.sort(candidates, function(x, y) return x.fraction > y.fraction end)
   b.first = {}
   local seen = {}
   for _, cand in ipairs(candidates) do
     if #b.first < model.top and not seen[cand.name] then
       seen[cand.name] = true
-      cand.text = string.format("%s in %s %s: removing it entirely gives at most %.1f×", percent(cand.fraction),
-        cand.what, cand.name, cand.amdahl)
+      cand.text = cand.label and string.format("%s %s: removing it entirely gives at most %.1f×",
+          percent(cand.fraction), cand.label, cand.amdahl)
+        or string.format("%s in %s %s%s: removing it entirely gives at most %.1f×", percent(cand.fraction),
+          cand.what, cand.name, cand.cause and (" (" .. cand.cause .. ")") or "", cand.amdahl)
       b.first[#b.first + 1] = cand
     end
   end

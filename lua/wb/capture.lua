@@ -20,6 +20,7 @@ local python = require "wb.python"
 local clock = require "wb.clock"
 local flame = require "wb.flame"
 local fold = require "wb.capture_fold"
+local critical = require "wb.capture_critical"
 local pyframes = require "wb.capture_python"
 local fs = require "wb.fs"
 local json = require "wb.json"
@@ -338,19 +339,20 @@ local function write(path, text)
 end
 
 -- Writes the folded text and its renderings; returns the profile table.
+local TITLES = { offcpu = "Off-CPU time: ", oncpu = "On-CPU samples: ", critical = "Critical path: " }
+
 local function outputs(kind, text, info, opts)
-  local unit = kind == "offcpu" and "ns" or "samples"
+  local unit = kind == "oncpu" and "samples" or "ns"
   local t = { samples = info.total, unit = unit, stacks = #info.stacks, folded_text = text, symbols = info.symbols,
     unresolved_fraction = info.total > 0 and info.unresolved / info.total or 0 }
   if not opts.dir then return t end
   local base = opts.dir .. "/" .. opts.name .. "." .. kind
   t.folded = write(base .. ".folded", text)
-  local title = (kind == "offcpu" and "Off-CPU time: " or "On-CPU samples: ") .. opts.title
   local stacks = flame.parse(text)
-  t.svg = write(base .. ".svg", flame.svg(stacks, { title = title, unit = unit,
+  t.svg = write(base .. ".svg", flame.svg(stacks, { title = TITLES[kind] .. opts.title, unit = unit,
     colors = kind == "offcpu" and "io" or "hot" }))
   t.speedscope = write(base .. ".speedscope.json", flame.speedscope(stacks,
-    { name = opts.name .. " " .. kind, unit = kind == "offcpu" and "nanoseconds" or "none", located = info.located }))
+    { name = opts.name .. " " .. kind, unit = unit == "ns" and "nanoseconds" or "none", located = info.located }))
   return t
 end
 
@@ -851,7 +853,13 @@ local function profiles(res, r, o, off_skip)
   elseif o.want_off then
     res.offcpu = { skipped = off_skip }
   end
-  res.critical_raw = r.critical
+  if r.critical then
+    local cp = critical.profile(r.critical, data, r.sym, root)
+    res.critical = outputs("critical", cp.folded_text, cp.info, o)
+    res.critical.top = fold.top(cp.info.stacks, o.top, { user_only = true })
+    res.critical.leaves = cp.info.leaves
+    for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped" }) do res.critical[k] = cp[k] end
+  end
   res.lost_images = data and data.stats.lost_images or nil
   if (res.lost_images or 0) > 0 then
     res.warnings[#res.warnings + 1] = string.format("%d fork, exec or exit records lost (the ring buffer had no " ..

@@ -105,7 +105,8 @@ function M.by_name(folded)
   end))
 end
 
--- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n, python = collector}]) : records = {{pid, comm, kind =
+-- text, info = M.fold(records, sym [, {root = "comm"|"pid", cut = n, python = collector, marks = {[record] =
+-- frame}}]) : records = {{pid, comm, kind =
 -- "oncpu"|"blocked"|"runqueue", user = {addrs, leaf first}, kernel = {addrs}, count}} (wb.bpf
 -- read(), or a wb.perf sampler's samples); info = {stacks = {{frames, count}} sorted by count
 -- (descending) then text, total, unresolved (count of samples with an unnamed frame), by_kind =
@@ -118,9 +119,11 @@ end
 -- A user stack is marked truncated (M.TRUNCATED) when its pcs end in M.TRUNCATED_PC, or when it
 -- holds cut pcs or more (the kernel's frame-pointer walks: M.KERNEL_MAX_DEPTH). A record with
 -- Python frames (wb.bpf's r.python) has them merged into its user stack by the collector
--- (lua/wb/capture_python.lua), which also counts it in the python view.
+-- (lua/wb/capture_python.lua), which also counts it in the python view. A record in marks gets
+-- its frame there as its stack's last (after the run-queue mark).
 function M.fold(records, sym, opts)
   local by_pid, cut, py = opts and opts.root == "pid", opts and opts.cut, opts and opts.python
+  local marks = opts and opts.marks
   local memo, symbols = {}, nil
   local function names(pid, addrs, kind)
     if #addrs == 0 then return {}, 0 end
@@ -181,6 +184,8 @@ function M.fold(records, sym, opts)
       local leaf_at = #frames
       for i = #kernel, 1, -1 do frames[#frames + 1] = kernel[i] end
       if r.kind == "runqueue" then frames[#frames + 1] = M.RUN_QUEUE end
+      local mark = marks and marks[r]
+      if mark then frames[#frames + 1] = mark end
       local key = table.concat(frames, ";")
       if not counts[key] then
         counts[key] = 0

@@ -1,0 +1,98 @@
+-- The critical path of a capture (wb.bpf's s:critical_path(), core/critpath.h) as a profile: the
+-- time the run's wall clock followed, across the processes and threads of the tree, as stacks
+-- weighted by nanoseconds (folded text, flame graph), its top functions and waits, and its shares
+-- by process and by kind (on a CPU, waiting for one, waiting on something outside the tree).
+local fold = require "wb.capture_fold"
+
+local M = {}
+
+M.NOT_SAMPLED = "[on CPU, between samples]"
+M.UNKNOWN = "[not traced]"
+
+-- Whether a folded frame is one of the marks M.records puts after a wait: what ended it.
+function M.is_mark(frame) return frame:find("^%[woken ") ~= nil or frame:find("^%[no wake%-up") ~= nil end
+
+local WOKEN = { interrupt = "[woken by an interrupt: a timer or a device]", kernel = "[woken by a kernel thread]",
+  none = "[no wake-up seen]", self = "[woken by itself]" }
+
+-- The records of s:read() by id, and the name of each process.
+local function index(data)
+  local by_id, comm = {}, {}
+  for _, list in ipairs({ data.oncpu, data.offcpu }) do
+    for _, r in ipairs(list) do
+      if r.id then by_id[r.id] = r end
+      comm[r.pid] = comm[r.pid] or r.comm
+    end
+  end
+  return by_id, comm
+end
+
+local function copy(r, count, kind)
+  return { pid = r.pid, comm = r.comm, kind = kind, user = r.user, kernel = r.kernel, python = r.python,
+    python_truncated = r.python_truncated, count = count, id = r.id }
+end
+
+-- records = M.records(cp, data) : the path as records fold.fold takes (count: ns; kind "oncpu" for
+-- time on a CPU, by the samples inside it; "blocked" and "runqueue" by the stack the thread waited
+-- in; what ended a wait, when not a thread of the tree, as an extra leaf in `marks` by record)
+function M.records(cp, data)
+  local by_id, comm = index(data)
+  local out, marks = {}, {}
+  local function bare(pid, count, kind, mark)
+    local r = { pid = pid, comm = comm[pid] or "?", kind = kind, user = {}, kernel = {}, count = count }
+    out[#out + 1] = r
+    marks[r] = mark
+  end
+  for _, s in ipairs(cp.oncpu) do
+    local r = s.stack and by_id[s.stack]
+    if r then out[#out + 1] = copy(r, s.ns, "oncpu")
+    else bare(s.pid, s.ns, "oncpu", M.NOT_SAMPLED) end
+  end
+  for _, p in ipairs(cp.parts) do
+    if p.kind ~= "oncpu" then
+      local r = p.stack and by_id[p.stack]
+      local kind = p.kind == "runqueue" and "runqueue" or "blocked"
+      local mark = p.kind == "unknown" and M.UNKNOWN or (p.woken_by == "external"
+        and string.format("[woken by %s (pid %d), outside the traced tree]", p.waker_comm or "?", p.waker_pid or 0)
+        or WOKEN[p.woken_by or ""])
+      if r then
+        local c = copy(r, p.ns, kind)
+        out[#out + 1] = c
+        marks[c] = mark
+      else
+        bare(p.pid, p.ns, kind, mark or "[stack lost]")
+      end
+    end
+  end
+  return out, marks
+end
+
+-- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
+-- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, segments}
+function M.profile(cp, data, sym, root)
+  local records, marks = M.records(cp, data)
+  local text, info = fold.fold(records, sym, { root = root, marks = marks,
+    python = data.python and require("wb.capture_python").collector() or nil })
+  local _, comm = index(data)
+  local procs, by_kind = {}, { oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }
+  for _, p in ipairs(cp.parts) do
+    local e = procs[p.pid]
+    if not e then
+      e = { pid = p.pid, comm = comm[p.pid] or "?", oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }
+      procs[p.pid] = e
+    end
+    e[p.kind] = e[p.kind] + p.ns / 1e9
+    by_kind[p.kind] = by_kind[p.kind] + p.ns / 1e9
+  end
+  local list = {}
+  for _, e in pairs(procs) do list[#list + 1] = e end
+  table.sort(list, function(a, b)
+    local x, y = a.oncpu + a.runqueue + a.wait + a.unknown, b.oncpu + b.runqueue + b.wait + b.unknown
+    if x ~= y then return x > y end
+    return a.pid < b.pid
+  end)
+  return { folded_text = text, info = info, wall_seconds = (cp.to - cp.from) / 1e9, by_process = list,
+    by_kind = by_kind, segment_count = cp.segment_count, dropped = cp.dropped }
+end
+
+return M
