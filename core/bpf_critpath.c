@@ -114,7 +114,7 @@ static void listify(lua_State *L, int idx, long n) {
   lua_replace(L, idx);
 }
 
-int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to) {
+int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns) {
   wb_cp_timeline *t = us ? wb_ustacks_get_timeline(us) : NULL;
   if (!t) return 0;
   uint64_t first_drop, dropped = wb_cp_dropped(t, &first_drop);
@@ -129,7 +129,7 @@ int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint6
   p.parts = lua_gettop(L);
   lua_newtable(L);
   p.shares = lua_gettop(L);
-  long n = to > from ? wb_cp_walk(t, root, from, to, emit, sample, &p) : 0;
+  long n = to > from ? wb_cp_walk(t, root, from, to, near_ns, emit, sample, &p) : 0;
   if (n < 0) return luaL_error(L, "out of memory");
   listify(L, p.parts, p.nparts);
   listify(L, p.shares, p.nshares);

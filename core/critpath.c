@@ -165,6 +165,7 @@ typedef struct walker {
   void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns);
   void *ctx;
   wb_cp_segment held; /* merged, not yet emitted (t1 == 0: none) */
+  uint64_t near;
   long n;
 } walker;
 
@@ -175,10 +176,9 @@ static void flush(walker *w) {
   w->held.t1 = 0;
 }
 
-#define NEAR_NS 100000000ull /* a segment without samples takes the nearest one's stack up to this far */
-
 /* The thread's samples inside (t0, t1] share the segment's time; a segment shorter than the
- * sampling period usually holds none, and takes the stack of the thread's nearest sample. */
+ * sampling period usually holds none, and takes the stack of the thread's nearest sample, up to
+ * near_ns away. */
 static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t t1) {
   const wb_cp_timeline *t = w->t;
   size_t i = smp_lower(t, tid, t0 + 1), j = smp_lower(t, tid, t1 + 1);
@@ -187,7 +187,7 @@ static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t 
     uint64_t before = i > 0 && t->smp[i - 1].tid == tid ? t0 - t->smp[i - 1].ts : UINT64_MAX;
     uint64_t after = j < t->nsmp && t->smp[j].tid == tid ? t->smp[j].ts - t1 : UINT64_MAX;
     uint64_t gap = before < after ? before : after;
-    uint32_t stack = gap > NEAR_NS ? 0 : before < after ? t->smp[i - 1].stack : t->smp[j].stack;
+    uint32_t stack = gap > w->near ? 0 : before < after ? t->smp[i - 1].stack : t->smp[j].stack;
     w->sample(w->ctx, tid, tgid, stack, ns);
     return;
   }
@@ -226,7 +226,7 @@ static uint32_t tgid_of(const wb_cp_timeline *t, uint32_t tid) {
   return b ? b->tgid : tid;
 }
 
-long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
+long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns,
                 void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
                 void *ctx) {
   if (!t->sorted) {
@@ -235,7 +235,7 @@ long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
     if (t->nbirth) qsort(t->birth, t->nbirth, sizeof *t->birth, birth_order);
     t->sorted = 1;
   }
-  walker w = {.t = t, .emit = emit, .sample = sample, .ctx = ctx};
+  walker w = {.t = t, .emit = emit, .sample = sample, .ctx = ctx, .near = near_ns};
   uint32_t cur = root, tgid = tgid_of(t, root);
   uint64_t at = to;
   /* each step lowers `at` or moves to a thread running at `at` (whose next step lowers it) */
@@ -248,10 +248,10 @@ long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
         at = o->out;
         continue;
       }
-      if (wake && at > wake) { /* woken, then waiting for a CPU */
+      if (wake && at > wake) { /* woken, then waiting for a CPU; what came before the wake-up is next */
         add(&w, wake > from ? wake : from, at, cur, tgid, WB_CP_RUNQ, o);
         at = wake;
-        continue;
+        if (at <= from) continue;
       }
       int by_task = !(o->flags & (WB_WAKE_IRQ | WB_WAKE_KTHREAD));
       if (wake && by_task && o->waker_tid && o->waker_tid != cur && running_at(t, o->waker_tid, at)) {
@@ -265,7 +265,7 @@ long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
     }
     const wb_cp_birth *b = o ? NULL : birth_of(t, cur);
     uint64_t since = o ? o->in : b ? b->ts : from;
-    if (since >= at) since = at > from ? at - 1 : from; /* inconsistent times: keep going back */
+    if (since > at) since = at; /* created at `at` (or later: inconsistent times): no run before it */
     add(&w, since > from ? since : from, at, cur, tgid, WB_CP_ONCPU, NULL);
     at = since;
     if (o || at <= from) continue;

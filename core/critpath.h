@@ -75,8 +75,9 @@ typedef struct wb_cp_segment {
 /* Walks the critical path of [from, to) back from thread root at `to`; calls emit for each
  * segment (latest first, consecutive ones of the same thread, kind and stack merged) and, for each
  * on-CPU segment, sample(ctx, stack, ns) with the segment's time shared among the thread's samples
- * inside it (stack 0 for a segment without any). Returns the number of segments, or -1 when out of
+ * inside it (a segment without any: the stack of the thread's nearest sample up to near_ns away,
+ * else 0). Returns the number of segments, or -1 when out of
  * memory. */
-long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to,
+long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns,
                 void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
                 void *ctx);

@@ -477,10 +477,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   }
   struct wb_switch_out *back = bpf_map_lookup_elem(&switched_out, &next_tid);
   if (!back) return 0;
-  if (back->ts >= armed_ns && ustack_size && back->stack_lost) { /* no record of where it waited */
-    stat_add(WB_STAT_SWITCHES, 1);
-    add_lost(&back->key, now - back->ts);
-  } else if (back->ts >= armed_ns && ustack_size) {
+  if (back->ts >= armed_ns && ustack_size) { /* with or without the record of where it waited */
     struct wb_ustack_hdr in = {.type = WB_REC_IN, .tgid = back->key.tgid, .tid = next_tid,
                                .kind = back->key.kind, .ts = now, .ts_out = back->ts};
     __builtin_memcpy(in.comm, back->key.comm, WB_COMM_LEN); /* for an interval whose stack was lost */

@@ -301,12 +301,12 @@ end
 
 local function amdahl(f) return f < 1 and 1 / (1 - f) or math.huge end
 
--- waits = appprofile.blocked_waits(folded_text) : blocked (not run-queue) off-CPU time by the
+-- waits = appprofile.blocked_waits(folded_text [, marked_only]) : blocked (not run-queue) off-CPU time by the
 -- innermost user-space frame, {name, seconds, cause?}, largest first; time kept without its stack
 -- ("[stack lost]") is no wait of the program's and is left out. A critical path's folded text
 -- (wb.capture_critical) marks what ended a wait as the last frame: cause is the mark of most of
--- the wait's time.
-function M.blocked_waits(folded_text)
+-- the wait's time; with marked_only, lines without a mark (its time on a CPU) are left out.
+function M.blocked_waits(folded_text, marked_only)
   local by, causes = {}, {}
   for line in (folded_text or ""):gmatch("[^\n]+") do
     local stack, count = line:match("^(.*) (%d+)$")
@@ -316,7 +316,7 @@ function M.blocked_waits(folded_text)
         if critical.is_mark(frame) then cause = frame
         elseif not frame:find("_%[k%]$") then leaf = frame end
       end
-      if leaf then
+      if leaf and (cause or not marked_only) then
         local secs = tonumber(count) / 1e9
         by[leaf] = (by[leaf] or 0) + secs
         if cause then
@@ -391,7 +391,7 @@ local function path_model(b, cp, model)
         amdahl = amdahl(f.self_fraction), on_path = true }
     end
   end
-  for _, w in ipairs(M.blocked_waits(cp.folded_text)) do
+  for _, w in ipairs(M.blocked_waits(cp.folded_text, true)) do
     if #b.waits < model.waits then
       w.fraction = w.seconds / path
       w.amdahl = amdahl(w.fraction)

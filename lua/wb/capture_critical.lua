@@ -73,7 +73,21 @@ function M.profile(cp, data, sym, root)
   local records, marks = M.records(cp, data)
   local text, info = fold.fold(records, sym, { root = root, marks = marks,
     python = data.python and require("wb.capture_python").collector() or nil })
-  local _, comm = index(data)
+  -- a process's name on the path: the one most of its time there ran under (a child is its
+  -- parent's name until it execs)
+  local by_name, comm = {}, {}
+  for _, r in ipairs(records) do
+    local t = by_name[r.pid] or {}
+    by_name[r.pid] = t
+    t[r.comm] = (t[r.comm] or 0) + r.count
+  end
+  for pid, t in pairs(by_name) do
+    local best
+    for name, ns in pairs(t) do
+      if not best or ns > t[best] or (ns == t[best] and name < best) then best = name end
+    end
+    comm[pid] = best
+  end
   local procs, by_kind = {}, { oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }
   for _, p in ipairs(cp.parts) do
     local e = procs[p.pid]
