@@ -103,6 +103,42 @@ static void sample(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint6
   p->nshares++;
 }
 
+typedef struct waits {
+  lua_State *L;
+  int tab;
+  long n;
+  uint64_t from, to;
+} waits;
+
+/* waits_for[key] = {pid, waker_pid, ns}: blocked time (switch-out to wake-up, inside the window)
+ * each process spent waiting for another thread of the tree (not itself, not an interrupt) */
+static void wait_for(void *ctx, const wb_cp_off *o) {
+  waits *w = ctx;
+  if (o->kind != WB_KIND_BLOCKED || !o->wake || !o->waker_tid || o->waker_tid == o->tid ||
+      (o->flags & (WB_WAKE_IRQ | WB_WAKE_KTHREAD | WB_WAKE_NEW)))
+    return;
+  uint64_t a = o->out > w->from ? o->out : w->from, b = o->wake < w->to ? o->wake : w->to;
+  if (b <= a) return;
+  lua_State *L = w->L;
+  lua_pushfstring(L, "%d %d", (int)o->tgid, (int)o->waker_tgid);
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, w->tab) == LUA_TTABLE) {
+    lua_getfield(L, -1, "ns");
+    lua_Integer sum = lua_tointeger(L, -1) + (lua_Integer)(b - a);
+    lua_pop(L, 1);
+    wb_set_int(L, "ns", sum);
+    lua_pop(L, 2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_createtable(L, 0, 3);
+  wb_set_int(L, "pid", o->tgid);
+  wb_set_int(L, "waker_pid", o->waker_tgid);
+  wb_set_int(L, "ns", (lua_Integer)(b - a));
+  lua_rawset(L, w->tab);
+  w->n++;
+}
+
 /* Replaces the keyed table at idx with the list of its values. */
 static void listify(lua_State *L, int idx, long n) {
   lua_createtable(L, (int)n, 0);
@@ -136,6 +172,11 @@ int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint6
   lua_setfield(L, top, "oncpu");
   lua_setfield(L, top, "parts");
   lua_setfield(L, top, "segments");
+  lua_newtable(L);
+  waits w = {.L = L, .tab = lua_gettop(L), .from = from, .to = to};
+  wb_cp_each_off(t, wait_for, &w);
+  listify(L, w.tab, w.n);
+  lua_setfield(L, top, "waits_for");
   wb_set_int(L, "from", (lua_Integer)from);
   wb_set_int(L, "to", (lua_Integer)to);
   wb_set_int(L, "segment_count", n);

@@ -74,6 +74,10 @@ void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id)
   for (size_t i = 0; i < t->nsmp; i++) t->smp[i].stack = map(ctx, t->smp[i].stack);
 }
 
+void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx) {
+  for (size_t i = 0; i < t->noff; i++) fn(ctx, &t->off[i]);
+}
+
 uint64_t wb_cp_last_event(const wb_cp_timeline *t, uint32_t tid) {
   uint64_t last = 0;
   for (size_t i = 0; i < t->noff; i++)

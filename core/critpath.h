@@ -54,6 +54,9 @@ int wb_cp_add_birth(wb_cp_timeline *t, const wb_cp_birth *b);
 /* Replaces every stack id s with map(ctx, s) (ids given before a record's stack was known). */
 void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id), void *ctx);
 
+/* Calls fn for each off-CPU interval kept. */
+void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx);
+
 /* The time of thread tid's last event (0: none). */
 uint64_t wb_cp_last_event(const wb_cp_timeline *t, uint32_t tid);
 

@@ -9,6 +9,9 @@
 --   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds,
 --                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]")
+--   res.critical                 (wb.bpf with off-CPU time) the run's critical path (lua/wb/capture_critical.lua):
+--                                the same files and top in ns, wall_seconds, by_kind = {oncpu, runqueue, wait,
+--                                unknown}, by_process = {{pid, comm, oncpu, runqueue, wait, unknown}}
 --   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
 --                                seconds, addresses}}}, the most costly object first (not for perf_cli)
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
@@ -858,7 +861,9 @@ local function profiles(res, r, o, off_skip)
     res.critical = outputs("critical", cp.folded_text, cp.info, o)
     res.critical.top = fold.top(cp.info.stacks, o.top, { user_only = true })
     res.critical.leaves = cp.info.leaves
-    for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped" }) do res.critical[k] = cp[k] end
+    for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped", "waits_for" }) do
+      res.critical[k] = cp[k]
+    end
   end
   res.lost_images = data and data.stats.lost_images or nil
   if (res.lost_images or 0) > 0 then

@@ -68,7 +68,9 @@ function M.records(cp, data)
 end
 
 -- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
--- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, segments}
+-- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, waits_for =
+-- {{pid, comm, waker_pid, waker_comm, seconds}} (blocked until another thread of the tree woke it;
+-- largest first), segment_count, dropped}
 function M.profile(cp, data, sym, root)
   local records, marks = M.records(cp, data)
   local text, info = fold.fold(records, sym, { root = root, marks = marks,
@@ -105,8 +107,18 @@ function M.profile(cp, data, sym, root)
     if x ~= y then return x > y end
     return a.pid < b.pid
   end)
+  local _, names = index(data)
+  local waits = {}
+  for _, w in ipairs(cp.waits_for or {}) do
+    waits[#waits + 1] = { pid = w.pid, comm = comm[w.pid] or names[w.pid] or "?", waker_pid = w.waker_pid,
+      waker_comm = comm[w.waker_pid] or names[w.waker_pid] or "?", seconds = w.ns / 1e9 }
+  end
+  table.sort(waits, function(a, b)
+    if a.seconds ~= b.seconds then return a.seconds > b.seconds end
+    return a.pid < b.pid or (a.pid == b.pid and a.waker_pid < b.waker_pid)
+  end)
   return { folded_text = text, info = info, wall_seconds = (cp.to - cp.from) / 1e9, by_process = list,
-    by_kind = by_kind, segment_count = cp.segment_count, dropped = cp.dropped }
+    by_kind = by_kind, segment_count = cp.segment_count, dropped = cp.dropped, waits_for = waits }
 end
 
 return M

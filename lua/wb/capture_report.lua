@@ -87,6 +87,40 @@ function M.loss_lines(res)
   return out
 end
 
+-- lines = capture_report.waits_for_lines(c) : what the tree's processes waited for in each other
+-- (at most 5 of at least 1% of the wall time), which the critical path follows instead
+function M.waits_for_lines(c)
+  local out = {}
+  for _, w in ipairs(c.waits_for or {}) do
+    if #out < 5 and w.seconds >= 0.01 * c.wall_seconds then
+      out[#out + 1] = w.pid == w.waker_pid
+        and string.format("%s[%d] waited %s for its own threads", w.comm, w.pid, seconds(w.seconds))
+        or string.format("%s[%d] waited %s for %s[%d]", w.comm, w.pid, seconds(w.seconds), w.waker_comm, w.waker_pid)
+    end
+  end
+  return out
+end
+
+-- lead, processes = capture_report.critical_lines(c) : the critical path's split by kind, and its
+-- processes with their shares (at most 5, those of at least 1% of it)
+function M.critical_lines(c)
+  local w = c.wall_seconds
+  local k = c.by_kind
+  local lead = string.format("%s of wall time followed: on a CPU %s (%s), runnable but not running %s (%s), " ..
+    "waiting on something outside the process tree %s (%s)%s", seconds(w), seconds(k.oncpu), pct(k.oncpu / w),
+    seconds(k.runqueue), pct(k.runqueue / w), seconds(k.wait), pct(k.wait / w),
+    k.unknown > 0 and string.format(", not traced %s", seconds(k.unknown)) or "")
+  local procs = {}
+  for _, p in ipairs(c.by_process) do
+    local t = p.oncpu + p.runqueue + p.wait + p.unknown
+    if #procs < 5 and t >= 0.01 * w then
+      procs[#procs + 1] = string.format("%s %s[%d] (on a CPU %s, runnable %s, waiting %s)", pct(t / w), p.comm, p.pid,
+        seconds(p.oncpu), seconds(p.runqueue), seconds(p.wait))
+    end
+  end
+  return lead, procs
+end
+
 -- text = capture_report.text(res [, {top = 15, command}]) : the plain-text summary, its losses
 -- (M.loss_lines) first
 function M.text(res, opts)
@@ -139,6 +173,19 @@ function M.text(res, opts)
         top_lines(add, p.top, n)
       end
     end
+  end
+  if res.critical then
+    local lead, procs = M.critical_lines(res.critical)
+    add("")
+    add("critical path: %s", lead)
+    for _, line in ipairs(procs) do add("  %s", line) end
+    local waits = M.waits_for_lines(res.critical)
+    if #waits > 0 then
+      add("  waits for the tree's own processes and threads (the path follows them instead):")
+      for _, line in ipairs(waits) do add("    %s", line) end
+    end
+    add("  top functions and waits on it (self, total share of the path)")
+    top_lines(add, res.critical.top, n)
   end
   local py = res.python
   if py and py.source then
@@ -350,6 +397,14 @@ function M.html(res, opts)
           seconds(p.blocked_seconds), seconds(p.runqueue_seconds), M.stack_lost_text(p))
       doc:add(section(name, { meta(lead), top_table(p.top, n), flame_frame(p.svg, name .. " flame graph", opts.base) }))
     end
+  end
+  if res.critical then
+    local lead, procs = M.critical_lines(res.critical)
+    doc:add(section("Critical path", { meta("The time the run's wall clock followed across its processes and " ..
+      "threads: a wait for another thread of the tree is replaced by what that thread did meanwhile. " .. lead),
+      page.list(procs), #M.waits_for_lines(res.critical) > 0 and meta("Waits for the tree's own processes and " ..
+        "threads, which the path follows instead: " .. table.concat(M.waits_for_lines(res.critical), "; ")) or nil,
+      top_table(res.critical.top, n), flame_frame(res.critical.svg, "Critical path flame graph", opts.base) }))
   end
   local py = res.python
   for _, kind in ipairs({ "oncpu", "offcpu" }) do

@@ -1220,8 +1220,12 @@ function bpf.available() end
 ---load runs on a thread: s:ready() waits for it and says whether it worked, and must say true
 ---before any other method is called), btf = true (the kernel types to relocate the programs against:
 ---true, this boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the
----kernel's; a path, that file; s:btf() says which served). nil, "bpf: ...", errno when BTF,
----privilege or the kernel refuses.
+---kernel's; a path, that file; s:btf() says which served), timeline_mib = 128 (unwind mode with
+---off-CPU time: the scheduling timeline kept for s:critical_path(), in MiB; 0: none). nil, "bpf:
+---...", errno when BTF, privilege or the kernel refuses. s:critical_path(root [, to_ns]), after
+---s:read(): the run's critical path walked back from thread root (core/critpath.h): {from, to,
+---segments, segment_count, parts = {{pid, tid, kind, stack, woken_by, ns}}, oncpu = {{tid, pid,
+---stack, ns}}, dropped}.
 function bpf.open(opts) end
 ---path, why = wb.bpf.btf() : this boot's file of the kernel types the programs need (made by
 ---wb.bpf.make_btf()), which open() relocates them against instead of parsing all of

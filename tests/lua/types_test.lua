@@ -26,6 +26,7 @@ local INTERNAL = {
   ["wb.capture_report"] = "wb.capture's report files",
   ["wb.capture_unwind"] = "wb.capture's unwinding of user stacks",
   ["wb.capture_python"] = "wb.capture's Python frames: the merge with native stacks and the python view",
+  ["wb.capture_critical"] = "wb.capture's critical path as a profile (res.critical)",
   ["wb.slurm_poll"] = "the job polling inside wb.slurm",
   ["wb.slurm_capture"] = "capture cases of wb.executor and `wb job` (per-task and merged profiles)",
   ["wb.tune_slurm"] = "recipes/tune.lua's executor on Slurm (a stage's allocation, a trial's step)",
