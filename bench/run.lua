@@ -3,7 +3,7 @@
 -- `size=smoke` (make bench-smoke) runs every section with tiny sizes, to prove the suite runs.
 local wb = require "wb"
 
-local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "unwind", "python", "memory", "alloc", "slurm", "input", "compare", "json", "campaign", "verdicts", "tune", "history" }
+local SECTIONS = { "startup", "config", "overhead", "vep", "capture", "unwind", "wakeups", "python", "memory", "alloc", "slurm", "input", "compare", "json", "campaign", "verdicts", "tune", "history" }
 
 -- The results file with one section measured again (only=NAME): the other sections stay as they
 -- were, the new one replaces the section whose command names only=NAME (or is added before the

@@ -31,7 +31,7 @@
 /* What open() was asked for: read from Lua before the load, used by it (maybe on its thread). */
 typedef struct load_opts {
   lua_Integer freq, stack_entries, count_entries, ring_mib, timeline_mib;
-  int oncpu, offcpu, python;
+  int oncpu, offcpu, python, wakes;
   uint32_t ustack;
   char btf[4200]; /* the BTF the programs are relocated against ("": the kernel's own) */
 } load_opts;
@@ -230,13 +230,14 @@ static int open_load(session *s, const char *btf, const char **what) {
   bpf_map__set_max_entries(s->skel->maps.offcpu_counts, s->ustack ? 1 : (uint32_t)o->count_entries);
   bpf_program__set_autoload(s->skel->progs.on_cpu, o->oncpu);
   bpf_program__set_autoload(s->skel->progs.on_switch, o->offcpu);
-  bpf_program__set_autoload(s->skel->progs.on_waking, o->offcpu && o->ustack);
-  bpf_program__set_autoload(s->skel->progs.on_wakeup_new, o->offcpu && o->ustack);
+  int wakes = o->offcpu && o->ustack && o->wakes;
+  bpf_program__set_autoload(s->skel->progs.on_waking, wakes);
+  bpf_program__set_autoload(s->skel->progs.on_wakeup_new, wakes);
   struct bpf_program *irq_progs[] = {s->skel->progs.on_irq_entry, s->skel->progs.on_irq_exit,
                                      s->skel->progs.on_softirq_entry, s->skel->progs.on_softirq_exit,
                                      s->skel->progs.on_hrtimer_entry, s->skel->progs.on_hrtimer_exit};
   for (size_t i = 0; i < sizeof irq_progs / sizeof *irq_progs; i++)
-    bpf_program__set_autoload(irq_progs[i], o->offcpu && o->ustack);
+    bpf_program__set_autoload(irq_progs[i], wakes);
   s->skel->rodata->ustack_size = s->ustack;
   if (s->ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, ring_bytes(o));
   *what = "load";
@@ -275,7 +276,8 @@ static int load(session *s) {
   }
   if (e) return load_failed(s, e, what);
   if (s->ustack && !(s->us = wb_ustacks_new())) return load_failed(s, ENOMEM, "unwinder");
-  if (s->us && o->offcpu && o->timeline_mib && wb_ustacks_timeline(s->us, (size_t)o->timeline_mib << 20) != 0)
+  int wakes = s->us && o->offcpu && o->wakes;
+  if (wakes && o->timeline_mib && wb_ustacks_timeline(s->us, (size_t)o->timeline_mib << 20) != 0)
     return load_failed(s, ENOMEM, "timeline");
   if (s->us) tell_own_code(s);
   if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
@@ -289,11 +291,11 @@ static int load(session *s) {
     return load_failed(s, errno, "attach sched_process_exit");
   if (o->offcpu && !(s->skel->links.on_switch = bpf_program__attach(s->skel->progs.on_switch)))
     return load_failed(s, errno, "attach sched_switch");
-  if (o->offcpu && s->ustack && !(s->skel->links.on_waking = bpf_program__attach(s->skel->progs.on_waking)))
+  if (wakes && !(s->skel->links.on_waking = bpf_program__attach(s->skel->progs.on_waking)))
     return load_failed(s, errno, "attach sched_waking");
-  if (o->offcpu && s->ustack && !(s->skel->links.on_wakeup_new = bpf_program__attach(s->skel->progs.on_wakeup_new)))
+  if (wakes && !(s->skel->links.on_wakeup_new = bpf_program__attach(s->skel->progs.on_wakeup_new)))
     return load_failed(s, errno, "attach sched_wakeup_new");
-  if (o->offcpu && s->ustack && attach_irq(s) != 0) return load_failed(s, errno, "attach irq tracepoints");
+  if (wakes && attach_irq(s) != 0) return load_failed(s, errno, "attach irq tracepoints");
   if (o->oncpu && (e = attach_oncpu(s, o->freq)) != 0) return load_failed(s, e, "attach cpu-clock sampling");
   return 0;
 }
@@ -389,8 +391,10 @@ static int l_make_btf(lua_State *L) {
  * before it said true), btf = true (the kernel types the programs are relocated against: true, this
  * boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the kernel's; a
  * path, that file, dropped for the kernel's if it does not serve: s:btf()). nil, "bpf: ...", errno
- * when BTF, privilege or the kernel refuses. timeline_mib = 128 (unwind mode with off-CPU time: the
- * scheduling timeline kept for s:critical_path(), at most this many MiB; 0: none). */
+ * when BTF, privilege or the kernel refuses. wakes = true (unwind mode with off-CPU time: who woke
+ * each tracked thread, for s:critical_path(): sched_waking and sched_wakeup_new, and the interrupt
+ * entry and exit tracepoints that tell an interrupt's wake-ups apart), timeline_mib = 128 (the
+ * scheduling timeline kept for it, at most this many MiB; 0: none). */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);
   load_opts o;
@@ -401,6 +405,7 @@ static int l_open(lua_State *L) {
   if (o.ring_mib & (o.ring_mib - 1)) return luaL_error(L, "wb.bpf.open: ring_mib must be a power of two (got %d)",
                                                         (int)o.ring_mib);
   o.timeline_mib = wb_opt_int(L, t, "timeline_mib", 128, 0, 1 << 16);
+  o.wakes = wb_opt_bool(L, t, "wakes", 1);
   o.oncpu = wb_opt_bool(L, t, "oncpu", 1);
   o.offcpu = wb_opt_bool(L, t, "offcpu", 1);
   o.python = wb_opt_bool(L, t, "python", 1);
@@ -543,8 +548,8 @@ static int l_arm(lua_State *L) {
 }
 
 /* -- cp = s:critical_path(root [, to]) : after s:read(), the critical path of the run from the
- * moment the session was armed to `to` (a CLOCK_MONOTONIC time in ns; default: the last event of
- * thread root), walked back from thread root (core/critpath.h); nil without a timeline (not
+ * moment the session was armed to `to` (a CLOCK_MONOTONIC time in ns; default: the exit of root's
+ * process, else root's last event), walked back from thread root (core/critpath.h); nil without a timeline (not
  * unwind mode, or no off-CPU time). cp = {from, to (ns), segments = {{t0, t1, tid, pid, kind =
  * "oncpu"|"runqueue"|"wait"|"unknown", stack (the record id of s:read()'s offcpu stack it waited
  * in), woken_by (a wait: "interrupt"|"softirq"|"kernel"|"external"|"self"|"none")}, ... latest

@@ -152,9 +152,9 @@ static void listify(lua_State *L, int idx, long n) {
 
 int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns) {
   wb_cp_timeline *t = us ? wb_ustacks_get_timeline(us) : NULL;
-  if (!t) return 0;
+  if (!t || (!to && !wb_cp_end(t, root))) return 0;
   uint64_t first_drop, dropped = wb_cp_dropped(t, &first_drop);
-  if (!to) to = wb_cp_last_event(t, root);
+  if (!to) to = wb_cp_end(t, root);
   if (dropped && first_drop < to) to = first_drop;
   lua_createtable(L, 0, 8);
   int top = lua_gettop(L);

@@ -374,6 +374,7 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     return 0;
   }
   if (h.type == WB_REC_EXIT) {
+    if (a->tl) wb_cp_add_exit(a->tl, h.tgid, h.ts);
     wb_unwinder_exit(a->u, (int)h.tgid);
     return 0;
   }

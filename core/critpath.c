@@ -15,6 +15,9 @@ struct wb_cp_timeline {
   size_t nsmp, capsmp;
   wb_cp_birth *birth;
   size_t nbirth, capbirth;
+  wb_cp_birth *exits; /* ts, tgid (in tid) */
+  size_t nexits, capexits;
+  uint64_t last;      /* the latest time of any event */
   size_t bytes, max_bytes;
   uint64_t dropped, first_drop;
   int sorted;
@@ -31,6 +34,7 @@ void wb_cp_free(wb_cp_timeline *t) {
   free(t->off);
   free(t->smp);
   free(t->birth);
+  free(t->exits);
   free(t);
 }
 
@@ -51,6 +55,7 @@ static int room(wb_cp_timeline *t, void **p, size_t *cap, size_t n, size_t size,
 int wb_cp_add_off(wb_cp_timeline *t, const wb_cp_off *o) {
   if (room(t, (void **)&t->off, &t->capoff, t->noff, sizeof *t->off, o->out) != 0) return -1;
   t->off[t->noff++] = *o;
+  if (o->in > t->last) t->last = o->in;
   t->sorted = 0;
   return 0;
 }
@@ -58,6 +63,7 @@ int wb_cp_add_off(wb_cp_timeline *t, const wb_cp_off *o) {
 int wb_cp_add_sample(wb_cp_timeline *t, uint64_t ts, uint32_t tid, uint32_t stack) {
   if (room(t, (void **)&t->smp, &t->capsmp, t->nsmp, sizeof *t->smp, ts) != 0) return -1;
   t->smp[t->nsmp++] = (wb_cp_sample){.ts = ts, .tid = tid, .stack = stack};
+  if (ts > t->last) t->last = ts;
   t->sorted = 0;
   return 0;
 }
@@ -66,6 +72,13 @@ int wb_cp_add_birth(wb_cp_timeline *t, const wb_cp_birth *b) {
   if (room(t, (void **)&t->birth, &t->capbirth, t->nbirth, sizeof *t->birth, b->ts) != 0) return -1;
   t->birth[t->nbirth++] = *b;
   t->sorted = 0;
+  return 0;
+}
+
+int wb_cp_add_exit(wb_cp_timeline *t, uint32_t tgid, uint64_t ts) {
+  if (room(t, (void **)&t->exits, &t->capexits, t->nexits, sizeof *t->exits, ts) != 0) return -1;
+  t->exits[t->nexits++] = (wb_cp_birth){.ts = ts, .tid = tgid};
+  if (ts > t->last) t->last = ts;
   return 0;
 }
 
@@ -78,13 +91,15 @@ void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_o
   for (size_t i = 0; i < t->noff; i++) fn(ctx, &t->off[i]);
 }
 
-uint64_t wb_cp_last_event(const wb_cp_timeline *t, uint32_t tid) {
+uint64_t wb_cp_end(const wb_cp_timeline *t, uint32_t tid) {
   uint64_t last = 0;
+  for (size_t i = 0; i < t->nexits; i++)
+    if (t->exits[i].tid == tid) return t->exits[i].ts; /* tid is its process's leader: tgid == tid */
   for (size_t i = 0; i < t->noff; i++)
     if (t->off[i].tid == tid && t->off[i].in > last) last = t->off[i].in;
   for (size_t i = 0; i < t->nsmp; i++)
     if (t->smp[i].tid == tid && t->smp[i].ts > last) last = t->smp[i].ts;
-  return last;
+  return last ? last : t->last;
 }
 
 uint64_t wb_cp_dropped(const wb_cp_timeline *t, uint64_t *first_ts) {

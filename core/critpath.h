@@ -50,6 +50,7 @@ void wb_cp_free(wb_cp_timeline *t);
 int wb_cp_add_off(wb_cp_timeline *t, const wb_cp_off *o);
 int wb_cp_add_sample(wb_cp_timeline *t, uint64_t ts, uint32_t tid, uint32_t stack);
 int wb_cp_add_birth(wb_cp_timeline *t, const wb_cp_birth *b);
+int wb_cp_add_exit(wb_cp_timeline *t, uint32_t tgid, uint64_t ts); /* the last thread of tgid exited */
 
 /* Replaces every stack id s with map(ctx, s) (ids given before a record's stack was known). */
 void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id), void *ctx);
@@ -57,8 +58,8 @@ void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id)
 /* Calls fn for each off-CPU interval kept. */
 void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx);
 
-/* The time of thread tid's last event (0: none). */
-uint64_t wb_cp_last_event(const wb_cp_timeline *t, uint32_t tid);
+/* The end of thread tid's process: its exit, else tid's last event, else the timeline's last (0: none). */
+uint64_t wb_cp_end(const wb_cp_timeline *t, uint32_t tid);
 
 /* Events dropped, and the time of the first one (0: none). */
 uint64_t wb_cp_dropped(const wb_cp_timeline *t, uint64_t *first_ts);

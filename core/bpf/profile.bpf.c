@@ -310,7 +310,7 @@ static __always_inline int send_ustack(void *ctx, __u32 type, __u32 kind, __u64 
     size >>= 1;
   }
   r->h.size = err ? 0 : size & (WB_USTACK_MAX - 1);
-  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), 0) == 0)
+  if (bpf_ringbuf_output(&ustacks, r, sizeof(r->h) + kbytes + py_bytes + (r->h.size & (WB_USTACK_MAX - 1)), BPF_RB_NO_WAKEUP) == 0)
     return 0;
   stat_add(type == WB_REC_ONCPU ? WB_STAT_LOST_USTACKS : WB_STAT_LOST_OUTS, 1);
   return -1;
@@ -321,7 +321,7 @@ static __always_inline int send_ustack(void *ctx, __u32 type, __u32 kind, __u64 
 static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
   if (!ustack_size) return;
   struct wb_ustack_hdr h = {.type = type, .tgid = tgid, .tid = tgid, .ts = bpf_ktime_get_ns(), .arg0 = parent};
-  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_IMAGES, 1);
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, BPF_RB_NO_WAKEUP) != 0) stat_add(WB_STAT_LOST_IMAGES, 1);
 }
 
 /* An off-CPU interval whose stack is not known: its time counted per process and kind
@@ -442,7 +442,7 @@ static __always_inline void send_wake(struct task_struct *p, __u32 flags) {
   h.kind = flags | wake_context() | (BPF_CORE_READ(cur, flags) & 0x00200000 ? WB_WAKE_KTHREAD : 0); /* PF_KTHREAD */
   bpf_get_current_comm(h.comm, sizeof h.comm);
   stat_add(WB_STAT_WAKES, 1);
-  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, 0) != 0) stat_add(WB_STAT_LOST_WAKES, 1);
+  if (bpf_ringbuf_output(&ustacks, &h, sizeof h, BPF_RB_NO_WAKEUP) != 0) stat_add(WB_STAT_LOST_WAKES, 1);
 }
 
 SEC("raw_tp/sched_waking")
@@ -482,7 +482,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
                                .kind = back->key.kind, .ts = now, .ts_out = back->ts};
     __builtin_memcpy(in.comm, back->key.comm, WB_COMM_LEN); /* for an interval whose stack was lost */
     stat_add(WB_STAT_SWITCHES, 1);
-    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, 0) != 0) {
+    if (bpf_ringbuf_output(&ustacks, &in, sizeof in, BPF_RB_NO_WAKEUP) != 0) {
       stat_add(WB_STAT_LOST_INS, 1);
       add_lost(&back->key, now - back->ts);
     }

@@ -9,7 +9,7 @@
 --   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds,
 --                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]")
---   res.critical                 (wb.bpf with off-CPU time) the run's critical path (lua/wb/capture_critical.lua):
+--   res.critical                 (wb.bpf with off-CPU time; critical = false: not traced) the run's critical path (lua/wb/capture_critical.lua):
 --                                the same files and top in ns, wall_seconds, by_kind = {oncpu, runqueue, wait,
 --                                unknown}, by_process = {{pid, comm, oncpu, runqueue, wait, unknown}}
 --   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
@@ -864,6 +864,17 @@ local function profiles(res, r, o, off_skip)
     for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped", "waits_for" }) do
       res.critical[k] = cp[k]
     end
+    local st = data.stats
+    local lost = (st.lost_switch_outs or 0) + (st.lost_switch_ins or 0) + (st.lost_wakes or 0)
+    if lost > 0 then
+      res.warnings[#res.warnings + 1] = string.format("critical path: %d switch or wake-up records were lost (the " ..
+        "ring buffer had no room: raise ring_mib); around them the path may count a wait as time on a CPU or miss " ..
+        "who ended it", lost)
+    end
+    if cp.dropped then
+      res.warnings[#res.warnings + 1] = string.format("critical path: the timeline was full (timeline_mib) after " ..
+        "%d events; the path covers the run up to the first one left out", cp.dropped)
+    end
   end
   res.lost_images = data and data.stats.lost_images or nil
   if (res.lost_images or 0) > 0 then
@@ -911,7 +922,8 @@ function M.run(spec)
     local err
     st.session, err = bpf.open { freq = o.freq, oncpu = o.want_on, offcpu = o.want_off, verbose = spec.verbose,
       stack_entries = spec.stack_entries, count_entries = spec.count_entries, ring_mib = spec.ring_mib,
-      ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python, async = true }
+      ustack = o.unwind == "dwarf" and o.stack_size or nil, python = o.python, async = true,
+      wakes = spec.critical ~= false }
     if not st.session then fall_back(st, o, err) end
   end
   if spec.counters ~= false or st.method == "perf_event" then perf.warm() end -- the RCU wait off the path

@@ -68,12 +68,18 @@ function M.record(r, res, argv, out, dir)
   local tc = res.counters and res.counters["task-clock"]
   if tc and tc.available then metrics.task_clock_seconds = tc.value / 1e9 end
   local profiles = {}
-  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+  for _, kind in ipairs({ "oncpu", "offcpu", "critical" }) do
     local p = res[kind]
     if p and not p.skipped then
       profiles[kind] = { folded = p.folded and p.folded:sub(#dir + 2), svg = p.svg and p.svg:sub(#dir + 2),
         speedscope = p.speedscope and p.speedscope:sub(#dir + 2) }
-      if kind == "oncpu" then metrics.oncpu_samples = p.samples else metrics.offcpu_seconds = p.total_seconds end
+      if kind == "oncpu" then metrics.oncpu_samples = p.samples
+      elseif kind == "offcpu" then metrics.offcpu_seconds = p.total_seconds
+      else
+        metrics.critical_oncpu_seconds = p.by_kind.oncpu
+        metrics.critical_runqueue_seconds = p.by_kind.runqueue
+        metrics.critical_wait_seconds = p.by_kind.wait
+      end
     elseif p then
       profiles[kind] = { skipped = p.skipped }
     end
@@ -151,15 +157,16 @@ function M.differential(c, res)
     if r.name == "profile" then run = r end
   end
   local written = {}
-  for _, kind in ipairs({ "oncpu", "offcpu" }) do
+  local TITLE = { oncpu = "On-CPU", offcpu = "Off-CPU", critical = "Critical path" }
+  for _, kind in ipairs({ "oncpu", "offcpu", "critical" }) do
     local old = run and run.profiles and run.profiles[kind] and run.profiles[kind].folded
     local old_text = old and wb.fs.read(base_dir .. "/" .. old)
     local new = res[kind]
     if old_text and new and new.folded_text then
-      local title = (kind == "oncpu" and "On-CPU" or "Off-CPU") .. " change from " .. base_dir
+      local title = TITLE[kind] .. " change from " .. base_dir
       local by_name = require("wb.capture_fold").by_name -- processes matched by name, not pid
       local svg = wb.flame.diff_svg(by_name(old_text), by_name(new.folded_text), { title = title,
-        unit = kind == "offcpu" and "ns" or "samples" })
+        unit = kind == "oncpu" and "samples" or "ns" })
       local rel = "profiles/profile." .. kind .. ".diff.svg"
       written[#written + 1] = { title = title, path = c:write(rel, svg), href = rel }
     end

@@ -69,10 +69,10 @@ wb: --dry-run: recipe 'vep_breakdown' cannot plan (it has no plan step); run it 
 [2]
 
 # 4. the first Ctrl-C stops the profiled command and keeps the profile and report (exit 0) ...
-# requires: root: the eBPF capture gives the off-CPU profile beside the on-CPU one
+# requires: root: the eBPF capture gives the off-CPU profile and the critical path beside the on-CPU one
 $ cd $T && { ${WB_BIN:-wb} profile -o $T/int1 -- sleep 30 > $T/int1.out 2>&1 & pid=$!; for i in $(seq 300); do pgrep -P $pid -x sleep > /dev/null && break; sleep 0.1; done; sleep 0.5; kill -INT $pid; wait $pid; echo "exit $?"; }; ls $T/int1/profiles | grep -c folded; ls $T/int1 | grep -c report.html; grep -c 'stopped by Ctrl-C' $T/int1.out
 exit 0
-2
+3
 1
 1
 
@@ -261,9 +261,9 @@ $ grep -E '^\| (task-clock|page-faults) ' $T/paf.out; grep -c -E '[0-9]{7,} ns' 
 1
 
 # 6. wb profile's report.html shows the differential flame graphs against the previous profile
-# requires: root: the eBPF capture gives the off-CPU profile whose differential graph is counted
+# requires: root: the eBPF capture gives the off-CPU profile and the critical path whose differential graphs are counted
 $ cd $T && mkdir p6 && cd p6 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' > /dev/null 2>&1 && ${WB_BIN:-wb} profile -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done' 2>&1 | grep -c '^differential flame graph: '; grep -c 'href="profiles/profile.oncpu.diff.svg"' runs/latest/report.html
-2
+3
 1
 
 # 11. a stripped library: its unresolved addresses are one row of the top functions, and the
