@@ -74,11 +74,7 @@ return {
     wb.fs.remove_tree(tmp)
     local med = {}
     for k, v in pairs(s) do med[k] = #v > 0 and wb.stats.median(v) or nil end
-    local function paired(a, b) -- median of the per-round ratios: adjacent runs share the machine's load
-      local r = {}
-      for i = 1, #a do r[i] = a[i] / b[i] end
-      return wb.stats.median(r) - 1
-    end
+    local paired = lib.paired
     local overhead = paired(s.wb_workload, s.plain)
     local cpu_overhead = paired(s.wb_cpu, s.plain_cpu)
     local figures = {

@@ -55,6 +55,14 @@ function M.interleave(commands, runs, warmup)
   return samples
 end
 
+-- x = lib.paired(a, b) : the median of the per-round ratios a[i] / b[i], minus 1 (adjacent runs of a
+-- round share the machine's load, so their ratio moves less than either)
+function M.paired(a, b)
+  local r = {}
+  for i = 1, #a do r[i] = a[i] / b[i] end
+  return wb.stats.median(r) - 1
+end
+
 function M.ms(x) return string.format("%.3f ms", x * 1000) end
 function M.ratio(x) return string.format("%.2f×", x) end
 

@@ -4,6 +4,7 @@
 -- at 99 Hz (the fallback without eBPF); and under `python3 -m cProfile`; interleaved with the order
 -- rotated each round; medians of the per-round ratios to the unprofiled run.
 local wb = require "wb"
+local lib = dofile("bench/lib.lua")
 
 local SCRIPT = [[
 import sys
@@ -72,11 +73,7 @@ return {
       end
     end
     wb.fs.remove_tree(tmp)
-    local function paired(a, b)
-      local r = {}
-      for i = 1, #a do r[i] = a[i] / b[i] end
-      return wb.stats.median(r) - 1
-    end
+    local paired = lib.paired
     local sampled, cprofile = paired(s.sampler, s.plain), paired(s.cprofile, s.plain)
     local figures = {
       { name = "unprofiled script, median wall", value = string.format("%.3f s", wb.stats.median(s.plain)) },

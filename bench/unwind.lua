@@ -257,11 +257,7 @@ return {
     local median = wb.stats.median
     local med = {}
     for k, v in pairs(s) do med[k] = median(v) end
-    local function paired(a, b) -- median of per-round ratios: adjacent runs share the machine's load
-      local r = {}
-      for i = 1, #a do r[i] = a[i] / b[i] end
-      return median(r) - 1
-    end
+    local paired = lib.paired
     local function added(a, b) -- median of per-round differences, as paired for the same reason
       local d = {}
       for i = 1, #a do d[i] = a[i] - b[i] end

@@ -62,11 +62,7 @@ return {
       end
     end
     wb.fs.remove_tree(tmp)
-    local function paired(a, b)
-      local r = {}
-      for i = 1, #a do r[i] = a[i] / b[i] end
-      return wb.stats.median(r) - 1
-    end
+    local paired = lib.paired
     local med = wb.stats.median
     local added = paired(wall.with, wall.without)
     return {

@@ -555,14 +555,14 @@ static int l_arm(lua_State *L) {
  * in), woken_by (a wait: "interrupt"|"softirq"|"kernel"|"external"|"self"|"none")}, ... latest
  * first, at most 20000}, segment_count, parts = {{pid, tid, kind, stack, woken_by, waker_pid,
  * waker_comm (an external waker), ns}} (the segments summed by those), oncpu = {{tid, stack (the
- * id of an on-CPU record; nil: no sample in or within two sampling periods of the segment), ns}}
+ * id of an on-CPU record; nil: no sample of the thread in or within a second of the segment), ns}}
  * (on-CPU time on the path shared by the samples inside it, else given to the thread's nearest), dropped (events the full timeline did not keep: the path ends at the
  * first)} */
 static int l_critical_path(lua_State *L) {
   session *s = check_session(L);
   lua_Integer root = luaL_checkinteger(L, 2), to = luaL_optinteger(L, 3, 0);
   uint64_t from = s->skel->bss->armed_ns;
-  uint64_t near = 2000000000ull / (uint64_t)s->opt.freq; /* two sampling periods */
+  uint64_t near = 1000000000ull; /* the nearest sample of the thread within a second */
   if (wb_bpf_push_critical_path(L, s->us, (uint32_t)root, from, to > 0 ? (uint64_t)to : 0, near)) return 1;
   lua_pushnil(L);
   return 1;

@@ -23,6 +23,22 @@ static const char *woken_by(const wb_cp_segment *s) {
   return "external";
 }
 
+/* With a key on the top of the stack: when tab holds a table at it, adds ns to its field ns, pops
+ * the key and returns 1; else returns 0 with the key left for the caller's new entry. */
+static int added(lua_State *L, int tab, uint64_t ns) {
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, tab) == LUA_TTABLE) {
+    lua_getfield(L, -1, "ns");
+    lua_Integer sum = lua_tointeger(L, -1) + (lua_Integer)ns;
+    lua_pop(L, 1);
+    wb_set_int(L, "ns", sum);
+    lua_pop(L, 2);
+    return 1;
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
 typedef struct pusher {
   lua_State *L;
   int segments, parts, shares; /* stack indexes of the tables */
@@ -54,16 +70,7 @@ static void emit(void *ctx, const wb_cp_segment *s) {
   }
   lua_pushfstring(L, "%d %d %d %s %d %s", (int)s->tid, (int)s->kind, (int)s->stack, by ? by : "", (int)s->waker_tgid,
                   by && !strcmp(by, "external") ? comm : "");
-  lua_pushvalue(L, -1);
-  if (lua_rawget(L, p->parts) == LUA_TTABLE) {
-    lua_getfield(L, -1, "ns");
-    lua_Integer sum = lua_tointeger(L, -1) + (lua_Integer)ns;
-    lua_pop(L, 1);
-    wb_set_int(L, "ns", sum);
-    lua_pop(L, 2);
-    return;
-  }
-  lua_pop(L, 1);
+  if (added(L, p->parts, ns)) return;
   lua_createtable(L, 0, 8);
   wb_set_int(L, "pid", s->tgid);
   wb_set_int(L, "tid", s->tid);
@@ -84,16 +91,7 @@ static void sample(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint6
   pusher *p = ctx;
   lua_State *L = p->L;
   lua_pushfstring(L, "%d %d", (int)tid, (int)stack);
-  lua_pushvalue(L, -1);
-  if (lua_rawget(L, p->shares) == LUA_TTABLE) {
-    lua_getfield(L, -1, "ns");
-    lua_Integer sum = lua_tointeger(L, -1) + (lua_Integer)ns;
-    lua_pop(L, 1);
-    wb_set_int(L, "ns", sum);
-    lua_pop(L, 2);
-    return;
-  }
-  lua_pop(L, 1);
+  if (added(L, p->shares, ns)) return;
   lua_createtable(L, 0, 4);
   wb_set_int(L, "tid", tid);
   wb_set_int(L, "pid", tgid);
@@ -121,16 +119,7 @@ static void wait_for(void *ctx, const wb_cp_off *o) {
   if (b <= a) return;
   lua_State *L = w->L;
   lua_pushfstring(L, "%d %d", (int)o->tgid, (int)o->waker_tgid);
-  lua_pushvalue(L, -1);
-  if (lua_rawget(L, w->tab) == LUA_TTABLE) {
-    lua_getfield(L, -1, "ns");
-    lua_Integer sum = lua_tointeger(L, -1) + (lua_Integer)(b - a);
-    lua_pop(L, 1);
-    wb_set_int(L, "ns", sum);
-    lua_pop(L, 2);
-    return;
-  }
-  lua_pop(L, 1);
+  if (added(L, w->tab, b - a)) return;
   lua_createtable(L, 0, 3);
   wb_set_int(L, "pid", o->tgid);
   wb_set_int(L, "waker_pid", o->waker_tgid);

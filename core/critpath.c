@@ -197,7 +197,7 @@ static void flush(walker *w) {
 
 /* The thread's samples inside (t0, t1] share the segment's time; a segment shorter than the
  * sampling period usually holds none, and takes the stack of the thread's nearest sample, up to
- * near_ns away. */
+ * near_ns away (in wall time: a thread that waits for a CPU between its runs has samples far apart). */
 static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t t1) {
   const wb_cp_timeline *t = w->t;
   size_t i = smp_lower(t, tid, t0 + 1), j = smp_lower(t, tid, t1 + 1);

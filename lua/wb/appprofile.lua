@@ -343,6 +343,16 @@ end
 
 local function percent(f) return string.format("%.0f%%", f * 100) end
 
+-- The first model.waits of waits into b.waits, as fractions of `wall` with their Amdahl bounds.
+local function add_waits(b, waits, model, wall)
+  for _, w in ipairs(waits) do
+    if #b.waits >= model.waits then break end
+    w.fraction = w.seconds / wall
+    w.amdahl = amdahl(w.fraction)
+    b.waits[#b.waits + 1] = w
+  end
+end
+
 -- The functions (self time) and waits of a flat profile, as fractions of the profiled run.
 local function flat_model(b, cap, model, capture_wall, capture_cpu)
   if cap and cap.oncpu and cap.oncpu.top then
@@ -354,13 +364,7 @@ local function flat_model(b, cap, model, capture_wall, capture_cpu)
     end
   end
   if cap and cap.offcpu and cap.offcpu.folded_text then
-    for _, w in ipairs(M.blocked_waits(cap.offcpu.folded_text)) do
-      if #b.waits < model.waits then
-        w.fraction = w.seconds / capture_wall
-        w.amdahl = amdahl(w.fraction)
-        b.waits[#b.waits + 1] = w
-      end
-    end
+    add_waits(b, M.blocked_waits(cap.offcpu.folded_text), model, capture_wall)
     b.offcpu_blocked_seconds = cap.offcpu.blocked_seconds
     b.offcpu_runqueue_seconds = cap.offcpu.runqueue_seconds
   end
@@ -391,13 +395,7 @@ local function path_model(b, cp, model)
         amdahl = amdahl(f.self_fraction), on_path = true }
     end
   end
-  for _, w in ipairs(M.blocked_waits(cp.folded_text, true)) do
-    if #b.waits < model.waits then
-      w.fraction = w.seconds / path
-      w.amdahl = amdahl(w.fraction)
-      b.waits[#b.waits + 1] = w
-    end
-  end
+  add_waits(b, M.blocked_waits(cp.folded_text, true), model, path)
   b.offcpu_blocked_seconds = cp.by_kind.wait
   b.offcpu_runqueue_seconds = cp.by_kind.runqueue
   b.runqueue = cp.by_kind.runqueue > 0 and { name = "waiting for a CPU (run queue)", fraction = cp.by_kind.runqueue / path,

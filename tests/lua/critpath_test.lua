@@ -10,11 +10,12 @@ local proc = require "wb.proc"
 
 local dir
 
-local function build(name, source, flags)
+-- Compiles source (C with gcc, or Rust with rustc) into the file's directory; the program's path.
+local function build(name, source, flags, compiler)
   dir = dir or T.tmpdir()
-  local src = dir .. "/" .. name .. ".c"
+  local src = dir .. "/" .. name .. (compiler and ".rs" or ".c")
   assert(fs.write(src, source))
-  local argv = { "gcc", "-O2", "-g", "-o", dir .. "/" .. name, src }
+  local argv = { compiler or "gcc", compiler and "-O" or "-O2", "-g", "-o", dir .. "/" .. name, src }
   for _, f in ipairs(flags or {}) do argv[#argv + 1] = f end
   local res = assert(proc.run { argv = argv, stdout = "capture", stderr = "capture" })
   assert(res.ok, res.stderr)
@@ -40,14 +41,17 @@ local function critical(spec)
   return res, c
 end
 
--- Seconds under lines of the path's folded text that hold `frame` (and not `without`).
-local function seconds_under(folded, frame, without)
+-- Seconds under lines of the path's folded text that hold a frame named `frame` (or, with
+-- pattern, matching it), and not `without`.
+local function seconds_under(folded, frame, without, pattern)
   local ns = 0
   for line in folded:gmatch("[^\n]+") do
     local stack, n = line:match("^(.*) (%d+)$")
-    if (";" .. stack .. ";"):find(";" .. frame .. ";", 1, true) and not (without and stack:find(without, 1, true)) then
-      ns = ns + tonumber(n)
+    local hit = false
+    for f in (stack .. ";"):gmatch("([^;]*);") do
+      if (pattern and f:find(frame)) or f == frame or f:match("::([%w_]+)$") == frame then hit = true end
     end
+    if hit and not (without and stack:find(without, 1, true)) then ns = ns + tonumber(n) end
   end
   return ns / 1e9
 end
@@ -189,4 +193,84 @@ T.case("a pipeline whose consumer is the slow side: the producer's blocked write
     "%.2f s of %.2f s", slow.oncpu + slow.runqueue, c.wall_seconds))
   T.ok(c.by_kind.wait < 0.05 * c.wall_seconds, "no wait of the producer's left on the path")
   T.near(seconds_under(c.folded_text, "digest", "[run queue]"), 1.0, 0.1, "digest's seconds (4000 × 250 µs of CPU)")
+end)
+
+local RUST_POOL = [[
+use std::sync::mpsc;
+use std::thread;
+fn cpu_now() -> f64 {
+    #[repr(C)] struct Ts { s: i64, ns: i64 }
+    extern "C" { fn clock_gettime(c: i32, t: *mut Ts) -> i32; }
+    let mut t = Ts { s: 0, ns: 0 };
+    unsafe { clock_gettime(3, &mut t) }; // CLOCK_THREAD_CPUTIME_ID
+    t.s as f64 + t.ns as f64 / 1e9
+}
+#[inline(never)]
+fn spin(s: f64, mut x: u64) -> u64 {
+    let t0 = cpu_now();
+    while cpu_now() - t0 < s { for _ in 0..1000 { x = x.wrapping_mul(6364136223846793005).wrapping_add(1); } }
+    x
+}
+#[inline(never)]
+fn worker_hot(x: u64) -> u64 { spin(0.3, x) + 1 }
+#[inline(never)]
+fn serial_part(x: u64) -> u64 { spin(0.2, x) + 1 }
+fn main() {
+    let mut x = serial_part(1);
+    let (tx, rx) = mpsc::channel();
+    let mut jobs = Vec::new();
+    for i in 0..8u64 {
+        let (jtx, jrx) = mpsc::channel::<u64>();
+        let tx = tx.clone();
+        thread::spawn(move || { for v in jrx { tx.send(worker_hot(v + i)).unwrap(); } });
+        jobs.push(jtx);
+    }
+    for j in &jobs { j.send(x).unwrap(); }
+    for _ in 0..8 { x ^= rx.recv().unwrap(); }
+    x = serial_part(x);
+    std::process::exit((x & 1) as i32 * 0);
+}
+]]
+
+T.case("a Rust pool of 8 workers and a coordinator waiting on a channel: the path is the coordinator's serial "
+  .. "part and one worker's work", function()
+  need_bpf()
+  local rustc = proc.which("rustc") or T.skip("rustc is not installed")
+  local _, c = critical { argv = { build("pool_rs", RUST_POOL, nil, rustc) } }
+  T.near(seconds_under(c.folded_text, "serial_part", "[run queue]"), 0.4, 0.05,
+    "seconds of the coordinator's serial_part on a CPU on the path (2 × 0.2 s)")
+  T.near(seconds_under(c.folded_text, "worker_hot", "[run queue]"), 0.3, 0.05,
+    "seconds of worker_hot on a CPU on the path (the last worker's 0.3 s)")
+  T.ok(c.by_kind.wait < 0.05 * c.wall_seconds, "the channel waits are explained by the threads that sent")
+end)
+
+local MP_POOL = [[
+import multiprocessing as mp, time
+def burn(s):
+    t0 = time.process_time(); x = 0
+    while time.process_time() - t0 < s:
+        for i in range(1000): x += i
+    return x
+def work(n):
+    return burn(0.3)
+def serial():
+    return burn(0.2)
+if __name__ == "__main__":
+    serial()
+    with mp.Pool(4) as p:
+        p.map(work, range(8), chunksize=1)
+    serial()
+]]
+
+T.case("a Python multiprocessing.Pool driver: the path is the driver's serial parts and its workers' work", function()
+  need_bpf()
+  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/mp.py", MP_POOL))
+  local _, c = critical { argv = { python, dir .. "/mp.py" } }
+  T.near(seconds_under(c.folded_text, "^serial %(mp%.py:%d+%)$", "[run queue]", true), 0.4, 0.06,
+    "seconds of the driver's serial() on a CPU on the path (2 × 0.2 s)")
+  local work = seconds_under(c.folded_text, "^work %(mp%.py:%d+%)$", "[run queue]", true)
+  T.ok(work >= 0.55, string.format("the workers' work() on a CPU on the path: %.2f s (8 tasks of 0.3 s on 4 " ..
+    "workers: at least two in a row on one)", work))
 end)
