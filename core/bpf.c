@@ -547,8 +547,9 @@ static int l_arm(lua_State *L) {
   return 0;
 }
 
-/* -- cp = s:critical_path(root [, to]) : after s:read(), the critical path of the run from the
- * moment the session was armed to `to` (a CLOCK_MONOTONIC time in ns; default: the exit of root's
+/* -- cp = s:critical_path(root [, to [, windows [, from]]]) : after s:read(), the critical path of the run from
+ * `from` (a CLOCK_MONOTONIC time in ns, not before the session was armed: its default; the command's
+ * release) to `to` (a CLOCK_MONOTONIC time in ns; default: the exit of root's
  * process, else root's last event), walked back from thread root (core/critpath.h); nil without a timeline (not
  * unwind mode, or no off-CPU time). cp = {from, to (ns), segments = {{t0, t1, tid, pid, kind =
  * "oncpu"|"runqueue"|"wait"|"unknown", stack (the record id of s:read()'s offcpu stack it waited
@@ -560,10 +561,30 @@ static int l_arm(lua_State *L) {
  * first)} */
 static int l_critical_path(lua_State *L) {
   session *s = check_session(L);
-  lua_Integer root = luaL_checkinteger(L, 2), to = luaL_optinteger(L, 3, 0);
+  lua_Integer root = luaL_checkinteger(L, 2), to = luaL_optinteger(L, 3, 0), start = luaL_optinteger(L, 5, 0);
   uint64_t from = s->skel->bss->armed_ns;
+  if (start > 0 && (uint64_t)start > from) from = (uint64_t)start;
   uint64_t near = 1000000000ull; /* the nearest sample of the thread within a second */
-  if (wb_bpf_push_critical_path(L, s->us, (uint32_t)root, from, to > 0 ? (uint64_t)to : 0, near)) return 1;
+  uint64_t win[2 * 256];
+  size_t nwin = 0;
+  if (!lua_isnoneornil(L, 4)) {
+    luaL_checktype(L, 4, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, 4);
+    luaL_argcheck(L, n <= 256, 4, "at most 256 windows");
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, 4, i);
+      luaL_argcheck(L, lua_istable(L, -1), 4, "each window a {from, to} pair of ns");
+      lua_geti(L, -1, 1);
+      lua_geti(L, -2, 2);
+      int ok_a, ok_b;
+      lua_Integer a = lua_tointegerx(L, -2, &ok_a), b = lua_tointegerx(L, -1, &ok_b);
+      luaL_argcheck(L, ok_a && ok_b, 4, "each window a {from, to} pair of ns");
+      lua_pop(L, 3);
+      win[2 * nwin] = a > 0 ? (uint64_t)a : 0, win[2 * nwin + 1] = b > a ? (uint64_t)b : win[2 * nwin];
+      nwin++;
+    }
+  }
+  if (wb_bpf_push_critical_path(L, s->us, (uint32_t)root, from, to > 0 ? (uint64_t)to : 0, near, win, nwin)) return 1;
   lua_pushnil(L);
   return 1;
 }

@@ -39,23 +39,57 @@ static int added(lua_State *L, int tab, uint64_t ns) {
   return 0;
 }
 
+/* Where the path's time is summed: parts and shares tables (stack indexes) for [from, to). */
+typedef struct sink {
+  int parts, shares;
+  long nparts, nshares;
+  uint64_t from, to;
+} sink;
+
+#define WINDOWS_MAX 256 /* windows (the application's stages) a path is also summed over */
+
 typedef struct pusher {
   lua_State *L;
-  int segments, parts, shares; /* stack indexes of the tables */
-  long nseg, nparts, nshares;
-  uint64_t total[4];
+  int segments; /* stack index of the list */
+  long nseg;
+  sink all, win[WINDOWS_MAX];
+  size_t nwin;
 } pusher;
 
+/* The part of [t0, t1) inside k's window. */
+static uint64_t overlap(const sink *k, uint64_t t0, uint64_t t1) {
+  uint64_t a = t0 > k->from ? t0 : k->from, b = t1 < k->to ? t1 : k->to;
+  return b > a ? b - a : 0;
+}
+
 /* parts[key] = {pid, tid, kind, stack, woken_by, waker_pid, waker_comm, ns}, summed by key */
+static void add_part(lua_State *L, sink *k, const wb_cp_segment *s, const char *by, const char *comm, uint64_t ns) {
+  int external = by && !strcmp(by, "external");
+  lua_pushfstring(L, "%d %d %d %s %d %s", (int)s->tid, (int)s->kind, (int)s->stack, by ? by : "", (int)s->waker_tgid,
+                  external ? comm : "");
+  if (added(L, k->parts, ns)) return;
+  lua_createtable(L, 0, 8);
+  wb_set_int(L, "pid", s->tgid);
+  wb_set_int(L, "tid", s->tid);
+  wb_set_str(L, "kind", CP_KINDS[s->kind & 3]);
+  if (s->stack) wb_set_int(L, "stack", s->stack);
+  if (by) wb_set_str(L, "woken_by", by);
+  if (external) {
+    wb_set_int(L, "waker_pid", s->waker_tgid);
+    wb_set_str(L, "waker_comm", comm);
+  }
+  wb_set_int(L, "ns", (lua_Integer)ns);
+  lua_rawset(L, k->parts);
+  k->nparts++;
+}
+
 static void emit(void *ctx, const wb_cp_segment *s) {
   pusher *p = ctx;
   lua_State *L = p->L;
   const char *by = s->kind == WB_CP_WAIT ? woken_by(s) : NULL;
   char comm[17] = {0};
   memcpy(comm, s->waker_comm, 16);
-  uint64_t ns = s->t1 - s->t0;
-  p->total[s->kind & 3] += ns;
-  if (p->nseg < SEGMENTS_MAX) {
+  if (p->nseg++ < SEGMENTS_MAX) {
     lua_createtable(L, 0, 8);
     wb_set_int(L, "t0", (lua_Integer)s->t0);
     wb_set_int(L, "t1", (lua_Integer)s->t1);
@@ -64,41 +98,36 @@ static void emit(void *ctx, const wb_cp_segment *s) {
     wb_set_str(L, "kind", CP_KINDS[s->kind & 3]);
     if (s->stack) wb_set_int(L, "stack", s->stack);
     if (by) wb_set_str(L, "woken_by", by);
-    lua_rawseti(L, p->segments, (lua_Integer)++p->nseg);
-  } else {
-    p->nseg++;
+    lua_rawseti(L, p->segments, (lua_Integer)p->nseg);
   }
-  lua_pushfstring(L, "%d %d %d %s %d %s", (int)s->tid, (int)s->kind, (int)s->stack, by ? by : "", (int)s->waker_tgid,
-                  by && !strcmp(by, "external") ? comm : "");
-  if (added(L, p->parts, ns)) return;
-  lua_createtable(L, 0, 8);
-  wb_set_int(L, "pid", s->tgid);
-  wb_set_int(L, "tid", s->tid);
-  wb_set_str(L, "kind", CP_KINDS[s->kind & 3]);
-  if (s->stack) wb_set_int(L, "stack", s->stack);
-  if (by) wb_set_str(L, "woken_by", by);
-  if (by && !strcmp(by, "external")) {
-    wb_set_int(L, "waker_pid", s->waker_tgid);
-    wb_set_str(L, "waker_comm", comm);
+  add_part(L, &p->all, s, by, comm, s->t1 - s->t0);
+  for (size_t i = 0; i < p->nwin; i++) {
+    uint64_t ns = overlap(&p->win[i], s->t0, s->t1);
+    if (ns) add_part(L, &p->win[i], s, by, comm, ns);
   }
-  wb_set_int(L, "ns", (lua_Integer)ns);
-  lua_rawset(L, p->parts);
-  p->nparts++;
 }
 
 /* shares[tid .. stack] = {tid, pid, stack, ns}: on-CPU time on the path by the sampled stack */
-static void sample(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns) {
-  pusher *p = ctx;
-  lua_State *L = p->L;
-  lua_pushfstring(L, "%d %d", (int)tid, (int)stack);
-  if (added(L, p->shares, ns)) return;
+static void add_share(lua_State *L, sink *k, const wb_cp_segment *s, uint32_t stack, uint64_t ns) {
+  lua_pushfstring(L, "%d %d", (int)s->tid, (int)stack);
+  if (added(L, k->shares, ns)) return;
   lua_createtable(L, 0, 4);
-  wb_set_int(L, "tid", tid);
-  wb_set_int(L, "pid", tgid);
+  wb_set_int(L, "tid", s->tid);
+  wb_set_int(L, "pid", s->tgid);
   if (stack) wb_set_int(L, "stack", stack);
   wb_set_int(L, "ns", (lua_Integer)ns);
-  lua_rawset(L, p->shares);
-  p->nshares++;
+  lua_rawset(L, k->shares);
+  k->nshares++;
+}
+
+static void sample(void *ctx, const wb_cp_segment *s, uint32_t stack, uint64_t ns) {
+  pusher *p = ctx;
+  add_share(p->L, &p->all, s, stack, ns);
+  uint64_t len = s->t1 - s->t0;
+  for (size_t i = 0; i < p->nwin; i++) { /* the window's part of the segment, in proportion */
+    uint64_t in = overlap(&p->win[i], s->t0, s->t1);
+    if (in) add_share(p->L, &p->win[i], s, stack, in == len ? ns : (uint64_t)((double)ns * (double)in / (double)len));
+  }
 }
 
 typedef struct waits {
@@ -106,6 +135,7 @@ typedef struct waits {
   int tab;
   long n;
   uint64_t from, to;
+  wb_cp_timeline *t;
 } waits;
 
 /* waits_for[key] = {pid, waker_pid, ns}: blocked time (switch-out to wake-up, inside the window)
@@ -113,8 +143,8 @@ typedef struct waits {
 static void wait_for(void *ctx, const wb_cp_off *o) {
   waits *w = ctx;
   if (o->kind != WB_KIND_BLOCKED || !o->wake || !o->waker_tid || o->waker_tid == o->tid ||
-      (o->flags & (WB_WAKE_IRQ | WB_WAKE_KTHREAD | WB_WAKE_NEW)))
-    return;
+      (o->flags & (WB_WAKE_IRQ | WB_WAKE_KTHREAD | WB_WAKE_NEW)) || !wb_cp_known(w->t, o->waker_tid))
+    return; /* not a wait for the tree: an interrupt, a kernel thread, itself, a task outside */
   uint64_t a = o->out > w->from ? o->out : w->from, b = o->wake < w->to ? o->wake : w->to;
   if (b <= a) return;
   lua_State *L = w->L;
@@ -139,33 +169,64 @@ static void listify(lua_State *L, int idx, long n) {
   lua_replace(L, idx);
 }
 
-int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns) {
+/* New parts and shares tables on the stack for k. */
+static void open_sink(lua_State *L, sink *k, uint64_t from, uint64_t to) {
+  *k = (sink){.from = from, .to = to};
+  lua_newtable(L);
+  k->parts = lua_gettop(L);
+  lua_newtable(L);
+  k->shares = lua_gettop(L);
+}
+
+/* Sets k's parts and shares (as lists) as fields parts and oncpu of the table at idx. */
+static void close_sink(lua_State *L, sink *k, int idx) {
+  listify(L, k->parts, k->nparts);
+  listify(L, k->shares, k->nshares);
+  lua_pushvalue(L, k->shares);
+  lua_setfield(L, idx, "oncpu");
+  lua_pushvalue(L, k->parts);
+  lua_setfield(L, idx, "parts");
+}
+
+int wb_bpf_push_critical_path(lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns,
+                              const uint64_t *windows, size_t nwin) {
   wb_cp_timeline *t = us ? wb_ustacks_get_timeline(us) : NULL;
   if (!t || (!to && !wb_cp_end(t, root))) return 0;
   uint64_t first_drop, dropped = wb_cp_dropped(t, &first_drop);
   if (!to) to = wb_cp_end(t, root);
   if (dropped && first_drop < to) to = first_drop;
-  lua_createtable(L, 0, 8);
+  if (nwin > WINDOWS_MAX) nwin = WINDOWS_MAX;
+  luaL_checkstack(L, (int)(2 * nwin + 16), "critical path");
+  lua_createtable(L, 0, 10);
   int top = lua_gettop(L);
-  pusher p = {.L = L};
+  pusher *p = lua_newuserdatauv(L, sizeof *p, 0); /* freed with the stack, also after an error */
+  memset(p, 0, sizeof *p);
+  p->L = L;
   lua_newtable(L);
-  p.segments = lua_gettop(L);
-  lua_newtable(L);
-  p.parts = lua_gettop(L);
-  lua_newtable(L);
-  p.shares = lua_gettop(L);
-  long n = to > from ? wb_cp_walk(t, root, from, to, near_ns, emit, sample, &p) : 0;
+  p->segments = lua_gettop(L);
+  open_sink(L, &p->all, from, to);
+  p->nwin = nwin;
+  for (size_t i = 0; i < nwin; i++) open_sink(L, &p->win[i], windows[2 * i], windows[2 * i + 1]);
+  long n = to > from ? wb_cp_walk(t, root, from, to, near_ns, emit, sample, p) : 0;
   if (n < 0) return luaL_error(L, "out of memory");
-  listify(L, p.parts, p.nparts);
-  listify(L, p.shares, p.nshares);
-  lua_setfield(L, top, "oncpu");
-  lua_setfield(L, top, "parts");
+  close_sink(L, &p->all, top);
+  lua_createtable(L, (int)nwin, 0);
+  for (size_t i = 0; i < nwin; i++) {
+    lua_createtable(L, 0, 4);
+    close_sink(L, &p->win[i], lua_gettop(L));
+    wb_set_int(L, "from", (lua_Integer)p->win[i].from);
+    wb_set_int(L, "to", (lua_Integer)p->win[i].to);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, top, "windows");
+  lua_pushvalue(L, p->segments);
   lua_setfield(L, top, "segments");
   lua_newtable(L);
-  waits w = {.L = L, .tab = lua_gettop(L), .from = from, .to = to};
+  waits w = {.L = L, .tab = lua_gettop(L), .from = from, .to = to, .t = t};
   wb_cp_each_off(t, wait_for, &w);
   listify(L, w.tab, w.n);
   lua_setfield(L, top, "waits_for");
+  lua_settop(L, top); /* the result on the top again */
   wb_set_int(L, "from", (lua_Integer)from);
   wb_set_int(L, "to", (lua_Integer)to);
   wb_set_int(L, "segment_count", n);

@@ -399,8 +399,9 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
   }
   size_t at = place(a, data, size, &h, 1);
   if (at == PLACE_LATER) {
-    at = defer(a, data, size, &h) ? 0 : place(a, data, size, &h, 0);
-    if (!at && h.type == WB_REC_ONCPU && a->tl) wb_cp_add_sample(a->tl, h.ts, h.tid, (uint32_t)a->nlater | LATER_ID);
+    int waits = defer(a, data, size, &h);
+    at = waits ? 0 : place(a, data, size, &h, 0);
+    if (waits && h.type == WB_REC_ONCPU && a->tl) wb_cp_add_sample(a->tl, h.ts, h.tid, (uint32_t)a->nlater | LATER_ID);
   }
   if (!at) return 0;
   if (h.type == WB_REC_ONCPU) {

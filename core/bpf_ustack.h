@@ -63,11 +63,11 @@ typedef struct wb_cp_timeline wb_cp_timeline;
 int wb_ustacks_timeline(wb_ustacks *a, size_t max_bytes);
 wb_cp_timeline *wb_ustacks_get_timeline(wb_ustacks *a); /* NULL when none is kept */
 
-/* Pushes the critical path of [from, to) of the timeline (to 0: root's last event) as
- * s:critical_path() returns it (core/bpf_critpath.c; near_ns: wb_cp_walk's); 0 (nothing pushed)
- * without a timeline. */
+/* Pushes the critical path of [from, to) of the timeline (to 0: root's process's end) as
+ * s:critical_path() returns it (core/bpf_critpath.c; near_ns: wb_cp_walk's), also summed over each
+ * of the nwin windows [windows[2i], windows[2i+1]); 0 (nothing pushed) without a timeline. */
 int wb_bpf_push_critical_path(struct lua_State *L, wb_ustacks *us, uint32_t root, uint64_t from, uint64_t to,
-                              uint64_t near_ns);
+                              uint64_t near_ns, const uint64_t *windows, size_t nwin);
 
 /* Records that carried Python frames. */
 uint64_t wb_ustacks_py_records(const wb_ustacks *a);

@@ -44,7 +44,7 @@ static int room(wb_cp_timeline *t, void **p, size_t *cap, size_t n, size_t size,
   size_t c = *cap ? *cap * 2 : 1024;
   void *q = t->bytes + (c - *cap) * size <= t->max_bytes ? realloc(*p, c * size) : NULL;
   if (!q) {
-    if (!t->dropped++) t->first_drop = ts;
+    if (!t->dropped++ || ts < t->first_drop) t->first_drop = ts;
     return -1;
   }
   t->bytes += (c - *cap) * size;
@@ -170,6 +170,19 @@ static int known(const wb_cp_timeline *t, uint32_t tid) {
   return (i < t->noff && t->off[i].tid == tid) || (j < t->nsmp && t->smp[j].tid == tid) || birth_of(t, tid);
 }
 
+static void sort_timeline(wb_cp_timeline *t) {
+  if (t->sorted) return;
+  if (t->noff) qsort(t->off, t->noff, sizeof *t->off, off_order);
+  if (t->nsmp) qsort(t->smp, t->nsmp, sizeof *t->smp, smp_order);
+  if (t->nbirth) qsort(t->birth, t->nbirth, sizeof *t->birth, birth_order);
+  t->sorted = 1;
+}
+
+int wb_cp_known(wb_cp_timeline *t, uint32_t tid) {
+  sort_timeline(t);
+  return known(t, tid);
+}
+
 /* Whether thread tid was on a CPU just before ts (it existed, and no off-CPU interval holds ts). */
 static int running_at(const wb_cp_timeline *t, uint32_t tid, uint64_t ts) {
   const wb_cp_birth *b = birth_of(t, tid);
@@ -181,7 +194,7 @@ static int running_at(const wb_cp_timeline *t, uint32_t tid, uint64_t ts) {
 typedef struct walker {
   wb_cp_timeline *t;
   void (*emit)(void *ctx, const wb_cp_segment *s);
-  void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns);
+  void (*sample)(void *ctx, const wb_cp_segment *s, uint32_t stack, uint64_t ns);
   void *ctx;
   wb_cp_segment held; /* merged, not yet emitted (t1 == 0: none) */
   uint64_t near;
@@ -200,6 +213,7 @@ static void flush(walker *w) {
  * near_ns away (in wall time: a thread that waits for a CPU between its runs has samples far apart). */
 static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t t1) {
   const wb_cp_timeline *t = w->t;
+  wb_cp_segment seg = {.t0 = t0, .t1 = t1, .tid = tid, .tgid = tgid, .kind = WB_CP_ONCPU};
   size_t i = smp_lower(t, tid, t0 + 1), j = smp_lower(t, tid, t1 + 1);
   uint64_t ns = t1 - t0;
   if (i == j) {
@@ -207,11 +221,11 @@ static void share(walker *w, uint32_t tid, uint32_t tgid, uint64_t t0, uint64_t 
     uint64_t after = j < t->nsmp && t->smp[j].tid == tid ? t->smp[j].ts - t1 : UINT64_MAX;
     uint64_t gap = before < after ? before : after;
     uint32_t stack = gap > w->near ? 0 : before < after ? t->smp[i - 1].stack : t->smp[j].stack;
-    w->sample(w->ctx, tid, tgid, stack, ns);
+    w->sample(w->ctx, &seg, stack, ns);
     return;
   }
   uint64_t each = ns / (j - i), rest = ns - each * (j - i);
-  for (size_t k = i; k < j; k++) w->sample(w->ctx, tid, tgid, t->smp[k].stack, each + (k == i ? rest : 0));
+  for (size_t k = i; k < j; k++) w->sample(w->ctx, &seg, t->smp[k].stack, each + (k == i ? rest : 0));
 }
 
 static void add(walker *w, uint64_t t0, uint64_t t1, uint32_t tid, uint32_t tgid, uint32_t kind,
@@ -246,17 +260,17 @@ static uint32_t tgid_of(const wb_cp_timeline *t, uint32_t tid) {
 }
 
 long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns,
-                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
+                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, const wb_cp_segment *s, uint32_t stack, uint64_t ns),
                 void *ctx) {
-  if (!t->sorted) {
-    if (t->noff) qsort(t->off, t->noff, sizeof *t->off, off_order);
-    if (t->nsmp) qsort(t->smp, t->nsmp, sizeof *t->smp, smp_order);
-    if (t->nbirth) qsort(t->birth, t->nbirth, sizeof *t->birth, birth_order);
-    t->sorted = 1;
-  }
+  sort_timeline(t);
   walker w = {.t = t, .emit = emit, .sample = sample, .ctx = ctx, .near = near_ns};
   uint32_t cur = root, tgid = tgid_of(t, root);
   uint64_t at = to;
+  if (!known(t, root)) { /* nothing of the root was kept: no path to tell */
+    add(&w, from, to, cur, tgid, WB_CP_UNKNOWN, NULL);
+    flush(&w);
+    return w.n;
+  }
   /* each step lowers `at` or moves to a thread running at `at` (whose next step lowers it) */
   for (size_t guard = 2 * (t->noff + t->nsmp + t->nbirth) + 64; at > from && guard > 0; guard--) {
     const wb_cp_off *o = off_before(t, cur, at);

@@ -55,13 +55,16 @@ int wb_cp_add_exit(wb_cp_timeline *t, uint32_t tgid, uint64_t ts); /* the last t
 /* Replaces every stack id s with map(ctx, s) (ids given before a record's stack was known). */
 void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id), void *ctx);
 
+/* Whether anything of thread tid is kept (it is of the traced tree). */
+int wb_cp_known(wb_cp_timeline *t, uint32_t tid);
+
 /* Calls fn for each off-CPU interval kept. */
 void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx);
 
 /* The end of thread tid's process: its exit, else tid's last event, else the timeline's last (0: none). */
 uint64_t wb_cp_end(const wb_cp_timeline *t, uint32_t tid);
 
-/* Events dropped, and the time of the first one (0: none). */
+/* Events dropped, and the earliest time among them (0: none): the timeline is whole before it. */
 uint64_t wb_cp_dropped(const wb_cp_timeline *t, uint64_t *first_ts);
 
 typedef struct wb_cp_segment {
@@ -78,10 +81,10 @@ typedef struct wb_cp_segment {
 
 /* Walks the critical path of [from, to) back from thread root at `to`; calls emit for each
  * segment (latest first, consecutive ones of the same thread, kind and stack merged) and, for each
- * on-CPU segment, sample(ctx, stack, ns) with the segment's time shared among the thread's samples
+ * on-CPU segment s (before merging), sample(ctx, s, stack, ns) with its time shared among the thread's samples
  * inside it (a segment without any: the stack of the thread's nearest sample up to near_ns away,
  * else 0). Returns the number of segments, or -1 when out of
  * memory. */
 long wb_cp_walk(wb_cp_timeline *t, uint32_t root, uint64_t from, uint64_t to, uint64_t near_ns,
-                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns),
+                void (*emit)(void *ctx, const wb_cp_segment *s), void (*sample)(void *ctx, const wb_cp_segment *s, uint32_t stack, uint64_t ns),
                 void *ctx);

@@ -424,6 +424,14 @@ int on_hrtimer_entry(void *ctx) { irq_step(1); return 0; }
 SEC("raw_tp/hrtimer_expire_exit")
 int on_hrtimer_exit(void *ctx) { irq_step(-1); return 0; }
 
+/* A context switch never happens inside a handler: the depth of this CPU is 0 (a handler entered
+ * while another one's tracepoint program ran is not seen by its program, and would leave it high). */
+static __always_inline void irq_reset(void) {
+  __u32 zero = 0;
+  __s32 *v = bpf_map_lookup_elem(&irq_depth, &zero);
+  if (v) *v = 0;
+}
+
 static __always_inline __u32 wake_context(void) {
   __u32 zero = 0;
   __s32 *v = bpf_map_lookup_elem(&irq_depth, &zero);
@@ -460,6 +468,7 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p) {
 SEC("raw_tp/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
   __u64 now = bpf_ktime_get_ns();
+  if (ustack_size) irq_reset();
   if (!armed(now)) return 0;
   __u64 prev_id = bpf_get_current_pid_tgid(); /* prev is the current task */
   __u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32, next_tid = BPF_CORE_READ(next, pid);

@@ -389,10 +389,10 @@ local function path_model(b, cp, model)
   local path = cp.wall_seconds
   b.critical = { wall_seconds = path, oncpu = cp.by_kind.oncpu, runqueue = cp.by_kind.runqueue,
     wait = cp.by_kind.wait, unknown = cp.by_kind.unknown, by_process = cp.by_process }
-  for _, f in ipairs(cp.top or {}) do
-    if #b.functions < model.functions and f.self_fraction > 0 and not f.name:find("^%[") then
-      b.functions[#b.functions + 1] = { name = f.name, fraction = f.self_fraction, cpu_fraction = f.self_fraction,
-        amdahl = amdahl(f.self_fraction), on_path = true }
+  for _, f in ipairs(cp.functions or {}) do
+    if #b.functions < model.functions and f.fraction > 0 then
+      b.functions[#b.functions + 1] = { name = f.name, fraction = f.fraction, cpu_fraction = f.fraction,
+        amdahl = amdahl(f.fraction), on_path = true }
     end
   end
   add_waits(b, M.blocked_waits(cp.folded_text, true), model, path)
@@ -402,6 +402,60 @@ local function path_model(b, cp, model)
     amdahl = amdahl(cp.by_kind.runqueue / path) } or nil
 end
 
+
+-- A stage and what fills it are one place: each stage candidate names the function or wait that
+-- takes most of its time on the critical path (cp.stages: the path within each window the
+-- application reported), and a function or wait candidate that lies mostly (M.MERGE_SHARE of its
+-- path time) inside one stage is not listed apart from it.
+M.MERGE_SHARE = 0.8
+local function merge_stages(candidates, cp)
+  local inside, fill = {}, {} -- inside[name][stage] = seconds; fill[stage] = {name = seconds}
+  local function add(stage, name, seconds)
+    inside[name] = inside[name] or {}
+    inside[name][stage] = (inside[name][stage] or 0) + seconds
+    fill[stage][name] = (fill[stage][name] or 0) + seconds
+  end
+  local stage_total = {} -- a stage's time on the path (its reports together)
+  for _, st in ipairs(cp.stages) do
+    fill[st.name] = fill[st.name] or {}
+    stage_total[st.name] = (stage_total[st.name] or 0) + (st.path_seconds or 0)
+    for _, f in ipairs(st.top) do
+      if not f.name:find("^%[") then add(st.name, f.name, f.seconds) end -- marks, [on CPU, between samples]
+    end
+    for _, w in ipairs(M.blocked_waits(st.folded_text, true)) do add(st.name, w.name, w.seconds) end
+  end
+  local stage_of, out = {}, {}
+  for _, c in ipairs(candidates) do
+    if c.what == "stage" then stage_of[c.name] = c end
+  end
+  for _, c in ipairs(candidates) do
+    local merged = false
+    if c.what == "function" or c.what == "wait" then
+      local secs = c.fraction * cp.wall_seconds
+      for name, t in pairs(inside[c.name] or {}) do
+        local st = stage_of[name]
+        if st and secs > 0 and t >= M.MERGE_SHARE * secs then
+          st.merged = st.merged or {}
+          st.merged[#st.merged + 1] = c
+          merged = true
+        end
+      end
+    end
+    if not merged then out[#out + 1] = c end
+  end
+  for name, c in pairs(stage_of) do
+    local best, most, total = nil, 0, 0
+    for n, t in pairs(fill[name] or {}) do
+      total = total + t
+      if t > most or (t == most and best and n < best) then best, most = n, t end
+    end
+    total = math.max(total, stage_total[name] or 0)
+    if best and total > 0 then
+      c.cause = string.format("on the critical path mostly %s, %s of it", best, percent(most / total))
+    end
+  end
+  return out
+end
 
 -- b = appprofile.bottlenecks(trials, cap, model) : the bottleneck model: stages (of the median
 -- trial) and functions and waits (of the capture, at most model.functions and model.waits) as
@@ -481,6 +535,7 @@ function M.bottlenecks(trials, cap, model)
     candidates[#candidates + 1] = { what = "the run queue", name = b.runqueue.name, fraction = b.runqueue.fraction,
       amdahl = b.runqueue.amdahl, label = "waiting for a CPU (runnable, not running: the machine was busy)" }
   end
+  if cp and cp.stages and #cp.stages > 0 then candidates = merge_stages(candidates, cp) end
   table.sort(candidates, function(x, y) return x.fraction > y.fraction end)
   b.first = {}
   local seen = {}

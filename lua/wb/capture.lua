@@ -11,7 +11,8 @@
 --                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]")
 --   res.critical                 (wb.bpf with off-CPU time; critical = false: not traced) the run's critical path (lua/wb/capture_critical.lua):
 --                                the same files and top in ns, wall_seconds, by_kind = {oncpu, runqueue, wait,
---                                unknown}, by_process = {{pid, comm, oncpu, runqueue, wait, unknown}}
+--                                unknown}, by_process = {{pid, comm, oncpu, runqueue, wait, unknown}}, stages =
+--                                {{name, seconds, by_kind, top}} (the path within each stage the command reported)
 --   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
 --                                seconds, addresses}}}, the most costly object first (not for perf_cli)
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
@@ -707,6 +708,7 @@ local function record(spec, o, res, st)
   end
   local r = { pid = p.pid, sym = symbolizer, sampling = sampling and side ~= nil, started = clock.now() }
   if spec.on_started then spec.on_started(p.pid) end
+  r.released = clock.now() -- the critical path's start: the gate's wait before it is not the command's
   assert(p:release())
   if o.merged then python_start(session, p) end
   -- RSS, PSS and swap of every process of the tree over time (first: its first sample is at once)
@@ -734,7 +736,13 @@ local function record(spec, o, res, st)
   if r.side then fold.feed(symbolizer, r.side) end
   if session and r.side then replay_mappings(session, r.side) end
   r.data = session and session:read()
-  r.critical = r.data and session:critical_path(p.pid) or nil
+  if r.data then -- the path, also over each stage the application reported (stage_pattern)
+    local windows = {}
+    for _, m in ipairs(o.stage_marks or {}) do
+      windows[#windows + 1] = { math.floor((m[2] - m[3]) * 1e9), math.floor(m[2] * 1e9) }
+    end
+    r.critical = session:critical_path(p.pid, nil, windows, r.released)
+  end
   if r.data then -- every user a sample was taken of, also in processes gone before a drain saw them
     local users, full = session:users()
     for _, u in ipairs(users) do symbolizer:add_user(u.uid, u.gid) end
@@ -861,8 +869,13 @@ local function profiles(res, r, o, off_skip)
     res.critical = outputs("critical", cp.folded_text, cp.info, o)
     res.critical.top = fold.top(cp.info.stacks, o.top, { user_only = true })
     res.critical.leaves = cp.info.leaves
-    for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped", "waits_for" }) do
+    for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped", "waits_for", "functions" }) do
       res.critical[k] = cp[k]
+    end
+    res.critical.stages = {}
+    for i, w in ipairs(r.critical.windows or {}) do
+      local m = o.stage_marks[i]
+      res.critical.stages[i] = critical.stage(w, data, r.sym, root, m[1])
     end
     local st = data.stats
     local lost = (st.lost_switch_outs or 0) + (st.lost_switch_ins or 0) + (st.lost_wakes or 0)
@@ -951,6 +964,7 @@ function M.run(spec)
     quality(res, nil, nil, users:denied())
     if al then res.alloc = al:profile({ sym = users }, o) end
   else
+    o.stage_marks = stages and stages.marks -- filled as the command reports its stages
     local r, err, errno = record(spec, o, res, st)
     if not r then return nil, err, errno end
     if stages and r.memory then o.stages = stages:bands(r.memory.t0, 1 / r.memory.hz) end

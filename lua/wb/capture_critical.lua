@@ -38,8 +38,9 @@ end
 function M.records(cp, data)
   local by_id, comm = index(data)
   local out, marks = {}, {}
-  local function bare(pid, count, kind, mark)
-    local r = { pid = pid, comm = comm[pid] or "?", kind = kind, user = {}, kernel = {}, count = count }
+  local function bare(pid, count, kind, mark) -- a wait's stack unknown: under [stack lost]
+    local r = { pid = pid, comm = comm[pid] or "?", kind = kind, user = kind == "oncpu" and {} or { fold.STACK_LOST_PC },
+      kernel = {}, count = count }
     out[#out + 1] = r
     marks[r] = mark
   end
@@ -60,7 +61,7 @@ function M.records(cp, data)
         out[#out + 1] = c
         marks[c] = mark
       else
-        bare(p.pid, p.ns, kind, mark or "[stack lost]")
+        bare(p.pid, p.ns, kind, mark)
       end
     end
   end
@@ -68,7 +69,8 @@ function M.records(cp, data)
 end
 
 -- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
--- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, waits_for =
+-- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, functions =
+-- {{name, fraction, seconds}} (self time on a CPU on the path, largest first), waits_for =
 -- {{pid, comm, waker_pid, waker_comm, seconds}} (blocked until another thread of the tree woke it;
 -- largest first), segment_count, dropped}
 function M.profile(cp, data, sym, root)
@@ -117,8 +119,40 @@ function M.profile(cp, data, sym, root)
     if a.seconds ~= b.seconds then return a.seconds > b.seconds end
     return a.pid < b.pid or (a.pid == b.pid and a.waker_pid < b.waker_pid)
   end)
-  return { folded_text = text, info = info, wall_seconds = (cp.to - cp.from) / 1e9, by_process = list,
+  -- the functions on a CPU on the path (its run-queue and wait stacks left out: their leaf is where
+  -- the thread was preempted or blocked, not code that ran), as fractions of the path
+  local ran = {}
+  for _, st in ipairs(info.stacks) do
+    local last = st.frames[#st.frames]
+    if last ~= fold.RUN_QUEUE and not M.is_mark(last) and last ~= M.UNKNOWN then ran[#ran + 1] = st end
+  end
+  local functions = {}
+  for _, f in ipairs(fold.top(ran, 20, { user_only = true })) do
+    if not f.name:find("^%[") and info.total > 0 then
+      functions[#functions + 1] = { name = f.name, fraction = f.self / info.total, seconds = f.self / 1e9 }
+    end
+  end
+  return { folded_text = text, info = info, wall_seconds = (cp.to - cp.from) / 1e9, by_process = list, functions = functions,
     by_kind = by_kind, segment_count = cp.segment_count, dropped = cp.dropped, waits_for = waits }
+end
+
+-- s = M.stage(w, data, sym, root, name) : the path within one stage's window (s:critical_path()'s
+-- windows[i]): {name, seconds, path_seconds, by_kind = {kind = seconds}, top = {{name, seconds,
+-- share}} (its functions by self time, as M.profile's top; a wait's leaf is its mark), folded_text}
+function M.stage(w, data, sym, root, name)
+  local records, marks = M.records(w, data)
+  local text, info = fold.fold(records, sym, { root = root, marks = marks })
+  local by_kind, total = { oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }, 0
+  for _, p in ipairs(w.parts) do
+    by_kind[p.kind] = by_kind[p.kind] + p.ns / 1e9
+    total = total + p.ns / 1e9
+  end
+  local top = {}
+  for _, f in ipairs(fold.top(info.stacks, 10, { user_only = true })) do
+    top[#top + 1] = { name = f.name, seconds = f.self_fraction * info.total / 1e9, share = f.self_fraction }
+  end
+  return { name = name, seconds = (w.to - w.from) / 1e9, path_seconds = total, by_kind = by_kind, top = top,
+    folded_text = text }
 end
 
 return M

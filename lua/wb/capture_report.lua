@@ -400,11 +400,16 @@ function M.html(res, opts)
   end
   if res.critical then
     local lead, procs = M.critical_lines(res.critical)
-    doc:add(section("Critical path", { meta("The time the run's wall clock followed across its processes and " ..
-      "threads: a wait for another thread of the tree is replaced by what that thread did meanwhile. " .. lead),
-      page.list(procs), #M.waits_for_lines(res.critical) > 0 and meta("Waits for the tree's own processes and " ..
-        "threads, which the path follows instead: " .. table.concat(M.waits_for_lines(res.critical), "; ")) or nil,
-      top_table(res.critical.top, n), flame_frame(res.critical.svg, "Critical path flame graph", opts.base) }))
+    local blocks = { meta("The time the run's wall clock followed across its processes and threads: a wait " ..
+      "for another thread of the tree is replaced by what that thread did meanwhile. " .. lead), page.list(procs) }
+    local waits = M.waits_for_lines(res.critical)
+    if #waits > 0 then
+      blocks[#blocks + 1] = meta("Waits for the tree's own processes and threads, which the path follows instead: " ..
+        table.concat(waits, "; "))
+    end
+    blocks[#blocks + 1] = top_table(res.critical.top, n)
+    blocks[#blocks + 1] = flame_frame(res.critical.svg, "Critical path flame graph", opts.base)
+    doc:add(section("Critical path", blocks))
   end
   local py = res.python
   for _, kind in ipairs({ "oncpu", "offcpu" }) do

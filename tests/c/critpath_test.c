@@ -24,8 +24,8 @@ static void emit(void *ctx, const wb_cp_segment *s) {
   if (g->n < 64) g->s[g->n++] = *s;
 }
 
-static void sample(void *ctx, uint32_t tid, uint32_t tgid, uint32_t stack, uint64_t ns) {
-  (void)tid, (void)tgid;
+static void sample(void *ctx, const wb_cp_segment *s, uint32_t stack, uint64_t ns) {
+  (void)s;
   got *g = ctx;
   if (stack < 16) g->by_stack[stack] += ns;
 }

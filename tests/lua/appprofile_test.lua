@@ -96,6 +96,33 @@ T.case("bottlenecks: functions and waits from the capture, starved of CPU when t
   T.eq({ b.first[1].what, b.first[1].name, b.first[2].name }, { "wait", "poll", "hot" })
 end)
 
+T.case("bottlenecks from a critical path: its functions, waits with their cause and run queue, no second twice; "
+  .. "a stage names what fills it and absorbs the function inside it", function()
+  local t = trials({ 2.0 }, { 1.2 }, { { "native", { 1.0 } }, { "wait", { 0.4 } } })
+  local mark = "[woken by an interrupt: a timer or a device]"
+  local cap = { result = { wall = 2.0, user = 1.0, sys = 0.2 }, critical = {
+    wall_seconds = 2.0, by_kind = { oncpu = 1.4, runqueue = 0.2, wait = 0.4, unknown = 0 }, by_process = {},
+    functions = { { name = "hot", fraction = 0.5, seconds = 1.0 }, { name = "own_work", fraction = 0.2, seconds = 0.4 } },
+    folded_text = "helper;main;hot 1000000000\npy;own_work 400000000\npy;own_work;[run queue] 200000000\n"
+      .. "py;main;clock_nanosleep;do_nanosleep_[k];" .. mark .. " 400000000\n",
+    stages = {
+      { name = "native", path_seconds = 1.0, top = { { name = "hot", seconds = 0.98 }, { name = "[on CPU, between samples]", seconds = 0.02 } },
+        folded_text = "helper;main;hot 980000000\n" },
+      { name = "wait", path_seconds = 0.4, top = { { name = mark, seconds = 0.4 } },
+        folded_text = "py;main;clock_nanosleep;" .. mark .. " 400000000\n" },
+    } } }
+  local b = app.bottlenecks(t, cap, { cpu_bound = 0.8, functions = 10, waits = 5, top = 5 })
+  T.eq(b.kind, "waiting", "on a CPU 70% of the path: not CPU-bound; the wait is larger than the run queue")
+  T.eq({ #b.functions, b.functions[1].name }, { 2, "hot" }, "functions from the path's time on a CPU")
+  T.eq({ #b.waits, b.waits[1].name, b.waits[1].cause }, { 1, "clock_nanosleep", mark }, "the wait with what ended it")
+  local names = {}
+  for _, f in ipairs(b.first) do names[#names + 1] = f.what .. " " .. f.name end
+  T.eq(names, { "stage native", "function own_work", "stage wait", "the run queue waiting for a CPU (run queue)" },
+    "hot is inside stage native and the sleep inside stage wait: each listed once, as its stage")
+  T.match(b.first[1].text, "^50%% in stage native %(on the critical path mostly hot, 98%% of it%)")
+  T.match(b.first[3].text, "^20%% in stage wait %(on the critical path mostly clock_nanosleep, 100%% of it%)")
+end)
+
 T.case("markdown: a skipped pass is a note even without a capture", function()
   local t = trials({ 1.0 }, { 0.9 })
   local r = { argv = { "app", "x y" }, trials = t, bottlenecks = app.bottlenecks(t, nil, MODEL),
