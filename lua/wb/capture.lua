@@ -15,6 +15,7 @@
 --                                {{name, seconds, by_kind, top}} (the path within each stage the command reported)
 --   res.symbolize                what naming the frames cost: {seconds, addresses, objects = {{path,
 --                                seconds, addresses}}}, the most costly object first (not for perf_cli)
+--   res.processes                the pids of the tree, the command's first, then by pid
 --   res.warnings, res.result (the wb.proc result of the command), res.profilers (the registry
 --   entries this capture consulted to choose its method)
 local alloc = require "wb.alloc"
@@ -754,11 +755,16 @@ local function record(spec, o, res, st)
   return r
 end
 
--- The processes of the capture and a Chrome trace of their lifetimes.
+-- The processes of the capture (the command's first, then by pid) and a Chrome trace of their
+-- lifetimes.
 local function processes(res, r, o, on_records)
   local sb = r.side
   if r.data then
-    res.processes = r.data.pids
+    res.processes = r.data.pids -- the BPF map's order: a hash's
+    table.sort(res.processes, function(a, b)
+      if (a == r.pid) ~= (b == r.pid) then return a == r.pid end
+      return a < b
+    end)
   elseif sb then
     res.processes = { r.pid }
     for _, f in ipairs(sb.forks) do res.processes[#res.processes + 1] = f.pid end
