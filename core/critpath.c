@@ -8,6 +8,8 @@
 
 #include "bpf/profile.h"
 
+static void sort_timeline(wb_cp_timeline *t);
+
 struct wb_cp_timeline {
   wb_cp_off *off;
   size_t noff, capoff;
@@ -87,7 +89,8 @@ void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id)
   for (size_t i = 0; i < t->nsmp; i++) t->smp[i].stack = map(ctx, t->smp[i].stack);
 }
 
-void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx) {
+void wb_cp_each_off(wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx) {
+  sort_timeline(t); /* before: fn may look threads up (wb_cp_known), which sorts */
   for (size_t i = 0; i < t->noff; i++) fn(ctx, &t->off[i]);
 }
 

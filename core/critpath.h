@@ -58,8 +58,8 @@ void wb_cp_map_stacks(wb_cp_timeline *t, uint32_t (*map)(void *ctx, uint32_t id)
 /* Whether anything of thread tid is kept (it is of the traced tree). */
 int wb_cp_known(wb_cp_timeline *t, uint32_t tid);
 
-/* Calls fn for each off-CPU interval kept. */
-void wb_cp_each_off(const wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx);
+/* Calls fn for each off-CPU interval kept (in order of thread and time). */
+void wb_cp_each_off(wb_cp_timeline *t, void (*fn)(void *ctx, const wb_cp_off *o), void *ctx);
 
 /* The end of thread tid's process: its exit, else tid's last event, else the timeline's last (0: none). */
 uint64_t wb_cp_end(const wb_cp_timeline *t, uint32_t tid);
