@@ -33,8 +33,8 @@ return {
     if not built.ok then wb.fail("cannot build bench/pingpong.c: " .. built.stderr) end
     local recipe = tmp .. "/capture_once.lua"
     wb.check(wb.fs.write(recipe, RECIPE))
-    local n = opts.smoke and 20000 or 150000
-    local workload = { prog, tostring(n) }
+    local n = opts.smoke and 5000 or 75000 -- per pair: 2 pairs spinning 30 us a hand-off, ~50,000 a second here
+    local workload = { prog, tostring(n), "2", "30" }
     local capture = { lib.wb, "run", recipe, "--", table.unpack(workload) }
     local variants = { "plain", "without", "with" }
     local wall, cpu, rate = { plain = {}, without = {}, with = {} }, { plain = {}, without = {}, with = {} }, {}
@@ -83,8 +83,8 @@ return {
         { name = "critical-path segments of the last capture", value = tostring(segments) },
         { name = "off-CPU intervals without their stack in the worst capture (ring_mib = 128)", value = tostring(lost) },
       },
-      notes = string.format("`bench/pingpong.c %d`: two threads hand a token through a mutex and condition "
-        .. "variable, each spinning 10 µs of CPU before it hands it on. %d interleaved rounds after a warm-up, "
+      notes = string.format("`bench/pingpong.c %d 2 30`: two pairs of threads each hand a token through a "
+        .. "mutex and condition variable, each thread spinning 30 µs before it hands it on. %d interleaved rounds after a warm-up, "
         .. "order rotated each round; the program's wall time runs from its release at the gate to its exit. "
         .. "With wake-up tracing, every wake-up of a traced thread is a record in the ring buffer and every "
         .. "interrupt on every CPU passes two small programs (the context of a wake-up).", n, rounds),
