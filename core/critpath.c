@@ -1,6 +1,7 @@
 /* The scheduling timeline of a traced process tree and its critical path (see core/critpath.h). */
 #include "critpath.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,42 +113,50 @@ uint64_t wb_cp_dropped(const wb_cp_timeline *t, uint64_t *first_ts) {
 
 /* ---- the walk --------------------------------------------------------------------------------- */
 
+/* The order of the timeline's arrays: by thread, then time. */
+static int by_thread_time(uint32_t tid_a, uint64_t ts_a, uint32_t tid_b, uint64_t ts_b) {
+  if (tid_a != tid_b) return tid_a < tid_b ? -1 : 1;
+  return (ts_a > ts_b) - (ts_a < ts_b);
+}
+
 static int off_order(const void *a, const void *b) {
   const wb_cp_off *x = a, *y = b;
-  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
-  return (x->out > y->out) - (x->out < y->out);
+  return by_thread_time(x->tid, x->out, y->tid, y->out);
 }
 
 static int smp_order(const void *a, const void *b) {
   const wb_cp_sample *x = a, *y = b;
-  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
-  return (x->ts > y->ts) - (x->ts < y->ts);
+  return by_thread_time(x->tid, x->ts, y->tid, y->ts);
 }
 
 static int birth_order(const void *a, const void *b) {
   const wb_cp_birth *x = a, *y = b;
-  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
-  return (x->ts > y->ts) - (x->ts < y->ts);
+  return by_thread_time(x->tid, x->ts, y->tid, y->ts);
+}
+
+/* The first of n elements (size bytes each, sorted by thread and time, whose tid and time lie at
+ * byte offsets tid_at and ts_at) not before (tid, ts). */
+static size_t lower(const void *base, size_t n, size_t size, size_t tid_at, size_t ts_at, uint32_t tid, uint64_t ts) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const char *e = (const char *)base + mid * size;
+    uint32_t t;
+    uint64_t v;
+    memcpy(&t, e + tid_at, sizeof t);
+    memcpy(&v, e + ts_at, sizeof v);
+    if (by_thread_time(t, v, tid, ts) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 static size_t off_lower(const wb_cp_timeline *t, uint32_t tid, uint64_t ts) {
-  size_t lo = 0, hi = t->noff;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->off[mid].tid < tid || (t->off[mid].tid == tid && t->off[mid].out < ts)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return lower(t->off, t->noff, sizeof *t->off, offsetof(wb_cp_off, tid), offsetof(wb_cp_off, out), tid, ts);
 }
 
 static size_t smp_lower(const wb_cp_timeline *t, uint32_t tid, uint64_t ts) {
-  size_t lo = 0, hi = t->nsmp;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->smp[mid].tid < tid || (t->smp[mid].tid == tid && t->smp[mid].ts < ts)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return lower(t->smp, t->nsmp, sizeof *t->smp, offsetof(wb_cp_sample, tid), offsetof(wb_cp_sample, ts), tid, ts);
 }
 
 /* The last off-CPU interval of tid that began before ts, or NULL. */
@@ -158,13 +167,8 @@ static const wb_cp_off *off_before(const wb_cp_timeline *t, uint32_t tid, uint64
 
 /* The creation of tid (its first), or NULL. */
 static const wb_cp_birth *birth_of(const wb_cp_timeline *t, uint32_t tid) {
-  size_t lo = 0, hi = t->nbirth;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (t->birth[mid].tid < tid) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < t->nbirth && t->birth[lo].tid == tid ? &t->birth[lo] : NULL;
+  size_t i = lower(t->birth, t->nbirth, sizeof *t->birth, offsetof(wb_cp_birth, tid), offsetof(wb_cp_birth, ts), tid, 0);
+  return i < t->nbirth && t->birth[i].tid == tid ? &t->birth[i] : NULL;
 }
 
 /* Whether anything of thread tid is known (it is of the traced tree). */

@@ -32,9 +32,10 @@ local function copy(r, count, kind)
     python_truncated = r.python_truncated, count = count, id = r.id }
 end
 
--- records = M.records(cp, data) : the path as records fold.fold takes (count: ns; kind "oncpu" for
+-- records, marks, names = M.records(cp, data) : the path as records fold.fold takes (count: ns; kind "oncpu" for
 -- time on a CPU, by the samples inside it; "blocked" and "runqueue" by the stack the thread waited
--- in; what ended a wait, when not a thread of the tree, as an extra leaf in `marks` by record)
+-- in; what ended a wait, when not a thread of the tree, as an extra leaf in `marks` by record);
+-- names: a name of each process of data's records
 function M.records(cp, data)
   local by_id, comm = index(data)
   local out, marks = {}, {}
@@ -65,7 +66,7 @@ function M.records(cp, data)
       end
     end
   end
-  return out, marks
+  return out, marks, comm
 end
 
 -- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
@@ -74,7 +75,7 @@ end
 -- {{pid, comm, waker_pid, waker_comm, seconds}} (blocked until another thread of the tree woke it;
 -- largest first), segment_count, dropped}
 function M.profile(cp, data, sym, root)
-  local records, marks = M.records(cp, data)
+  local records, marks, names = M.records(cp, data)
   local text, info = fold.fold(records, sym, { root = root, marks = marks,
     python = data.python and require("wb.capture_python").collector() or nil })
   -- a process's name on the path: the one most of its time there ran under (a child is its
@@ -109,7 +110,6 @@ function M.profile(cp, data, sym, root)
     if x ~= y then return x > y end
     return a.pid < b.pid
   end)
-  local _, names = index(data)
   local waits = {}
   for _, w in ipairs(cp.waits_for or {}) do
     waits[#waits + 1] = { pid = w.pid, comm = comm[w.pid] or names[w.pid] or "?", waker_pid = w.waker_pid,
