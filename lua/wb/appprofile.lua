@@ -302,7 +302,8 @@ end
 local function amdahl(f) return f < 1 and 1 / (1 - f) or math.huge end
 
 -- waits = appprofile.blocked_waits(folded_text [, marked_only]) : blocked (not run-queue) off-CPU time by the
--- innermost user-space frame, {name, seconds, cause?}, largest first; time kept without its stack
+-- innermost user-space frame (after the innermost Python frame, "func (file.py:12): frame", when the
+-- stack has one), {name, seconds, cause?}, largest first; time kept without its stack
 -- ("[stack lost]") is no wait of the program's and is left out. A critical path's folded text
 -- (wb.capture_critical) marks what ended a wait as the last frame: cause is the mark of most of
 -- the wait's time; with marked_only, lines without a mark (its time on a CPU) are left out.
@@ -311,11 +312,16 @@ function M.blocked_waits(folded_text, marked_only)
   for line in (folded_text or ""):gmatch("[^\n]+") do
     local stack, count = line:match("^(.*) (%d+)$")
     if stack and not stack:find(fold.RUN_QUEUE, 1, true) and not stack:find(";" .. fold.STACK_LOST, 1, true) then
-      local leaf, cause
+      local leaf, cause, py
       for frame in stack:gmatch("[^;]+") do
         if critical.is_mark(frame) then cause = frame
-        elseif not frame:find("_%[k%]$") then leaf = frame end
+        elseif not frame:find("_%[k%]$") then
+          leaf = frame
+          if frame:find(" %(.-%.py:%d+%)$") then py = frame end
+        end
       end
+      -- in a Python program the code that waited is its innermost Python frame
+      if py and leaf ~= py then leaf = py .. ": " .. leaf end
       if leaf and (cause or not marked_only) then
         local secs = tonumber(count) / 1e9
         by[leaf] = (by[leaf] or 0) + secs

@@ -60,6 +60,9 @@ T.case("blocked_waits: seconds by the innermost user frame, kernel frames, the r
   T.eq(w[2].name, "clock_nanosleep")
   T.near(w[2].seconds, 0.25, 1e-12)
   T.eq(app.blocked_waits(nil), {})
+  -- a Python program's wait is named by the Python code that waited, then the native frame
+  local py = app.blocked_waits("python3;main (driver.py:9);run (subprocess.py:505);_wait;waitpid;do_wait_[k] 1000000000\n")
+  T.eq(py[1].name, "run (subprocess.py:505): waitpid")
 end)
 
 T.case("bottlenecks: stage shares of the median trial with Amdahl bounds; CPU-bound at cpu_bound", function()
