@@ -141,7 +141,8 @@ end
 -- share}} (its functions by self time, as M.profile's top; a wait's leaf is its mark), folded_text}
 function M.stage(w, data, sym, root, name)
   local records, marks = M.records(w, data)
-  local text, info = fold.fold(records, sym, { root = root, marks = marks })
+  local text, info = fold.fold(records, sym, { root = root, marks = marks,
+    python = data.python and require("wb.capture_python").collector() or nil })
   local by_kind, total = { oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }, 0
   for _, p in ipairs(w.parts) do
     by_kind[p.kind] = by_kind[p.kind] + p.ns / 1e9
