@@ -230,14 +230,14 @@ static int open_load(session *s, const char *btf, const char **what) {
   bpf_map__set_max_entries(s->skel->maps.offcpu_counts, s->ustack ? 1 : (uint32_t)o->count_entries);
   bpf_program__set_autoload(s->skel->progs.on_cpu, o->oncpu);
   bpf_program__set_autoload(s->skel->progs.on_switch, o->offcpu);
-  int wakes = o->offcpu && o->ustack && o->wakes;
+  int wakes = o->offcpu && o->wakes;
   bpf_program__set_autoload(s->skel->progs.on_waking, wakes);
   bpf_program__set_autoload(s->skel->progs.on_wakeup_new, wakes);
   struct bpf_program *irq_progs[] = {s->skel->progs.on_irq_entry, s->skel->progs.on_irq_exit,
                                      s->skel->progs.on_softirq_entry, s->skel->progs.on_softirq_exit,
                                      s->skel->progs.on_hrtimer_entry, s->skel->progs.on_hrtimer_exit};
   for (size_t i = 0; i < sizeof irq_progs / sizeof *irq_progs; i++)
-    bpf_program__set_autoload(irq_progs[i], wakes);
+    bpf_program__set_autoload(irq_progs[i], wakes && o->ustack);
   s->skel->rodata->ustack_size = s->ustack;
   if (s->ustack) bpf_map__set_max_entries(s->skel->maps.ustacks, ring_bytes(o));
   *what = "load";
@@ -276,8 +276,8 @@ static int load(session *s) {
   }
   if (e) return load_failed(s, e, what);
   if (s->ustack && !(s->us = wb_ustacks_new())) return load_failed(s, ENOMEM, "unwinder");
-  int wakes = s->us && o->offcpu && o->wakes;
-  if (wakes && o->timeline_mib && wb_ustacks_timeline(s->us, (size_t)o->timeline_mib << 20) != 0)
+  int wakes = o->offcpu && o->wakes;
+  if (wakes && s->us && o->timeline_mib && wb_ustacks_timeline(s->us, (size_t)o->timeline_mib << 20) != 0)
     return load_failed(s, ENOMEM, "timeline");
   if (s->us) tell_own_code(s);
   if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
@@ -295,7 +295,7 @@ static int load(session *s) {
     return load_failed(s, errno, "attach sched_waking");
   if (wakes && !(s->skel->links.on_wakeup_new = bpf_program__attach(s->skel->progs.on_wakeup_new)))
     return load_failed(s, errno, "attach sched_wakeup_new");
-  if (wakes && attach_irq(s) != 0) return load_failed(s, errno, "attach irq tracepoints");
+  if (wakes && s->us && attach_irq(s) != 0) return load_failed(s, errno, "attach irq tracepoints");
   if (o->oncpu && (e = attach_oncpu(s, o->freq)) != 0) return load_failed(s, e, "attach cpu-clock sampling");
   return 0;
 }
@@ -391,9 +391,11 @@ static int l_make_btf(lua_State *L) {
  * before it said true), btf = true (the kernel types the programs are relocated against: true, this
  * boot's file of wb.bpf.btf() when there is one, else the kernel's BTF; false, the kernel's; a
  * path, that file, dropped for the kernel's if it does not serve: s:btf()). nil, "bpf: ...", errno
- * when BTF, privilege or the kernel refuses. wakes = true (unwind mode with off-CPU time: who woke
- * each tracked thread, for s:critical_path(): sched_waking and sched_wakeup_new, and the interrupt
- * entry and exit tracepoints that tell an interrupt's wake-ups apart), timeline_mib = 128 (the
+ * when BTF, privilege or the kernel refuses. wakes = true (with off-CPU time: sched_waking and
+ * sched_wakeup_new traced, a blocked interval ends at its wake-up, the rest of it counted as run-queue
+ * wait under the same stack; in unwind mode also who woke each tracked thread, for
+ * s:critical_path(), with the interrupt entry and exit tracepoints that tell an interrupt's wake-ups
+ * apart; false: a blocked interval runs to the switch-in), timeline_mib = 128 (the
  * scheduling timeline kept for it, at most this many MiB; 0: none). */
 static int l_open(lua_State *L) {
   int t = wb_opt_table(L, 1);

@@ -36,7 +36,8 @@ typedef struct pending {
 typedef struct deferred {
   void *rec;
   size_t size;
-  uint64_t away; /* a switch-out: the time away, once its switch-in came */
+  uint64_t away;     /* a switch-out: the time away, once its switch-in came */
+  uint64_t runnable; /* of that, the time runnable after its wake-up (its run-queue twin's) */
 } deferred;
 
 #define DEFERRED_MAX (64u << 20) /* bytes of deferred records kept, at most */
@@ -138,8 +139,21 @@ static int regrow(wb_ustacks *a) {
   return 0;
 }
 
+/* Room in the pool for n more pcs; -1 when out of memory. */
+static int reserve_pool(wb_ustacks *a, size_t n) {
+  if (a->npool + n <= a->cappool) return 0;
+  size_t cap = a->cappool ? a->cappool * 2 : 4096;
+  while (cap < a->npool + n) cap *= 2;
+  uint64_t *p = realloc(a->pool, cap * sizeof *p);
+  if (!p) return -1;
+  a->pool = p;
+  a->cappool = cap;
+  return 0;
+}
+
 /* The index + 1 of the entry of this stack (n items: nu user pcs, the Python items, nk kernel
- * pcs), made when new; 0 when out of memory. */
+ * pcs; pcs may point into the pool when reserve_pool(a, n) made room first), made when new; 0 when
+ * out of memory. */
 static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py, const uint64_t *pcs, size_t nu,
                        size_t nk, size_t n) {
   if ((a->n + 1) * 2 > a->nslots && regrow(a) != 0) return 0;
@@ -159,14 +173,7 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py
     a->e = p;
     a->cap = cap;
   }
-  if (a->npool + n > a->cappool) {
-    size_t cap = a->cappool ? a->cappool * 2 : 4096;
-    while (cap < a->npool + n) cap *= 2;
-    uint64_t *p = realloc(a->pool, cap * sizeof *p);
-    if (!p) return 0;
-    a->pool = p;
-    a->cappool = cap;
-  }
+  if (reserve_pool(a, n) != 0) return 0;
   if (n) memcpy(a->pool + a->npool, pcs, n * sizeof *pcs); /* an empty stack: the pool may be NULL */
   wb_ustack_entry *e = &a->e[a->n];
   *e = (wb_ustack_entry){.tgid = h->tgid, .kind = h->kind, .nu = (uint32_t)nu, .np = (uint32_t)(n - nu - nk),
@@ -175,6 +182,27 @@ static size_t entry_of(wb_ustacks *a, const struct wb_ustack_hdr *h, uint32_t py
   a->npool += n;
   a->slots[j] = (uint32_t)++a->n;
   return a->n;
+}
+
+/* The entry of entry at's stack (index + 1) with the kind WB_KIND_RUNQUEUE, made when new; 0 when
+ * out of memory. */
+static size_t runnable_twin(wb_ustacks *a, size_t at) {
+  wb_ustack_entry e = a->e[at - 1];
+  size_t n = (size_t)e.nu + e.np + e.nk;
+  if (reserve_pool(a, n) != 0) return 0;
+  struct wb_ustack_hdr h = {.tgid = e.tgid, .kind = WB_KIND_RUNQUEUE};
+  memcpy(h.comm, e.comm, sizeof h.comm);
+  return entry_of(a, &h, e.py, n ? a->pool + e.pcs : NULL, e.nu, e.nk, n);
+}
+
+/* Adds an off-CPU interval to entry at: blocked, the time until its wake-up; the rest,
+ * runnable, to its run-queue twin. */
+static void add_away(wb_ustacks *a, size_t at, uint64_t blocked, uint64_t runnable) {
+  a->e[at - 1].count += blocked;
+  if (!runnable) return;
+  size_t twin = runnable_twin(a, at);
+  if (twin) a->e[twin - 1].count += runnable;
+  else a->e[at - 1].count += runnable; /* out of memory: kept, as blocked */
 }
 
 /* The pending slot of tid (created when asked). */
@@ -386,9 +414,13 @@ int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size) {
     if (h.ts < h.ts_out) return 0;
     pending *p = pending_of(a, h.tid, 0);
     size_t lost = 0;
-    if (p && p->ts_out == h.ts_out && p->entry) a->e[p->entry - 1].count += h.ts - h.ts_out;
-    else if (p && p->ts_out == h.ts_out && p->later) a->later[p->later - 1].away += h.ts - h.ts_out;
-    else if ((lost = lost_entry(a, &h))) a->e[lost - 1].count += h.ts - h.ts_out;
+    /* a blocked thread's wake-up (stamped by the program) ends its wait: then it was runnable */
+    uint64_t end = h.kind == WB_KIND_BLOCKED && h.arg0 > h.ts_out && h.arg0 < h.ts ? h.arg0 : h.ts;
+    if (p && p->ts_out == h.ts_out && p->entry) add_away(a, p->entry, end - h.ts_out, h.ts - end);
+    else if (p && p->ts_out == h.ts_out && p->later) {
+      a->later[p->later - 1].away += h.ts - h.ts_out;
+      a->later[p->later - 1].runnable += h.ts - end;
+    } else if ((lost = lost_entry(a, &h))) add_away(a, lost, end - h.ts_out, h.ts - end);
     on_switch_in(a, &h, p);
     if (p) p->entry = 0, p->later = 0, p->last_in = h.ts, p->wake_ts = 0;
     return 0;
@@ -453,7 +485,8 @@ void wb_ustacks_replay(wb_ustacks *a) {
     struct wb_ustack_hdr h;
     memcpy(&h, d->rec, sizeof h);
     size_t at = place(a, d->rec, d->size, &h, 0);
-    if (at) a->e[at - 1].count += h.type == WB_REC_ONCPU ? 1 : d->away;
+    if (at && h.type == WB_REC_ONCPU) a->e[at - 1].count++;
+    else if (at) add_away(a, at, d->away - d->runnable, d->runnable);
     if (ats) ats[i] = (uint32_t)at;
     free(d->rec);
   }

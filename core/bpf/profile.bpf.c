@@ -324,13 +324,33 @@ static __always_inline void send_image(__u32 type, __u32 tgid, __u32 parent) {
   if (bpf_ringbuf_output(&ustacks, &h, sizeof h, BPF_RB_NO_WAKEUP) != 0) stat_add(WB_STAT_LOST_IMAGES, 1);
 }
 
-/* An off-CPU interval whose stack is not known: its time counted per process and kind
- * (WB_STAT_STACK_LOST), or, offcpu_lost full, not at all (lost_switches) */
-static __always_inline void add_lost(const struct wb_stack_key *from, __u64 ns) {
-  struct wb_stack_key key = *from;
-  key.user_stack_id = key.kern_stack_id = -1;
-  if (add_count(&offcpu_lost, &key, ns) == 0) stat_add(WB_STAT_STACK_LOST, 1);
-  else stat_add(WB_STAT_LOST_SWITCHES, 1);
+/* The end of a switched-out thread's wait: its wake-up when one was stamped inside the interval,
+ * else the switch-in. */
+static __always_inline __u64 wait_end(const struct wb_switch_out *back, __u64 now) {
+  return back->woke > back->ts && back->woke < now ? back->woke : now;
+}
+
+/* Counts ns of off-CPU time under key in offcpu_counts (known: kernel-stack mode, the key's stacks
+ * are known), else, or when that map is full, in offcpu_lost without its stacks. 0: counted under
+ * its stack, 1: under no stack, 2: not at all (offcpu_lost full). */
+static __always_inline int count_away(const struct wb_stack_key *key, __u64 ns, int known) {
+  if (!ns || (known && add_count(&offcpu_counts, (struct wb_stack_key *)key, ns) == 0)) return 0;
+  struct wb_stack_key lost = *key;
+  lost.user_stack_id = lost.kern_stack_id = -1;
+  return add_count(&offcpu_lost, &lost, ns) == 0 ? 1 : 2;
+}
+
+/* Counts a switched-out thread's interval [back->ts, now) (see count_away): the part after a
+ * blocked thread's wake-up as WB_KIND_RUNQUEUE under the same stack. An interval not counted under
+ * its stack is one stack_lost, or one lost_switches. */
+static __always_inline void add_away(const struct wb_switch_out *back, __u64 now, int known) {
+  struct wb_stack_key key = back->key;
+  __u64 end = wait_end(back, now);
+  int r = count_away(&key, end - back->ts, known);
+  key.kind = WB_KIND_RUNQUEUE;
+  int q = count_away(&key, now - end, known);
+  if (q > r) r = q;
+  if (r) stat_add(r == 1 ? WB_STAT_STACK_LOST : WB_STAT_LOST_SWITCHES, 1);
 }
 
 SEC("perf_event")
@@ -438,14 +458,18 @@ static __always_inline __u32 wake_context(void) {
   return v && *v > 0 ? WB_WAKE_IRQ : 0;
 }
 
-/* Unwind mode with off-CPU time: a tracked thread woken, by whom and in which context. */
+/* A tracked thread woken: the end of its wait stamped on its switch-out (the first wake-up counts:
+ * a second one finds it runnable); in unwind mode, a record of who woke it and in which context. */
 static __always_inline void send_wake(struct task_struct *p, __u32 flags) {
-  if (!ustack_size) return;
   __u64 now = bpf_ktime_get_ns();
   __u32 tgid = BPF_CORE_READ(p, tgid);
   if (!armed(now) || !is_tracked(tgid)) return;
+  __u32 tid = BPF_CORE_READ(p, pid);
+  struct wb_switch_out *out = bpf_map_lookup_elem(&switched_out, &tid);
+  if (out && out->key.kind == WB_KIND_BLOCKED && !out->woke) out->woke = now;
+  if (!ustack_size) return;
   struct task_struct *cur = bpf_get_current_task_btf();
-  struct wb_ustack_hdr h = {.type = WB_REC_WAKE, .tgid = tgid, .tid = BPF_CORE_READ(p, pid), .ts = now,
+  struct wb_ustack_hdr h = {.type = WB_REC_WAKE, .tgid = tgid, .tid = tid, .ts = now,
                             .arg0 = bpf_get_current_pid_tgid()};
   h.kind = flags | wake_context() | (BPF_CORE_READ(cur, flags) & 0x00200000 ? WB_WAKE_KTHREAD : 0); /* PF_KTHREAD */
   bpf_get_current_comm(h.comm, sizeof h.comm);
@@ -488,16 +512,17 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (!back) return 0;
   if (back->ts >= armed_ns && ustack_size) { /* with or without the record of where it waited */
     struct wb_ustack_hdr in = {.type = WB_REC_IN, .tgid = back->key.tgid, .tid = next_tid,
-                               .kind = back->key.kind, .ts = now, .ts_out = back->ts};
+                               .kind = back->key.kind, .ts = now, .ts_out = back->ts,
+                               .arg0 = wait_end(back, now) < now ? back->woke : 0};
     __builtin_memcpy(in.comm, back->key.comm, WB_COMM_LEN); /* for an interval whose stack was lost */
     stat_add(WB_STAT_SWITCHES, 1);
     if (bpf_ringbuf_output(&ustacks, &in, sizeof in, BPF_RB_NO_WAKEUP) != 0) {
       stat_add(WB_STAT_LOST_INS, 1);
-      add_lost(&back->key, now - back->ts);
+      add_away(back, now, 0);
     }
   } else if (back->ts >= armed_ns) {
     stat_add(WB_STAT_SWITCHES, 1);
-    if (add_count(&offcpu_counts, &back->key, now - back->ts) != 0) add_lost(&back->key, now - back->ts);
+    add_away(back, now, 1);
   }
   bpf_map_delete_elem(&switched_out, &next_tid);
   return 0;

@@ -27,9 +27,11 @@ struct wb_stack_key {
 #define WB_LOST_ENTRIES 16384 /* both kinds of each of the 8192 processes `tracked` holds */
 
 /* A thread switched out and not yet back: where and when it left the CPU (stack_lost: unwind
- * mode's record of it had no room in the ring; its interval goes to offcpu_lost). */
+ * mode's record of it had no room in the ring; its interval goes to offcpu_lost), and when a
+ * blocked one was woken (0: not yet, or wake-ups not traced): from then on it was runnable, its
+ * time until the switch-in a wait for a CPU (counted as WB_KIND_RUNQUEUE under the same stack). */
 struct wb_switch_out {
-  __u64 ts;
+  __u64 ts, woke;
   struct wb_stack_key key;
   __u32 stack_lost, pad;
 };
@@ -88,7 +90,8 @@ struct wb_ustack_hdr {
   __u32 kern_n; /* kernel frames (addresses, leaf first) at the start of data[] */
   __u32 size;   /* bytes of user stack from sp in data[], after the Python frames (0: none read) */
   __u64 ip, sp, bp;
-  __u64 sysno, arg0; /* orig_ax and di: the system call a switched-out thread waits in */
+  __u64 sysno, arg0; /* orig_ax and di: the system call a switched-out thread waits in; WB_REC_IN:
+                     * its wake-up (wb_switch_out.woke); WB_REC_WAKE: the waker's pid_tgid */
   __u32 py_n;        /* Python frames in data[] after the kernel frames (struct wb_py_frame) */
   __u32 py_flags;    /* WB_PYF_*: whether the process is a CPython that wb reads */
   char comm[WB_COMM_LEN];
