@@ -451,6 +451,7 @@ static const luaL_Reg stats_functions[] = {{"bootstrap_ci", wb_stats_bootstrap_c
                                            {"outliers", l_outliers},
                                            {"quantile", l_quantile},
                                            {"samples", l_samples},
+                                           {"shift_ci", wb_stats_shift_ci},
                                            {"signed_rank", wb_stats_signed_rank},
                                            {"stddev", l_stddev},
                                            {"steps", wb_stats_steps},

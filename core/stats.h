@@ -1,4 +1,4 @@
-/* Internal to wb.stats (core/stats.c, core/stats_infer.c). Not installed. */
+/* Internal to wb.stats (core/stats*.c). Not installed. */
 #pragma once
 
 #include <stddef.h>
@@ -39,6 +39,17 @@ double *wb_stats_check_nonempty(lua_State *L, int arg, size_t *n);
 /* Statistical inference (core/stats_infer.c); Lua calls documented there. */
 int wb_stats_bootstrap_ci(lua_State *L);
 int wb_stats_mann_whitney(lua_State *L);
+
+/* The number of ways to give m of `total` observations with ranks rank[0..total) (ascending, positive
+ * integers) to one group, for each rank sum s in [0, *width): the counts, in a scratch userdata it
+ * pushes (with its own working rows). */
+double *wb_stats_rank_sum_counts(lua_State *L, const size_t *rank, size_t total, size_t m, size_t *width);
+
+/* z with P(Z > z) = tail for a standard normal Z (tail in (0, 0.5]). */
+double wb_stats_upper_z(double tail);
+
+/* The Hodges–Lehmann ratio (core/stats_shift.c). */
+int wb_stats_shift_ci(lua_State *L);
 int wb_stats_steps(lua_State *L);
 
 /* Confidence sequences (core/stats_seq.c). */

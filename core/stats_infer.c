@@ -65,7 +65,7 @@ static double stat_of(const double *x, size_t n, double *work, int median) {
 #define BOOT_LARGE_N 1000
 
 /* z with P(Z > z) = tail for a standard normal Z (bisection on erfc; tail in (0, 0.5]). */
-static double upper_z(double tail) {
+double wb_stats_upper_z(double tail) {
   double lo = 0, hi = 40;
   for (int i = 0; i < 200; i++) {
     double mid = (lo + hi) / 2;
@@ -110,7 +110,7 @@ static spread spread_of(const double *x, size_t n, double *work, int median) {
  * method on the ratio itself. */
 static void normal_ci(lua_State *L, const double *x, size_t nx, const double *y, size_t ny, double *wx,
                       double *wy, int median, double level) {
-  double z = upper_z((1 - level) / 2);
+  double z = wb_stats_upper_z((1 - level) / 2);
   spread sx = spread_of(x, nx, wx, median);
   if (!y) {
     lua_pushnumber(L, sx.c - z * sx.se);
@@ -203,11 +203,32 @@ static int cmp_obs(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double *wb_stats_rank_sum_counts(lua_State *L, const size_t *rank, size_t total, size_t m, size_t *width) {
+  size_t w = 0; /* the largest reachable sum, plus one: the m largest ranks */
+  for (size_t k = 0; k < m; k++) w += rank[total - 1 - k];
+  w += 1;
+  double *c = wb_stats_scratch(L, (m + 1) * w);
+  memset(c, 0, (m + 1) * w * sizeof *c);
+  c[0] = 1;
+  size_t reach = 0; /* the largest sum any subset of the items seen so far can have */
+  for (size_t t = 0; t < total; t++) {
+    size_t r = rank[t];
+    reach += r;
+    size_t top_k = t + 1 < m ? t + 1 : m;
+    for (size_t k = top_k; k >= 1; k--) {
+      double *row = c + k * w, *below = c + (k - 1) * w;
+      size_t hi = reach < w - 1 ? reach : w - 1;
+      for (size_t s = hi; s >= r; s--) row[s] += below[s - r];
+    }
+  }
+  *width = w;
+  return c + m * w;
+}
+
 /* Exact two-sided p of the rank sum of one group, conditional on the observed ranks (ties
  * included): of all ways to give `m` of the `total` sorted observations to that group, the
  * share whose rank sum is at least as far out on the nearer tail, doubled. Ranks are held
- * doubled (a midrank (i + j) / 2 + 1 becomes the integer i + j + 2); counts[k][s] is the number
- * of k-subsets of the observations seen so far with doubled rank sum s (additions only). */
+ * doubled (a midrank (i + j) / 2 + 1 becomes the integer i + j + 2). */
 static double exact_p(lua_State *L, const obs *a, size_t total, int group, size_t m) {
   size_t *rank2 = lua_newuserdatauv(L, total * sizeof *rank2, 0);
   long long observed = 0;
@@ -219,24 +240,8 @@ static double exact_p(lua_State *L, const obs *a, size_t total, int group, size_
       if (a[k].group == group) observed += (long long)(i + j + 2);
     }
   }
-  size_t width = 0; /* the largest reachable sum, plus one: the m largest ranks */
-  for (size_t k = 0; k < m; k++) width += rank2[total - 1 - k];
-  width += 1;
-  double *c = wb_stats_scratch(L, (m + 1) * width);
-  memset(c, 0, (m + 1) * width * sizeof *c);
-  c[0] = 1;
-  size_t reach = 0; /* the largest sum any subset of the items seen so far can have */
-  for (size_t t = 0; t < total; t++) {
-    size_t r = rank2[t];
-    reach += r;
-    size_t top_k = t + 1 < m ? t + 1 : m;
-    for (size_t k = top_k; k >= 1; k--) {
-      double *row = c + k * width, *below = c + (k - 1) * width;
-      size_t hi = reach < width - 1 ? reach : width - 1;
-      for (size_t s = hi; s >= r; s--) row[s] += below[s - r];
-    }
-  }
-  const double *dist = c + m * width;
+  size_t width;
+  const double *dist = wb_stats_rank_sum_counts(L, rank2, total, m, &width);
   double all = 0, le = 0, ge = 0;
   for (size_t s = 0; s < width; s++) {
     all += dist[s];

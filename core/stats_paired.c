@@ -42,12 +42,7 @@ static double *null_counts(lua_State *L, const size_t *rank2, size_t n, size_t *
 static size_t critical(lua_State *L, size_t n, double tail) {
   double nn = (double)n;
   if (n > SR_EXACT_MAX) {
-    double z = 0, lo = 0, hi = 40;
-    for (int i = 0; i < 200; i++) {
-      z = (lo + hi) / 2;
-      if (0.5 * erfc(z / sqrt(2)) > tail) lo = z;
-      else hi = z;
-    }
+    double z = wb_stats_upper_z(tail);
     double c = nn * (nn + 1) / 4 - z * sqrt(nn * (nn + 1) * (2 * nn + 1) / 24);
     return c > 0 ? (size_t)c : 0;
   }

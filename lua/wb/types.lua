@@ -303,6 +303,14 @@ function stats.eprocess(xs, m, opts) end
 ---@param opts {level: number?}?
 ---@return {n: number, w_plus: number, p_less: number, p_greater: number, estimate: number, lower: number?, upper: number?, exact: boolean}
 function stats.signed_rank(ds, opts) end
+---The Hodges-Lehmann ratio ys/xs (the median over every pair) and its distribution-free interval
+---at opts.level (default 0.95), the Mann-Whitney test's own; lo and hi nil when too few values
+---can reach level; nil and the reason when a value of xs is not positive or #xs * #ys > 2^24.
+---@param xs number[]|wb.Samples
+---@param ys number[]|wb.Samples
+---@param opts {level: number?}?
+---@return number? estimate, number|string|nil lo, number? hi
+function stats.shift_ci(xs, ys, opts) end
 
 -- wb.tune_race ---------------------------------------------------------------------------------
 

@@ -104,8 +104,10 @@ end
 M.EXACT = { ["alloc_bytes mean"] = true, alloc_bytes = true }
 
 -- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha, exact}]) :
--- {p, ci_lo, ci_hi, n_base, n_new, underpowered} (the CI is of new/base of stat, "mean" or
--- "median"; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
+-- {p, ci_lo, ci_hi, n_base, n_new, underpowered, estimate} (the CI is of new/base of stat, "mean"
+-- or "median" (bootstrap), or "shift": the Hodges–Lehmann ratio, estimate, with the interval of
+-- the rank test itself (wb.stats.shift_ci), which excludes 1 exactly when the test rejects
+-- (no ties), falling back to the bootstrap of means where it has no ratio; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
 -- change; exact (with opts.exact, an exact count): every sample of each side the same, p = 0 when
 -- the sides differ (1 when not) and the CI the ratio itself); nil and the reason when there is nothing to test
 function M.test(base_samples, new_samples, opts)
@@ -131,9 +133,16 @@ function M.test(base_samples, new_samples, opts)
   end
   local stats = require "wb.stats"
   local mw = stats.mann_whitney(b, n)
-  local lo, hi = stats.bootstrap_ci(b, n, { stat = "ratio_" .. (opts.stat or "mean"), level = M.CI_LEVEL,
-    resamples = opts.resamples or M.RESAMPLES, seed = opts.seed or 1 })
-  local t = { p = mw.p, ci_lo = lo, ci_hi = hi, n_base = #b, n_new = #n }
+  local lo, hi, estimate
+  if opts.stat == "shift" then
+    estimate, lo, hi = stats.shift_ci(b, n, { level = M.CI_LEVEL })
+    if estimate and not lo then lo, hi = 0, math.huge end -- too few runs: underpowered below
+  end
+  if not estimate then
+    lo, hi = stats.bootstrap_ci(b, n, { stat = opts.stat == "median" and "ratio_median" or "ratio_mean",
+      level = M.CI_LEVEL, resamples = opts.resamples or M.RESAMPLES, seed = opts.seed or 1 })
+  end
+  local t = { p = mw.p, ci_lo = lo, ci_hi = hi, n_base = #b, n_new = #n, estimate = estimate }
   if M.min_p(#b, #n) >= alpha then
     t.underpowered = string.format("%d vs %d runs cannot reach p < %g", #b, #n, alpha)
   end
@@ -387,9 +396,12 @@ function M.compare(metric, base, new, opts)
       local base_samples, new_samples = opts.base_samples, opts.new_samples
       local interference = kind == "time" and with_evidence(row, opts)
       if interference then base_samples, new_samples = interference.net_base, interference.net_new end
-      local t, why = M.test(base_samples, new_samples, { stat = stat, seed = opts.seed,
-        resamples = opts.resamples, alpha = opts.alpha, exact = M.EXACT[metric] })
+      -- sides run interleaved share the machine's load run by run: the rank test and its own
+      -- interval judge them, so that an outside job's odd slow run moves neither (a mean would)
+      local t, why = M.test(base_samples, new_samples, { stat = opts.interleaved and "shift" or stat,
+        seed = opts.seed, resamples = opts.resamples, alpha = opts.alpha, exact = M.EXACT[metric] })
       if t then
+        if t.estimate and row.ratio then row.ratio, row.estimate = t.estimate, "shift" end
         row.samples = { base_samples, new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
         row.exact = t.exact

@@ -447,6 +447,46 @@ T.case("Mann–Whitney without ties above 50 values uses the normal approximatio
   T.raises(function() S.mann_whitney({ 1 }) end, "sequence of numbers")
 end)
 
+T.case("shift_ci: the Hodges–Lehmann ratio, and an interval that excludes 1 exactly when the rank test rejects", function()
+  -- every ratio y / x of {1, 2} and {3, 4}: 1.5, 2, 3, 4; two values a side cannot reach 95%
+  local est, lo, hi = S.shift_ci({ 1, 2 }, { 3, 4 })
+  T.eq({ est, lo, hi }, { 2.5, nil, nil })
+  -- five a side: P(U < 3) = 4/252 <= 0.025 < P(U < 4) = 7/252, so the 3rd and 23rd of 25 ratios
+  local xs, ys = { 1, 1.1, 0.9, 1.05, 0.95 }, { 1.2, 1.3, 1.1, 1.25, 1.15 }
+  local ratios = {}
+  for _, x in ipairs(xs) do
+    for _, y in ipairs(ys) do ratios[#ratios + 1] = y / x end
+  end
+  table.sort(ratios)
+  est, lo, hi = S.shift_ci(to_samples(xs), ys)
+  T.eq({ est, lo, hi }, { ratios[13], ratios[3], ratios[23] })
+  -- random untied samples, slowed by 0-10%, with the odd run five times as long: the interval
+  -- and the test agree, run by run
+  math.randomseed(7)
+  local agreed, rejected = 0, 0
+  for k = 1, 300 do
+    local a, b = {}, {}
+    for i = 1, 6 + k % 7 do a[i] = 1 + math.random() * 0.1 * (math.random() < 0.1 and 50 or 1) end
+    for i = 1, 9 + k % 5 do b[i] = (1 + (k % 11) / 100) * (1 + math.random() * 0.1 * (math.random() < 0.1 and 50 or 1)) end
+    local _, l, h = S.shift_ci(a, b)
+    local p = S.mann_whitney(a, b).p
+    local excluded = l > 1 or h < 1
+    if (p < 0.05 and excluded) or (p > 0.05 and not excluded) then agreed = agreed + 1 end
+    if excluded then rejected = rejected + 1 end
+  end
+  T.eq(agreed, 300)
+  T.ok(rejected > 30 and rejected < 270, "both outcomes met: " .. rejected)
+  -- above 50 values a side: the normal approximation's critical value
+  local big_x, big_y = {}, {}
+  for i = 1, 80 do big_x[i] = 1 + i / 800 end
+  for i = 1, 60 do big_y[i] = 1.1 * (1 + i / 600) end
+  est, lo, hi = S.shift_ci(big_x, big_y)
+  T.ok(lo < est and est < hi and lo > 1, string.format("%g < %g < %g", lo, est, hi))
+  T.eq({ S.shift_ci({ 0, 1 }, { 1 }) }, { nil, "a value of the base sample is not positive: no ratio" })
+  T.raises(function() S.shift_ci({ 1 }, { 1 }, { level = 1 }) end, "level must be in")
+  T.raises(function() S.shift_ci({}, { 1 }) end, "no values")
+end)
+
 -- ---- step detection -------------------------------------------------------------------------
 
 local function noisy_series(seed, n, level_at, noise)

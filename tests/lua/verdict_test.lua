@@ -61,6 +61,20 @@ T.case("p below alpha but the CI includes 1: not significant (the verdict reads 
   T.match(r.reason, "^5%.45× faster: p = [%d.e-]+, but CI [%d.]+–[%d.]+× includes 1: not significant$")
 end)
 
+T.case("sides run interleaved: the rank test and its own interval judge them, not a mean an odd run moved", function()
+  -- the runs above, alternated in one campaign (they shared the machine's load run by run): one
+  -- base run an outside job held up moves neither the test nor its Hodges–Lehmann ratio
+  local base = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 100 }
+  local new = { 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 }
+  local r = verdict.compare("wall_seconds", 10.9, 2, { base_samples = base, new_samples = new, interleaved = true })
+  T.eq({ r.estimate, r.ratio, r.ci_lo, r.ci_hi, r.verdict }, { "shift", 2, 2, 2, "regression" })
+  T.match(r.reason, "^2%.00× slower: p = [%d.e-]+, CI 2%.00–2%.00×: regression$")
+  -- and an A/A pair with an odd run on each side is no verdict
+  r = verdict.compare("wall_seconds", 1, 1, { base_samples = { 1, 1.01, 0.99, 1.02, 0.98, 3, 1, 1.01 },
+    new_samples = { 1.01, 0.99, 1, 5, 1.02, 0.98, 1, 0.99 }, interleaved = true })
+  T.eq(r.verdict, "unchanged")
+end)
+
 T.case("beyond the threshold and significant, but the CI reaches into the threshold: not a verdict", function()
   -- a 3% shift, p tiny, its CI about 1.01–1.05: past 1 but not wholly past 1.02
   local base, new = {}, {}
