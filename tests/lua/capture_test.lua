@@ -185,6 +185,51 @@ T.case("eBPF: full maps are counted and reported, not silent", function()
   T.ok(kernel > 0.9 * res.offcpu.samples, "off-CPU ns under kernel frames: " .. kernel .. " of " .. res.offcpu.samples)
 end)
 
+T.case("eBPF, both stack modes: a sleep is blocked for its length, busy machine or not; the wait for a CPU after "
+  .. "its wake-up is run-queue time under the same stack", function()
+  need_bpf()
+  for _, unwind in ipairs({ "fp", "dwarf" }) do
+    local res = assert(wb.capture { argv = { "/bin/sleep", "0.3" }, freq = 99, counters = false, unwind = unwind })
+    local blocked, runnable = 0, 0
+    for line in res.offcpu.folded_text:gmatch("[^\n]+") do
+      if line:find("nanosleep", 1, true) then
+        local ns = tonumber(line:match("(%d+)$"))
+        if line:find("[run queue]", 1, true) then runnable = runnable + ns else blocked = blocked + ns end
+      end
+    end
+    -- the timer fires on time beside any load (the kernel's slack for a 0.3 s sleep is 50 us);
+    -- only the wait for a CPU after it grows, and that is not blocked time
+    T.between(blocked / 1e9, 0.3, 0.31, unwind .. ": seconds blocked in nanosleep\n" .. res.offcpu.folded_text)
+    T.ok(runnable / 1e9 < 0.3, unwind .. ": its wait for a CPU after the wake-up: " .. runnable / 1e9)
+  end
+  -- a real-time loop holds the sleeper's CPU from 0.1 s to 0.5 s: woken at 0.3 s, it waits 0.2 s
+  -- for its CPU (the loop's own timeout is not pinned: it can end it from another CPU)
+  local probe = proc.run { argv = { "chrt", "-f", "1", "true" }, stdout = "capture", stderr = "capture" }
+  if not probe.ok then T.skip("no real-time scheduling here (chrt -f: " .. (probe.stderr:match("[^\n]*")) .. ")") end
+  local cmd = "(sleep 0.1; timeout 0.4 taskset -c 0 chrt -f 1 sh -c 'while :; do :; done') & "
+    .. "taskset -c 0 sleep 0.3; wait"
+  for _, unwind in ipairs({ "fp", "dwarf" }) do
+    local res = assert(wb.capture { cmd = cmd, shell = true, freq = 99, counters = false, unwind = unwind, root = "pid" })
+    local by_pid = {}
+    for line in res.offcpu.folded_text:gmatch("[^\n]+") do
+      local pid = line:match("^sleep%-(%d+);")
+      if pid and line:find("nanosleep", 1, true) then
+        local t = by_pid[pid] or { blocked = 0, runnable = 0 }
+        local kind = line:find("[run queue]", 1, true) and "runnable" or "blocked"
+        t[kind] = t[kind] + tonumber(line:match("(%d+)$")) / 1e9
+        by_pid[pid] = t
+      end
+    end
+    local sleeper = { blocked = 0, runnable = 0 }
+    for _, t in pairs(by_pid) do
+      if t.blocked > sleeper.blocked then sleeper = t end
+    end
+    local msg = unwind .. ": the 0.3 s sleeper\n" .. res.offcpu.folded_text
+    T.between(sleeper.blocked, 0.3, 0.31, msg)
+    T.between(sleeper.runnable, 0.15, 0.25, msg)
+  end
+end)
+
 -- Two threads passing a byte over pipes for 1 s (tens of thousands of switches a second), main
 -- joining them; each thread prints its lifetime minus its CPU time: its time off the CPU.
 local PING_PONG = [[
