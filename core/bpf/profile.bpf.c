@@ -20,6 +20,7 @@
 #include "profile.h"
 
 #define EFAULT 14
+#define TASK_DEAD 0x80 /* include/linux/sched.h */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -496,11 +497,14 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   if (!armed(now)) return 0;
   __u64 prev_id = bpf_get_current_pid_tgid(); /* prev is the current task */
   __u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32, next_tid = BPF_CORE_READ(next, pid);
-  if (is_tracked(prev_tgid)) {
+  unsigned int state = BPF_CORE_READ(prev, __state);
+  /* a thread's last switch-out (TASK_DEAD) has no switch-in: its entry would stay, filling the map
+   * and lending its time to the next thread given its id */
+  if (is_tracked(prev_tgid) && !(state & TASK_DEAD)) {
     note_user(); /* prev is the current task */
     struct wb_switch_out out = {.ts = now};
     out.key.tgid = prev_tgid;
-    out.key.kind = BPF_CORE_READ(prev, __state) == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
+    out.key.kind = state == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
     out.key.user_stack_id = out.key.kern_stack_id = -1;
     BPF_CORE_READ_STR_INTO(&out.key.comm, prev, group_leader, comm);
     if (ustack_size) out.stack_lost = send_ustack(ctx, WB_REC_OUT, out.key.kind, now) != 0; /* prev: current */

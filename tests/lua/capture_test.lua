@@ -318,6 +318,31 @@ T.case("eBPF: a ring buffer too small for the switching loses no off-CPU time: w
   T.ok(named > 0, "the intervals that had room are under their callers")
 end)
 
+-- 20,000 threads one after another, each sleeping briefly: more thread lifetimes than the map of
+-- threads switched out holds (16,384)
+local THREAD_CHURN = [[
+#include <pthread.h>
+#include <unistd.h>
+static void *run(void *a) { (void)a; usleep(10); return NULL; }
+int main(void) {
+  for (int i = 0; i < 20000; i++) { pthread_t t; pthread_create(&t, NULL, run, NULL); pthread_join(t, NULL); }
+  return 0;
+}
+]]
+
+T.case("eBPF, both stack modes: 20,000 threads that come and go lose no off-CPU interval (a thread's last "
+  .. "switch-out holds no place)", function()
+  need_bpf()
+  local dir = T.tmpdir()
+  assert(fs.write(dir .. "/churn.c", THREAD_CHURN))
+  T.ok(proc.run({ argv = { "gcc", "-O2", "-g", "-pthread", "-o", dir .. "/churn", dir .. "/churn.c" } }).ok)
+  for _, unwind in ipairs({ "fp", "dwarf" }) do
+    local res = assert(wb.capture { argv = { dir .. "/churn" }, freq = 99, counters = false, unwind = unwind })
+    T.ok(res.result.ok, "the program ran")
+    T.eq(res.offcpu.lost, 0, unwind .. ": " .. table.concat(res.warnings, "\n"))
+  end
+end)
+
 T.case("node --perf-basic-prof: its JIT code named from /tmp/perf-PID.map after it exited", function()
   need_bpf()
   local node = proc.which("node")
