@@ -21,7 +21,8 @@
 static size_t critical(lua_State *L, size_t m, size_t n, double tail) {
   double mn = (double)m * (double)n;
   if (m > SHIFT_EXACT_MAX || n > SHIFT_EXACT_MAX) {
-    double c = mn / 2 - wb_stats_upper_z(tail) * sqrt(mn * ((double)m + (double)n + 1) / 12);
+    /* the test rejects when U <= mn / 2 - 1/2 - z sd (its continuity correction) */
+    double c = mn / 2 + 0.5 - wb_stats_upper_z(tail) * sqrt(mn * ((double)m + (double)n + 1) / 12);
     return c > 0 ? (size_t)c : 0;
   }
   size_t small = m < n ? m : n, total = m + n;

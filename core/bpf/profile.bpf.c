@@ -3,9 +3,10 @@
  * `tracked` holds the process ids (tgids) to watch: the loader adds the root, on_fork adds every
  * process a tracked one creates. on_cpu runs at each tick of a per-CPU cpu-clock event and counts
  * the current stack of a tracked process. on_switch records where a tracked thread leaves the CPU
- * and, when it comes back, adds the time away to that stack, kept apart by kind: preempted while
- * runnable (run-queue wait) or blocked. Nothing is counted before the loader sets `armed_ns` (the
- * moment the held command is released), so the gate's wait is never attributed.
+ * and, when it comes back, adds the time away to that stack, kept apart by kind: runnable (preempted,
+ * or woken and waiting for a CPU: run-queue wait) or blocked (until its wake-up, which on_waking
+ * stamps). Nothing is counted before the loader sets `armed_ns` (the moment the held command is
+ * released), so the gate's wait is never attributed.
  *
  * In unwind mode (ustack_size > 0, set before load) the user stacks are not walked here: on_cpu and
  * on_switch send the user registers and a copy of the top of the user stack through the ring buffer
@@ -20,7 +21,8 @@
 #include "profile.h"
 
 #define EFAULT 14
-#define TASK_DEAD 0x80 /* include/linux/sched.h */
+#define TASK_DEAD 0x80    /* include/linux/sched.h */
+#define TASK_WAKING 0x200 /* include/linux/sched.h */
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -467,7 +469,7 @@ static __always_inline void send_wake(struct task_struct *p, __u32 flags) {
   if (!armed(now) || !is_tracked(tgid)) return;
   __u32 tid = BPF_CORE_READ(p, pid);
   struct wb_switch_out *out = bpf_map_lookup_elem(&switched_out, &tid);
-  if (out && out->key.kind == WB_KIND_BLOCKED && !out->woke) out->woke = now;
+  if (out && out->key.kind == WB_KIND_BLOCKED && !out->woke && out->ts < now) out->woke = now;
   if (!ustack_size) return;
   struct task_struct *cur = bpf_get_current_task_btf();
   struct wb_ustack_hdr h = {.type = WB_REC_WAKE, .tgid = tgid, .tid = tid, .ts = now,
@@ -504,16 +506,29 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     note_user(); /* prev is the current task */
     struct wb_switch_out out = {.ts = now};
     out.key.tgid = prev_tgid;
-    out.key.kind = state == 0 ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
+    /* runnable: preempted (it stays on the run queue whatever its state), running, or being woken
+     * already (TASK_WAKING: a wake-up that came while it was leaving the CPU) */
+    out.key.kind = preempt || state == 0 || (state & TASK_WAKING) ? WB_KIND_RUNQUEUE : WB_KIND_BLOCKED;
     out.key.user_stack_id = out.key.kern_stack_id = -1;
     BPF_CORE_READ_STR_INTO(&out.key.comm, prev, group_leader, comm);
-    if (ustack_size) out.stack_lost = send_ustack(ctx, WB_REC_OUT, out.key.kind, now) != 0; /* prev: current */
-    else fill_stacks(ctx, &out.key, WB_STAT_OFFCPU_STACK_ERR);
-    if (bpf_map_update_elem(&switched_out, &prev_tid, &out, BPF_ANY) != 0)
+    /* in the map before its stacks are taken (microseconds): a wake-up meanwhile finds it */
+    struct wb_switch_out *o = bpf_map_update_elem(&switched_out, &prev_tid, &out, BPF_ANY) == 0
+                                  ? bpf_map_lookup_elem(&switched_out, &prev_tid)
+                                  : NULL;
+    if (!o) {
       stat_add(WB_STAT_LOST_SWITCHES, 1);
+    } else if (ustack_size) {
+      o->stack_lost = send_ustack(ctx, WB_REC_OUT, out.key.kind, now) != 0; /* prev: current */
+    } else {
+      fill_stacks(ctx, &o->key, WB_STAT_OFFCPU_STACK_ERR);
+    }
   }
   struct wb_switch_out *back = bpf_map_lookup_elem(&switched_out, &next_tid);
   if (!back) return 0;
+  if (now < back->ts) { /* clocks of two CPUs out of step: no interval */
+    bpf_map_delete_elem(&switched_out, &next_tid);
+    return 0;
+  }
   if (back->ts >= armed_ns && ustack_size) { /* with or without the record of where it waited */
     struct wb_ustack_hdr in = {.type = WB_REC_IN, .tgid = back->key.tgid, .tid = next_tid,
                                .kind = back->key.kind, .ts = now, .ts_out = back->ts,

@@ -8,7 +8,7 @@
 enum wb_kind {
   WB_KIND_ONCPU = 0,
   WB_KIND_BLOCKED = 1,  /* off-CPU: switched out in a sleep state (I/O, lock, sleep, wait) */
-  WB_KIND_RUNQUEUE = 2, /* off-CPU: preempted while runnable, waiting on the run queue */
+  WB_KIND_RUNQUEUE = 2, /* off-CPU: runnable (preempted, or woken), waiting on the run queue */
 };
 
 /* One aggregated stack: the counts maps hold samples (on-CPU) or nanoseconds (off-CPU). comm is

@@ -6,8 +6,8 @@
 -- process name (its main thread's comm; threads are merged), or "comm-PID" when the profile holds
 -- several processes (root = "pid"),
 -- then user frames, then kernel frames with the suffix "_[k]". An off-CPU stack of a thread that
--- was preempted (runnable, waiting for a CPU) ends in the frame "[run queue]"; a blocked thread's
--- stack ends in the kernel's scheduler path.
+-- was runnable, waiting for a CPU (preempted, or woken from a wait), ends in the frame "[run
+-- queue]"; a blocked thread's stack ends in the kernel's scheduler path.
 local M = {}
 
 M.RUN_QUEUE = "[run queue]"

@@ -676,6 +676,7 @@ function M.row_object(r)
   o.new = r.new
   o.delta = or_null(r.delta)
   o.ratio = or_null(r.ratio)
+  o.estimate = or_null(r.estimate)
   o.tested = r.tested
   o.n_base = or_null(r.n_base)
   o.n_new = or_null(r.n_new)

@@ -103,11 +103,11 @@ end
 -- The metrics that are exact counts: the same work gives the same number, run after run.
 M.EXACT = { ["alloc_bytes mean"] = true, alloc_bytes = true }
 
--- t, why = verdict.test(base_samples, new_samples [, {stat, seed, resamples, alpha, exact}]) :
+-- t, why = verdict.test(base_samples, new_samples [, {stat, shift, seed, resamples, alpha, exact}]) :
 -- {p, ci_lo, ci_hi, n_base, n_new, underpowered, estimate} (the CI is of new/base of stat, "mean"
--- or "median" (bootstrap), or "shift": the Hodges–Lehmann ratio, estimate, with the interval of
--- the rank test itself (wb.stats.shift_ci), which excludes 1 exactly when the test rejects
--- (no ties), falling back to the bootstrap of means where it has no ratio; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
+-- or "median" (bootstrap); with shift, of the Hodges–Lehmann ratio, estimate, the interval of the
+-- rank test itself (wb.stats.shift_ci: it excludes 1 when the test rejects at the 5% level, no
+-- ties), or, where it has no ratio (a base value not positive), stat's bootstrap; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
 -- change; exact (with opts.exact, an exact count): every sample of each side the same, p = 0 when
 -- the sides differ (1 when not) and the CI the ratio itself); nil and the reason when there is nothing to test
 function M.test(base_samples, new_samples, opts)
@@ -134,9 +134,8 @@ function M.test(base_samples, new_samples, opts)
   local stats = require "wb.stats"
   local mw = stats.mann_whitney(b, n)
   local lo, hi, estimate
-  if opts.stat == "shift" then
-    estimate, lo, hi = stats.shift_ci(b, n, { level = M.CI_LEVEL })
-    if estimate and not lo then lo, hi = 0, math.huge end -- too few runs: underpowered below
+  if opts.shift then
+    estimate, lo, hi = stats.shift_ci(b, n, { level = M.CI_LEVEL }) -- no lo, hi: underpowered below
   end
   if not estimate then
     lo, hi = stats.bootstrap_ci(b, n, { stat = opts.stat == "median" and "ratio_median" or "ratio_mean",
@@ -151,7 +150,7 @@ end
 
 local function ratio_text(row)
   if row.ratio == nil then return nil end
-  return M.describe(row)
+  return M.describe(row) .. (row.estimate == "hodges_lehmann" and " (Hodges–Lehmann)" or "")
 end
 
 local function g2(x) return string.format("%.2g", x) end
@@ -398,10 +397,15 @@ function M.compare(metric, base, new, opts)
       if interference then base_samples, new_samples = interference.net_base, interference.net_new end
       -- sides run interleaved share the machine's load run by run: the rank test and its own
       -- interval judge them, so that an outside job's odd slow run moves neither (a mean would)
-      local t, why = M.test(base_samples, new_samples, { stat = opts.interleaved and "shift" or stat,
+      local t, why = M.test(base_samples, new_samples, { stat = stat, shift = opts.interleaved,
         seed = opts.seed, resamples = opts.resamples, alpha = opts.alpha, exact = M.EXACT[metric] })
       if t then
-        if t.estimate and row.ratio then row.ratio, row.estimate = t.estimate, "shift" end
+        -- the ratio is then the Hodges–Lehmann estimate, and the change it implies at the base's
+        -- level the delta (the sides' means are still shown)
+        if t.estimate and row.ratio then
+          row.ratio, row.estimate = t.estimate, "hodges_lehmann"
+          row.delta = row.base * (t.estimate - 1)
+        end
         row.samples = { base_samples, new_samples }
         row.p, row.ci_lo, row.ci_hi, row.n_base, row.n_new = t.p, t.ci_lo, t.ci_hi, t.n_base, t.n_new
         row.exact = t.exact

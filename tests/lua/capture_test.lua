@@ -199,7 +199,7 @@ T.case("eBPF, both stack modes: a sleep is blocked for its length, busy machine 
     end
     -- the timer fires on time beside any load (the kernel's slack for a 0.3 s sleep is 50 us);
     -- only the wait for a CPU after it grows, and that is not blocked time
-    T.between(blocked / 1e9, 0.3, 0.31, unwind .. ": seconds blocked in nanosleep\n" .. res.offcpu.folded_text)
+    T.between(blocked / 1e9, 0.299, 0.31, unwind .. ": seconds blocked in nanosleep\n" .. res.offcpu.folded_text)
     T.ok(runnable / 1e9 < 0.3, unwind .. ": its wait for a CPU after the wake-up: " .. runnable / 1e9)
   end
   -- a real-time loop holds the sleeper's CPU from 0.1 s to 0.5 s: woken at 0.3 s, it waits 0.2 s
@@ -225,7 +225,7 @@ T.case("eBPF, both stack modes: a sleep is blocked for its length, busy machine 
       if t.blocked > sleeper.blocked then sleeper = t end
     end
     local msg = unwind .. ": the 0.3 s sleeper\n" .. res.offcpu.folded_text
-    T.between(sleeper.blocked, 0.3, 0.31, msg)
+    T.between(sleeper.blocked, 0.299, 0.31, msg)
     T.between(sleeper.runnable, 0.15, 0.25, msg)
   end
 end)

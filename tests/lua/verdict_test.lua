@@ -67,8 +67,19 @@ T.case("sides run interleaved: the rank test and its own interval judge them, no
   local base = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 100 }
   local new = { 2, 2, 2, 2, 2, 2, 2, 2, 2, 2 }
   local r = verdict.compare("wall_seconds", 10.9, 2, { base_samples = base, new_samples = new, interleaved = true })
-  T.eq({ r.estimate, r.ratio, r.ci_lo, r.ci_hi, r.verdict }, { "shift", 2, 2, 2, "regression" })
-  T.match(r.reason, "^2%.00× slower: p = [%d.e-]+, CI 2%.00–2%.00×: regression$")
+  T.eq({ r.estimate, r.ratio, r.ci_lo, r.ci_hi, r.verdict }, { "hodges_lehmann", 2, 2, 2, "regression" })
+  T.eq(r.delta, 10.9, "the change the ratio implies at the base's level, not the means' difference")
+  T.match(r.reason, "^2%.00× slower %(Hodges–Lehmann%): p = [%d.e-]+, CI 2%.00–2%.00×: regression$")
+  -- a median row whose base has a value that is not positive has no Hodges–Lehmann ratio: its
+  -- interval is then the bootstrap's, of medians
+  r = verdict.compare("wall_seconds median", 1, 2, { base_samples = { 0, 1, 1, 1, 1, 1, 1, 1 },
+    new_samples = { 2, 2, 2, 2, 2, 2, 2, 2 }, interleaved = true })
+  T.eq({ r.estimate, r.ratio, r.ci_lo, r.ci_hi }, { nil, 2, 2, 2 })
+  -- a rate: higher is better
+  r = verdict.compare("throughput", 100, 80, { base_samples = { 100, 101, 99, 100, 102, 98, 100, 101 },
+    new_samples = { 80, 81, 79, 80, 82, 78, 80, 81 }, interleaved = true })
+  T.eq({ r.estimate, r.verdict }, { "hodges_lehmann", "regression" })
+  T.near(r.ratio, 0.8, 0.01)
   -- and an A/A pair with an odd run on each side is no verdict
   r = verdict.compare("wall_seconds", 1, 1, { base_samples = { 1, 1.01, 0.99, 1.02, 0.98, 3, 1, 1.01 },
     new_samples = { 1.01, 0.99, 1, 5, 1.02, 0.98, 1, 0.99 }, interleaved = true })
