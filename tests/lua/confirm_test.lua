@@ -56,7 +56,7 @@ T.case("a change the first runs made up is not confirmed, and does not count", f
   local res = compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--fail-on-regression" })
   T.eq(res.code, 0, "nothing confirmed, the gate passes: " .. res.stderr)
   T.match(res.stdout, "| confirmed by an interleaved re%-run +|\n")
-  T.match(res.stdout, "| ./work wall mean +|[^\n]*| regression |[^\n]*| 1%.%d%d× [%a]+: [^\n]*|\n")
+  T.match(res.stdout, "| ./work wall mean +|[^\n]*| regression |[^\n]*| 1%.%d%d× [%a]+ %(Hodges–Lehmann%): [^\n]*|\n")
   T.match(res.stdout, "confirmed by an interleaved re%-run: 0 regressions, 0 improvements %(2 changes not confirmed%)")
   local rows = rows_of(compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--json" }).stdout)
   T.ok(rows["./work wall mean"].confirmation.verdict ~= "regression", rows["./work wall mean"].confirmation.reason)
