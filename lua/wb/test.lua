@@ -14,11 +14,6 @@ local SKIP = {}
 
 function M.case(name, fn) cases[#cases + 1] = { name = name, fn = fn, file = M.current_file } end
 
--- T.case_last(name, fn) : a case run after every T.case of every file given to one `wb test`, in
--- the order of these calls: one that waits for what an early case started (so that the cases of
--- the files after it fill the wait) or that disturbs what they share.
-function M.case_last(name, fn) cases[#cases + 1] = { name = name, fn = fn, file = M.current_file, last = true } end
-
 function M.skip(reason)
   if type(reason) ~= "string" or not reason:find("%S") then
     error("T.skip needs a reason naming what is missing", 2)
@@ -265,12 +260,10 @@ function M.main(files)
   local filter = os.getenv("WB_TEST_FILTER")
   if filter == "" then filter = nil end
   local matched = 0
-  for _, last in ipairs({ false, true }) do
-    for _, c in ipairs(cases) do
-      if (c.last or false) == last and (not filter or c.name:find(filter, 1, true)) then
-        matched = matched + 1
-        run_case(c, counts)
-      end
+  for _, c in ipairs(cases) do
+    if not filter or c.name:find(filter, 1, true) then
+      matched = matched + 1
+      run_case(c, counts)
     end
   end
   if filter and matched == 0 and #cases > 0 then

@@ -44,13 +44,6 @@ $ WB_TEST_FILTER=arith wb test tests/fixtures/harness/one_pass_test.lua
 ok - one_pass_test.lua: arithmetic
 1 passed, 0 failed, 0 skipped
 
-# T.case_last: after every other case of every file given, in the order registered.
-$ wb test tests/fixtures/harness/last_test.lua tests/fixtures/harness/one_pass_test.lua
-ok - last_test.lua: first of last_test.lua
-ok - one_pass_test.lua: arithmetic
-ok - last_test.lua: last of last_test.lua
-3 passed, 0 failed, 0 skipped
-
 # tests/run.sh: the skip is listed and counted; with CI=true an undocumented one fails the run.
 $ env -u CI -u WB_TEST_SKIP -u WB_TEST_PASS -u WB_TEST_FILTER WB_TEST_ONLY=lua WB_TEST_LUA=tests/fixtures/harness/one_skip_test.lua bash tests/run.sh
 == lua/one_skip_test.lua

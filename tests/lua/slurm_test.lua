@@ -27,8 +27,8 @@ local SOURCE = ACCOUNTING and "sacct" or "scontrol"
 
 -- Cases whose outcome does not depend on where final states come from run only on the cluster
 -- without accounting, which keeps the accounting variant short.
-local function plain_case(name, fn, last)
-  if not ACCOUNTING then (last and T.case_last or T.case)(name, fn) end
+local function plain_case(name, fn)
+  if not ACCOUNTING then T.case(name, fn) end
 end
 -- Fast polls; a campaign orphaned by an aborted test run gives up a minute after the cluster goes.
 local SLURM = { "machine=slurm_cpu", "machine.poll.min=0.2", "machine.poll.max=1", "machine.mem=256",
@@ -83,8 +83,7 @@ end
 local function node_name() return (sh("sinfo -h -N -o %N"):match("(%S+)")) end
 
 -- A job over its time limit takes 60-90 s to end (Slurm's limit is in minutes, checked every
--- 30 s): it is started first and checked after the cases that leave the node alone, those of the
--- files run after this one too (T.case_last).
+-- 30 s): it is started first and checked after the others that leave the node alone.
 local timeout_run
 local function start_timeout_run()
   if not timeout_run then
@@ -410,16 +409,15 @@ plain_case("a job over its time limit ends TIMEOUT", function()
   T.eq(r.return_code, wb.null)
   T.match(r.error, "TIMEOUT")
   T.match(fs.read(run.dir .. "/jobs/batch-001.sbatch"), "\n#SBATCH %-%-time=1\n")
-end, "last")
+end)
 
--- After the time limit (T.case_last): taking the node down or preempting would end that job too,
--- and the jobs of the files run after this one.
+-- After the time limit: taking the node down or preempting would end that job too.
 -- A case that runs long on its first attempt and succeeds on the next.
 local function retry_script(marker)
   return "script='if [ -e " .. marker .. " ]; then echo second; else touch " .. marker .. "; sleep 120; fi'"
 end
 
-T.case_last("NODE_FAIL is retried up to max_retries", function()
+T.case("NODE_FAIL is retried up to max_retries", function()
   local d = T.tmpdir()
   local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", retry_script(d .. "/marker") })
   T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
@@ -438,7 +436,7 @@ T.case_last("NODE_FAIL is retried up to max_retries", function()
   T.eq(stats(dir).submitted_jobs, 2)
 end)
 
-T.case_last("PREEMPTED is retried; a second preemption past max_retries fails", function()
+T.case("PREEMPTED is retried; a second preemption past max_retries fails", function()
   local d = T.tmpdir()
   local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", "machine.mem=16G", retry_script(d .. "/marker") })
   T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
@@ -462,7 +460,7 @@ T.case_last("PREEMPTED is retried; a second preemption past max_retries fails", 
   T.eq(#T.events(dir2, "slurm_retry"), 0)
 end)
 
-T.case_last("a campaign survives a controller restart", function()
+T.case("a campaign survives a controller restart", function()
   -- Stopped right after the submission, the controller recovers the jobs from its state files;
   -- wb's squeue calls meanwhile fail or wait for it. (Once it has launched jobs it takes some
   -- 15 s to stop, and a task ending meanwhile is reported only when slurmstepd retries.)
