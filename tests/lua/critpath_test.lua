@@ -270,10 +270,11 @@ T.case("a Python multiprocessing.Pool driver: the path is the driver's serial pa
   local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
   dir = dir or T.tmpdir()
   assert(fs.write(dir .. "/mp.py", MP_POOL))
-  local _, c = critical { argv = { python, dir .. "/mp.py" } }
+  local res, c = critical { argv = { python, dir .. "/mp.py" } }
   T.near(seconds_under(c.folded_text, "^serial %(mp%.py:%d+%)$", "[run queue]", true), 0.4, 0.06,
     "seconds of the driver's serial() on a CPU on the path (2 × 0.2 s)")
   local work = seconds_under(c.folded_text, "^work %(mp%.py:%d+%)$", "[run queue]", true)
   T.ok(work >= 0.55, string.format("the workers' work() on a CPU on the path: %.2f s (8 tasks of 0.3 s on 4 " ..
-    "workers: at least two in a row on one)", work))
+    "workers: at least two in a row on one); the capture's warnings:\n%s\nthe path:\n%s", work,
+    table.concat(res.warnings, "\n"), c.folded_text))
 end)
