@@ -69,6 +69,13 @@ function M.records(cp, data)
   return out, marks, comm
 end
 
+-- text, info = fold_path(records, marks, data, sym, root) : a path's records folded, with their
+-- Python frames when data has them
+local function fold_path(records, marks, data, sym, root)
+  return fold.fold(records, sym, { root = root, marks = marks,
+    python = data.python and require("wb.capture_python").collector() or nil })
+end
+
 -- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
 -- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, functions =
 -- {{name, fraction, seconds}} (self time on a CPU on the path, largest first), waits_for =
@@ -76,8 +83,7 @@ end
 -- largest first), segment_count, dropped}
 function M.profile(cp, data, sym, root)
   local records, marks, names = M.records(cp, data)
-  local text, info = fold.fold(records, sym, { root = root, marks = marks,
-    python = data.python and require("wb.capture_python").collector() or nil })
+  local text, info = fold_path(records, marks, data, sym, root)
   -- a process's name on the path: the one most of its time there ran under (a child is its
   -- parent's name until it execs)
   local by_name, comm = {}, {}
@@ -141,8 +147,7 @@ end
 -- share}} (its functions by self time, as M.profile's top; a wait's leaf is its mark), folded_text}
 function M.stage(w, data, sym, root, name)
   local records, marks = M.records(w, data)
-  local text, info = fold.fold(records, sym, { root = root, marks = marks,
-    python = data.python and require("wb.capture_python").collector() or nil })
+  local text, info = fold_path(records, marks, data, sym, root)
   local by_kind, total = { oncpu = 0, runqueue = 0, wait = 0, unknown = 0 }, 0
   for _, p in ipairs(w.parts) do
     by_kind[p.kind] = by_kind[p.kind] + p.ns / 1e9
