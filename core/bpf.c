@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf_backlog.h"
 #include "bpf_btf.h"
 #include "bpf_ustack.h"
 #include "opt.h"
@@ -25,8 +26,10 @@
 #include "profile.h"
 #include "profile.skel.h"
 #include "ticker.h"
+#include "wb.h"
 
 #define SESSION_MT "wb.bpf.session"
+#define BACKLOG_MAX ((size_t)256 << 20) /* records drained from the ring but not yet walked */
 
 /* What open() was asked for: read from Lua before the load, used by it (maybe on its thread). */
 typedef struct load_opts {
@@ -50,8 +53,9 @@ typedef struct session {
   struct bpf_link *perf_links[WB_MAX_CPUS];
   int stopped;
   uint32_t ustack;         /* unwind mode: bytes of user stack per record (0: off) */
-  struct ring_buffer *rb;  /* its records, walked and aggregated by us */
-  wb_ustacks *us;
+  struct ring_buffer *rb;  /* its records, copied into backlog as drained ... */
+  wb_backlog *backlog;
+  wb_ustacks *us;          /* ... and walked and aggregated here, in order */
 } session;
 
 static int verbose_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
@@ -114,6 +118,8 @@ static void stop(session *s) {
 static void free_ustacks(session *s) {
   ring_buffer__free(s->rb);
   s->rb = NULL;
+  wb_backlog_free(s->backlog);
+  s->backlog = NULL;
   wb_ustacks_free(s->us);
   s->us = NULL;
 }
@@ -139,7 +145,45 @@ static int push_load_error(lua_State *L, int e, const char *what) {
   return wb_push_error(L, e, buf);
 }
 
-static int on_record(void *ctx, void *data, size_t size) { return wb_ustacks_handle(ctx, data, size); }
+/* The backlog's oldest record walked and aggregated; 0 when there is none. */
+static int handle_oldest(session *s) {
+  size_t size;
+  const void *rec = wb_backlog_front(s->backlog, &size);
+  if (!rec) return 0;
+  wb_ustacks_handle(s->us, rec, size);
+  wb_backlog_pop(s->backlog);
+  return 1;
+}
+
+/* A record of the ring: into the backlog; when the backlog is full, its oldest are handled first
+ * (the order of the records is kept; past BACKLOG_MAX the drain is as slow as the walks). */
+static int on_record(void *ctx, void *data, size_t size) {
+  session *s = ctx;
+  wb_ustacks_prime(s->us, data, size);
+  while (wb_backlog_push(s->backlog, data, size) != 0)
+    if (!handle_oldest(s)) return wb_ustacks_handle(s->us, data, size); /* out of memory */
+  return 0;
+}
+
+/* Empties the ring into the backlog and walks the records the backlog held then (all: until both
+ * are empty; budget_ns > 0: until that much time has passed), emptying the ring again every 64
+ * walks, so that the ring keeps room while wb walks (on a busy machine the walks may take longer
+ * than the ring lasts). The records read from the ring. */
+static int drain(session *s, int all, int64_t budget_ns) {
+  if (!s->rb) return 0;
+  int64_t until = budget_ns > 0 ? wb_clock_ns() + budget_ns : 0;
+  int n = ring_buffer__consume(s->rb), m;
+  size_t todo = wb_backlog_count(s->backlog);
+  for (size_t i = 0; (all || i < todo) && handle_oldest(s); i++) {
+    if ((i & 63) == 63 && (m = ring_buffer__consume(s->rb)) > 0) n += m;
+    if (until && wb_clock_ns() >= until) break;
+  }
+  if (all && (m = ring_buffer__consume(s->rb)) > 0) {
+    n += m;
+    while (handle_oldest(s)) {}
+  }
+  return n > 0 ? n : 0;
+}
 
 /* Puts a CPython process into the program's py_procs (pp NULL: takes it out). */
 static int py_install(void *ctx, uint32_t tgid, const struct wb_py_proc *pp) {
@@ -281,7 +325,8 @@ static int load(session *s) {
     return load_failed(s, ENOMEM, "timeline");
   if (s->us) tell_own_code(s);
   if (s->ustack && o->python) wb_ustacks_python(s->us, py_install, s);
-  if (s->ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s->us, NULL)))
+  if (s->ustack && !(s->backlog = wb_backlog_new(BACKLOG_MAX))) return load_failed(s, ENOMEM, "backlog");
+  if (s->ustack && !(s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.ustacks), on_record, s, NULL)))
     return load_failed(s, errno, "ring buffer");
   if (!(s->skel->links.on_fork = bpf_program__attach(s->skel->progs.on_fork)))
     return load_failed(s, errno, "attach sched_process_fork");
@@ -455,9 +500,12 @@ static int l_ready(lua_State *L) {
  * not serve, "kernel", why, and that file */
 static int l_session_btf(lua_State *L);
 
-/* -- n = s:drain() : walks the pending user-stack records (unwind mode; call it periodically while
- * the target runs: the ring buffer holds 0.2 s of samples at full records, 8 MiB at least); how
- * many there were, 0 when not in unwind mode */
+/* -- n, left = s:drain([seconds]) : empties the ring buffer of user-stack records into wb's memory
+ * and walks them (unwind mode; call it periodically while the target runs: the ring buffer holds
+ * 0.2 s of samples at full records, 8 MiB at least; the backlog 256 MiB more); with seconds, walks
+ * for at most that long (by the clock: the caller's wait on the target is not held up behind a
+ * long backlog), else every record there was. How many records came from the ring, and how many
+ * wait to be walked (0 when not in unwind mode). */
 static int l_drain(lua_State *L);
 
 static session *check_session(lua_State *L) {
@@ -602,9 +650,11 @@ static int l_drain(lua_State *L) {
   session *s = check_session(L);
   if (s->us) wb_unwinder_next_epoch(wb_ustacks_unwinder(s->us));
   if (s->us) wb_ustacks_next_epoch(s->us);
-  int n = s->rb ? ring_buffer__consume(s->rb) : 0;
-  lua_pushinteger(L, n > 0 ? n : 0);
-  return 1;
+  double seconds = luaL_optnumber(L, 2, 0);
+  if (!(seconds >= 0)) return luaL_error(L, "s:drain: seconds must be >= 0");
+  lua_pushinteger(L, drain(s, 0, (int64_t)(seconds * 1e9)));
+  lua_pushinteger(L, s->backlog ? (lua_Integer)wb_backlog_count(s->backlog) : 0);
+  return 2;
 }
 
 /* Pushes stack `id` as a list of addresses (leaf first), cached by id in the table at `cache`. */
@@ -726,7 +776,8 @@ static int push_ustacks(lua_State *L, session *s, int offcpu) {
  * map; or the ring had no room for the switch-out or the switch-in record: lost_switch_outs,
  * lost_switch_ins count those records) are kept in offcpu with user = {WB_UNW_LOST_PC}, kernel =
  * {}, summed per process and kind. In unwind mode (after a last drain) the user stacks were walked with CFI, and t.unwind
- * holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size); stats.lost_ustacks
+ * holds the walk statistics (wb.unwind's u:stats(), stack_bytes, stack_size, backlog_peak_bytes: the
+ * most records drained but not yet walked held at once); stats.lost_ustacks
  * counts on-CPU samples the ring buffer had no room for, lost_images fork, exec and exit records,
  * stats.lost_users the samples of users past those s:users() lists. With python, a record of a
  * CPython process also has python = {{"func (file.py:12)", ... the frames one
@@ -736,7 +787,7 @@ static int push_ustacks(lua_State *L, session *s, int offcpu) {
  * version, binary}}, skipped = {{pid, image, reason}}, records (that carried Python frames)}. */
 static int l_read(lua_State *L) {
   session *s = check_session(L);
-  if (s->rb) ring_buffer__consume(s->rb);
+  drain(s, 1, 0);
   if (s->us) wb_ustacks_replay(s->us);
   lua_newtable(L);
   int cache = lua_gettop(L);
@@ -753,6 +804,7 @@ static int l_read(lua_State *L) {
     wb_unwind_push_stats(L, wb_ustacks_unwinder(s->us));
     wb_set_int(L, "stack_bytes", (lua_Integer)wb_ustacks_bytes(s->us));
     wb_set_int(L, "stack_size", (lua_Integer)s->ustack);
+    wb_set_int(L, "backlog_peak_bytes", (lua_Integer)wb_backlog_peak_bytes(s->backlog));
     lua_setfield(L, -2, "unwind");
   }
   if (s->us && wb_ustacks_pyres(s->us)) {

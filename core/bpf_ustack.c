@@ -284,6 +284,22 @@ static size_t python_items(wb_ustacks *a, wb_pyproc *p, const struct wb_py_frame
   return k;
 }
 
+void wb_ustacks_prime(wb_ustacks *a, const void *data, size_t size) {
+  struct wb_ustack_hdr h;
+  if (!a->py || size < sizeof h) return;
+  memcpy(&h, data, sizeof h);
+  if ((h.type != WB_REC_ONCPU && h.type != WB_REC_OUT) || !(h.py_flags & WB_PYF_PROCESS)) return;
+  size_t kbytes = h.kern_n > WB_BPF_MAX_FRAMES ? 0 : (size_t)h.kern_n * 8; /* as place() reads it */
+  if (h.py_n == 0 || h.py_n > WB_PY_MAX_FRAMES || sizeof h + kbytes + h.py_n * sizeof(struct wb_py_frame) > size)
+    return;
+  wb_pyproc *proc = python_of(a, h.tgid, h.comm, 0);
+  for (uint32_t i = 0; proc && i < h.py_n; i++) {
+    struct wb_py_frame f;
+    memcpy(&f, (const uint8_t *)data + sizeof h + kbytes + i * sizeof f, sizeof f);
+    if (!(f.code & WB_PY_SHIM)) wb_pyres_prime(a->py, proc, f.code & ~(uint64_t)3, f.qual);
+  }
+}
+
 /* Keeps a copy of the record for wb_ustacks_replay; 0 when there is no room left (it is walked
  * now, without mappings). A switch-out's pending slot points at it. */
 static int defer(wb_ustacks *a, const void *data, size_t size, const struct wb_ustack_hdr *h) {

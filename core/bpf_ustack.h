@@ -36,6 +36,10 @@ void wb_ustacks_own_code(wb_ustacks *a, uint64_t start, uint32_t len);
 /* Handles one record of the ring buffer; returns 0 (a malformed one is counted and skipped). */
 int wb_ustacks_handle(wb_ustacks *a, const void *data, size_t size);
 
+/* What of a record is to be read from its process while it lives, read now (the Python code
+ * objects of its frames), for a record handled later. */
+void wb_ustacks_prime(wb_ustacks *a, const void *data, size_t size);
+
 /* A record of a process with no known mappings (it exited before its records were drained) is
  * kept; the processes of those (at most max) into out, their count. Give the unwinder their
  * mappings (wb_ustacks_unwinder: fork, exec, add_map from the side-band records), then replay:

@@ -189,12 +189,13 @@ static void drain_all(lua_State *L) {
 
 /* Turns the loop until ready(L, arg) returns non-zero (returned) or until_ns passes (0). */
 static int run_loop(lua_State *L, int (*ready)(lua_State *, int), int arg, int64_t until_ns) {
-  for (;;) {
+  for (int looked = 0;; looked = 1) {
     if (wb_signal_pending()) interrupt(L);
     drain_all(L);
     int r = ready(L, arg);
     if (r) return r;
-    if (until_ns >= 0 && wb_clock_ns() >= until_ns) return 0;
+    /* a timeout already past still looks once (without blocking): an exit is seen, a pipe read */
+    if (looked && until_ns >= 0 && wb_clock_ns() >= until_ns) return 0;
     if (wb_spawn_step(until_ns, 1) != 0) luaL_error(L, "wb.proc: poll: %s", strerror(errno));
   }
 }

@@ -39,6 +39,10 @@ void wb_pyproc_bpf(const wb_pyproc *p, struct wb_py_proc *out);
  * read just now). A code object that cannot be read, or whose address holds another code object
  * than the one sampled, gets the id of WB_PY_UNKNOWN. */
 uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr, uint64_t qual);
+
+/* Reads code object `code` now when p has no entry for its address (arguments as
+ * wb_pyres_label's): a label asked for after the process is gone is named from that entry. */
+void wb_pyres_prime(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t qual);
 const char *wb_pyres_text(const wb_pyres *r, uint32_t id);
 
 /* Whether addr lies in the GIL of p's main interpreter (a futex wait there is a wait for the

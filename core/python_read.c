@@ -477,12 +477,17 @@ static int codes_grow(wb_pyproc *p) {
  * read) is not what obj holds now: the object sampled was freed and another made at its address
  * before this read, and must not be named after it. After the process is gone, the entry seen
  * last is trusted. */
+/* The slot of obj in p's code table: its entry, or the free slot it would take. */
+static code_entry *code_slot(wb_pyproc *p, uint64_t obj) {
+  size_t slot = (size_t)((obj >> 4) * 0x9e3779b97f4a7c15ull) & (p->capcodes - 1);
+  while (p->codes[slot].addr && p->codes[slot].addr != obj) slot = (slot + 1) & (p->capcodes - 1);
+  return &p->codes[slot];
+}
+
 static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj, uint64_t sampled) {
   const layout *l = &p->lay;
   if (p->ncodes * 2 >= p->capcodes && codes_grow(p) != 0) return NULL;
-  size_t slot = (size_t)((obj >> 4) * 0x9e3779b97f4a7c15ull) & (p->capcodes - 1);
-  while (p->codes[slot].addr && p->codes[slot].addr != obj) slot = (slot + 1) & (p->capcodes - 1);
-  code_entry *c = &p->codes[slot];
+  code_entry *c = code_slot(p, obj);
   uint64_t span = l->code_qualname;
   if (l->code_filename > span) span = l->code_filename;
   if (l->code_linetable > span) span = l->code_linetable;
@@ -524,6 +529,10 @@ static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj, uint64_t sam
     c->nranges = 0;
   free(bytes);
   return c;
+}
+
+void wb_pyres_prime(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t qual) {
+  if (!p->capcodes || !code_slot(p, code)->addr) code_of(r, p, code, qual);
 }
 
 uint32_t wb_pyres_label(wb_pyres *r, wb_pyproc *p, uint64_t code, uint64_t instr, uint64_t qual) {

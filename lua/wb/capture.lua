@@ -44,6 +44,7 @@ M.BPF_STACK_MAX = unwind_q.BPF_STACK_MAX -- the most bytes of user stack wb.bpf 
 M.PERF_STACK_SIZE = 8192   -- the default stack copy of perf_event and perf_cli (size_stack)
 M.OBSERVE = 0.25          -- seconds between two readings of the users the tree runs as (s:observe)
 M.DRAIN = 0.05            -- seconds between two drains of the sample buffers while the command runs
+M.DRAIN_SLICE = 0.02      -- seconds of walking stacks at most between two looks at the command
 -- User stacks are walked with each object's CFI from per-sample stack copies by default: Debian's
 -- libraries and -O2 builds have no frame pointers (docs/capture.md, "Unwinding").
 M.DEFAULT_UNWIND = "dwarf"
@@ -264,7 +265,8 @@ local function spawn_spec(spec, argv)
 end
 
 -- result = wait_stoppable(p, res [, each]) : waits for p, calling each(done) about every DRAIN s
--- (the ring buffers are sized for that: core/bpf.c, o.pages).
+-- (the ring buffers are sized for that: core/bpf.c, o.pages), or at once again when each returned
+-- true (work is left: it did a slice of it, so that p's exit and timeout are seen in time).
 -- The first Ctrl-C meanwhile stops the command instead of wb (SIGINT to its process group, then
 -- SIGTERM STOP_GRACE seconds later) and sets res.stopped = "SIGINT", so that what was recorded
 -- is kept and written; a second Ctrl-C interrupts wb as usual.
@@ -273,10 +275,10 @@ local function wait_stoppable(p, res, each)
   local core = require "wb.core"
   local was = core.defer_interrupt(true)
   local ok, err = pcall(function()
-    local stop_ns
+    local stop_ns, busy
     repeat
-      local done = proc.wait_any({ p }, M.DRAIN)
-      if each then each(done) end
+      local done = proc.wait_any({ p }, busy and 0 or M.DRAIN)
+      busy = each and each(done)
       if not done and core.deferred_interrupt() then
         if not stop_ns then
           stop_ns, res.stopped = clock.now(), "SIGINT"
@@ -721,8 +723,9 @@ local function record(spec, o, res, st)
   res.result = wait_stoppable(p, res, function(done)
     observe()
     if side then side:drain() end
-    if session then session:drain() end
+    local left = session and select(2, session:drain(M.DRAIN_SLICE)) or 0
     if not side and not done and not snapped then snapped = symbolizer:snapshot(p.pid) ~= nil end
+    return left > 0
   end)
   if spec.on_ended then spec.on_ended(p.pid, res.result) end
   r.python = py_sampler and py_sampler:stop()

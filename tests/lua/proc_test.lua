@@ -416,6 +416,18 @@ T.case("wait_any, wait_all, wait returns the same result", function()
   T.ok(fast:wait() == res, "the result outlives close")
 end)
 
+T.case("wait_any with timeout 0 looks once without blocking: an exit since is seen", function()
+  local p <close> = assert(proc.spawn { argv = { "true" } })
+  local gone = T.wait_until("the child to exit", 10, function()
+    local st = fs.read("/proc/" .. p.pid .. "/stat")
+    return st and st:match("^%d+ %b() Z") ~= nil
+  end)
+  T.ok(gone)
+  local done, res = proc.wait_any({ p }, 0)
+  T.ok(done == p, "the exited child is reaped by a zero-timeout look")
+  T.eq(res and res.code, 0)
+end)
+
 T.case("<close> kills a running child and its group", function()
   local m = marker()
   local pid
