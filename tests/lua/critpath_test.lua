@@ -7,6 +7,7 @@ local app = require "wb.appprofile"
 local capture = require "wb.capture"
 local fs = require "wb.fs"
 local proc = require "wb.proc"
+local clock = require "wb.clock"
 
 local dir
 
@@ -292,6 +293,36 @@ T.case("a Python multiprocessing.Pool driver: the path is the driver's serial pa
   dir = dir or T.tmpdir()
   assert(fs.write(dir .. "/mp.py", MP_POOL))
   check_pool(critical { argv = { python, dir .. "/mp.py" } })
+end)
+
+T.case("wb.bpf: records walked after their process exited keep their Python frames' names", function()
+  need_bpf()
+  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/mp.py", MP_POOL))
+  local s <close> = assert(require("wb.bpf").open { freq = 199, ustack = 16376, python = true, offcpu = false })
+  local p <close> = assert(proc.spawn { argv = { python, dir .. "/mp.py" }, held = true })
+  assert(s:track(p.pid))
+  s:arm()
+  assert(p:release())
+  local t0 = clock.now()
+  repeat until s:python(p.pid) or proc.wait_any({ p }, 0.002) or clock.now() - t0 > 2e9
+  -- drains that walk one record each: most records are walked after the workers are gone
+  while not proc.wait_any({ p }, 0.05) do s:drain(1e-9) end
+  s:stop()
+  local samples, named = 0, 0
+  for _, r in ipairs(s:read().oncpu) do
+    if r.pid ~= p.pid then
+      samples = samples + r.count
+      local work = false
+      for _, group in ipairs(r.python or {}) do
+        for _, f in ipairs(group) do work = work or f:find("^work %(mp%.py:%d+%)$") ~= nil end
+      end
+      if work then named = named + r.count end
+    end
+  end
+  T.ok(samples >= 100, "samples of the workers: " .. samples)
+  T.ok(named >= 0.8 * samples, string.format("%d of the workers' %d samples under work()", named, samples))
 end)
 
 -- Runs fn() with wb's own threads (not the programs it started before) on CPU 0 at nice 15 beside
