@@ -472,11 +472,6 @@ static int codes_grow(wb_pyproc *p) {
   return 0;
 }
 
-/* The entry of code object obj, read when new or when its address now holds another code object;
- * NULL when obj is no code object, or when `sampled` (co_qualname as read at the sample; 0: not
- * read) is not what obj holds now: the object sampled was freed and another made at its address
- * before this read, and must not be named after it. After the process is gone, the entry seen
- * last is trusted. */
 /* The slot of obj in p's code table: its entry, or the free slot it would take. */
 static code_entry *code_slot(wb_pyproc *p, uint64_t obj) {
   size_t slot = (size_t)((obj >> 4) * 0x9e3779b97f4a7c15ull) & (p->capcodes - 1);
@@ -484,6 +479,11 @@ static code_entry *code_slot(wb_pyproc *p, uint64_t obj) {
   return &p->codes[slot];
 }
 
+/* The entry of code object obj, read when new or when its address now holds another code object;
+ * NULL when obj is no code object, or when `sampled` (co_qualname as read at the sample; 0: not
+ * read) is not what obj holds now: the object sampled was freed and another made at its address
+ * before this read, and must not be named after it. After the process is gone, the entry seen
+ * last is trusted. */
 static code_entry *code_of(wb_pyres *r, wb_pyproc *p, uint64_t obj, uint64_t sampled) {
   const layout *l = &p->lay;
   if (p->ncodes * 2 >= p->capcodes && codes_grow(p) != 0) return NULL;
