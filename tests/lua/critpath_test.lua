@@ -272,6 +272,16 @@ if __name__ == "__main__":
     serial()
 ]]
 
+-- The Pool driver's argv (python3 on its script), after the checks that the cases need (eBPF,
+-- Debian's python3).
+local function pool_argv()
+  need_bpf()
+  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
+  dir = dir or T.tmpdir()
+  assert(fs.write(dir .. "/mp.py", MP_POOL))
+  return { python, dir .. "/mp.py" }
+end
+
 -- The Pool driver's path: its serial() parts, and its workers' work() however late wb read the
 -- workers' records (they have exited then: their code objects were named as the records came).
 -- starved: wb attaches to the driver's interpreter late (the first serial() may be missing its
@@ -288,20 +298,13 @@ local function check_pool(res, c, starved)
 end
 
 T.case("a Python multiprocessing.Pool driver: the path is the driver's serial parts and its workers' work", function()
-  need_bpf()
-  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
-  dir = dir or T.tmpdir()
-  assert(fs.write(dir .. "/mp.py", MP_POOL))
-  check_pool(critical { argv = { python, dir .. "/mp.py" } })
+  check_pool(critical { argv = pool_argv() })
 end)
 
 T.case("wb.bpf: records walked after their process exited keep their Python frames' names", function()
-  need_bpf()
-  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
-  dir = dir or T.tmpdir()
-  assert(fs.write(dir .. "/mp.py", MP_POOL))
+  local argv = pool_argv()
   local s <close> = assert(require("wb.bpf").open { freq = 199, ustack = 16376, python = true, offcpu = false })
-  local p <close> = assert(proc.spawn { argv = { python, dir .. "/mp.py" }, held = true })
+  local p <close> = assert(proc.spawn { argv = argv, held = true })
   assert(s:track(p.pid))
   s:arm()
   assert(p:release())
@@ -325,10 +328,12 @@ T.case("wb.bpf: records walked after their process exited keep their Python fram
   T.ok(named >= 0.8 * samples, string.format("%d of the workers' %d samples under work()", named, samples))
 end)
 
--- Runs fn() with wb's own threads (not the programs it started before) on CPU 0 at nice 15 beside
--- two busy loops pinned there: wb gets a few percent of one CPU and its drain falls far behind.
+-- Runs fn(starve) with, from starve() on, wb's own threads (not the programs it started before) on
+-- CPU 0 at nice 15 beside two busy loops pinned there: wb gets a few percent of one CPU and its
+-- drain falls far behind. Their CPUs and nice value are put back after.
 local function starved(fn)
-  local self = assert(fs.read("/proc/self/stat")):match("^(%d+)")
+  local stat = assert(fs.read("/proc/self/stat"))
+  local self, nice = stat:match("^(%d+)"), stat:match("^%d+ %b() " .. ("%S+ "):rep(16) .. "(%-?%d+)")
   local mask = assert(proc.run { argv = { "taskset", "-p", self }, stdout = "capture" }).stdout:match(": (%x+)")
   local hogs = {}
   for i = 1, 2 do hogs[i] = assert(proc.spawn { argv = { "taskset", "-c", "0", "sh", "-c", "while :; do :; done" } }) end
@@ -337,7 +342,7 @@ local function starved(fn)
       'renice -n "$3" -p "${t##*/}"; done', "sh", cpus, self, tostring(nice) }, stdout = "null", stderr = "null" })
   end
   local ok, a, b = pcall(fn, function() set("1", 15) end)
-  set(mask, 0)
+  set(mask, nice)
   for _, h in ipairs(hogs) do
     h:kill()
     h:wait()
@@ -348,14 +353,9 @@ local function starved(fn)
 end
 
 T.case("the Pool driver with wb starved of CPU: no record lost, its exited workers' frames named", function()
-  need_bpf()
-  local python = fs.exists("/usr/bin/python3") and "/usr/bin/python3" or T.skip("no /usr/bin/python3")
+  local argv = pool_argv()
   if not (proc.run { argv = { "taskset", "-c", "0", "true" } } or {}).ok then T.skip("taskset cannot pin to CPU 0") end
-  dir = dir or T.tmpdir()
-  assert(fs.write(dir .. "/mp.py", MP_POOL))
-  local res, c = starved(function(starve)
-    return critical({ argv = { python, dir .. "/mp.py" }, on_started = starve }, true)
-  end)
+  local res, c = starved(function(starve) return critical({ argv = argv, on_started = starve }, true) end)
   for _, w in ipairs(res.warnings) do T.ok(not w:find("lost"), w) end
   check_pool(res, c, true)
 end)
