@@ -269,7 +269,7 @@ local STEP_ATTEMPTS = 3
 -- timed_out as wb.proc's result has them, and the job id. Only `wb job`'s result of a trial that
 -- ran to its end decides it: a step that ran none (srun refused, the node unreachable) or was
 -- stopped itself is tried again, and after STEP_ATTEMPTS raises exit 1 with the trial left to
--- --resume.
+-- --resume; a trial that failed while its allocation ended raises as the allocation's loss.
 function Alloc:trial(stage, cs, limit)
   local safe = util.safe_name(cs.name)
   local cases = self.dir .. "/jobs/trials/" .. safe .. ".json"
@@ -305,11 +305,21 @@ function Alloc:trial(stage, cs, limit)
     local step, serr = proc.run { argv = argv, env = step_env, timeout = limit and (limit + 300) or nil,
       stdout = { file = self.dir .. "/" .. log, append = attempt > 1 }, stderr = "stdout" }
     local res = result_of(result, a.id, step and (step.ok or step.code) and 5 or 0)
+    local st
+    if res and not res.interrupted and res.status ~= "success" then
+      -- a trial killed with its allocation (scancel, time limit, preemption) whose process died
+      -- before `wb job` heard of the stop: the allocation's end, not the trial's result
+      st = job_state(self, a.id)
+      if not st or st.state ~= "RUNNING" then
+        fs.remove(result)
+        lost(self, "under trial " .. cs.name)
+      end
+    end
     if res and not res.interrupted then
       res.ok = res.status == "success"
       return res
     end
-    local st = job_state(self, a.id)
+    st = job_state(self, a.id)
     if not st or st.state ~= "RUNNING" then lost(self, "under trial " .. cs.name) end
     why = res and "the step was stopped, not its trial (scancel of the step?)"
       or step and (step.timed_out and "srun did not end" or step.signal and ("srun: signal " .. step.signal)

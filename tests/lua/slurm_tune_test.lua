@@ -150,6 +150,17 @@ T.case("an allocation cancelled under a trial stops the campaign (exit 1, --resu
     T.eq(json.read(dir .. "/summary.json").winner_name, "a=2,b=1")
   end)
 
+-- The trial ends before `wb job` is told that its allocation was cancelled (the order in which
+-- Slurm's signals reach a step's processes, made certain here).
+T.case("a trial that fails as its allocation is cancelled is the allocation's end, not a failed trial", function()
+  local dir, script = parent .. "/self_cancelled", parent .. "/self_cancel.sh"
+  assert(fs.write(script, 'scancel "$SLURM_JOB_ID"; exit 3\n'))
+  local res = T.wb(tune_args(dir, "tune.command=[/bin/sh, " .. script .. "]"), { env = ENV, timeout = 300 })
+  T.eq(res.code, 1, res.stderr)
+  T.match(res.stderr, "the screening allocation %(Slurm job %d+%) ended %u+ %(under trial screening%.001%.")
+  for _, r in ipairs(trials_of(dir)) do T.ok(r.status ~= "failed", r.name .. " is not a failed trial") end
+end)
+
 T.case("wb killed (-9) mid-stage: --resume cancels the allocation it left and goes on", function()
   local dir = parent .. "/killed"
   local before, left
