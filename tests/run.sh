@@ -10,6 +10,9 @@
 # WB_TEST_INTEGRATION="file ..." replace the lists of Lua test files and integration scripts.
 # WB_TEST_LOAD=N keeps N CPU-bound loops running for the whole run (every test must pass on a
 # busy machine; tests/repeat.sh uses it).
+# The integration suites named in WB_TEST_BEHIND (default: the two Slurm suites, which spend most of
+# their time waiting on slurmctld) start at the beginning, one after another, behind the others;
+# each is reported in its place in the list, with the seconds it took.
 # A suite that runs no case fails. Every skip (a suite's `skip - ...` lines and the suites left
 # out) is listed at the end as `SUITE: skip - ...`; with CI=true a skip that no entry of
 # tests/skips.allow matches is a failure (that file documents why each allowed skip is
@@ -22,9 +25,16 @@ export PATH="$PWD/$BUILD:$PATH"
 only=${WB_TEST_ONLY:-}
 passed=0 failed=0 skipped=0
 log=$(mktemp) skips=$(mktemp)
-hogs=()
+hogs=() behind_pid= behind_dir=$(mktemp -d)
 stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null; }
-trap 'stop_hogs; rm -f "$log" "$skips"' EXIT
+stop_behind() { # the suites behind the others (their own session): each ends its cluster on TERM
+  [ -n "$behind_pid" ] || return 0
+  pkill -TERM -s "$behind_pid" # (timeout(1) puts each suite in a process group of its own)
+  wait "$behind_pid" 2>/dev/null
+  behind_pid=
+}
+trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir"' EXIT
+trap 'exit 130' INT TERM
 load=${WB_TEST_LOAD:-0}
 unset WB_TEST_LOAD # the suites' own runs of this script (tests/cli/harness.t) start no more loops
 export WB_TEST_UNDER_LOAD=$load # what a suite sees of it (a known defect under load skips by it)
@@ -61,19 +71,56 @@ tally() { # reads a suite's output from $log, adds its counts
   fi
 }
 
+left_out() { case " ${WB_TEST_SKIP:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+is_behind() { case " ${WB_TEST_BEHIND-integration/slurm.sh integration/slurm_accounting.sh} " in *" $1 "*) return 0 ;; esac; return 1; }
+integration_scripts() { local t; for t in ${WB_TEST_INTEGRATION:-tests/integration/*.sh}; do [ -f "$t" ] && echo "$t"; done; }
+
+# start_behind: the integration suites that run behind the others, one after another, in a session
+# of their own; each leaves its output in $behind_dir/N.log, then its status and seconds in N.done.
+start_behind() {
+  local t name list=()
+  while IFS= read -r t; do
+    name="integration/$(basename "$t")"
+    is_behind "$name" && ! left_out "$name" && list+=("$t")
+  done < <(integration_scripts)
+  [ ${#list[@]} -gt 0 ] || return 0
+  setsid bash -c 'dir=$1; shift
+    for t; do
+      n=$(basename "$t") t0=$SECONDS
+      timeout 900 bash "$t" >"$dir/$n.log" 2>&1
+      echo "$? $((SECONDS - t0))" >"$dir/$n.done"
+    done' behind "$behind_dir" "${list[@]}" </dev/null &
+  behind_pid=$!
+}
+
+# behind_result SCRIPT: waits for a suite started by start_behind; its output, then its status
+behind_result() {
+  local n; n=$(basename "$1")
+  while [ ! -f "$behind_dir/$n.done" ]; do
+    kill -0 "$behind_pid" 2>/dev/null || { echo "not ok - $1: the suites behind the others ended before it"; return 1; }
+    sleep 1
+  done
+  cat "$behind_dir/$n.log"
+  local rc secs
+  read -r rc secs <"$behind_dir/$n.done"
+  echo "# ran behind the other suites: $secs s"
+  return "$rc"
+}
+
 run_suite() { # name command...
   local name=$1
   shift
-  case " ${WB_TEST_SKIP:-} " in *" $name "*)
+  if left_out "$name"; then
     echo "== $name (skipped: WB_TEST_SKIP)"
     echo "$name: skip - left out by WB_TEST_SKIP${WB_TEST_PASS:+ (pass: $WB_TEST_PASS)}" >>"$skips"
     skipped=$((skipped + 1))
-    return ;;
-  esac
+    return
+  fi
   echo "== $name"
   local t0=$SECONDS
   "$@" >"$log" 2>&1
   local rc=$?
+  grep -E '^# ran behind the other suites' "$log" || true
   grep -vE '^[0-9]+ passed, [0-9]+ failed' "$log" | grep -E '^(not ok|skip)|^    ' || true
   tally "$name"
   if [ $rc -ne 0 ] && ! grep -qE '^[0-9]+ passed, [1-9]' "$log"; then
@@ -82,6 +129,7 @@ run_suite() { # name command...
   grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1 | sed "s/^/   /;s/\$/ ($((SECONDS - t0)) s)/"
 }
 
+if [ -z "$only" ] || [ "$only" = integration ]; then start_behind; fi
 if [ -z "$only" ] || [ "$only" = c ]; then
   for t in "$BUILD"/tests/*_test; do
     [ -x "$t" ] && run_suite "c/$(basename "$t")" "$t"
@@ -111,9 +159,16 @@ if [ -z "$only" ] || [ "$only" = cli ]; then
   run_suite cli bash tests/cli/run.sh tests/cli/*.t
 fi
 if [ -z "$only" ] || [ "$only" = integration ]; then
-  for t in ${WB_TEST_INTEGRATION:-tests/integration/*.sh}; do
-    [ -f "$t" ] && run_suite "integration/$(basename "$t")" timeout 900 bash "$t"
-  done
+  while IFS= read -r t; do
+    name="integration/$(basename "$t")"
+    if [ -n "$behind_pid" ] && is_behind "$name"; then
+      run_suite "$name" behind_result "$t"
+    else
+      run_suite "$name" timeout 900 bash "$t"
+    fi
+  done < <(integration_scripts)
+  [ -z "$behind_pid" ] || wait "$behind_pid"
+  behind_pid=
 fi
 if [ -s "$skips" ]; then
   echo "== skips"

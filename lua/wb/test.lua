@@ -9,10 +9,14 @@ local fs, json, proc, clock = require "wb.fs", require "wb.json", require "wb.pr
 
 local M = {}
 
-local cases = {}
+local cases, final_cases = {}, {}
 local SKIP = {}
 
 function M.case(name, fn) cases[#cases + 1] = { name = name, fn = fn, file = M.current_file } end
+
+-- A case that runs after every M.case of every file of the run (final cases in the order
+-- registered): for one that must wait, or must not disturb the others.
+function M.final_case(name, fn) final_cases[#final_cases + 1] = { name = name, fn = fn, file = M.current_file } end
 
 function M.skip(reason)
   if type(reason) ~= "string" or not reason:find("%S") then
@@ -244,14 +248,14 @@ function M.main(files)
   local loaded = {}
   for _, file in ipairs(files) do
     M.current_file = file
-    local before = #cases
+    local before = #cases + #final_cases
     local chunk, err = loadfile(file)
     local ok, lerr = chunk ~= nil, err
     if chunk then ok, lerr = xpcall(chunk, debug.traceback) end
     if not ok then
       io.write("not ok - ", file, ": ", tostring(lerr), "\n")
       counts.failed = counts.failed + 1
-    elseif #cases == before then
+    elseif #cases + #final_cases == before then
       io.write("not ok - ", file, ": the file registers no test case\n")
       counts.failed = counts.failed + 1
     end
@@ -260,6 +264,8 @@ function M.main(files)
   local filter = os.getenv("WB_TEST_FILTER")
   if filter == "" then filter = nil end
   local matched = 0
+  for _, c in ipairs(final_cases) do cases[#cases + 1] = c end
+  final_cases = {}
   for _, c in ipairs(cases) do
     if not filter or c.name:find(filter, 1, true) then
       matched = matched + 1

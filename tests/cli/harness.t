@@ -44,6 +44,27 @@ $ WB_TEST_FILTER=arith wb test tests/fixtures/harness/one_pass_test.lua
 ok - one_pass_test.lua: arithmetic
 1 passed, 0 failed, 0 skipped
 
+# A final case runs after every plain case of every file given, final cases in the order registered.
+$ wb test tests/fixtures/harness/final_first_test.lua tests/fixtures/harness/final_second_test.lua
+ok - final_first_test.lua: first file, plain
+ok - final_second_test.lua: second file, plain
+ok - final_first_test.lua: first file, final
+ok - final_second_test.lua: second file, final
+4 passed, 0 failed, 0 skipped
+
+$ wb test tests/fixtures/harness/final_second_test.lua tests/fixtures/harness/zero_cases_test.lua | tail -n 1
+2 passed, 1 failed, 0 skipped
+
+# tests/run.sh: a suite named in WB_TEST_BEHIND starts at the beginning and runs behind the
+# others; it is reported in its place in the list, with its seconds.
+$ env -u CI -u WB_TEST_SKIP -u WB_TEST_PASS WB_TEST_ONLY=integration WB_TEST_BEHIND=integration/behind_started.sh WB_TEST_INTEGRATION="tests/fixtures/harness/after_behind.sh tests/fixtures/harness/behind_started.sh" bash tests/run.sh
+== integration/after_behind.sh
+   1 passed, 0 failed %(%d+ s%) (re)
+== integration/behind_started.sh
+# ran behind the other suites: %d+ s (re)
+   1 passed, 0 failed %(%d+ s%) (re)
+2 passed, 0 failed, 0 skipped
+
 # tests/run.sh: the skip is listed and counted; with CI=true an undocumented one fails the run.
 $ env -u CI -u WB_TEST_SKIP -u WB_TEST_PASS -u WB_TEST_FILTER WB_TEST_ONLY=lua WB_TEST_LUA=tests/fixtures/harness/one_skip_test.lua bash tests/run.sh
 == lua/one_skip_test.lua

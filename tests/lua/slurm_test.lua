@@ -27,8 +27,8 @@ local SOURCE = ACCOUNTING and "sacct" or "scontrol"
 
 -- Cases whose outcome does not depend on where final states come from run only on the cluster
 -- without accounting, which keeps the accounting variant short.
-local function plain_case(name, fn)
-  if not ACCOUNTING then T.case(name, fn) end
+local function plain_case(name, fn, final)
+  if not ACCOUNTING then (final and T.final_case or T.case)(name, fn) end
 end
 -- Fast polls; a campaign orphaned by an aborted test run gives up a minute after the cluster goes.
 local SLURM = { "machine=slurm_cpu", "machine.poll.min=0.2", "machine.poll.max=1", "machine.mem=256",
@@ -83,7 +83,9 @@ end
 local function node_name() return (sh("sinfo -h -N -o %N"):match("(%S+)")) end
 
 -- A job over its time limit takes 60-90 s to end (Slurm's limit is in minutes, checked every
--- 30 s): it is started first and checked after the others that leave the node alone.
+-- 30 s): it is started first and checked after the cases that leave the node alone, those of the
+-- other files of the run (tests/integration/slurm.sh) included; the cases that fail the node,
+-- preempt or restart the controller are final cases after it.
 local timeout_run
 local function start_timeout_run()
   if not timeout_run then
@@ -409,7 +411,7 @@ plain_case("a job over its time limit ends TIMEOUT", function()
   T.eq(r.return_code, wb.null)
   T.match(r.error, "TIMEOUT")
   T.match(fs.read(run.dir .. "/jobs/batch-001.sbatch"), "\n#SBATCH %-%-time=1\n")
-end)
+end, true)
 
 -- After the time limit: taking the node down or preempting would end that job too.
 -- A case that runs long on its first attempt and succeeds on the next.
@@ -417,7 +419,7 @@ local function retry_script(marker)
   return "script='if [ -e " .. marker .. " ]; then echo second; else touch " .. marker .. "; sleep 120; fi'"
 end
 
-T.case("NODE_FAIL is retried up to max_retries", function()
+T.final_case("NODE_FAIL is retried up to max_retries", function()
   local d = T.tmpdir()
   local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", retry_script(d .. "/marker") })
   T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
@@ -436,7 +438,7 @@ T.case("NODE_FAIL is retried up to max_retries", function()
   T.eq(stats(dir).submitted_jobs, 2)
 end)
 
-T.case("PREEMPTED is retried; a second preemption past max_retries fails", function()
+T.final_case("PREEMPTED is retried; a second preemption past max_retries fails", function()
   local d = T.tmpdir()
   local p <close>, dir = start_cases({ "cases=1", "machine.max_retries=1", "machine.mem=16G", retry_script(d .. "/marker") })
   T.wait_until("the first attempt", 60, function() return fs.exists(d .. "/marker") end, p)
@@ -460,7 +462,7 @@ T.case("PREEMPTED is retried; a second preemption past max_retries fails", funct
   T.eq(#T.events(dir2, "slurm_retry"), 0)
 end)
 
-T.case("a campaign survives a controller restart", function()
+T.final_case("a campaign survives a controller restart", function()
   -- Stopped right after the submission, the controller recovers the jobs from its state files;
   -- wb's squeue calls meanwhile fail or wait for it. (Once it has launched jobs it takes some
   -- 15 s to stop, and a task ending meanwhile is reported only when slurmstepd retries.)
