@@ -335,6 +335,16 @@ function M.protect(fn, ...)
   return inner_ok, err
 end
 
+-- How long wb job waits for its own stop after its command ended as Slurm's stop ends one.
+local STOP_GRACE = 1
+
+-- The command of a result ended by SIGTERM or SIGKILL (Slurm's stop signals), itself or as its
+-- shell reports a child's (exit 143, 137); not by its own timeout.
+local function stopped_like(res)
+  if res.timed_out then return false end
+  return res.signal == 15 or res.signal == 9 or res.code == 143 or res.code == 137
+end
+
 local function write_result(path, r)
   local ok, err = fs.write(path, json.encode(r, { pretty = true }) .. "\n")
   if not ok then errors.raise(1, "job: " .. err, 0) end
@@ -380,7 +390,9 @@ end
 -- fallback, counters, profiles); one with `tasks` is a task of an srun step: <name> is
 -- <case>.task<SLURM_PROCID>, and a task whose result says it ran to its end is not run again.
 -- Returns the case's exit status (128 + signal when it was killed); when the job itself is
--- cancelled or over its time limit, the result records `interrupted` and the error is re-raised.
+-- cancelled or over its time limit, the result records `interrupted` and the error is re-raised
+-- (a command that ended by Slurm's stop signals, or exited 143 or 137, first gives wb job's own
+-- stop STOP_GRACE seconds to arrive).
 function M.job_main(args)
   local campaign, clock, proc = require "wb.campaign", require "wb.clock", require "wb.proc"
   local path, index = args[1], args[2] or os.getenv("SLURM_ARRAY_TASK_ID")
@@ -442,6 +454,12 @@ function M.job_main(args)
     local ok
     ok, res = M.protect(p.wait, p)
     p:close()
+    if ok and stopped_like(res) then
+      -- Slurm stops a job (scancel, its time limit, preemption) by signalling every process of the
+      -- step at about the same time: the command may have ended of it before wb job was told
+      local waited, stop = M.protect(clock.sleep, STOP_GRACE)
+      if not waited then ok, res = false, stop end
+    end
     if not ok then
       r.status, r.return_code = "failed", json.null
       r.interrupted = type(res) == "table" and res.interrupted or true
