@@ -45,12 +45,14 @@ return wb.recipe {
     local summary = wb.bench.run { commands = commands, runs = cfg.runs, warmup = cfg.warmup,
       order = "interleaved", seed = cfg.seed, timeout = wb.util.opt(cfg.timeout) }
     local doc = scaling.document(cfg, workers, sizes, summary, CI)
-    for _, pt in ipairs(doc.points) do
+    for i, pt in ipairs(doc.points) do
       local rec = c:record("workers=" .. pt.workers)
       rec.status = "success"
       rec.command_arguments = pt.argv
       rec.metrics = { wall_mean_seconds = pt.mean, speedup = pt.speedup, efficiency = pt.efficiency }
-      rec.samples = { wall_mean_seconds = pt.samples }
+      -- each run's interference evidence beside its wall time (a comparison of two scaling runs
+      -- judges net wall)
+      rec.samples = wb.interference.record_samples({ wall_mean_seconds = pt.samples }, summary.commands[i].samples)
     end
     local report = scaling.report(cfg, doc, summary)
     c:write_json("scaling.json", doc)

@@ -177,7 +177,7 @@ fi
 if [ "${CI:-}" = true ] && [ -s "$skips" ]; then
   # tests/skips.allow: `ERE ## why` per line; an entry without its why is itself a failure.
   allow=tests/skips.allow patterns=$(mktemp)
-  trap 'stop_hogs; rm -f "$log" "$skips" "$patterns"' EXIT
+  trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir" "$patterns"' EXIT
   while IFS= read -r entry; do
     case $entry in '#'* | '') continue ;; esac
     pat=${entry%%' ## '*} why=${entry#*' ## '}

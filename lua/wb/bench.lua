@@ -392,10 +392,8 @@ function M.record(c, summary)
       user_mean_seconds = st.user.mean, sys_mean_seconds = st.sys.mean, maxrss_kb_mean = st.maxrss_kb.mean,
       alloc_bytes_mean = st.alloc_bytes and st.alloc_bytes.mean,
     }
-    rec.samples = { wall_seconds = cmd.samples.wall, user_seconds = cmd.samples.user,
-      sys_seconds = cmd.samples.sys, maxrss_kb = cmd.samples.maxrss_kb, runq_seconds = cmd.samples.runq,
-      wall_own_seconds = cmd.samples.wall_own, others_cpu = cmd.samples.others_cpu, runq_scope = cmd.samples.runq_scope,
-      alloc_bytes = cmd.samples.alloc_bytes }
+    rec.samples = interference.record_samples({ wall_seconds = cmd.samples.wall, maxrss_kb = cmd.samples.maxrss_kb,
+      alloc_bytes = cmd.samples.alloc_bytes }, cmd.samples)
     rec.interference = cmd.interference
     rec.maxrss_upper_bound = cmd.maxrss_upper_bound
   end

@@ -42,6 +42,16 @@ local function complete(xs, n)
   return true
 end
 
+-- samples = interference.record_samples(samples, s) : a wb.bench command's per-run evidence s
+-- (its samples: runq, wall_own, others_cpu, user, sys, runq_scope; any may be absent) added to a
+-- run record's samples under the names wb.compare reads beside a wall metric's
+function M.record_samples(samples, s)
+  if type(s) ~= "table" then return samples end
+  samples.runq_seconds, samples.wall_own_seconds, samples.others_cpu = s.runq, s.wall_own, s.others_cpu
+  samples.user_seconds, samples.sys_seconds, samples.runq_scope = s.user, s.sys, s.runq_scope
+  return samples
+end
+
 -- A fresh per-run evidence accumulator: lists aligned with a metric's samples.
 function M.new_lists()
   return { runq = {}, wall_own = {}, cpu = {}, others = {}, scope = nil }

@@ -11,6 +11,7 @@ local wb = require "wb"
 local svg = require "wb.svg"
 local page = require "wb.page"
 local html = require "wb.html"
+local interference = require "wb.interference"
 
 local json, util = wb.json, wb.util
 local null = wb.null
@@ -223,7 +224,7 @@ function M.run(c, commits, h)
       rec.commit, rec.result_file = cm.sha, cm.path
       if r.status == "success" then
         rec.metrics = { wall_mean_seconds = r.mean, wall_median_seconds = r.median }
-        rec.samples = { wall_mean_seconds = r.samples }
+        rec.samples = interference.record_samples({ wall_mean_seconds = r.samples }, r.evidence)
       else
         rec.status, rec.reason = "skipped", r.status
       end

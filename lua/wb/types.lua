@@ -1106,6 +1106,9 @@ local interference = {}
 interference.RECORD_FIELDS = {}
 ---Writes wb.proc result res's evidence into record rec.
 function interference.record(rec, res) end
+---Adds a wb.bench command's per-run evidence s to a run record's samples (runq_seconds, ...).
+---@return table samples
+function interference.record_samples(samples, s) end
 ---@return table lists
 function interference.new_lists() end
 ---Appends res's evidence to lists (shift: a fixed cost subtracted from the wall samples).

@@ -70,6 +70,15 @@ T.case("the +30% step is named at commit 5; the build failure is recorded and sk
     T.ok(fs.exists(d .. "/results/testbox/" .. shas[i] .. ".json"), "result file of commit " .. i)
   end
   T.eq(doc.commits[7].mean, json.null)
+  -- each measured commit's record carries its runs' interference evidence beside their wall times
+  local measured = 0
+  for _, r in ipairs(T.manifest(d .. "/run").runs) do
+    if r.status == "success" then
+      measured = measured + 1
+      T.eq(#r.samples.runq_seconds, #r.samples.wall_mean_seconds, r.name .. ": run-queue delay per run")
+    end
+  end
+  T.eq(measured, 7)
   local failed = assert(json.read(d .. "/results/testbox/" .. shas[7] .. ".json"))
   T.eq(failed.status, "build_failed")
   T.ok(failed.build_exit_code ~= 0, "build exit code recorded")

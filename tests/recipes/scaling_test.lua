@@ -47,6 +47,19 @@ T.case("strong scaling on the bundled workload: JSON, speedup, efficiency, table
     T.eq(pt.size, 150)
     T.eq(pt.oversubscribed, pt.workers > doc.cpu_count)
   end
+  -- the manifest's records carry each run's interference evidence: a comparison of two scaling
+  -- runs is judged on wall net of the waits for a CPU
+  for _, r in ipairs(T.manifest(d).runs) do
+    T.eq(#r.samples.runq_seconds, #r.samples.wall_mean_seconds, r.name .. ": run-queue delay per run")
+  end
+  local walls = 0
+  for _, row in ipairs(wb.compare.compare(wb.compare.load(d), wb.compare.load(d)).rows) do
+    if row.metric == "wall mean" then
+      walls = walls + 1
+      T.ok(row.load ~= nil, row.name .. ": compared with its evidence")
+    end
+  end
+  T.eq(walls, #doc.points, "a wall row per point")
   local s = p1.mean / p2.mean
   T.near(p2.speedup, s, 1e-12)
   T.near(p2.efficiency, s / 2, 1e-12)
