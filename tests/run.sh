@@ -27,14 +27,19 @@ passed=0 failed=0 skipped=0
 log=$(mktemp) skips=$(mktemp)
 hogs=() behind_pid= behind_dir=$(mktemp -d)
 stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null; }
-stop_behind() { # the suites behind the others (their own session): each ends its cluster on TERM
+# stop_behind: ends the suites behind the others (their own session) and waits up to 60 s for
+# them: the loop first, so that no next suite starts, then the running suite through its
+# timeout(1) (which passes the TERM on; the suite stops its cluster), then whatever is left
+stop_behind() {
   [ -n "$behind_pid" ] || return 0
-  pkill -TERM -s "$behind_pid" # (timeout(1) puts each suite in a process group of its own)
-  wait "$behind_pid" 2>/dev/null
+  kill -TERM "$behind_pid" 2>/dev/null
+  pkill -TERM -s "$behind_pid" -x timeout
+  local i
+  for ((i = 0; i < 600; i++)); do pgrep -s "$behind_pid" >/dev/null || break; sleep 0.1; done
+  pkill -KILL -s "$behind_pid"
   behind_pid=
 }
 trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir"' EXIT
-trap 'exit 130' INT TERM
 load=${WB_TEST_LOAD:-0}
 unset WB_TEST_LOAD # the suites' own runs of this script (tests/cli/harness.t) start no more loops
 export WB_TEST_UNDER_LOAD=$load # what a suite sees of it (a known defect under load skips by it)
@@ -88,7 +93,7 @@ start_behind() {
     for t; do
       n=$(basename "$t") t0=$SECONDS
       timeout 900 bash "$t" >"$dir/$n.log" 2>&1
-      echo "$? $((SECONDS - t0))" >"$dir/$n.done"
+      echo "$? $((SECONDS - t0))" >"$dir/$n.tmp" && mv "$dir/$n.tmp" "$dir/$n.done"
     done' behind "$behind_dir" "${list[@]}" </dev/null &
   behind_pid=$!
 }

@@ -165,13 +165,8 @@ function M.headline(c, t)
     headline.samples[k] = xs:totable()
   end
   -- the trials' interference evidence beside their samples (no metrics of their own)
-  local ev = interference.complete_lists(t.evidence)
-  if ev then
-    headline.samples.runq_seconds, headline.samples.runq_scope = ev.runq, ev.scope
-    headline.samples.wall_own_seconds, headline.samples.others_cpu = ev.wall_own, ev.others
-    headline.samples.cpus = ev.cpus
-    t.interference = interference.summary(t.wall:totable(), ev)
-  end
+  local ev = interference.record_lists(headline.samples, t.evidence)
+  if ev then t.interference = interference.summary(t.wall:totable(), ev) end
   return t
 end
 

@@ -79,6 +79,19 @@ function M.complete_lists(lists)
     others = complete(lists.others, n) and lists.others or nil, scope = lists.scope, cpus = lists.cpus }
 end
 
+-- ev = interference.record_lists(samples, lists) : the complete lists of an accumulator
+-- (complete_lists) added to a run record's samples under the names wb.compare reads beside a wall
+-- metric's (runq_seconds, runq_scope, wall_own_seconds, others_cpu, cpus, and cpu_seconds unless
+-- the record has its own); ev, or nil (nothing added) when a trial's run-queue delay is unknown
+function M.record_lists(samples, lists)
+  local ev = M.complete_lists(lists)
+  if not ev then return nil end
+  samples.runq_seconds, samples.runq_scope, samples.wall_own_seconds = ev.runq, ev.scope, ev.wall_own
+  samples.others_cpu, samples.cpus = ev.others, ev.cpus
+  samples.cpu_seconds = samples.cpu_seconds or ev.cpu
+  return ev
+end
+
 -- ev = interference.evidence(walls, runq, cpu, wall_own, others, scope) : the evidence of
 -- one side's wall samples, or nil when the run-queue delay is not known for every sample.
 -- cpu, wall_own and others may be nil or incomplete (then they are not used); cpus: the CPUs

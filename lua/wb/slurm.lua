@@ -335,8 +335,9 @@ function M.protect(fn, ...)
   return inner_ok, err
 end
 
--- How long wb job waits for its own stop after its command ended as Slurm's stop ends one.
-local STOP_GRACE = 1
+-- How long wb job waits for its own stop after its command ended as Slurm's stop ends one
+-- (seconds; Slurm sends SIGKILL only KillWait, 30 s by default, after SIGTERM).
+local STOP_GRACE = 3
 
 -- The command of a result ended by SIGTERM or SIGKILL (Slurm's stop signals), itself or as its
 -- shell reports a child's (exit 143, 137); not by its own timeout.
@@ -452,14 +453,14 @@ function M.job_main(args)
     end
     r.stdout_log, r.stderr_log = rel[1], rel[2]
     local ok
-    ok, res = M.protect(p.wait, p)
-    p:close()
-    if ok and stopped_like(res) then
+    ok, res = M.protect(function()
+      local ended = p:wait()
       -- Slurm stops a job (scancel, its time limit, preemption) by signalling every process of the
-      -- step at about the same time: the command may have ended of it before wb job was told
-      local waited, stop = M.protect(clock.sleep, STOP_GRACE)
-      if not waited then ok, res = false, stop end
-    end
+      -- step at about the same time: the command may have ended by it before wb job was told
+      if stopped_like(ended) then clock.sleep(STOP_GRACE) end
+      return ended
+    end)
+    p:close()
     if not ok then
       r.status, r.return_code = "failed", json.null
       r.interrupted = type(res) == "table" and res.interrupted or true

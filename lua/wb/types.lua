@@ -1109,6 +1109,9 @@ function interference.record(rec, res) end
 ---Adds a wb.bench command's per-run evidence s to a run record's samples (runq_seconds, ...).
 ---@return table samples
 function interference.record_samples(samples, s) end
+---Adds an accumulator's complete lists to a run record's samples (runq_seconds, ...).
+---@return table? evidence
+function interference.record_lists(samples, lists) end
 ---@return table lists
 function interference.new_lists() end
 ---Appends res's evidence to lists (shift: a fixed cost subtracted from the wall samples).

@@ -42,6 +42,7 @@ stop_tests() {
 }
 # shellcheck disable=SC2317 # (the EXIT trap)
 cleanup() {
+  trap '' INT TERM # (a second TERM, e.g. timeout(1)'s to its group, must not cut the cleanup short)
   stop_tests
   bash "$root/tests/slurm/stop.sh" || echo "not ok - slurm: stop.sh could not stop every daemon"
   rm -rf "$base"

@@ -85,7 +85,7 @@ T.case("the second run compares against the first compatible one", function()
       local base, new = walls(T.manifest(d .. "/a"), row.run_name), walls(e, row.run_name)
       -- each trial's interference evidence was recorded: the verdict is on wall net of the waits
       -- for a CPU, and the raw ratio is of the medians wb recorded, whatever the machine did to them
-      T.eq(row.interference.net, true, "tested on net wall")
+      T.ok(type(row.interference) == "table" and row.interference.net == true, "tested on net wall")
       T.near(row.interference.raw_ratio, wb.stats.median(new) / wb.stats.median(base), 1e-9,
         "the raw ratio of the recorded medians")
       -- sleep 0.1 -> 0.2 plus a shell's start: the fastest trial of each side is the one the
@@ -95,8 +95,8 @@ T.case("the second run compares against the first compatible one", function()
       for _, w in ipairs(base) do T.ok(w >= 0.1, "no trial shorter than its sleep") end
       for _, w in ipairs(new) do T.ok(w >= 0.2, "no trial shorter than its sleep") end
       T.ok(row.p_value < 0.01 and row.ci_lo > 1.2, row.reason)
-      -- (net of the waits for a CPU the interval stays near 2x: 1.92-2.14x beside two steady busy
-      -- loops and two that came and went; on raw wall, 1.93-5.34x was once seen beside four)
+      -- (net of the waits for a CPU the interval stays near 2x when the load changes between the
+      -- runs; on raw wall it does not)
       local said = row.reason:match("^%d+%.%d%d× slower: p = [%d.e-]+, CI %d+%.%d%d–%d+%.%d%d×: regression(.*)$")
       T.ok(said == "" or (said and said:find("^ %(net of run%-queue delay; ")), row.reason)
     end

@@ -321,8 +321,8 @@ T.case("eBPF: a ring buffer too small for the switching loses no off-CPU time: w
 end)
 
 -- 20,480 threads, 32 at a time, each sleeping briefly: more thread lifetimes than the map of
--- threads switched out holds (16,384). (In batches: one after another, each thread's start and the
--- join's wake-up wait behind the hogs of a loaded machine, some 3 ms each, 20,000 times a mode.)
+-- threads switched out holds (16,384). (32 at a time: one at a time, every start and every join
+-- would wait for a CPU on a busy machine.)
 local THREAD_CHURN = [[
 #include <pthread.h>
 #include <unistd.h>

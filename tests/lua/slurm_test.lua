@@ -194,7 +194,8 @@ T.case("a cancelled job ends CANCELLED and failed", function()
   T.match(r.error, "^slurm: job CANCELLED")
 end)
 
--- The order that made a stopped case look like one that exited 143, made certain.
+-- The order that made a stopped case look like one that exited 143, made likely: the command ends
+-- itself as soon as its job is cancelled (the other order must give the same record).
 T.case("a case ended by Slurm's stop before wb job hears of it is stopped with its job, not a failed command", function()
   local res, dir = run_cases({ "cases=1", "script=scancel $SLURM_JOB_ID; kill -TERM $$" })
   T.eq(res.code, 1, res.stderr)

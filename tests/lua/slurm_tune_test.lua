@@ -151,7 +151,8 @@ T.case("an allocation cancelled under a trial stops the campaign (exit 1, --resu
   end)
 
 -- The trial ends before `wb job` is told that its allocation was cancelled (the order in which
--- Slurm's signals reach a step's processes, made certain here).
+-- Slurm's signals reach a step's processes, made likely here: the trial exits as soon as it has
+-- cancelled its allocation; the other order must end the same way).
 T.case("a trial that fails as its allocation is cancelled is the allocation's end, not a failed trial", function()
   local dir, script = parent .. "/self_cancelled", parent .. "/self_cancel.sh"
   assert(fs.write(script, 'scancel "$SLURM_JOB_ID"; exit 3\n'))
