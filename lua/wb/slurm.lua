@@ -362,7 +362,12 @@ end
 -- the capture; returns the wb.proc result, or nil when the command did not start.
 local function run_capture(case, doc, rank, r, rel, t)
   local sc = require "wb.slurm_capture"
-  local ok, out = M.protect(function() return { sc.run(case, doc.run_dir, rank) } end)
+  local ok, out = M.protect(function()
+    local res, cdoc = sc.run(case, doc.run_dir, rank)
+    -- (as job_main's command: wb job may be told of Slurm's stop after the command ended by it)
+    if res and not res.stopped and stopped_like(res.result) then require("wb.clock").sleep(STOP_GRACE) end
+    return { res, cdoc }
+  end)
   local res, cdoc = ok and out[1], ok and out[2]
   if not ok then
     res = out
