@@ -284,13 +284,15 @@ end
 
 -- The Pool driver's path: its serial() parts, and its workers' work() however late wb read the
 -- workers' records (they have exited then: their code objects were named as the records came).
--- starved: wb attaches to the driver's interpreter late (the first serial() may be missing its
--- Python frames for a while), so only the second serial() counts in full.
+-- starved: wb attaches to the driver's interpreter when it first drains the driver's samples
+-- (a known limit, issue 31), which a wb starved of CPU does late: seconds of either serial() may
+-- lack their Python frames (a quiet CI run, its Slurm suites behind it, named 0.15 s of 0.4), so
+-- only the upper bound holds then.
 local function check_pool(res, c, starved)
   local evidence = string.format("the capture's warnings:\n%s\nthe path:\n%s", table.concat(res.warnings, "\n"),
     c.folded_text)
   local serial = seconds_under(c.folded_text, "^serial %(mp%.py:%d+%)$", "[run queue]", true)
-  T.between(serial, starved and 0.2 or 0.34, 0.46,
+  T.between(serial, starved and 0 or 0.34, 0.46,
     "seconds of the driver's serial() on a CPU on the path (2 × 0.2 s); " .. evidence)
   local work = seconds_under(c.folded_text, "^work %(mp%.py:%d+%)$", "[run queue]", true)
   T.ok(work >= 0.55, string.format("the workers' work() on a CPU on the path: %.2f s (8 tasks of 0.3 s on 4 " ..
