@@ -287,7 +287,9 @@ end
 -- starved: wb attaches to the driver's interpreter when it first drains the driver's samples
 -- (a known limit, issue 31), which a wb starved of CPU does late: seconds of either serial() may
 -- lack their Python frames (a quiet CI run, its Slurm suites behind it, named 0.15 s of 0.4), so
--- only the upper bound holds then.
+-- only the upper bound holds then; and beside that contention which worker's tasks the path runs
+-- through varies, so only the last task's 0.3 s is certain on it (0.54 s once, of the 0.6 s of two
+-- tasks in a row), which a worker's frames unnamed would take to 0.
 local function check_pool(res, c, starved)
   local evidence = string.format("the capture's warnings:\n%s\nthe path:\n%s", table.concat(res.warnings, "\n"),
     c.folded_text)
@@ -295,8 +297,8 @@ local function check_pool(res, c, starved)
   T.between(serial, starved and 0 or 0.34, 0.46,
     "seconds of the driver's serial() on a CPU on the path (2 × 0.2 s); " .. evidence)
   local work = seconds_under(c.folded_text, "^work %(mp%.py:%d+%)$", "[run queue]", true)
-  T.ok(work >= 0.55, string.format("the workers' work() on a CPU on the path: %.2f s (8 tasks of 0.3 s on 4 " ..
-    "workers: at least two in a row on one); %s", work, evidence))
+  T.ok(work >= (starved and 0.25 or 0.55), string.format("the workers' work() on a CPU on the path: %.2f s (8 "
+    .. "tasks of 0.3 s on 4 workers: at least two in a row on one, the last of them at least); %s", work, evidence))
 end
 
 T.case("a Python multiprocessing.Pool driver: the path is the driver's serial parts and its workers' work", function()
