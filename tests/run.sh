@@ -39,7 +39,8 @@ stop_behind() {
   pkill -KILL -s "$behind_pid"
   behind_pid=
 }
-trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir"' EXIT
+patterns=
+trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir" ${patterns:+"$patterns"}' EXIT
 load=${WB_TEST_LOAD:-0}
 unset WB_TEST_LOAD # the suites' own runs of this script (tests/cli/harness.t) start no more loops
 export WB_TEST_UNDER_LOAD=$load # what a suite sees of it (a known defect under load skips by it)
@@ -182,7 +183,6 @@ fi
 if [ "${CI:-}" = true ] && [ -s "$skips" ]; then
   # tests/skips.allow: `ERE ## why` per line; an entry without its why is itself a failure.
   allow=tests/skips.allow patterns=$(mktemp)
-  trap 'stop_hogs; stop_behind; rm -rf "$log" "$skips" "$behind_dir" "$patterns"' EXIT
   while IFS= read -r entry; do
     case $entry in '#'* | '') continue ;; esac
     pat=${entry%%' ## '*} why=${entry#*' ## '}

@@ -339,11 +339,16 @@ end
 -- (seconds; Slurm sends SIGKILL only KillWait, 30 s by default, after SIGTERM).
 local STOP_GRACE = 3
 
--- The command of a result ended by SIGTERM or SIGKILL (Slurm's stop signals), itself or as its
--- shell reports a child's (exit 143, 137); not by its own timeout.
-local function stopped_like(res)
-  if res.timed_out then return false end
-  return res.signal == 15 or res.signal == 9 or res.code == 143 or res.code == 137
+-- await_own_stop(res) : after a wb.proc result res ended by SIGTERM or SIGKILL (Slurm's stop
+-- signals), itself or as its shell reports a child's (exit 143, 137), and not by its own timeout,
+-- sleeps STOP_GRACE seconds: Slurm stops a job (scancel, its time limit, preemption) by signalling
+-- every process of the step at about the same time, so the command may have ended by it before
+-- wb job was told; a stop arriving meanwhile raises the interrupt from the sleep.
+local function await_own_stop(res)
+  if res.timed_out then return end
+  if res.signal == 15 or res.signal == 9 or res.code == 143 or res.code == 137 then
+    require("wb.clock").sleep(STOP_GRACE)
+  end
 end
 
 local function write_result(path, r)
@@ -364,8 +369,7 @@ local function run_capture(case, doc, rank, r, rel, t)
   local sc = require "wb.slurm_capture"
   local ok, out = M.protect(function()
     local res, cdoc = sc.run(case, doc.run_dir, rank)
-    -- (as job_main's command: wb job may be told of Slurm's stop after the command ended by it)
-    if res and not res.stopped and stopped_like(res.result) then require("wb.clock").sleep(STOP_GRACE) end
+    if res and not res.stopped then await_own_stop(res.result) end
     return { res, cdoc }
   end)
   local res, cdoc = ok and out[1], ok and out[2]
@@ -460,9 +464,7 @@ function M.job_main(args)
     local ok
     ok, res = M.protect(function()
       local ended = p:wait()
-      -- Slurm stops a job (scancel, its time limit, preemption) by signalling every process of the
-      -- step at about the same time: the command may have ended by it before wb job was told
-      if stopped_like(ended) then clock.sleep(STOP_GRACE) end
+      await_own_stop(ended)
       return ended
     end)
     p:close()

@@ -305,21 +305,20 @@ function Alloc:trial(stage, cs, limit)
     local step, serr = proc.run { argv = argv, env = step_env, timeout = limit and (limit + 300) or nil,
       stdout = { file = self.dir .. "/" .. log, append = attempt > 1 }, stderr = "stdout" }
     local res = result_of(result, a.id, step and (step.ok or step.code) and 5 or 0)
-    local st
-    if res and not res.interrupted and res.status ~= "success" then
-      -- a trial killed with its allocation (scancel, time limit, preemption) whose process died
-      -- before `wb job` heard of the stop: the allocation's end, not the trial's result
-      st = job_state(self, a.id)
-      if not st or st.state ~= "RUNNING" then
-        fs.remove(result)
-        lost(self, "under trial " .. cs.name)
-      end
-    end
     if res and not res.interrupted then
       res.ok = res.status == "success"
+      if not res.ok then
+        -- a trial killed with its allocation (scancel, time limit, preemption) whose process died
+        -- before `wb job` heard of the stop: the allocation's end, not the trial's result
+        local st = job_state(self, a.id)
+        if not st or st.state ~= "RUNNING" then
+          fs.remove(result)
+          lost(self, "under trial " .. cs.name)
+        end
+      end
       return res
     end
-    st = job_state(self, a.id)
+    local st = job_state(self, a.id)
     if not st or st.state ~= "RUNNING" then lost(self, "under trial " .. cs.name) end
     why = res and "the step was stopped, not its trial (scancel of the step?)"
       or step and (step.timed_out and "srun did not end" or step.signal and ("srun: signal " .. step.signal)
