@@ -360,7 +360,8 @@ local function flat_model(b, cap, model, capture_wall, capture_cpu)
     for _, f in ipairs(cap.oncpu.top) do
       local frac = (f.self_fraction or 0) * capture_cpu / capture_wall
       if #b.functions < model.functions and frac > 0 then
-        b.functions[#b.functions + 1] = { name = f.name, fraction = frac, cpu_fraction = f.self_fraction, amdahl = amdahl(frac) }
+        b.functions[#b.functions + 1] = { name = f.name, fraction = frac, cpu_fraction = f.self_fraction,
+          amdahl = amdahl(frac), where = fold.where(f) }
       end
     end
   end
@@ -393,7 +394,7 @@ local function path_model(b, cp, model)
   for _, f in ipairs(cp.functions or {}) do
     if #b.functions < model.functions and f.fraction > 0 then
       b.functions[#b.functions + 1] = { name = f.name, fraction = f.fraction, cpu_fraction = f.fraction,
-        amdahl = amdahl(f.fraction), on_path = true }
+        amdahl = amdahl(f.fraction), on_path = true, where = fold.where(f) }
     end
   end
   add_waits(b, M.blocked_waits(cp.folded_text, true), model, path)
@@ -417,11 +418,15 @@ local function merge_stages(candidates, cp)
     fill[stage][name] = (fill[stage][name] or 0) + seconds
   end
   local stage_total = {} -- a stage's time on the path (its reports together)
+  local where = {} -- a function's place (fold.where) in the first stage it fills
   for _, st in ipairs(cp.stages) do
     fill[st.name] = fill[st.name] or {}
     stage_total[st.name] = (stage_total[st.name] or 0) + (st.path_seconds or 0)
     for _, f in ipairs(st.top) do
-      if not f.name:find("^%[") then add(st.name, f.name, f.seconds) end -- marks, [on CPU, between samples]
+      if not f.name:find("^%[") then -- marks, [on CPU, between samples]
+        add(st.name, f.name, f.seconds)
+        where[f.name] = where[f.name] or fold.where(f)
+      end
     end
     for _, w in ipairs(M.blocked_waits(st.folded_text, true)) do add(st.name, w.name, w.seconds) end
   end
@@ -452,7 +457,8 @@ local function merge_stages(candidates, cp)
     end
     total = math.max(total, stage_total[name] or 0)
     if best and total > 0 then
-      c.cause = string.format("on the critical path mostly %s, %s of it", best, percent(most / total))
+      c.cause = string.format("on the critical path mostly %s%s, %s of it", best,
+        where[best] and (" at " .. where[best]) or "", percent(most / total))
     end
   end
   return out
@@ -527,7 +533,10 @@ function M.bottlenecks(trials, cap, model)
   end
   local candidates = {}
   for _, s in ipairs(b.stages) do candidates[#candidates + 1] = { what = "stage", name = s.name, fraction = s.fraction, amdahl = s.amdahl } end
-  for _, f in ipairs(b.functions) do candidates[#candidates + 1] = { what = "function", name = f.name, fraction = f.fraction, amdahl = f.amdahl } end
+  for _, f in ipairs(b.functions) do
+    candidates[#candidates + 1] = { what = "function", name = f.name, fraction = f.fraction, amdahl = f.amdahl,
+      where = f.where }
+  end
   for _, w in ipairs(b.waits) do
     candidates[#candidates + 1] = { what = "wait", name = w.name, fraction = w.fraction, amdahl = w.amdahl,
       cause = w.cause and w.cause:match("^%[(.*)%]$") }
@@ -545,8 +554,9 @@ function M.bottlenecks(trials, cap, model)
       seen[cand.name] = true
       cand.text = cand.label and string.format("%s %s: removing it entirely gives at most %.1f×",
           percent(cand.fraction), cand.label, cand.amdahl)
-        or string.format("%s in %s %s%s: removing it entirely gives at most %.1f×", percent(cand.fraction),
-          cand.what, cand.name, cand.cause and (" (" .. cand.cause .. ")") or "", cand.amdahl)
+        or string.format("%s in %s %s%s%s: removing it entirely gives at most %.1f×", percent(cand.fraction),
+          cand.what, cand.name, cand.where and (" at " .. cand.where) or "", cand.cause and (" (" .. cand.cause .. ")") or "",
+          cand.amdahl)
       b.first[#b.first + 1] = cand
     end
   end
@@ -611,9 +621,10 @@ function M.markdown(r, limits)
   end
   if #b.functions > 0 then
     heading("## Functions on the CPU (self time)")
-    local rows = { { "function", "share of CPU samples", "share of wall (profiled run, " .. util.format_seconds(b.capture_wall_seconds) .. ")", "Amdahl bound" } }
+    local rows = { { "function", "where (most self time)", "share of CPU samples", "share of wall (profiled run, " ..
+      util.format_seconds(b.capture_wall_seconds) .. ")", "Amdahl bound" } }
     for _, f in ipairs(b.functions) do
-      rows[#rows + 1] = { f.name, percent(f.cpu_fraction), percent(f.fraction), string.format("%.1f×", f.amdahl) }
+      rows[#rows + 1] = { f.name, f.where or "", percent(f.cpu_fraction), percent(f.fraction), string.format("%.1f×", f.amdahl) }
     end
     out[#out + 1] = T(rows)
   end

@@ -528,7 +528,8 @@ end
 -- time split.
 local function profile_of(kind, text, info, opts, extra)
   local t = outputs(kind, text, info, opts)
-  t.top = fold.top(info.stacks, opts.top, { user_only = kind == "offcpu" })
+  t.top = fold.locate(fold.top(info.stacks, opts.top, { user_only = kind == "offcpu" }), info.located,
+    { user_only = kind == "offcpu" })
   for k, v in pairs(extra or {}) do t[k] = v end
   if kind == "offcpu" then
     t.total_seconds = info.total / 1e9
@@ -876,7 +877,8 @@ local function profiles(res, r, o, off_skip)
   if r.critical then
     local cp = critical.profile(r.critical, data, r.sym, root)
     res.critical = outputs("critical", cp.folded_text, cp.info, o)
-    res.critical.top = fold.top(cp.info.stacks, o.top, { user_only = true })
+    res.critical.top = fold.locate(fold.top(cp.info.stacks, o.top, { user_only = true }), cp.info.located,
+      { user_only = true })
     res.critical.leaves = cp.info.leaves
     for _, k in ipairs({ "wall_seconds", "by_process", "by_kind", "segment_count", "dropped", "waits_for", "functions" }) do
       res.critical[k] = cp[k]

@@ -78,7 +78,8 @@ end
 
 -- t = M.profile(cp, data, sym, root) : {folded_text, info (fold's), wall_seconds, by_process =
 -- {{pid, comm, oncpu, runqueue, wait, unknown (seconds)}}, by_kind = {kind = seconds}, functions =
--- {{name, fraction, seconds}} (self time on a CPU on the path, largest first), waits_for =
+-- {{name, fraction, seconds, file?, line?}} (self time on a CPU on the path, largest first; file
+-- and line: where most of it was sampled, fold.locate), waits_for =
 -- {{pid, comm, waker_pid, waker_comm, seconds}} (blocked until another thread of the tree woke it;
 -- largest first), segment_count, dropped}
 function M.profile(cp, data, sym, root)
@@ -127,15 +128,20 @@ function M.profile(cp, data, sym, root)
   end)
   -- the functions on a CPU on the path (its run-queue and wait stacks left out: their leaf is where
   -- the thread was preempted or blocked, not code that ran), as fractions of the path
+  local function on_cpu(frames)
+    local last = frames[#frames]
+    return last ~= fold.RUN_QUEUE and not M.is_mark(last) and last ~= M.UNKNOWN
+  end
   local ran = {}
   for _, st in ipairs(info.stacks) do
-    local last = st.frames[#st.frames]
-    if last ~= fold.RUN_QUEUE and not M.is_mark(last) and last ~= M.UNKNOWN then ran[#ran + 1] = st end
+    if on_cpu(st.frames) then ran[#ran + 1] = st end
   end
   local functions = {}
-  for _, f in ipairs(fold.top(ran, 20, { user_only = true })) do
+  local top = fold.locate(fold.top(ran, 20, { user_only = true }), info.located, { user_only = true, keep = on_cpu })
+  for _, f in ipairs(top) do
     if not f.name:find("^%[") and info.total > 0 then
-      functions[#functions + 1] = { name = f.name, fraction = f.self / info.total, seconds = f.self / 1e9 }
+      functions[#functions + 1] = { name = f.name, fraction = f.self / info.total, seconds = f.self / 1e9,
+        file = f.file, line = f.line }
     end
   end
   return { folded_text = text, info = info, wall_seconds = (cp.to - cp.from) / 1e9, by_process = list, functions = functions,
@@ -144,7 +150,8 @@ end
 
 -- s = M.stage(w, data, sym, root, name) : the path within one stage's window (s:critical_path()'s
 -- windows[i]): {name, seconds, path_seconds, by_kind = {kind = seconds}, top = {{name, seconds,
--- share}} (its functions by self time, as M.profile's top; a wait's leaf is its mark), folded_text}
+-- share, file?, line?}} (its functions by self time, as M.profile's top; a wait's leaf is its
+-- mark; file and line as M.profile's functions), folded_text}
 function M.stage(w, data, sym, root, name)
   local records, marks = M.records(w, data)
   local text, info = fold_path(records, marks, data, sym, root)
@@ -154,8 +161,9 @@ function M.stage(w, data, sym, root, name)
     total = total + p.ns / 1e9
   end
   local top = {}
-  for _, f in ipairs(fold.top(info.stacks, 10, { user_only = true })) do
-    top[#top + 1] = { name = f.name, seconds = f.self_fraction * info.total / 1e9, share = f.self_fraction }
+  for _, f in ipairs(fold.locate(fold.top(info.stacks, 10, { user_only = true }), info.located, { user_only = true })) do
+    top[#top + 1] = { name = f.name, seconds = f.self_fraction * info.total / 1e9, share = f.self_fraction,
+      file = f.file, line = f.line }
   end
   return { name = name, seconds = (w.to - w.from) / 1e9, path_seconds = total, by_kind = by_kind, top = top,
     folded_text = text }

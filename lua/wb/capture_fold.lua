@@ -275,6 +275,10 @@ end
 -- default the root frame, the process). With user_only, kernel frames and the run-queue mark are
 -- left out and a stack's self count goes to its deepest user frame (for off-CPU profiles, whose
 -- leaves are the scheduler).
+local function counts_in_top(f, user_only)
+  return not f:find("^%[truncated after") and (not user_only or is_function(f))
+end
+
 function M.top(stacks, n, opts)
   local user_only = opts and opts.user_only
   local first = opts and opts.first or 2
@@ -284,7 +288,7 @@ function M.top(stacks, n, opts)
     local leaf
     for j = first, #st.frames do
       local f = top_name(st.frames[j])
-      if not f:find("^%[truncated after") and (not user_only or is_function(f)) then
+      if counts_in_top(f, user_only) then
         leaf = f
         if seen[f] ~= i then
           seen[f] = i
@@ -308,6 +312,45 @@ function M.top(stacks, n, opts)
   if n and #rows > n then rows = table.move(rows, 1, n, 1, {}) end
   return rows
 end
+
+-- M.locate(rows, located [, opts]) : gives each row of M.top(stacks, n, opts) the source line that
+-- most of its self count was sampled at, from fold's info.located: row.file, row.line (none where
+-- no such sample had a line: no DWARF for it, or a frame that names its own place, as a Python
+-- frame's "fn (file.py:12)" does). opts as M.top's, and keep(frames): the stacks to count (as the
+-- stacks given to M.top were chosen). The rows, for chaining.
+function M.locate(rows, located, opts)
+  local user_only, first, keep = opts and opts.user_only, opts and opts.first or 2, opts and opts.keep
+  local lines = {} -- row name -> "file\0line" -> count
+  for _, l in ipairs(located or {}) do
+    if l.file and (not keep or keep(l.frames)) then
+      local at, name
+      for j = first, #l.frames do
+        local f = top_name(l.frames[j])
+        if counts_in_top(f, user_only) then at, name = j, f end
+      end
+      if at == l.leaf and not name:find("%(%S+:%d+%)$") then
+        local t = lines[name] or {}
+        lines[name] = t
+        local key = l.file .. "\0" .. l.line
+        t[key] = (t[key] or 0) + l.count
+      end
+    end
+  end
+  for _, row in ipairs(rows) do
+    local best, most
+    for key, count in pairs(lines[row.name] or {}) do
+      if not most or count > most or (count == most and key < best) then best, most = key, count end
+    end
+    if best then
+      local file, line = best:match("^(.*)%z(%d+)$")
+      row.file, row.line = file, tonumber(line)
+    end
+  end
+  return rows
+end
+
+-- text = M.where(row) : "file:line" of a row M.locate gave a place, else nil
+function M.where(row) return row.file and string.format("%s:%d", row.file, row.line) or nil end
 
 -- records = M.parse_perf_script(text [, readable]) : `perf script -F comm,pid,ip,sym,dso` output as
 -- records of already named frames {pid, comm, kind = "oncpu", names = {leaf first}, unresolved,

@@ -2,6 +2,7 @@
 -- prints, and a self-contained HTML page with the counters, the top functions and the flame
 -- graphs (each SVG embedded whole in an iframe's srcdoc, so its zoom and search work and nothing
 -- is loaded from elsewhere).
+local fold = require "wb.capture_fold"
 local fs = require "wb.fs"
 local page = require "wb.page"
 local util = require "wb.util"
@@ -39,10 +40,12 @@ function M.largest(processes)
 end
 
 -- The first n rows of a top-functions list, one line each: self and total share, name.
+-- top rows with fold.locate's place of their self time: "  self total  name  at file:line"
 local function top_lines(add, rows, n)
   for i, row in ipairs(rows) do
     if i > n then break end
-    add("  %s %s  %s", pct(row.self_fraction), pct(row.total_fraction), row.name)
+    local where = fold.where(row)
+    add("  %s %s  %s%s", pct(row.self_fraction), pct(row.total_fraction), row.name, where and "  at " .. where or "")
   end
 end
 
@@ -243,13 +246,18 @@ iframe{width:100%;border:1px solid #eaeef2;border-radius:6px;margin-top:12px;bac
 figure.memory{margin:8px 0 12px}figure.memory svg{width:100%;height:auto;min-width:0}
 ]]
 
+-- The top rows as a table; a "where" column (fold.locate's place of their self time) when any has one.
 local function top_table(rows, n)
-  local t = { { "function", "self", "total" } }
+  local located = false
+  for i, row in ipairs(rows) do located = located or (i <= n and row.file ~= nil) end
+  local t = { { "function", "self", "total", located and "where (most self time)" or nil } }
   for i, row in ipairs(rows) do
     if i > n then break end
-    t[#t + 1] = { page.code(row.name), pct(row.self_fraction), pct(row.total_fraction) }
+    local where = fold.where(row)
+    t[#t + 1] = { page.code(row.name), pct(row.self_fraction), pct(row.total_fraction),
+      located and (where and page.code(where) or "") or nil }
   end
-  return page.table(t, { align = { "l", "r", "r" } })
+  return page.table(t, { align = { "l", "r", "r", "l" } })
 end
 
 local function meta(x) return page.p(x, { class = "meta" }) end

@@ -72,6 +72,48 @@ T.case("top: the unresolved addresses of one module are one row", function()
   T.eq(fold.module_of("lzma_code"), nil)
 end)
 
+T.case("locate: a top row's place is the line most of its own self count was sampled at", function()
+  -- addresses "name@file:line": the symbolizer names the function and places the leaf address
+  local placed = {
+    frames = function(_, _, addrs)
+      local list, leaf = {}, nil
+      for i, a in ipairs(addrs) do
+        local name, file, line = a:match("^(.-)@(.*):(%d+)$")
+        list[i] = name or a
+        if i == 1 and name then leaf = { file = file, line = tonumber(line) } end
+      end
+      return list, 0, nil, leaf
+    end,
+  }
+  local function rec(user, kernel, count)
+    return { pid = 1, comm = "app", kind = "oncpu", count = count, user = user, kernel = kernel or {} }
+  end
+  local _, info = fold.fold({
+    rec({ "hot@h.c:10", "a@h.c:30", "main@h.c:40" }, nil, 3),
+    rec({ "hot@h.c:11", "b@h.c:31", "main@h.c:41" }, nil, 2),
+    rec({ "hot@h.c:11", "a@h.c:30", "main@h.c:40" }, nil, 2), -- h.c:11 over two paths: 4 against 3
+    rec({ "hot@h.c:12", "a@h.c:30", "main@h.c:40" }, { "sys_read_[k]" }, 9), -- self in the kernel
+    rec({ "work (mp.py:3)", "main@h.c:40" }, nil, 6),
+    rec({ "lib.so+0x10" }, nil, 1),
+  }, placed)
+  local top = fold.locate(fold.top(info.stacks, 10), info.located)
+  local where = {}
+  for _, row in ipairs(top) do where[row.name] = fold.where(row) or false end
+  T.eq(where["hot"], "h.c:11", "hot: its line with the most self samples, summed over its callers")
+  T.eq(where["sys_read_[k]"], false, "a kernel frame: no place")
+  T.eq(where["work (mp.py:3)"], false, "a Python frame names its own place")
+  T.eq(where["lib.so (unresolved addresses)"], false, "no line known")
+  -- user_only (off-CPU): the kernel stack's self goes to hot, at h.c:12
+  top = fold.locate(fold.top(info.stacks, 10, { user_only = true }), info.located, { user_only = true })
+  T.eq(fold.where(top[1]), "h.c:12", top[1].name)
+  -- keep: the stacks given to top were chosen, and so are the ones that place its rows
+  local function no_kernel(frames) return not frames[#frames]:find("_%[k%]$") end
+  top = fold.locate(fold.top(info.stacks, 10, { user_only = true }), info.located, { user_only = true, keep = no_kernel })
+  for _, row in ipairs(top) do
+    if row.name == "hot" then T.eq(fold.where(row), "h.c:11", "the kernel stack left out") end
+  end
+end)
+
 T.case("by_name: processes matched by name, not by pid", function()
   -- two runs of one command: a driver and two helpers, with other pids
   local a = "drv-100;main 5\nhelper-104;hot 40\nhelper-102;hot 38\nhelper-102;cold 2\n"

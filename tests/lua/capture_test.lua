@@ -752,7 +752,8 @@ T.case("wb profile: run directory, manifest with profilers and method, top funct
   T.eq(res.code, 0, res.stderr)
   T.match(res.stdout, "^checksum %x+\n")
   T.match(res.stdout, "\non%-CPU: [%d,]+ samples")
-  T.match(res.stdout, "\n +%d+%.%d%% +%d+%.%d%%  spin_a\n")
+  -- each function with the line most of its self time was sampled at: spin_a's loop (the example is built with -g)
+  T.match(res.stdout, "\n +%d+%.%d%% +%d+%.%d%%  spin_a  at examples/cpu_split%.c:4[45]\n")
   T.match(res.stdout, "\noff%-CPU: ")
   T.match(res.stdout, "task%-clock +%d")
   local m = T.manifest(dir)
@@ -763,6 +764,8 @@ T.case("wb profile: run directory, manifest with profilers and method, top funct
   T.ok(fs.exists(dir .. "/" .. run.profiles.oncpu.svg))
   T.ok(run.metrics.oncpu_samples > 100)
   T.match(fs.read(dir .. "/report.html"), "<iframe title=\"On%-CPU flame graph\"")
+  T.match(fs.read(dir .. "/report.html"), "<code>spin_a</code></td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td>"
+    .. "<td[^>]*><code>examples/cpu_split%.c:4[45]</code>")
   T.match(fs.read(dir .. "/logs/profile.stdout.log"), "^checksum")
   local again = profile({ "-o", dir .. "_again", "freq=499", "--", SPLIT, "--cpu", "1.0", "--sleep", "0.2" })
   T.eq(again.code, 0, again.stderr)

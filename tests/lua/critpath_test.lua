@@ -5,6 +5,7 @@
 local T = require "wb.test"
 local app = require "wb.appprofile"
 local capture = require "wb.capture"
+local fold = require "wb.capture_fold"
 local fs = require "wb.fs"
 local proc = require "wb.proc"
 local clock = require "wb.clock"
@@ -130,6 +131,14 @@ T.case("a Python driver waiting for its CPU-bound child: the path is the child's
     if not first and (f.what == "function" or f.what == "wait") then first = f end
   end
   T.eq({ first.what, first.name }, { "function", "spin" }, "the first function or wait to look at (hot's spin)")
+  -- where: the line most of spin's samples were taken at, in its loop (lines 9-11 of helper.c)
+  local file, line = (first.where or ""):match("^(.*):(%d+)$")
+  T.eq(file, dir .. "/helper.c", "the file of spin's self time: " .. tostring(first.where))
+  T.between(tonumber(line), 9, 11, "the line of spin's self time (its loop)")
+  T.match(first.text, " at " .. first.where:gsub("%p", "%%%0") .. ":", "the entry names the place")
+  local row
+  for _, f in ipairs(c.functions) do row = row or (f.name == "spin" and f) end
+  T.eq(fold.where(row), first.where, "the critical path's function table: the same place")
   local sleeps, child_waits = 0, 0
   for _, w in ipairs(b.waits) do
     if w.name:find("nanosleep") then sleeps = sleeps + 1 end
