@@ -491,17 +491,17 @@ function M.run(s, cands, run_block)
 end
 
 -- text = tune.override_line(s, cand) : the recommended configuration as overrides: tune.override
--- with the candidate's axis values filled in ("workload.chunk_size={chunk_size}"), else axis=value;
--- values in override form, each word shell-quoted when it needs it (a line to paste)
+-- with the candidate's axis values filled in ("workload.chunk_size={chunk_size}"), else, or when
+-- the template names a placeholder that is no axis of this campaign (a profile's template after
+-- tune.axes was replaced), axis=value; values in override form, each word shell-quoted when it
+-- needs it (a line to paste)
 function M.override_line(s, cand)
   local override = require "wb.override"
-  local words = {}
-  if s.override then
+  local words, fits = {}, s.override ~= nil
+  for k in (s.override or ""):gmatch("{([%a_][%w_]*)}") do fits = fits and cand.axes[k] ~= nil end
+  if fits then
     for word in s.override:gmatch("%S+") do
-      words[#words + 1] = (word:gsub("{([%a_][%w_]*)}", function(k)
-        local v = cand.axes[k]
-        return v ~= nil and override.format(v) or "{" .. k .. "}"
-      end))
+      words[#words + 1] = (word:gsub("{([%a_][%w_]*)}", function(k) return override.format(cand.axes[k]) end))
     end
   else
     for _, axis in ipairs(axis_names(s.axes)) do words[#words + 1] = axis .. "=" .. override.format(cand.axes[axis]) end

@@ -253,6 +253,13 @@ T.case("settings and plan: bad keys are exit 2 naming the key; a budget the race
   T.ok(not okc)
   T.match(tostring(type(ec) == "table" and (ec.msg or ec.message) or ec), "would share their files")
   T.eq(tune.override_line(clash, { axes = { a = "x y" } }), "'a=x y'") -- one shell word
+  -- the template fills in the axes; a template over another campaign's axes (a profile's, after
+  -- tune.axes was replaced on the command line) gives axis=value, not its placeholders
+  local templ = settings({ axes = { level = { 0, 6 } }, default = { level = 6 } })
+  templ.override = "xz.level={level} xz.threads=1"
+  T.eq(tune.override_line(templ, { axes = { level = 0 } }), "xz.level=0 xz.threads=1")
+  templ.override = "workload.chunk_size={chunk_size} workload.level={level}"
+  T.eq(tune.override_line(templ, { axes = { level = 0 } }), "level=0")
   local ok, e = pcall(function() return tune.candidates(settings({ default = { a = 9, b = 1 } })) end)
   T.ok(not ok)
   T.match(tostring(type(e) == "table" and e.message or e), "tune.default.a: 9 is not one of tune.axes.a")
