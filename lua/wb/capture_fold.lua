@@ -269,16 +269,17 @@ local function top_name(f)
   return module and (module .. " " .. M.NOT_READABLE) or f
 end
 
+-- Whether frame f (as top_name gives it) is a function of the top table.
+local function counts_in_top(f, user_only)
+  return not f:find("^%[truncated after") and (not user_only or is_function(f))
+end
+
 -- top = M.top(stacks, n [, {user_only = bool, first = 2}]) : the n functions with the most self
 -- count: {{name, self, total, self_fraction, total_fraction}} sorted by self, then total, then
 -- name; fractions are of the whole input. Frames before index `first` are not functions (by
 -- default the root frame, the process). With user_only, kernel frames and the run-queue mark are
 -- left out and a stack's self count goes to its deepest user frame (for off-CPU profiles, whose
 -- leaves are the scheduler).
-local function counts_in_top(f, user_only)
-  return not f:find("^%[truncated after") and (not user_only or is_function(f))
-end
-
 function M.top(stacks, n, opts)
   local user_only = opts and opts.user_only
   local first = opts and opts.first or 2

@@ -39,8 +39,8 @@ function M.largest(processes)
   return list
 end
 
--- The first n rows of a top-functions list, one line each: self and total share, name.
--- top rows with fold.locate's place of their self time: "  self total  name  at file:line"
+-- The first n rows of a top-functions list, one line each: self and total share, name, and the
+-- place of its self time (fold.locate) where it has one: "  self total  name  at file:line".
 local function top_lines(add, rows, n)
   for i, row in ipairs(rows) do
     if i > n then break end
