@@ -418,14 +418,14 @@ local function merge_stages(candidates, cp)
     fill[stage][name] = (fill[stage][name] or 0) + seconds
   end
   local stage_total = {} -- a stage's time on the path (its reports together)
-  local where = {} -- a function's place (fold.where) in the first stage it fills
+  local where = {} -- where[stage][name]: a function's place (fold.where) in that stage
   for _, st in ipairs(cp.stages) do
-    fill[st.name] = fill[st.name] or {}
+    fill[st.name], where[st.name] = fill[st.name] or {}, where[st.name] or {}
     stage_total[st.name] = (stage_total[st.name] or 0) + (st.path_seconds or 0)
     for _, f in ipairs(st.top) do
       if not f.name:find("^%[") then -- marks, [on CPU, between samples]
         add(st.name, f.name, f.seconds)
-        where[f.name] = where[f.name] or fold.where(f)
+        where[st.name][f.name] = where[st.name][f.name] or fold.where(f)
       end
     end
     for _, w in ipairs(M.blocked_waits(st.folded_text, true)) do add(st.name, w.name, w.seconds) end
@@ -457,8 +457,9 @@ local function merge_stages(candidates, cp)
     end
     total = math.max(total, stage_total[name] or 0)
     if best and total > 0 then
-      c.cause = string.format("on the critical path mostly %s%s, %s of it", best,
-        where[best] and (" at " .. where[best]) or "", percent(most / total))
+      local at = where[name] and where[name][best]
+      c.cause = string.format("on the critical path mostly %s%s, %s of it", best, at and (" at " .. at) or "",
+        percent(most / total))
     end
   end
   return out

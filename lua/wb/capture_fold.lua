@@ -175,7 +175,12 @@ function M.fold(records, sym, opts)
         addrs = table.move(addrs, 1, depth, 1, {})
       end
       local user, ubad, leaf = names(r.pid, addrs, "user")
-      if r.python and py then user = py:add(frames[1], user, r) end
+      if r.python and py then
+        local native = user[1]
+        user = py:add(frames[1], user, r)
+        -- the leaf's place is the native leaf's: not a Python frame or GIL mark merged in its stead
+        if user[1] ~= native then leaf = nil end
+      end
       if depth > 0 and (depth < #r.user or (cut and depth >= cut)) then
         frames[2] = string.format(M.TRUNCATED, #user) -- the frames shown, inlined ones included
       end
@@ -316,8 +321,8 @@ end
 
 -- M.locate(rows, located [, opts]) : gives each row of M.top(stacks, n, opts) the source line that
 -- most of its self count was sampled at, from fold's info.located: row.file, row.line (none where
--- no such sample had a line: no DWARF for it, or a frame that names its own place, as a Python
--- frame's "fn (file.py:12)" does). opts as M.top's, and keep(frames): the stacks to count (as the
+-- no such sample had a line: no DWARF for it, a kernel frame, a Python frame, whose name holds its
+-- own place, or a perf_cli capture). opts as M.top's, and keep(frames): the stacks to count (as the
 -- stacks given to M.top were chosen). The rows, for chaining.
 function M.locate(rows, located, opts)
   local user_only, first, keep = opts and opts.user_only, opts and opts.first or 2, opts and opts.keep
@@ -329,7 +334,7 @@ function M.locate(rows, located, opts)
         local f = top_name(l.frames[j])
         if counts_in_top(f, user_only) then at, name = j, f end
       end
-      if at == l.leaf and not name:find("%(%S+:%d+%)$") then
+      if at == l.leaf then
         local t = lines[name] or {}
         lines[name] = t
         local key = l.file .. "\0" .. l.line

@@ -85,23 +85,34 @@ T.case("locate: a top row's place is the line most of its own self count was sam
       return list, 0, nil, leaf
     end,
   }
-  local function rec(user, kernel, count)
-    return { pid = 1, comm = "app", kind = "oncpu", count = count, user = user, kernel = kernel or {} }
+  local function rec(user, kernel, count, python)
+    return { pid = 1, comm = "app", kind = "oncpu", count = count, user = user, kernel = kernel or {}, python = python }
   end
+  -- a Python collector stand-in: r.python's frames replace the native leaf (an interpreter's
+  -- eval loop), as the merge does; "GIL" puts the GIL wait's mark before it
+  local merge = {
+    add = function(_, _, user, r)
+      local out = { r.python }
+      for i = r.python == "[waiting for the GIL]" and 1 or 2, #user do out[#out + 1] = user[i] end
+      return out
+    end,
+  }
   local _, info = fold.fold({
     rec({ "hot@h.c:10", "a@h.c:30", "main@h.c:40" }, nil, 3),
     rec({ "hot@h.c:11", "b@h.c:31", "main@h.c:41" }, nil, 2),
     rec({ "hot@h.c:11", "a@h.c:30", "main@h.c:40" }, nil, 2), -- h.c:11 over two paths: 4 against 3
     rec({ "hot@h.c:12", "a@h.c:30", "main@h.c:40" }, { "sys_read_[k]" }, 9), -- self in the kernel
-    rec({ "work (mp.py:3)", "main@h.c:40" }, nil, 6),
+    rec({ "_PyEval_EvalFrameDefault@ceval.c:5", "main@h.c:40" }, nil, 6, "work (<frozen os>:3)"),
+    rec({ "futex_wait@futex.c:9", "main@h.c:40" }, nil, 5, "[waiting for the GIL]"),
     rec({ "lib.so+0x10" }, nil, 1),
-  }, placed)
+  }, placed, { python = merge })
   local top = fold.locate(fold.top(info.stacks, 10), info.located)
   local where = {}
   for _, row in ipairs(top) do where[row.name] = fold.where(row) or false end
   T.eq(where["hot"], "h.c:11", "hot: its line with the most self samples, summed over its callers")
   T.eq(where["sys_read_[k]"], false, "a kernel frame: no place")
-  T.eq(where["work (mp.py:3)"], false, "a Python frame names its own place")
+  T.eq(where["work (<frozen os>:3)"], false, "a Python frame merged in the eval loop's stead: not the loop's line")
+  T.eq(where["[waiting for the GIL]"], false, "the GIL mark merged before a native leaf: not its line")
   T.eq(where["lib.so (unresolved addresses)"], false, "no line known")
   -- user_only (off-CPU): the kernel stack's self goes to hot, at h.c:12
   top = fold.locate(fold.top(info.stacks, 10, { user_only = true }), info.located, { user_only = true })
