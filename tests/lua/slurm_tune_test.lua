@@ -70,10 +70,13 @@ end
 
 T.case("machine=slurm_cpu: one allocation per stage, its trials steps run one at a time; the best found", function()
   local dir = parent .. "/plain"
-  local res = T.wb(tune_args(dir), { env = ENV, timeout = 300 })
+  -- 16 finalist and headline rounds, not the profile's 10 and 12: the node is this machine, which
+  -- in a CI run beside two busy loops runs the other suites beside the trials too, and there once
+  -- the best (a=2,b=1) was not shown faster than the default (a=1,b=2): the campaign kept it
+  local res = T.wb(tune_args(dir, "tune.finalist_rounds=16", "tune.headline_trials=16"), { env = ENV, timeout = 300 })
   T.eq(res.code, 0, res.stderr)
   local s = assert(json.read(dir .. "/summary.json"))
-  T.eq(s.winner_name, "a=2,b=1")
+  T.eq(s.winner_name, "a=2,b=1", res.stdout .. json.encode(s.finalists) .. json.encode(s.headline))
   local by_stage = check_allocations(dir)
   local ids = {}
   for _, st in ipairs(s.ledger.stages) do
