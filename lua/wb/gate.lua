@@ -276,16 +276,21 @@ function M.bench_samples(cmd, metric)
 end
 
 -- row = gate.confirm_metric(metric, base_cmd, new_cmd, opts) : the verdict of one metric of two
--- interleaved wb.bench commands, or nil for a metric they do not measure
+-- interleaved wb.bench commands, or nil for a metric they do not measure; a wall time judged net
+-- of the runs' wait for a CPU where the commands carry that evidence, as its detection was
 function M.confirm_metric(metric, b, n, opts)
-  if not M.BENCH_SAMPLES[metric] then return nil end
+  local key = M.BENCH_SAMPLES[metric]
+  if not key then return nil end
   local function list(cmd) return M.bench_samples(cmd, metric) end
   local bs, ns = list(b), list(n)
   if not bs or not ns or #bs == 0 or #ns == 0 then return nil end
   local res, res_text, res_of = require("wb.compare").resolution(metric)
+  local itf = key == "wall" and require "wb.interference"
   local row = verdict.compare(metric, mean(bs), mean(ns), { kind = verdict.classify(metric), stat = "mean",
     threshold = opts.threshold, alpha = opts.alpha, seed = opts.seed, base_samples = bs, new_samples = ns,
-    interleaved = true, resolution = res, resolution_text = res_text, resolution_of = res_of })
+    interleaved = true, resolution = res, resolution_text = res_text, resolution_of = res_of,
+    base_evidence = itf and itf.from_samples(b.samples, key) or nil,
+    new_evidence = itf and itf.from_samples(n.samples, key) or nil })
   verdict.judge({ row }, { threshold = opts.threshold, alpha = opts.alpha })
   return row
 end

@@ -143,3 +143,26 @@ T.case("a change in the bytes allocated is confirmed by a re-run that counts the
   T.near(row.confirmation.ratio, row.ratio, 1e-9, "the same counts again")
   T.match(res.stderr, "confirm: %./work: base and new again")
 end)
+
+T.case("wb gate's re-run of a wall time is judged net of the runs' wait for a CPU, as its detection", function()
+  -- 20 interleaved runs a side: 60 ms of code against 69 ms; every other run of either side waited
+  -- 10-40 ms for a CPU (busy loops beside), which swamps the 9 ms in the raw walls
+  local function cmd(code)
+    local wall, runq, user, sys, own = {}, {}, {}, {}, {}
+    for i = 1, 20 do
+      local wait = i % 2 == 0 and 0.010 + 0.030 * ((i * 7) % 11) / 10 or 0.0002
+      wall[i], runq[i], user[i], sys[i], own[i] = code + wait + 0.0004, wait, 0.001, 0.0005, code + wait
+    end
+    return { samples = { wall = wall, runq = runq, user = user, sys = sys, wall_own = own, runq_scope = "tree" } }
+  end
+  local b, n = cmd(0.060), cmd(0.069)
+  local row = wb.gate.confirm_metric("wall mean", b, n, { threshold = 0.05, seed = 1 })
+  T.eq(row.verdict, "regression", row.reason)
+  T.between(row.ratio, 1.14, 1.16, "69 ms against 60 ms, net of the waits")
+  T.ok(row.raw and row.raw.ratio < 1.13, "the raw walls' ratio is diluted by the waits")
+  -- without the evidence (a command that did not record it) the raw walls decide
+  for _, c in ipairs({ b, n }) do c.samples.runq = nil end
+  row = wb.gate.confirm_metric("wall mean", b, n, { threshold = 0.05, seed = 1 })
+  T.eq(row.raw, nil)
+  T.ok(row.verdict ~= "regression", "the raw walls' CI reaches below the threshold: " .. tostring(row.reason))
+end)
