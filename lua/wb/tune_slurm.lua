@@ -150,6 +150,15 @@ local function lost(self, what, code, hint)
     hint or ("wb tune --resume " .. self.c.dir .. " continues the campaign in a new one")), 0)
 end
 
+-- Raises as lost() "under trial <trial>" unless the stage's allocation is still running; the
+-- trial's result file (when given) is removed first: it is the allocation's end, not the trial's.
+local function unless_running(self, trial, result)
+  local st = job_state(self, self.job.id)
+  if st and st.state == "RUNNING" then return end
+  if result then fs.remove(result) end
+  lost(self, "under trial " .. trial)
+end
+
 -- Pending reasons that waiting does not end: a limit of the partition, QOS or account, or a
 -- request the cluster cannot satisfy.
 local function never_runs(reason)
@@ -310,16 +319,11 @@ function Alloc:trial(stage, cs, limit)
       if not res.ok then
         -- a trial killed with its allocation (scancel, time limit, preemption) whose process died
         -- before `wb job` heard of the stop: the allocation's end, not the trial's result
-        local st = job_state(self, a.id)
-        if not st or st.state ~= "RUNNING" then
-          fs.remove(result)
-          lost(self, "under trial " .. cs.name)
-        end
+        unless_running(self, cs.name, result)
       end
       return res
     end
-    local st = job_state(self, a.id)
-    if not st or st.state ~= "RUNNING" then lost(self, "under trial " .. cs.name) end
+    unless_running(self, cs.name)
     why = res and "the step was stopped, not its trial (scancel of the step?)"
       or step and (step.timed_out and "srun did not end" or step.signal and ("srun: signal " .. step.signal)
         or ("srun: exit " .. tostring(step.code))) or ("srun: " .. tostring(serr))
