@@ -829,7 +829,7 @@ static int l_read(lua_State *L) {
                                                "switches", "lost_switches", "offcpu_stack_errors",
                                                "forks", "lost_ustacks", "lost_users",
                                                "lost_switch_outs", "lost_switch_ins", "lost_images",
-                                               "stack_lost", "wakes", "lost_wakes"};
+                                               "stack_lost", "wakes", "lost_wakes", "inferred_ins"};
   lua_createtable(L, 0, WB_NSTATS);
   for (uint32_t k = 0; vals && k < WB_NSTATS; k++) {
     uint64_t sum = 0;

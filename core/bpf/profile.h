@@ -32,6 +32,7 @@ struct wb_stack_key {
  * time until the switch-in a wait for a CPU (counted as WB_KIND_RUNQUEUE under the same stack). */
 struct wb_switch_out {
   __u64 ts, woke;
+  __u64 ran; /* the thread's CPU time (se.sum_exec_runtime) at its switch-out */
   struct wb_stack_key key;
   __u32 stack_lost, pad;
 };
@@ -53,6 +54,9 @@ enum wb_stat {
                              * switch-in record had no room in the ring, or the counts map was full */
   WB_STAT_WAKES,            /* wake-ups of tracked threads sent (unwind mode) */
   WB_STAT_LOST_WAKES,       /* wake-up records the ring had no room for */
+  WB_STAT_INFERRED_INS,     /* switch-ins the tracepoint did not report (now and then a thread is
+                             * back on a CPU without one): each placed by the thread's next
+                             * switch-out, at that moment less the CPU time it ran since */
   WB_NSTATS,
 };
 

@@ -8,7 +8,9 @@
 --   res.counters["task-clock"]   {available, value, unit, scaled, running_fraction} | {available = false, reason}
 --   res.oncpu                    {folded, svg, speedscope, samples, lost, unresolved_fraction, top} | {skipped}
 --   res.offcpu                   the same with unit = "ns", total_seconds, blocked_seconds, runqueue_seconds,
---                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]")
+--                                stack_lost and stack_lost_seconds (intervals kept under "[stack lost]"),
+--                                inferred_ins (intervals whose switch-in the kernel did not report, ended
+--                                by the thread's next switch-out less the CPU time it ran since)
 --   res.critical                 (wb.bpf with off-CPU time; critical = false: not traced) the run's critical path (lua/wb/capture_critical.lua):
 --                                the same files and top in ns, wall_seconds, by_kind = {oncpu, runqueue, wait,
 --                                unknown}, by_process = {{pid, comm, oncpu, runqueue, wait, unknown}}, stages =
@@ -867,7 +869,7 @@ local function profiles(res, r, o, off_skip)
     views.offcpu = data.python and pyframes.collector() or nil
     local st = data.stats
     res.offcpu, r.off_leaves = finish_profile("offcpu", off_records, r.sym, root, o, { lost = st.lost_switches,
-      stack_errors = st.offcpu_stack_errors, intervals = st.switches,
+      stack_errors = st.offcpu_stack_errors, intervals = st.switches, inferred_ins = st.inferred_ins,
       stack_lost = st.stack_lost, unwound = data.unwind ~= nil }, views.offcpu)
     local reach, looked = unwind_q.reach_entry(res.offcpu.folded_text)
     if data.unwind and looked > 0 then res.offcpu.unwind = { reach_entry_fraction = reach } end

@@ -347,6 +347,8 @@ function M.quality_blocks(res)
     rows[#rows + 1] = { "off-CPU intervals without their stack ([stack lost])", string.format("%s, %s (%s of the off-CPU time)",
       grouped(o.stack_lost or 0), seconds(o.stack_lost_seconds or 0),
       share((o.stack_lost_seconds or 0) / math.max(o.total_seconds or 0, 1e-9))) }
+    rows[#rows + 1] = { "off-CPU intervals whose switch-in the kernel did not report (ended by the next switch-out)",
+      grouped(o.inferred_ins or 0) }
   end
   rows[#rows + 1] = { "fork, exec and exit records lost", grouped(res.lost_images or 0) }
   rows[#rows + 1] = { "walking", string.format("%s, %.1f µs per stack", seconds(u.seconds), u.ns_per_sample / 1000) }
