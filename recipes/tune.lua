@@ -47,7 +47,7 @@ local function result_of(rec)
         or (rec.timed_out and "timed out at tune.timeout") or ("exit " .. tostring(util.opt(rec.return_code)))
     return { failed = tostring(why) }
   end
-  return { seconds = rec.wall_time_seconds, capped = rec.capped == true }
+  return { seconds = tune.trial_seconds(rec), capped = rec.capped == true }
 end
 
 -- run_block for wb.tune: each trial a campaign record, run unless the resumed directory has it;

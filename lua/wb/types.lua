@@ -367,6 +367,10 @@ function tune.plan(s, cands) end
 ---@param run_block fun(stage: string, index: integer, order: string[], cap: number?): table
 ---@return {race: table, plan: table, winner: table, chosen: table, default: table, finalists: table[], headline: table?, ledger: table}
 function tune.run(s, cands, run_block) end
+---A trial record's time: its wall time net of its wait for a CPU when the record has that evidence.
+---@param rec table
+---@return number?
+function tune.trial_seconds(rec) end
 ---The recommended configuration as overrides (tune.override filled, else axis=value ...).
 ---@param s table
 ---@param cand table

@@ -293,3 +293,15 @@ T.case("Slurm's time limits as minutes (a stage's --time capped at the partition
   T.eq(minutes_of("UNLIMITED"), nil)
   T.eq(minutes_of(""), nil)
 end)
+
+T.case("a trial counts its wall time net of its wait for a CPU, when its record has that evidence", function()
+  -- 20 ms slept, 30 ms of it waiting for a CPU at the start and after the sleep, 2 ms of wb's reap
+  local rec = { wall_time_seconds = 0.052, wall_own_seconds = 0.050, runq_seconds = 0.030, user_seconds = 0.0008,
+    sys_seconds = 0.0002, runq_scope = "tree" }
+  T.near(tune.trial_seconds(rec), 0.020, 1e-9)
+  -- no evidence (a record of a wb that did not keep it, or null from JSON): the wall time
+  T.eq(tune.trial_seconds({ wall_time_seconds = 0.052 }), 0.052)
+  T.eq(tune.trial_seconds({ wall_time_seconds = 0.052, runq_seconds = wb.null }), 0.052)
+  -- without the kernel's own wall: wb's wall less the wait
+  T.near(tune.trial_seconds({ wall_time_seconds = 0.052, runq_seconds = 0.030 }), 0.022, 1e-9)
+end)
