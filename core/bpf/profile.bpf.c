@@ -522,9 +522,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   int watched = is_tracked(prev_tgid);
   __u64 ran = watched ? BPF_CORE_READ(prev, se.sum_exec_runtime) : 0;
   /* prev still away by the map: its switch-in was not reported (the tracepoint now and then skips
-   * one, quiet machine or not: the sleep ending a short program, about 1 run in 400 here). It has
-   * run without a break since (a break would be a switch-out, seen here), so it came back as long
-   * before now as the CPU time it used since it left. */
+   * one, quiet machine or not: 4-7 of some 4,500 switch-ins of a 60 ms program run 1,500 times
+   * here). It has run without a break since (a break would be a switch-out, seen here), so it came
+   * back as long before now as the CPU time it used since it left. */
   struct wb_switch_out *stale = watched ? bpf_map_lookup_elem(&switched_out, &prev_tid) : NULL;
   if (stale) {
     __u64 in = ran > stale->ran && ran - stale->ran < now - stale->ts ? now - (ran - stale->ran) : now;
