@@ -147,6 +147,20 @@ function M.net(walls, ev)
   return out
 end
 
+-- seconds = interference.record_net(rec) : a run record's wall_time_seconds net of its wait for a
+-- CPU (M.net over the evidence M.record kept in it: runq_seconds, wall_own_seconds, user_seconds,
+-- sys_seconds), or its wall time when the record's run-queue delay is unknown
+function M.record_net(rec)
+  local wall = rec.wall_time_seconds
+  if type(wall) ~= "number" then return wall end
+  local samples = { wall = { wall } }
+  for _, k in ipairs({ "runq_seconds", "wall_own_seconds", "user_seconds", "sys_seconds" }) do
+    if type(rec[k]) == "number" then samples[k] = { rec[k] } end
+  end
+  local ev = M.from_samples(samples, "wall")
+  return ev and M.net({ wall }, ev)[1] or wall
+end
+
 local function mean(xs)
   local s = 0
   for _, x in ipairs(xs) do s = s + x end

@@ -387,21 +387,12 @@ local function holm(ratios, failed, alpha)
   return rows
 end
 
--- seconds = tune.trial_seconds(rec) : the time a trial's record (a campaign record: wall_time_seconds
--- and the interference evidence wb.campaign.fill_result keeps) counts as: its wall time net of its
--- wait for a CPU where the record has that evidence (wb.interference.net: the kernel's wall of the
--- tree less its run-queue delay), as wb compare and wb gate judge wall times; else its wall time.
--- Beside busy loops and other suites, the waits of a 20 ms trial at its start and after its sleep
--- sank a 0.63x best in a paired headline (interval 0.64-1.20x) in a CI run: they are the machine's.
-function M.trial_seconds(rec)
-  local util = require "wb.util"
-  local wall, runq = rec.wall_time_seconds, util.opt(rec.runq_seconds)
-  if type(wall) ~= "number" or type(runq) ~= "number" then return wall end
-  local own, user, sys = util.opt(rec.wall_own_seconds), util.opt(rec.user_seconds), util.opt(rec.sys_seconds)
-  local cpu = type(user) == "number" and type(sys) == "number" and user + sys or nil
-  return require("wb.interference").net({ wall }, { runq = { runq }, wall_own = type(own) == "number" and { own } or nil,
-    cpu = cpu and { cpu } or nil })[1]
-end
+-- seconds = tune.trial_seconds(rec) : the time a trial's campaign record counts as: its wall time
+-- net of its wait for a CPU where the record has that evidence (wb.interference.record_net), as
+-- wb compare and wb gate judge wall times; else its wall time. Beside busy loops and other suites,
+-- the waits of a 20 ms trial at its start and after its sleep sank a 0.63x best in a paired
+-- headline (interval 0.64-1.20x) in a CI run: they are the machine's, not the candidate's.
+function M.trial_seconds(rec) return require("wb.interference").record_net(rec) end
 
 -- result = tune.run(s, cands, run_block) : the campaign. run_block(stage, index, order, cap)
 -- runs the trials of one block or round (stage "screening", "finalists" or "headline"; order:

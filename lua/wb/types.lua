@@ -1130,6 +1130,10 @@ function interference.from_samples(samples, wall_key) end
 function interference.parallelism(wall, cpu, runq) end
 ---@return number[] net wall per sample
 function interference.net(walls, ev) end
+---A run record's wall time net of its wait for a CPU, or its wall time without that evidence.
+---@param rec table
+---@return number?
+function interference.record_net(rec) end
 ---@return wb.InterferenceSide
 function interference.side(walls, ev) end
 ---@return {base: wb.InterferenceSide, new: wb.InterferenceSide, text: string, heavier: string?, busy: boolean, max_share: number, estimate: boolean}
