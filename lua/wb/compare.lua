@@ -489,11 +489,11 @@ local function change_text(row)
   local s = verdict.describe(row):gsub("%s+$", "")
   if row.p and row.ratio then
     local lo, hi = row.ci_lo, row.ci_hi
-    if row.ratio < 1 then lo, hi = 1 / hi, 1 / lo end
-    local finite = lo == lo and hi == hi and math.abs(lo) < math.huge and math.abs(hi) < math.huge
+    if lo and hi and row.ratio < 1 then lo, hi = 1 / hi, 1 / lo end
+    local finite = lo and hi and lo == lo and hi == hi and math.abs(lo) < math.huge and math.abs(hi) < math.huge
     if finite then
       s = s .. string.format(" (95%% CI %.2f–%.2f×, p = %.2g)", lo, hi, row.p)
-    else -- a side with zeros in its samples has no ratio interval
+    else -- a side with zeros in its samples, or too few runs for the rank test's interval
       s = s .. string.format(" (p = %.2g)", row.p)
     end
   end

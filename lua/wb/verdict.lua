@@ -144,6 +144,8 @@ function M.test(base_samples, new_samples, opts)
   local t = { p = mw.p, ci_lo = lo, ci_hi = hi, n_base = #b, n_new = #n, estimate = estimate }
   if M.min_p(#b, #n) >= alpha then
     t.underpowered = string.format("%d vs %d runs cannot reach p < %g", #b, #n, alpha)
+  elseif estimate and not lo then -- an alpha above 1 - CI_LEVEL: the test can reject, its interval not
+    t.underpowered = string.format("%d vs %d runs give the rank test no %g%% interval", #b, #n, M.CI_LEVEL * 100)
   end
   return t
 end

@@ -431,3 +431,22 @@ T.case("hyperfine exports: a wall change the CPU time does not bear out is confo
   T.eq(r.verdict, "regression", r.reason)
   T.match(r.reason, "%(mean CPU time %(user %+ system%) 1%.63× slower too, beyond the 1%.50× that load can account for%)$")
 end)
+
+T.case("sides run interleaved with too few runs for the rank test's interval: shown, not a crash", function()
+  -- 3 runs a side (a re-run cut short): the Hodges–Lehmann ratio has no 95% interval; the
+  -- document, the Markdown and the change column show the change with its p and no interval
+  local function doc(w)
+    return json.decode(json.encode({ schema_name = "wb.bench", schema_version = 1,
+      commands = { { name = "c", samples = { wall = w } } } }))
+  end
+  local result = compare.compare(compare.from_document(doc({ 1, 1.01, 0.99 }), "a"),
+    compare.from_document(doc({ 2, 2.01, 1.99 }), "b"), { interleaved = true })
+  local r = row(result, "c wall mean")
+  T.eq({ r.verdict, r.ci_lo, r.ci_hi }, { "not tested", nil, nil })
+  T.eq(r.change, "2.00× slower (p = 0.1)")
+  local out = json.decode(json.encode(compare.document(result)))
+  T.eq(#out.rows, #result.rows)
+  local md = {}
+  compare.markdown(result, function(s) md[#md + 1] = s end)
+  T.match(table.concat(md), "| c wall mean +|")
+end)

@@ -331,3 +331,11 @@ T.case("beside material other load the estimate must clear 5%: what campaigns on
   nw, ne = side(0.0206, 0.001, 0.1, 12)
   T.eq(judged("wall median", bw, be, nw, ne).verdict, "regression")
 end)
+
+T.case("an alpha the rank test can reach but its 95% interval cannot: untested, not a crash", function()
+  -- 3 vs 4 runs: p can be 0.057 < 0.1, but the rank test's 95% interval needs more runs
+  local r = verdict.compare("wall_seconds", 1, 2, { base_samples = { 1, 1.01, 0.99 },
+    new_samples = { 2, 2.01, 1.99, 2.02 }, interleaved = true, alpha = 0.1 })
+  T.eq({ r.estimate, r.ci_lo, r.verdict }, { "hodges_lehmann", nil, "not tested" })
+  T.match(r.reason, "3 vs 4 runs give the rank test no 95%% interval$")
+end)
