@@ -339,3 +339,28 @@ T.case("an alpha the rank test can reach but its 95% interval cannot: untested, 
   T.eq({ r.estimate, r.ci_lo, r.verdict }, { "hodges_lehmann", nil, "not tested" })
   T.match(r.reason, "3 vs 4 runs give the rank test no 95%% interval$")
 end)
+
+T.case("sides run interleaved: a mean still sees a change of a share of the runs", function()
+  -- 40 runs a side, 12 of the new ones 1.5x slower (a lock, a cold path): the mean is 15% up, the
+  -- typical run is not; the Hodges–Lehmann ratio alone (1.01x) would dismiss it
+  local base, new = {}, {}
+  for i = 1, 40 do
+    base[i] = 1 + ((i * 37) % 17 - 8) / 800
+    new[i] = base[i] * (i % 10 < 3 and 1.5 or 1)
+  end
+  local mean = verdict.compare("wall mean", wb.stats.mean(base), wb.stats.mean(new),
+    { base_samples = base, new_samples = new, interleaved = true })
+  T.eq({ mean.estimate, mean.verdict }, { nil, "regression" }, mean.reason)
+  T.near(mean.ratio, 1.15, 0.01)
+  T.match(mean.reason, "; the mean moved, the typical run did not %(Hodges–Lehmann 1%.0%d× slower%): a share of the runs changed$")
+  -- the median row of the same runs: the typical run, unchanged
+  local median = verdict.compare("wall median", wb.stats.median(base), wb.stats.median(new),
+    { base_samples = base, new_samples = new, interleaved = true })
+  T.eq({ median.estimate, median.verdict }, { "hodges_lehmann", "unchanged" }, median.reason)
+  -- one odd run on one side moves the mean but is no verdict of it (the case above, as A/A)
+  local odd = table.move(base, 1, #base, 1, {})
+  odd[7] = 5
+  local aa = verdict.compare("wall mean", wb.stats.mean(base), wb.stats.mean(odd),
+    { base_samples = base, new_samples = odd, interleaved = true })
+  T.eq(aa.verdict, "unchanged", aa.reason)
+end)
