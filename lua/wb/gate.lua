@@ -52,6 +52,14 @@ local function samples_of(s, i, j)
   return xs
 end
 
+-- The samples of the points i..j of series s, pooled, net of the runs' wait for a CPU where the
+-- metric is a time and every point carries that evidence: the level the code ran at.
+local function net_samples_of(s, i, j)
+  local xs = samples_of(s, i, j)
+  local ev = verdict.classify(s.metric) == "time" and verdict.segment_evidence(s.points, i, j, xs)
+  return ev and require("wb.interference").net(xs, ev) or xs
+end
+
 -- The comparison engine's row (not yet judged) for the level of points b1..b2 of series s against
 -- the level of points n1..n2: its metric's kind and resolution, net of the runs' wait for a CPU
 -- (time) where the evidence is known; of their means, or of opts.stat "median".
@@ -146,9 +154,10 @@ local function is_text(v) return type(v) == "string" end
 -- later level of its series (from one of the SETTLE_SCAN points after the head, or from a later
 -- step, to the newest point) has come back at least half of the way to the level the gate judged
 -- the head against and is judged by the comparison engine an improvement on the regressed level
--- (the head to that point), both of the medians: one later night's outliers do not hide a fix
--- ("no regression against the level before" at the 2% threshold missed one: campaigns on
--- different nights differ by a few percent). An unconfirmed alert may have been noise, and a
+-- (the head to that point), both of the medians, net of the runs' wait for a CPU where known (a
+-- busier hour while the fix was measured is not its code): one later night's outliers do not
+-- hide a fix ("no regression against the level before" at the 2% threshold missed one:
+-- campaigns on different nights differ by a few percent). An unconfirmed alert may have been noise, and a
 -- noise spike is always "fixed" by the next commit: it keeps its fate. a.gate_fate keeps the
 -- gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix.
 -- Alerts whose fields are not text are left as they are. opts: threshold, alpha, roots.
@@ -172,7 +181,7 @@ function M.settle(index, alerts, opts)
           if st.index > h + M.SETTLE_SCAN then starts[#starts + 1] = st.index end
         end
         local function median_of(i, j) -- nil for points without samples
-          local xs = samples_of(s, i, j)
+          local xs = net_samples_of(s, i, j)
           return #xs > 0 and median(xs) or nil
         end
         local before = median_of(first, h - 1)

@@ -181,6 +181,14 @@ T.case("a fix after the confirmed regression: wb history alerts gives its alerts
   for _, a in ipairs(json.decode(res.stdout)) do
     if a.head_commit == planted.head and a.metric == "wall mean" and (a.gate_fate or a.fate) == "confirmed" then
       stood = stood + 1
+      if a.fate ~= "fixed" then -- what the series was: each commit's median wall and run-queue wait
+        print("# alert: " .. json.encode(a))
+        for d in sh("ls -d runs/b*", repo):gmatch("%S+") do
+          local c = assert(json.read(repo .. "/" .. d .. "/summary.json")).commands[1].samples
+          local median = require("wb.stats").median
+          print(string.format("# %s wall %.4f runq %.4f", d, median(c.wall), median(c.runq or { 0 })))
+        end
+      end
       T.eq(a.fate, "fixed", "a confirmed regression whose series came back")
       T.eq(a.fixed_commit, fix)
       -- fixed means back at least halfway from the regressed level to the one before (the alert's
