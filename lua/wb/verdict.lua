@@ -313,18 +313,19 @@ function weigh_interference(row, opts, say)
   local net = row.raw ~= nil
   local slower = row.ratio > 1 and "new" or "base"
   local b_val, n_val = row.net_base or row.base, row.net_new or row.new
-  -- what the load can account for (seconds): co-running work inflates the CPU time (so the net
+  -- what the load can account for (seconds): co-running work changes the CPU time (so the net
   -- wall too: the CPU time in it, per thread; a net wall spent mostly asleep grows by little more
-  -- than its wait, which is taken out) by up to LOAD_INFLATION — of the side under materially more
-  -- load, or of either when both ran beside other work, whose kind (a memory-bound build, a
-  -- register-bound loop) and not only its amount decides how much it slows the CPU (an A/A pair
-  -- whose sides both ran beside other jobs read 1.15x apart net of their waits); a time from
-  -- which the wait for a CPU was not taken out (a stage's), or only in part (an estimate), can
-  -- also hold all of the slower side's extra wait
+  -- than its wait, which is taken out) by up to LOAD_INFLATION of the faster side's, either way
+  -- wherever the sides' load differed materially or both ran beside other work: shared caches
+  -- and memory bandwidth slow it, while a virtual CPU kept busy can run it faster than one that
+  -- idles between runs (xz -6 -T1 here: 68-95 ms of CPU a run quiet, 62-65 ms beside two busy
+  -- loops; an A/A pair whose sides both ran beside other jobs read 1.15x apart net of their
+  -- waits); a time from which the wait for a CPU was not taken out (a stage's), or only in part
+  -- (an estimate), can also hold all of the slower side's extra wait
   local faster, faster_val = slower == "new" and load.base or load.new, slower == "new" and b_val or n_val
   local inflatable = (net and faster.cpu) and math.min(faster_val, faster.cpu / faster.k) or faster_val
-  local pushed = load.heavier == slower or load.both_busy
-  local explained = pushed and M.LOAD_INFLATION * inflatable or 0
+  local differs = load.heavier ~= nil or load.both_busy
+  local explained = differs and M.LOAD_INFLATION * inflatable or 0
   -- a user or system time alone: preemption moves the kernel's tick-sampled split either way, by
   -- more than the sum changes (the same python: 65 ms of system time quiet, 40 ms beside two hogs)
   if row.cpu_time == "split" and load.heavier then
@@ -344,6 +345,7 @@ function weigh_interference(row, opts, say)
     row.significant = nil
     local why = load.heavier == slower and "the " .. slower .. " side ran under more load"
         or load.both_busy and "both sides ran beside other work"
+        or load.heavier and "the " .. load.heavier .. " side ran under more load, and load can speed code up too"
         or "the " .. slower .. " side waited longer for a CPU"
     say("confounded", string.format("%s%s (%s), but %s (%s), which can account for " ..
       "%s of the %s change: confounded; for a verdict, run both sides again interleaved (wb bench BASE NEW) or " ..
@@ -352,9 +354,6 @@ function weigh_interference(row, opts, say)
   elseif explained > 0 then
     row.reason = row.reason .. string.format(" (%s; beyond the %s the load difference can account for: %s)",
       net and "net of run-queue delay" or "the slower side waited longer for a CPU", util.format_seconds(explained), load.text)
-  elseif load.heavier and not load.both_busy then
-    row.reason = row.reason .. string.format(" (found against the load: the %s side ran under more load%s; %s)",
-      load.heavier, what, load.text)
   end
 end
 
