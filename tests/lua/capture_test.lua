@@ -366,16 +366,21 @@ while (Date.now() < end) acc += hot(100000);
     offcpu = false, counters = false })
   for _, pid in ipairs(res.processes) do fs.remove("/tmp/perf-" .. pid .. ".map") end
   T.ok(res.result.ok, "node ran")
-  local hot, unknown = 0, 0
+  local js, hot, unknown = 0, 0, 0
   for line in res.oncpu.folded_text:gmatch("[^\n]+") do
     local stack, n = line:match("^(.*) (%d+)$")
-    if stack:find(";JS:%*?hot [^;]*hot%.js") then hot = hot + tonumber(n) end
-    if stack:match(";%[unknown%]$") then unknown = unknown + tonumber(n) end
+    local leaf = stack:match("([^;]*)$")
+    if leaf:find("^JS:[^;]*hot%.js") then js = js + tonumber(n) end
+    if leaf:find("^JS:%*?hot [^;]*hot%.js") then hot = hot + tonumber(n) end
+    if leaf == "[unknown]" then unknown = unknown + tonumber(n) end
   end
-  -- the loop is most of the run: its samples are named hot (JS:*hot, the optimized code)
-  T.ok(hot >= 0.5 * res.oncpu.samples, string.format("%d of %d samples under hot (%d with an unknown leaf)", hot,
-    res.oncpu.samples, unknown))
-  T.ok(hot >= 9 * unknown, string.format("%d samples named hot, %d with an unknown leaf", hot, unknown))
+  -- the loop is most of the run: its samples end in hot.js's JIT code, named from the map: hot
+  -- itself (JS:*hot, the optimized code), or the script's top level where V8 inlined hot into
+  -- its loop (JS:* hot.js:1:1: 127 of 210 samples, hot itself 71, in each of 7 quiet runs here)
+  T.ok(js >= 0.5 * res.oncpu.samples, string.format("%d of %d samples in hot.js's code (%d of them in hot, %d with " ..
+    "an unknown leaf)", js, res.oncpu.samples, hot, unknown))
+  T.ok(hot > 0, "hot named: " .. hot)
+  T.ok(js >= 9 * unknown, string.format("%d samples named in hot.js, %d with an unknown leaf", js, unknown))
 end)
 
 T.case("capture_report.loss_lines: a loss beyond 1 point of the shares is said first, with its bound", function()
