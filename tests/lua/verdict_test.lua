@@ -184,7 +184,7 @@ end)
 local itf = require "wb.interference"
 
 -- One side of n single-threaded runs: cpu seconds of work each, runq seconds of waiting for a
--- CPU, others CPUs of other load; walls = cpu + runq (+ a spread).
+-- CPU, others CPUs of other load, asleep seconds asleep; walls = cpu + runq + asleep (+ a spread).
 local function side(cpu, runq, others, n, asleep)
   local walls, ev = {}, { runq = {}, cpu = {}, others = {} }
   local cpus = spread(cpu, n, 0.02)
