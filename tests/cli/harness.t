@@ -106,3 +106,8 @@ not ok - undocumented skip (CI=true, not in tests/skips.allow): fuzz: skip - lef
 # A skip line must say what is missing (`skip - WHAT: reason`).
 $ env -u CI -u WB_TEST_SKIP -u WB_TEST_PASS -u WB_TEST_FILTER WB_TEST_ONLY=integration WB_TEST_INTEGRATION=tests/fixtures/harness/bare_skip.sh bash tests/run.sh | grep '^not ok'
 not ok - integration/bare_skip.sh: a skip without its reason: skip - frobnicator
+
+# Every curated mutant (tests/mutate/, make mutate) still applies to the tree: one the code moved
+# away from would mutate nothing, and only a full `make mutate` would say so.
+$ for p in tests/mutate/[0-9]*.patch; do git apply --check "$p" 2>/dev/null || echo "does not apply: $p"; done; echo checked
+checked

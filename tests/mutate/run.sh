@@ -5,6 +5,9 @@
 #   Mutant: what the mutation does (the operator and where)
 #   Suites: the suites that must kill it (lua/x_test.lua, recipes/x_test.lua, c/x_test, cli/x.t,
 #           integration/x.sh)
+#   Filter: SUITE TEXT   (optional, one line per Lua suite: run only its cases whose name holds
+#                        TEXT, WB_TEST_FILTER, where the case that kills the mutant is a small part
+#                        of a long suite; a filter that matches no case is an error, not a kill)
 #   Sample: yes          (optional: part of the fixed CI sample, `--sample`)
 #   Accepted: why        (optional: a survivor that is acceptable — an equivalent mutant, or one
 #                        this machine cannot observe; reported, not counted as a failure)
@@ -63,13 +66,18 @@ fi
 
 build() { make -C "$work" -j"$jobs" all tests-c >"$log" 2>&1; }
 
-# run_suite NAME : runs one suite in the scratch worktree; its status
+# filter_of PATCH SUITE : the text of the patch's Filter: line for the suite, or nothing
+filter_of() { sed -n "s|^Filter: $2 ||p;/^diff --git /q" "$1" | head -n 1; }
+
+# run_suite NAME [FILTER] : runs one suite (only its cases whose name holds FILTER) in the scratch
+# worktree; its status
 run_suite() {
-  local s=$1
+  local s=$1 filter=${2:-}
   (
     cd "$work" || exit 2
     export WB_BIN="$work/build/wb" WB_BUILD=build WB_ROOT="$work" PATH="$work/build:$PATH"
     unset WB_TEST_FILTER WB_TEST_SKIP WB_TEST_ONLY WB_TEST_LUA WB_TEST_PASS
+    [ -z "$filter" ] || export WB_TEST_FILTER="$filter"
     case $s in
     lua/* | recipes/*) timeout 600 build/wb test "tests/$s" ;;
     c/*) timeout 600 "build/tests/${s#c/}" ;;
@@ -122,7 +130,15 @@ for p in "${selected[@]}"; do
   else
     for s in $(header "$p" Suites); do
       : >"$log"
-      if ! run_suite "$s"; then verdict=killed by=$s; break; fi
+      filter=$(filter_of "$p" "$s")
+      if ! run_suite "$s" "$filter"; then
+        if [ -n "$filter" ] && grep -q "^not ok - WB_TEST_FILTER=.* matches none" "$log"; then
+          verdict=NOFILTER by=$s
+        else
+          verdict=killed by=$s${filter:+ (cases: $filter)}
+        fi
+        break
+      fi
     done
   fi
   (cd "$work" && git apply -R "$root/$p") || { echo "mutate: cannot revert $name" >&2; exit 2; }
@@ -135,6 +151,9 @@ for p in "${selected[@]}"; do
   ERROR)
     errors=$((errors + 1))
     line="ERROR    $name: does not build" ;;
+  NOFILTER)
+    errors=$((errors + 1))
+    line="ERROR    $name: its Filter: line for $by matches no case" ;;
   *)
     if [ -n "$eq" ]; then
       accepted=$((accepted + 1))
