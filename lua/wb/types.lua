@@ -1070,6 +1070,9 @@ function verdict.stat_of(name) end
 function verdict.min_p(na, nb) end
 ---@return {p: number, ci_lo: number, ci_hi: number, n_base: integer, n_new: integer, underpowered: string?}?, string?
 function verdict.test(base_samples, new_samples, opts) end
+---The Wilcoxon signed-rank test of the paired log ratios of two equally long lists measured side by side.
+---@return {p: number, ci_lo: number?, ci_hi: number?, estimate: number, n_base: integer, n_new: integer, paired: true, underpowered: string?}?
+function verdict.paired_test(base, new, alpha) end
 ---@return wb.VerdictRow
 function verdict.compare(metric, base, new, opts) end
 ---@return number[]

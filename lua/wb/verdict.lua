@@ -103,13 +103,53 @@ end
 -- The metrics that are exact counts: the same work gives the same number, run after run.
 M.EXACT = { ["alloc_bytes mean"] = true, alloc_bytes = true }
 
--- t, why = verdict.test(base_samples, new_samples [, {stat, shift, seed, resamples, alpha, exact}]) :
+-- From this many pairs up, the signed-rank test's 95% interval is bounded by Walsh averages
+-- beyond the n that one odd pair (a run an outside job held up) takes part in; below it, the
+-- unpaired rank test is the more robust.
+M.PAIRED_MIN = 12
+
+-- t = verdict.paired_test(b, n, alpha) : the Wilcoxon signed-rank test of the paired log ratios
+-- log(n[k] / b[k]) of two equally long lists whose k-th values were measured side by side (one
+-- round of an interleaved run): {p (two-sided), ci_lo, ci_hi (the interval of the Hodges–Lehmann
+-- ratio, exp of the Walsh averages' bounds), estimate, n_base, n_new, paired = true,
+-- underpowered}; nil where a value is not positive (no log ratio). A load that comes and goes
+-- during the run moves both values of a pair alike, so it cancels here, where it widens the
+-- unpaired rank test's interval (a planted 10% beside busy loops for half of 20 rounds).
+-- Also nil below PAIRED_MIN pairs, or where more than a tenth of the pairs are equal (a quantized
+-- measure such as a CPU time in clock ticks: the test drops them, and its ratio would be that of
+-- the pairs that differ).
+function M.paired_test(b, n, alpha)
+  if #b < M.PAIRED_MIN or #b ~= #n then return nil end
+  local ds, zeros = {}, 0
+  for k = 1, #b do
+    if not (b[k] > 0 and n[k] > 0) then return nil end
+    ds[k] = math.log(n[k] / b[k])
+    if ds[k] == 0 then zeros = zeros + 1 end
+  end
+  if zeros > #b / 10 then return nil end
+  local r = require("wb.stats").signed_rank(ds, { level = M.CI_LEVEL })
+  local t = { p = math.min(1, 2 * math.min(r.p_less, r.p_greater)), estimate = math.exp(r.estimate),
+    ci_lo = r.lower and math.exp(r.lower), ci_hi = r.upper and math.exp(r.upper), n_base = #b, n_new = #n,
+    paired = true }
+  if r.n == 0 then -- every pair the same: no change, and nothing for an interval to span
+    t.ci_lo, t.ci_hi = 1, 1
+  elseif 2 * 0.5 ^ r.n >= alpha then
+    t.underpowered = string.format("%d paired runs cannot reach p < %g", r.n, alpha)
+  elseif not t.ci_lo then
+    t.underpowered = string.format("%d paired runs give the signed-rank test no %g%% interval", r.n, M.CI_LEVEL * 100)
+  end
+  return t
+end
+
+-- t, why = verdict.test(base_samples, new_samples [, {stat, shift, paired, seed, resamples, alpha, exact}]) :
 -- {p, ci_lo, ci_hi, n_base, n_new, underpowered, estimate} (the CI is of new/base of stat, "mean"
 -- or "median" (bootstrap); with shift, of the Hodges–Lehmann ratio, estimate, the interval of the
 -- rank test itself (wb.stats.shift_ci: it excludes 1 when the test rejects at the 5% level, no
 -- ties), or, where it has no ratio (a base value not positive), stat's bootstrap; underpowered: the reason when so few samples cannot reach p < alpha, whatever the
 -- change; exact (with opts.exact, an exact count): every sample of each side the same, p = 0 when
--- the sides differ (1 when not) and the CI the ratio itself); nil and the reason when there is nothing to test
+-- the sides differ (1 when not) and the CI the ratio itself); with paired (the k-th samples of the
+-- two sides measured side by side) and equal counts, verdict.paired_test's instead; nil and the
+-- reason when there is nothing to test
 function M.test(base_samples, new_samples, opts)
   opts = opts or {}
   local alpha = opts.alpha or M.ALPHA
@@ -132,6 +172,10 @@ function M.test(base_samples, new_samples, opts)
     return { p = b[1] == n[1] and 1 or 0, ci_lo = r, ci_hi = r, n_base = #b, n_new = #n, exact = true }
   end
   local stats = require "wb.stats"
+  if opts.paired and #b == #n then
+    local t = M.paired_test(b, n, alpha)
+    if t then return t end
+  end
   local mw = stats.mann_whitney(b, n)
   local lo, hi, estimate
   if opts.shift then
@@ -150,9 +194,11 @@ function M.test(base_samples, new_samples, opts)
   return t
 end
 
+local ESTIMATE_TEXT = { hodges_lehmann = " (Hodges–Lehmann)", paired = " (paired runs, Hodges–Lehmann)" }
+
 local function ratio_text(row)
   if row.ratio == nil then return nil end
-  return M.describe(row) .. (row.estimate == "hodges_lehmann" and " (Hodges–Lehmann)" or "")
+  return M.describe(row) .. (ESTIMATE_TEXT[row.estimate] or "")
 end
 
 local function g2(x) return string.format("%.2g", x) end
@@ -373,7 +419,9 @@ end
 -- new_load (wb.interference.side): the load a time row's sides ran under, without samples of
 -- its own (a CPU time, with cpu_time = true, or "split" for a user or system time alone; a stage's
 -- time). A time row with a load is weighed against it (the header's rules), unless
--- opts.interleaved (the sides' runs alternated in one run: the same load by construction).
+-- opts.interleaved (the sides' runs alternated in one run: the same load by construction); then
+-- samples of equal count are paired run by run (verdict.paired_test: the k-th of each side ran in
+-- the same round), others get the unpaired rank test's Hodges–Lehmann interval.
 function M.compare(metric, base, new, opts)
   opts = opts or {}
   local kind = opts.kind or M.classify(metric)
@@ -399,8 +447,8 @@ function M.compare(metric, base, new, opts)
       if interference then base_samples, new_samples = interference.net_base, interference.net_new end
       -- sides run interleaved share the machine's load run by run: the rank test and its own
       -- interval judge them, so that an outside job's odd slow run moves neither (a mean would)
-      local topts = { stat = stat, shift = opts.interleaved, seed = opts.seed, resamples = opts.resamples,
-        alpha = opts.alpha, exact = M.EXACT[metric] }
+      local topts = { stat = stat, shift = opts.interleaved, paired = opts.interleaved, seed = opts.seed,
+        resamples = opts.resamples, alpha = opts.alpha, exact = M.EXACT[metric] }
       local t, why = M.test(base_samples, new_samples, topts)
       -- but a mean row must also see a change of a share of the runs (a lock, a cold path: 12 of
       -- 40 runs 1.5x slower are a mean 15% up, the Hodges–Lehmann ratio 1.01x): where the rank
@@ -410,7 +458,7 @@ function M.compare(metric, base, new, opts)
         local threshold, alpha = M.threshold_of(row, opts), opts.alpha or M.ALPHA
         t.ratio = t.estimate
         if not clear_change(t, threshold, alpha) then
-          topts.shift = false
+          topts.shift, topts.paired = false, false
           local tm = M.test(base_samples, new_samples, topts)
           if tm then tm.ratio = row.ratio end
           if tm and clear_change(tm, threshold, alpha) then
@@ -424,7 +472,7 @@ function M.compare(metric, base, new, opts)
         -- the ratio is then the Hodges–Lehmann estimate, and the change it implies at the base's
         -- level the delta (the sides' means are still shown)
         if t.estimate and row.ratio then
-          row.ratio, row.estimate = t.estimate, "hodges_lehmann"
+          row.ratio, row.estimate = t.estimate, t.paired and "paired" or "hodges_lehmann"
           row.delta = row.base * (t.estimate - 1)
         end
         row.samples = { base_samples, new_samples }

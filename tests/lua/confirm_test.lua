@@ -56,7 +56,7 @@ T.case("a change the first runs made up is not confirmed, and does not count", f
   local res = compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--fail-on-regression" })
   T.eq(res.code, 0, "nothing confirmed, the gate passes: " .. res.stderr)
   T.match(res.stdout, "| confirmed by an interleaved re%-run +|\n")
-  T.match(res.stdout, "| ./work wall mean +|[^\n]*| regression |[^\n]*| 1%.%d%d× [%a]+ %(Hodges–Lehmann%): [^\n]*|\n")
+  T.match(res.stdout, "| ./work wall mean +|[^\n]*| regression |[^\n]*| 1%.%d%d× [%a]+ %(paired runs, Hodges–Lehmann%): [^\n]*|\n")
   T.match(res.stdout, "confirmed by an interleaved re%-run: 0 regressions, 0 improvements %(2 changes not confirmed%)")
   local rows = rows_of(compare({ a .. "/summary.json", b .. "/summary.json", "--confirm", "--json" }).stdout)
   T.ok(rows["./work wall mean"].confirmation.verdict ~= "regression", rows["./work wall mean"].confirmation.reason)
@@ -146,16 +146,17 @@ end)
 
 T.case("wb gate's re-run of a wall time is judged net of the runs' wait for a CPU, as its detection", function()
   -- 20 interleaved runs a side: 60 ms of code against 69 ms; every other run of either side waited
-  -- 10-40 ms for a CPU (busy loops beside), which swamps the 9 ms in the raw walls
-  local function cmd(code)
+  -- 10-40 ms for a CPU (busy loops beside), the base's in one round, the new side's in the next,
+  -- which swamps the 9 ms in the raw walls, paired or not
+  local function cmd(code, phase)
     local wall, runq, user, sys, own = {}, {}, {}, {}, {}
     for i = 1, 20 do
-      local wait = i % 2 == 0 and 0.010 + 0.030 * ((i * 7) % 11) / 10 or 0.0002
+      local wait = (i + phase) % 2 == 0 and 0.010 + 0.030 * ((i * 7) % 11) / 10 or 0.0002
       wall[i], runq[i], user[i], sys[i], own[i] = code + wait + 0.0004, wait, 0.001, 0.0005, code + wait
     end
     return { samples = { wall = wall, runq = runq, user = user, sys = sys, wall_own = own, runq_scope = "tree" } }
   end
-  local b, n = cmd(0.060), cmd(0.069)
+  local b, n = cmd(0.060, 0), cmd(0.069, 1)
   local row = wb.gate.confirm_metric("wall mean", b, n, { threshold = 0.05, seed = 1 })
   T.eq(row.verdict, "regression", row.reason)
   T.between(row.ratio, 1.14, 1.16, "69 ms against 60 ms, net of the waits")

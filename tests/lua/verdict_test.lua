@@ -351,6 +351,52 @@ T.case("an alpha the rank test can reach but its 95% interval cannot: untested, 
   T.match(r.reason, "3 vs 4 runs give the rank test no 95%% interval$")
 end)
 
+T.case("sides run interleaved, 20 rounds: paired run by run, a load that comes and goes cancels", function()
+  -- 20 rounds, the first 10 beside other work (every run 1.5x longer), the new side 10% slower in
+  -- each round: the paired log ratios say 1.10x with a narrow interval; unpaired, the same runs are
+  -- two clusters each side, and the bootstrap of the means cannot tell
+  local function rounds(ratio)
+    local b, n = {}, {}
+    for k = 1, 20 do
+      local load = k <= 10 and 1.5 or 1.0
+      b[k] = load * (1 + ((k * 37) % 11 - 5) / 500)
+      n[k] = ratio * load * (1 + ((k * 53) % 13 - 6) / 500)
+    end
+    return b, n
+  end
+  local b, n = rounds(1.10)
+  local r = verdict.compare("wall mean", wb.stats.mean(b), wb.stats.mean(n),
+    { base_samples = b, new_samples = n, interleaved = true })
+  T.eq({ r.estimate, r.verdict }, { "paired", "regression" }, r.reason)
+  T.near(r.ratio, 1.10, 0.01)
+  T.ok(r.ci_lo > 1.08 and r.ci_hi < 1.12, string.format("CI %g–%g", r.ci_lo, r.ci_hi))
+  T.match(r.reason, "^1%.10× slower %(paired runs, Hodges–Lehmann%): p = [%d.e-]+, CI 1%.%d%d–1%.%d%d×: regression$")
+  T.eq(verdict.compare("wall mean", wb.stats.mean(b), wb.stats.mean(n), { base_samples = b, new_samples = n }).verdict,
+    "unchanged", "the same runs one side after the other: no verdict")
+  -- the same load pattern, the same work: no change
+  b, n = rounds(1.0)
+  r = verdict.compare("wall mean", wb.stats.mean(b), wb.stats.mean(n),
+    { base_samples = b, new_samples = n, interleaved = true })
+  T.eq({ r.estimate, r.verdict }, { "paired", "unchanged" }, r.reason)
+  -- below 12 rounds, or with more than a tenth of the rounds tied (CPU ticks), the unpaired test
+  b, n = rounds(1.10)
+  local b11, n11 = table.move(b, 1, 11, 1, {}), table.move(n, 1, 11, 1, {})
+  r = verdict.compare("wall mean", wb.stats.mean(b11), wb.stats.mean(n11),
+    { base_samples = b11, new_samples = n11, interleaved = true })
+  T.eq(r.estimate, "hodges_lehmann", r.reason)
+  local ticks_b, ticks_n = {}, {}
+  for k = 1, 20 do ticks_b[k], ticks_n[k] = 0.004 * (17 + k % 2), 0.004 * (17 + k % 3 // 2 + k % 2) end
+  T.eq(verdict.paired_test(ticks_b, ticks_n, 0.05), nil, "a third of the rounds tie")
+  r = verdict.compare("user mean", wb.stats.mean(ticks_b), wb.stats.mean(ticks_n),
+    { base_samples = ticks_b, new_samples = ticks_n, interleaved = true })
+  T.ok(r.estimate ~= "paired", r.reason)
+  -- unequal counts (a side cut short) cannot be paired
+  n[#n + 1] = n[1]
+  r = verdict.compare("wall mean", wb.stats.mean(b), wb.stats.mean(n),
+    { base_samples = b, new_samples = n, interleaved = true })
+  T.eq(r.estimate, "hodges_lehmann", r.reason)
+end)
+
 T.case("sides run interleaved: a mean still sees a change of a share of the runs", function()
   -- 40 runs a side, 12 of the new ones 1.5x slower (a lock, a cold path): the mean is 15% up, the
   -- typical run is not; the Hodges–Lehmann ratio alone (1.01x) would dismiss it
