@@ -44,20 +44,13 @@ function M.head(index, filter, dir)
 end
 
 -- The samples of the points i..j of series s, pooled.
-local function samples_of(s, i, j)
-  local xs = {}
-  for k = i, j do
-    for _, x in ipairs(s.points[k].samples) do xs[#xs + 1] = x end
-  end
-  return xs
-end
+local function samples_of(s, i, j) return verdict.segment_samples(s.points, i, j) end
 
 -- The samples of the points i..j of series s, pooled, net of the runs' wait for a CPU where the
 -- metric is a time and every point carries that evidence: the level the code ran at.
 local function net_samples_of(s, i, j)
-  local xs = samples_of(s, i, j)
-  local ev = verdict.classify(s.metric) == "time" and verdict.segment_evidence(s.points, i, j, xs)
-  return ev and require("wb.interference").net(xs, ev) or xs
+  if verdict.classify(s.metric) ~= "time" then return samples_of(s, i, j) end
+  return (verdict.segment_net(s.points, i, j))
 end
 
 -- The comparison engine's row (not yet judged) for the level of points b1..b2 of series s against
@@ -157,9 +150,9 @@ local function is_text(v) return type(v) == "string" end
 -- (the head to that point), both of the medians, net of the runs' wait for a CPU where known (a
 -- busier hour while the fix was measured is not its code): one later night's outliers do not
 -- hide a fix ("no regression against the level before" at the 2% threshold missed one:
--- campaigns on different nights differ by a few percent). An unconfirmed alert may have been noise, and a
--- noise spike is always "fixed" by the next commit: it keeps its fate. a.gate_fate keeps the
--- gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix.
+-- campaigns on different nights differ by a few percent). An unconfirmed alert may have been
+-- noise, and a noise spike is always "fixed" by the next commit: it keeps its fate. a.gate_fate
+-- keeps the gate's own fate, a.fixed_commit and a.fixed_ratio (later level / level before) the fix.
 -- Alerts whose fields are not text are left as they are. opts: threshold, alpha, roots.
 function M.settle(index, alerts, opts)
   opts = opts or {}

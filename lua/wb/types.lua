@@ -1086,6 +1086,12 @@ function verdict.describe(row) end
 ---The interference evidence of points first..last together (as verdict.steps takes them).
 ---@return table?
 function verdict.segment_evidence(points, first, last, walls) end
+---The samples of points first..last, pooled in order.
+---@return number[]
+function verdict.segment_samples(points, first, last) end
+---Those samples net of the runs' wait for a CPU where every point carries the evidence (net true).
+---@return number[], boolean
+function verdict.segment_net(points, first, last) end
 ---The steps of a series (wb.stats.steps over the points' means, net where evidence allows), each
 ---judged by the engine on the samples before against those after (Benjamini–Hochberg).
 ---@param points {samples: number[], evidence: table?}[]

@@ -570,6 +570,27 @@ end
 
 M.segment_evidence = segment_evidence
 
+-- xs = verdict.segment_samples(points, first, last) : the samples of points first..last, pooled
+-- in order
+local function segment_samples(points, first, last)
+  local xs = {}
+  for i = first, last do
+    for _, x in ipairs(points[i].samples) do xs[#xs + 1] = x end
+  end
+  return xs
+end
+M.segment_samples = segment_samples
+
+-- xs, net = verdict.segment_net(points, first, last) : those samples net of the runs' wait for a
+-- CPU where every point carries that evidence (net true), else as they are: the level the code
+-- ran at
+function M.segment_net(points, first, last)
+  local xs = segment_samples(points, first, last)
+  local ev = segment_evidence(points, first, last, xs)
+  if not ev then return xs, false end
+  return require("wb.interference").net(xs, ev), true
+end
+
 local function mean_of(xs) return require("wb.stats").mean(xs) end
 
 -- steps = verdict.steps(points [, opts]) : the steps of a series, found by wb.stats.steps over
@@ -590,9 +611,11 @@ function M.steps(points, opts)
   local means, nets = {}, kind == "time" and {} or nil
   for i, pt in ipairs(points) do
     means[i] = mean_of(pt.samples)
-    local ev = nets and segment_evidence(points, i, i, pt.samples)
-    nets = ev and nets or nil
-    if nets then nets[i] = mean_of(require("wb.interference").net(pt.samples, ev)) end
+    if nets then
+      local xs, net = M.segment_net(points, i, i)
+      nets = net and nets or nil
+      if nets then nets[i] = mean_of(xs) end
+    end
   end
   local raw = #means >= 2 and require("wb.stats").steps(nets or means, { min_size = opts.min_size }) or {}
   local bounds = { 1 }
@@ -600,13 +623,8 @@ function M.steps(points, opts)
   bounds[#bounds + 1] = #points + 1
   local steps, rows = {}, {}
   for k, st in ipairs(raw) do
-    local before, after = {}, {}
-    for i = bounds[k], bounds[k + 1] - 1 do
-      for _, x in ipairs(points[i].samples) do before[#before + 1] = x end
-    end
-    for i = bounds[k + 1], bounds[k + 2] - 1 do
-      for _, x in ipairs(points[i].samples) do after[#after + 1] = x end
-    end
+    local before = segment_samples(points, bounds[k], bounds[k + 1] - 1)
+    local after = segment_samples(points, bounds[k + 1], bounds[k + 2] - 1)
     local evidence = kind == "time"
     rows[k] = M.compare(metric, st.before, st.after, { kind = kind, stat = opts.stat or "mean",
       threshold = opts.threshold, alpha = opts.alpha, base_samples = before, new_samples = after, seed = opts.seed,
