@@ -347,7 +347,7 @@ function M.confirm_commits(c, h, base, new)
   local nw, ne = side_evidence(n)
   local row = wb.verdict.compare("wall mean", b.stats.wall.mean, n.stats.wall.mean, { kind = "time", stat = "mean",
     threshold = h.threshold, alpha = h.alpha, base_samples = bw, new_samples = nw, seed = h.seed,
-    base_evidence = be, new_evidence = ne })
+    base_evidence = be, new_evidence = ne, interleaved = true })
   wb.verdict.judge({ row }, { threshold = h.threshold, alpha = h.alpha })
   conf.verdict, conf.reason, conf.ratio = row.verdict, row.reason, row.ratio or null
   conf.p_value, conf.ci_lo, conf.ci_hi = row.p or null, row.ci_lo or null, row.ci_hi or null
