@@ -11,6 +11,7 @@ local function log(i, r)
   io.stderr:write(string.format("# pair %d (hogs beside the %s side): wall %.3f×; --confirm: %d regressions, %d " ..
     "improvements%s\n", i, r.loaded, r.wall_ratio, c.regression, c.improvement,
     #r.reasons > 0 and ("; " .. table.concat(r.reasons, "; ")) or ""))
+  for _, line in ipairs(c.confirmed) do io.stderr:write("#   re-run: " .. line .. "\n") end
 end
 
 T.case("A/A: the same work twice, two CPU hogs beside one side: no regression, no improvement from any entry point", function()

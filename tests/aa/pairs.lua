@@ -84,7 +84,13 @@ local function wb_compare(a, b, confirm)
     stdout = "capture", stderr = "capture", timeout = 600 })
   assert(res.code == 0, res.stderr)
   local doc = assert(json.decode(res.stdout))
-  return { regression = doc.summary.regressions, improvement = doc.summary.improvements }
+  local confirmed = {} -- what the re-run said of each wall row it confirmed
+  for _, row in ipairs(confirm and doc.rows or {}) do
+    if type(row.confirmation) == "table" and tostring(row.metric):match("wall") then
+      confirmed[#confirmed + 1] = row.metric .. ": " .. tostring(row.confirmation.reason)
+    end
+  end
+  return { regression = doc.summary.regressions, improvement = doc.summary.improvements, confirmed = confirmed }
 end
 
 -- The wall samples of the one command of a bench summary.
