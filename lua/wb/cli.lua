@@ -16,6 +16,7 @@ usage: wb <command> [args]
   wb trend [-o DIR] [--root DIR] ...                    the history as a dashboard: series and their steps
   wb test FILE_test.lua...                              run Lua test files
   wb help RECIPE | wb RECIPE --help                     a recipe's description, keys and examples
+  wb help compare|history|trend                         that command's options
   wb version | wb help
 
 run options:
@@ -33,6 +34,8 @@ run options:
 ]]
 
 local COMMANDS = { "run", "list", "repl", "compare", "history", "trend", "test", "help", "version", "job" }
+-- The commands with a usage of their own (`wb help compare` is `wb compare --help`).
+local COMMAND_HELP = { compare = "wb.compare", history = "wb.history", trend = "wb.trend" }
 
 local function usage(msg) require("wb.errors").raise(2, msg, 0) end
 
@@ -292,7 +295,17 @@ function M.main(argv, verbose)
   -- recipe file runs (lua/wb/recipe.lua), the other commands here.
   if cmd == "run" then return cmd_run(args, 2) end
   collectgarbage("restart")
-  if cmd == "help" and args[2] then return recipe_help(find_or_fail(args[2])) end
+  if cmd == "help" and args[2] then
+    local own = COMMAND_HELP[args[2]]
+    if own then return require(own).main({ "--help" }) end
+    for _, c in ipairs(COMMANDS) do -- the others are described by the usage itself
+      if c == args[2] then
+        io.write(USAGE)
+        return 0
+      end
+    end
+    return recipe_help(find_or_fail(args[2]))
+  end
   if cmd == nil or cmd == "help" or cmd == "--help" or cmd == "-h" then
     io.write(USAGE)
     return cmd == nil and 2 or 0

@@ -12,6 +12,19 @@ usage: wb <command> [args]
 ...
 [2]
 
+# `wb help COMMAND` for a command that is not a recipe: its own usage, or wb's
+$ wb help compare | head -n 1
+usage: wb compare BASE.json NEW.json [--json] [--fail-on-regression] [--threshold 0.02] [--confirm]
+
+$ wb help trend | head -n 1
+usage: wb trend [-o DIR] [--root DIR]... [--db FILE] [--recipe R] [--name N] [--metric M]
+
+$ wb help history | head -n 1
+usage: wb history [update|records|series|alerts] [--root DIR]... [--db FILE] [--rebuild]
+
+$ wb help list | head -n 1
+usage: wb <command> [args]
+
 $ wb list
 Available recipes:
 ...
