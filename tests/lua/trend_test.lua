@@ -91,6 +91,26 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
     if verdict then steps[#steps + 1] = { verdict = verdict, metric = metric, at = at, pct = tonumber(pct) } end
   end
   local function at(i) return commits[i]:sub(1, 10) end
+  -- what each commit's runs measured (ms, net of the wait for a CPU / raw; the waits), for a failure
+  local function measured()
+    local out = {}
+    for _, d in ipairs(fs.list(repo .. "/runs")) do
+      local doc = d:match("^c%d%d_%d$") and json.read(repo .. "/runs/" .. d .. "/summary.json")
+      local smp = doc and doc.commands[1].samples
+      if smp then
+        local nets, raws, waits = {}, {}, {}
+        for k, w in ipairs(smp.wall) do
+          local q = type(smp.runq) == "table" and smp.runq[k]
+          nets[k], raws[k] = q and string.format("%.0f", (w - q) * 1000) or "?", string.format("%.0f", w * 1000)
+          waits[k] = q and string.format("%.0f", q * 1000) or "?"
+        end
+        out[#out + 1] = string.format("%s (%s): net %s, raw %s, waits %s", d, tostring(smp.runq_scope),
+          table.concat(nets, " "), table.concat(raws, " "), table.concat(waits, " "))
+      end
+    end
+    table.sort(out)
+    return "\n" .. table.concat(out, "\n")
+  end
   local found = {}
   for _, st in ipairs(steps) do
     found[st.metric] = st
@@ -98,7 +118,7 @@ T.case("a history of 12 commits: the slowdown at commit 6 and the memory step at
     local expected = st.metric == "wall mean" and at(6)
         or (st.metric == "maxrss_kb mean" or st.metric == "alloc_bytes mean" or st.metric == "sys mean"
           or st.metric == "user mean") and at(9)
-    T.eq(st.at, expected, st.metric .. ": " .. res.stdout)
+    T.eq(st.at, expected, st.metric .. ": " .. res.stdout .. (st.at ~= expected and measured() or ""))
     T.eq(st.verdict, "regression", st.metric)
   end
   T.ok(found["wall mean"], "the slowdown in wall time: " .. res.stdout)
