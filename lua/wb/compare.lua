@@ -542,6 +542,30 @@ local function weigh_hyperfine(rows, counts, base_cpu, new_cpu)
   end
 end
 
+-- Sides run interleaved: a user or a system time alone (cpu_time "split") whose change the same
+-- record's wall time of the same statistic does not show the same way is the kernel's
+-- tick-sampled split moving, not the code's time (an A/A pair's interleaved re-run read user time
+-- 1.10x faster, CI 1.03-1.19x, its wall 1.03x within the threshold): unchanged, said so.
+local function weigh_split(rows, counts)
+  local walls = {}
+  for _, r in ipairs(rows) do
+    local stat = r.kind == "time" and r.record ~= nil and tostring(r.metric):match("^wall.* (%a+)$")
+    if stat then walls[tostring(r.record) .. " " .. stat] = r end
+  end
+  for _, r in ipairs(rows) do
+    local wall = r.cpu_time == "split" and walls[tostring(r.record) .. " " .. tostring(r.stat)]
+    if wall and (r.verdict == "regression" or r.verdict == "improvement") and wall.verdict ~= r.verdict then
+      counts[r.verdict] = counts[r.verdict] - 1
+      counts.unchanged = counts.unchanged + 1
+      r.significant = nil
+      r.reason = string.format("%s, but the wall time it is part of is %s (%s): the kernel's tick-sampled " ..
+        "user/system split moved, not the code's time: unchanged", r.reason, wall.verdict,
+        verdict.describe(wall))
+      r.verdict = "unchanged"
+    end
+  end
+end
+
 -- A row's change text is made when it is read: a 400k-metric comparison need not hold 400k of them.
 local ROW = { __index = function(r, k) if k == "change" then return change_text(r) end end }
 
@@ -553,7 +577,8 @@ local ROW = { __index = function(r, k) if k == "change" then return change_text(
 -- Benjamini–Hochberg correction when several are tested). Raises (exit 2) when no metric is in
 -- both sets, unless allow_empty. consume: the sets' metrics are dropped as their rows are made
 -- (the sets are spent; a large comparison then holds one copy of its metrics). interleaved: the
--- two sides' runs alternated in one run (wb.confirm), so no load difference is weighed.
+-- two sides' runs alternated in one run (wb.confirm), so no load difference is weighed (and a user
+-- or system time alone changes only with its wall time: weigh_split).
 function M.compare(base, new, opts)
   opts = opts or {}
   local threshold = opts.threshold or verdict.DEFAULT_THRESHOLD
@@ -584,6 +609,7 @@ function M.compare(base, new, opts)
   if opts.consume then base.metrics, new.metrics = nil, nil end
   local judged = verdict.judge(rows, { threshold = threshold, alpha = opts.alpha, interleaved = opts.interleaved })
   if hyperfine then weigh_hyperfine(rows, judged.counts, table.unpack(hyperfine)) end
+  if opts.interleaved then weigh_split(rows, judged.counts) end
   for _, r in ipairs(rows) do setmetatable(r, ROW) end
   local c = judged.counts
   local text = verdict.summary_text(judged)

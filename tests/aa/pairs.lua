@@ -84,9 +84,10 @@ local function wb_compare(a, b, confirm)
     stdout = "capture", stderr = "capture", timeout = 600 })
   assert(res.code == 0, res.stderr)
   local doc = assert(json.decode(res.stdout))
-  local confirmed = {} -- what the re-run said of each wall row it confirmed
+  local confirmed = {} -- what the re-run said of each wall row it confirmed, and of any change
   for _, row in ipairs(confirm and doc.rows or {}) do
-    if type(row.confirmation) == "table" and tostring(row.metric):match("wall") then
+    local c = row.confirmation
+    if type(c) == "table" and (tostring(row.metric):match("wall") or c.verdict == "regression" or c.verdict == "improvement") then
       confirmed[#confirmed + 1] = row.metric .. ": " .. tostring(row.confirmation.reason)
     end
   end

@@ -20,7 +20,7 @@ local function row(result, name)
   for _, r in ipairs(result.rows) do
     if r.name == name then return r end
   end
-  error("no row " .. metric)
+  error("no row " .. name)
 end
 
 local function names(set)
@@ -430,6 +430,34 @@ T.case("hyperfine exports: a wall change the CPU time does not bear out is confo
   r = row(result, "work wall mean")
   T.eq(r.verdict, "regression", r.reason)
   T.match(r.reason, "%(mean CPU time %(user %+ system%) 1%.63× slower too, beyond the 1%.50× that load can account for%)$")
+end)
+
+T.case("sides run interleaved: a user time alone that moved without its wall is the tick-sampled split", function()
+  -- 20 rounds; the new side's user time 10% lower in every round and its system time higher by as
+  -- much (the kernel's split moved), its wall the same: user unchanged, said why; with the wall 10%
+  -- faster too, the user time's improvement stands
+  local function doc(wall_k, user_k, sys_k)
+    local w, u, sy, q = {}, {}, {}, {}
+    for k = 1, 20 do
+      local load = k <= 10 and 1.5 or 1.0
+      local e = 1 + ((k * 37) % 11 - 5) / 500
+      w[k], u[k], sy[k], q[k] = 0.1 * load * e * wall_k, 0.09 * e * user_k, 0.01 * e * sys_k, 0.0001
+    end
+    return json.decode(json.encode({ schema_name = "wb.bench", schema_version = 1,
+      commands = { { name = "c", samples = { wall = w, user = u, sys = sy, runq = q, runq_scope = "tree" } } } }))
+  end
+  local function judged(wall_k, user_k, sys_k)
+    return compare.compare(compare.from_document(doc(1, 1, 1), "a"),
+      compare.from_document(doc(wall_k, user_k, sys_k), "b"), { interleaved = true })
+  end
+  local result = judged(1, 0.9, 1.9)
+  local r = row(result, "c user mean")
+  T.eq(r.verdict, "unchanged", r.reason)
+  T.match(r.reason, "^1%.11× faster %(paired runs, Hodges–Lehmann%).*: improvement, but the wall time it is part of is " ..
+    "unchanged %(1%.00× [a-z]+%): the kernel's tick%-sampled user/system split moved, not the code's time: unchanged$")
+  T.eq(result.summary.improvements, 0, result.summary.text)
+  r = row(judged(0.9, 0.9, 0.9), "c user mean")
+  T.eq(r.verdict, "improvement", r.reason)
 end)
 
 T.case("sides run interleaved with too few runs for the rank test's interval: shown, not a crash", function()
