@@ -172,10 +172,8 @@ function M.test(base_samples, new_samples, opts)
     return { p = b[1] == n[1] and 1 or 0, ci_lo = r, ci_hi = r, n_base = #b, n_new = #n, exact = true }
   end
   local stats = require "wb.stats"
-  if opts.paired and #b == #n then
-    local t = M.paired_test(b, n, alpha)
-    if t then return t end
-  end
+  local paired = opts.paired and M.paired_test(b, n, alpha)
+  if paired then return paired end
   local mw = stats.mann_whitney(b, n)
   local lo, hi, estimate
   if opts.shift then
